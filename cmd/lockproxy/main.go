@@ -1,0 +1,255 @@
+// Command lockproxy runs the proxy: a RESP server in front of Valkey that
+// makes distributed-lock release safe.
+//
+//	lockproxy --config FILE [--listen ADDR] [--upstream ADDR]
+//	lockproxy check-config FILE
+//	lockproxy version
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/proxy"
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// version is set at build time with -ldflags "-X main.version=..."; otherwise
+// the module version or VCS revision is reported.
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			fmt.Fprintln(stdout, "lockproxy", versionString())
+			return 0
+		case "check-config":
+			if len(args) != 2 {
+				fmt.Fprintln(stderr, "usage: lockproxy check-config FILE")
+				return 2
+			}
+			return checkConfig(args[1], stdout, stderr)
+		}
+	}
+	fs := flag.NewFlagSet("lockproxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (YAML); see config.example.yaml")
+	listen := fs.String("listen", "", "address to accept clients on, host:port (overrides the file)")
+	upstream := fs.String("upstream", "", "Valkey address, host:port (overrides the file)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockproxy --config FILE [--listen ADDR] [--upstream ADDR]\n       lockproxy check-config FILE\n       lockproxy version")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg := policy.Default()
+	if *configPath != "" {
+		var err error
+		if cfg, err = policy.Load(*configPath); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if *upstream != "" {
+		cfg.Upstream.Addr = *upstream
+	}
+	if err := serve(cfg, stderr); err != nil {
+		fmt.Fprintln(stderr, "lockproxy:", err)
+		return 1
+	}
+	return 0
+}
+
+func checkConfig(path string, stdout, stderr io.Writer) int {
+	if _, err := policy.Load(path); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", path)
+	return 0
+}
+
+func serve(cfg *policy.Config, stderr io.Writer) error {
+	log := newLogger(cfg.Log, stderr)
+	if cfg.GOMAXPROCS > 0 {
+		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
+	}
+	opts, err := proxyOptions(cfg, log)
+	if err != nil {
+		return err
+	}
+	p, err := proxy.New(opts)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	if cfg.TLS.Enabled() {
+		tc, err := listenerTLS(cfg.TLS)
+		if err != nil {
+			l.Close()
+			return err
+		}
+		l = tls.NewListener(l, tc)
+	}
+	log.Info("lockproxy listening", "listen", l.Addr().String(), "upstream", cfg.Upstream.Addr,
+		"version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0), "lock_rules", len(cfg.Locks))
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(l) }()
+	select {
+	case err := <-served:
+		p.Close()
+		return err
+	case sig := <-sigs:
+		log.Info("shutting down: no new clients; finishing replies in flight", "signal", sig.String(), "deadline", cfg.ShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		err := p.Shutdown(ctx)
+		<-served
+		if errors.Is(err, context.DeadlineExceeded) {
+			log.Warn("shutdown deadline passed; closed the remaining clients")
+			return nil
+		}
+		return err
+	}
+}
+
+func proxyOptions(cfg *policy.Config, log *slog.Logger) (proxy.Options, error) {
+	u := cfg.Upstream
+	opts := proxy.Options{
+		Upstream:          u.Addr,
+		Username:          u.Username,
+		Password:          u.Password,
+		DB:                u.DB,
+		PoolSize:          u.PoolSize,
+		DialTimeout:       u.DialTimeout,
+		ReconnectBackoff:  u.ReconnectBackoff,
+		MaxBackoff:        u.MaxBackoff,
+		MaxClients:        cfg.MaxClients,
+		OutputBufferLimit: int64(cfg.ClientOutputBufferLimit),
+		MaxPipeline:       cfg.MaxPipeline,
+		Logger:            log,
+	}
+	opts.Limits = resp.DefaultLimits()
+	opts.Limits.MaxBulkLen = int64(cfg.ProtoMaxBulkLen)
+	opts.Limits.MaxQueryBuffer = int64(cfg.ClientQueryBufferLimit)
+	if u.TLS.Enabled {
+		tc, err := upstreamTLS(u)
+		if err != nil {
+			return opts, err
+		}
+		opts.UpstreamTLS = tc
+	}
+	return opts, nil
+}
+
+func upstreamTLS(u policy.UpstreamConfig) (*tls.Config, error) {
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         u.TLS.ServerName,
+		InsecureSkipVerify: u.TLS.InsecureSkipVerify, // #nosec G402 -- opt-in, for tests
+	}
+	if tc.ServerName == "" {
+		host, _, _ := net.SplitHostPort(u.Addr)
+		tc.ServerName = host
+	}
+	if u.TLS.CAFile != "" {
+		pool, err := certPool(u.TLS.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		tc.RootCAs = pool
+	}
+	if u.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(u.TLS.CertFile, u.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("upstream.tls: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+func listenerTLS(t policy.ListenerTLS) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if t.ClientCAFile != "" {
+		pool, err := certPool(t.ClientCAFile)
+		if err != nil {
+			return nil, err
+		}
+		tc.ClientCAs = pool
+		tc.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
+}
+
+func certPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificates found", path)
+	}
+	return pool, nil
+}
+
+func newLogger(c policy.LogConfig, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	ho := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, ho))
+	}
+	return slog.New(slog.NewTextHandler(w, ho))
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			return bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return "dev-" + s.Value[:12]
+			}
+		}
+	}
+	return "dev"
+}

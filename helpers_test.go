@@ -1,0 +1,204 @@
+package lockproxy_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/proxy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/redis/go-redis/v9"
+)
+
+// env is one real Valkey with a lockproxy in front of it, both torn down when
+// the test ends.
+type env struct {
+	t    *testing.T
+	srv  *valkeytest.Server
+	p    *proxy.Proxy
+	addr string // the proxy's listen address
+	done chan error
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newEnv starts Valkey (with the given directives) and a proxy in front of it.
+func newEnv(t *testing.T, opts proxy.Options, directives ...string) *env {
+	t.Helper()
+	srv := valkeytest.Start(t, directives...)
+	e := &env{t: t, srv: srv}
+	e.startProxy(opts)
+	return e
+}
+
+func (e *env) startProxy(opts proxy.Options) {
+	e.t.Helper()
+	opts.Upstream = e.srv.Addr
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
+	p, err := proxy.New(opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.p, e.addr, e.done = p, l.Addr().String(), make(chan error, 1)
+	go func() { e.done <- p.Serve(l) }()
+	e.t.Cleanup(e.stopProxy)
+}
+
+func (e *env) stopProxy() {
+	if e.p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.p.Shutdown(ctx); err != nil {
+		e.t.Errorf("proxy shutdown: %v", err)
+	}
+	if err := <-e.done; err != nil {
+		e.t.Errorf("proxy serve: %v", err)
+	}
+	e.p = nil
+}
+
+// client is a go-redis client through the proxy.
+func (e *env) client(mod ...func(*redis.Options)) *redis.Client {
+	o := &redis.Options{Addr: e.addr, MaxRetries: -1, DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second}
+	for _, m := range mod {
+		m(o)
+	}
+	c := redis.NewClient(o)
+	e.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// direct is a go-redis client straight to Valkey, to check what the proxy did.
+func (e *env) direct() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: e.srv.Addr, MaxRetries: -1})
+	e.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// raw is a plain TCP client that sends bytes and reads whole replies, for
+// checking the wire byte for byte.
+type raw struct {
+	t   testing.TB
+	nc  net.Conn
+	buf []byte
+	f   resp.Framer
+}
+
+func dialRaw(t testing.TB, addr string) *raw {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &raw{t: t, nc: nc}
+}
+
+func (r *raw) send(s string) {
+	r.t.Helper()
+	if _, err := r.nc.Write([]byte(s)); err != nil {
+		r.t.Fatalf("write: %v", err)
+	}
+}
+
+// do sends one command and returns its reply's bytes.
+func (r *raw) do(args ...string) string {
+	r.t.Helper()
+	r.send(string(resp.AppendCommandStrings(nil, args...)))
+	return r.read()
+}
+
+// read returns the next whole reply, failing the test after 10 s.
+func (r *raw) read() string {
+	r.t.Helper()
+	s, err := r.readErr(10 * time.Second)
+	if err != nil {
+		r.t.Fatalf("read reply: %v (have %q)", err, r.buf)
+	}
+	return s
+}
+
+func (r *raw) readErr(timeout time.Duration) (string, error) {
+	_ = r.nc.SetReadDeadline(time.Now().Add(timeout))
+	chunk := make([]byte, 64<<10)
+	for {
+		n, err := r.f.Frame(r.buf)
+		if err != nil {
+			return "", err
+		}
+		if n > 0 {
+			out := string(r.buf[:n])
+			r.buf = append(r.buf[:0], r.buf[n:]...)
+			r.f = resp.Framer{}
+			return out, nil
+		}
+		m, err := r.nc.Read(chunk)
+		r.buf = append(r.buf, chunk[:m]...)
+		if err != nil && m == 0 {
+			return "", err
+		}
+	}
+}
+
+// expectClosed reads until EOF, failing if the peer keeps the connection open.
+func (r *raw) expectClosed() {
+	r.t.Helper()
+	_ = r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rest, err := io.ReadAll(r.nc)
+	if err != nil {
+		r.t.Fatalf("connection not closed: %v (read %q)", err, rest)
+	}
+}
+
+func bulk(s string) string { return string(resp.AppendBulk(nil, []byte(s))) }
+
+func mustContain(t *testing.T, got, want string) {
+	t.Helper()
+	if !strings.Contains(got, want) {
+		t.Fatalf("got %q, want it to contain %q", got, want)
+	}
+}
+
+func eq(t *testing.T, got, want any) {
+	t.Helper()
+	if gb, ok := got.([]byte); ok {
+		if wb, ok := want.([]byte); ok {
+			if !bytes.Equal(gb, wb) {
+				t.Fatalf("got %d bytes, want %d bytes (different content)", len(gb), len(wb))
+			}
+			return
+		}
+	}
+	if got != want {
+		t.Fatalf("got %#v, want %#v", got, want)
+	}
+}
+
+var ctx = context.Background()
+
+func redisCmd(args ...string) []byte { return resp.AppendCommandStrings(nil, args...) }
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package keyspec
+
+const raceEnabled = false

@@ -1,0 +1,344 @@
+package policy
+
+import (
+	"os"
+	"slices"
+	"time"
+)
+
+// Defaults. A zero or omitted value in the file means the default below
+// (except where a field's comment says 0 has a meaning of its own).
+const (
+	DefaultListen                  = "127.0.0.1:6380"
+	DefaultMaxClients              = 10000 // Valkey's own maxclients default
+	DefaultProtoMaxBulkLen         = 512 * MB
+	DefaultClientQueryBufferLimit  = 1 * GB
+	DefaultClientOutputBufferLimit = 256 * MB
+	DefaultMaxPipeline             = 100000
+	DefaultShutdownTimeout         = 10 * time.Second
+	DefaultUpstreamAddr            = "127.0.0.1:6379"
+	DefaultPoolSize                = 2
+	DefaultDialTimeout             = 5 * time.Second
+	DefaultReplyTimeout            = 30 * time.Second
+	DefaultReconnectBackoff        = 100 * time.Millisecond
+	DefaultMaxBackoff              = 5 * time.Second
+)
+
+// Redacted is what [Config.Redacted] puts in place of a non-empty secret.
+const Redacted = "(redacted)"
+
+// Config is the whole configuration file. Field comments give each YAML key
+// and its default; config.example.yaml at the repository root shows them all.
+type Config struct {
+	// listen: host:port the proxy accepts clients on. Default 127.0.0.1:6380.
+	// An empty host listens on every interface; port 0 picks a free port.
+	Listen string `yaml:"listen"`
+	// maxclients: most clients connected at once; more are refused as Valkey
+	// refuses them. Default 10000.
+	MaxClients int `yaml:"maxclients"`
+	// proto_max_bulk_len: largest bulk string a client may send. Default
+	// 512mb. Must not exceed client_query_buffer_limit.
+	ProtoMaxBulkLen Size `yaml:"proto_max_bulk_len"`
+	// client_query_buffer_limit: most unparsed input buffered per client.
+	// Default 1gb.
+	ClientQueryBufferLimit Size `yaml:"client_query_buffer_limit"`
+	// client_output_buffer_limit: reply bytes pending for one client before the
+	// proxy disconnects it for not reading. Default 256mb.
+	ClientOutputBufferLimit Size `yaml:"client_output_buffer_limit"`
+	// max_pipeline: commands in flight per client before the proxy stops
+	// reading from it. Default 100000.
+	MaxPipeline int `yaml:"max_pipeline"`
+	// gomaxprocs: Go's GOMAXPROCS; 0 (the default) leaves Go's own choice.
+	GOMAXPROCS int `yaml:"gomaxprocs"`
+	// shutdown_timeout: how long shutdown waits for in-flight commands.
+	// Default 10s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// client_idle_timeout: disconnect clients idle this long; 0 (the default)
+	// never does.
+	ClientIdleTimeout time.Duration `yaml:"client_idle_timeout"`
+
+	Log      LogConfig      `yaml:"log"`
+	Upstream UpstreamConfig `yaml:"upstream"`
+	TLS      ListenerTLS    `yaml:"tls"`
+	Admin    AdminConfig    `yaml:"admin"`
+	Metrics  MetricsConfig  `yaml:"metrics"`
+
+	// on_flush: what to do with FLUSHALL/FLUSHDB, which delete every lock
+	// without checking owners. Default allow.
+	OnFlush FlushPolicy `yaml:"on_flush"`
+
+	// locks: the lock rules, tried in order; the first whose pattern matches a
+	// key decides for it. A key no rule matches is passed through untouched.
+	// Default: none.
+	Locks []LockRule `yaml:"locks"`
+}
+
+// LogConfig is the log section.
+type LogConfig struct {
+	Level  LogLevel  `yaml:"level"`  // debug|info|warn|error; default info
+	Format LogFormat `yaml:"format"` // text|json; default text
+}
+
+// UpstreamConfig is the real Valkey server the proxy forwards to.
+type UpstreamConfig struct {
+	Addr string `yaml:"addr"` // host:port; default 127.0.0.1:6379
+	// Username and Password are the ACL user the proxy's shared connections
+	// log in as; empty username = "default", empty password = no AUTH.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	DB       int    `yaml:"db"` // database the shared connections start in; default 0
+	// PoolSize is the number of shared upstream connections per (protocol,
+	// db); 0 = the default, 2.
+	PoolSize int `yaml:"pool_size"`
+	// DialTimeout bounds connecting (and the TLS handshake); default 5s.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// ReplyTimeout bounds the wait for a reply to a non-blocking command;
+	// blocking commands (BLPOP ...) wait as long as they asked. Default 30s.
+	ReplyTimeout time.Duration `yaml:"reply_timeout"`
+	// ReconnectBackoff is the first wait before redialling a lost upstream; it
+	// doubles up to MaxBackoff. Defaults 100ms and 5s.
+	ReconnectBackoff time.Duration `yaml:"reconnect_backoff"`
+	MaxBackoff       time.Duration `yaml:"max_backoff"`
+	TLS              UpstreamTLS   `yaml:"tls"`
+}
+
+// UpstreamTLS configures TLS to the upstream server. Relative file paths are
+// resolved against the config file's directory by [Load] and [Parse].
+type UpstreamTLS struct {
+	Enabled            bool   `yaml:"enabled"`              // default false
+	CAFile             string `yaml:"ca_file"`              // empty = system roots
+	CertFile           string `yaml:"cert_file"`            // client certificate; needs key_file
+	KeyFile            string `yaml:"key_file"`             // needs cert_file
+	ServerName         string `yaml:"server_name"`          // empty = the host of upstream.addr
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"` // tests only: no certificate check
+}
+
+// ListenerTLS configures TLS on the client listener; TLS is on when CertFile
+// is set. Relative paths are resolved against the config file's directory.
+type ListenerTLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientCAFile, when set, makes client certificates required and verified
+	// against it.
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Enabled reports whether the listener serves TLS.
+func (t ListenerTLS) Enabled() bool { return t.CertFile != "" }
+
+// AdminConfig is the proxy's own administrative interface.
+type AdminConfig struct {
+	// Password for the proxy's admin commands. Empty = no admin password set.
+	Password string `yaml:"password"`
+}
+
+// MetricsConfig is the metrics endpoint.
+type MetricsConfig struct {
+	Listen string `yaml:"listen"` // host:port; empty (the default) = no metrics endpoint
+}
+
+// LockRule is one entry of the locks list, as written in the file. Empty
+// enum fields mean the defaults noted on each type.
+type LockRule struct {
+	// Pattern is a Valkey glob (see [Compile]); required.
+	Pattern      string           `yaml:"pattern"`
+	Release      ReleaseMode      `yaml:"release"`       // default rewrite
+	Session      SessionMode      `yaml:"session"`       // default connection
+	UnknownOwner UnknownOwnerMode `yaml:"unknown_owner"` // default refuse
+	Scripts      ScriptsMode      `yaml:"scripts"`       // "" = default by script class
+	UnknownSHA   UnknownSHAMode   `yaml:"unknown_sha"`   // default allow
+	Fence        *FenceConfig     `yaml:"fence,omitempty"`
+}
+
+// FenceConfig is a lock rule's optional fencing section. Only its shape is
+// checked for now; the templates' placeholders are interpreted by the
+// fencing feature.
+type FenceConfig struct {
+	Counter        string         `yaml:"counter"`         // key template of the fencing counter; required
+	Guards         []string       `yaml:"guards"`          // key templates of the keys the lock guards
+	Check          FenceCheck     `yaml:"check"`           // default current
+	UnfencedWrites UnfencedWrites `yaml:"unfenced_writes"` // default reject
+}
+
+// Enumerations. Each is a string type so the file's word is the value and
+// messages can quote it; the constants list every accepted word.
+type (
+	LogLevel         string
+	LogFormat        string
+	FlushPolicy      string
+	ReleaseMode      string
+	SessionMode      string
+	UnknownOwnerMode string
+	ScriptsMode      string
+	UnknownSHAMode   string
+	FenceCheck       string
+	UnfencedWrites   string
+)
+
+const (
+	LogDebug LogLevel = "debug"
+	LogInfo  LogLevel = "info"
+	LogWarn  LogLevel = "warn"
+	LogError LogLevel = "error"
+
+	LogText LogFormat = "text"
+	LogJSON LogFormat = "json"
+
+	FlushAllow  FlushPolicy = "allow"  // forward FLUSHALL/FLUSHDB
+	FlushReject FlushPolicy = "reject" // refuse them: they would drop every lock unchecked
+
+	ReleaseRewrite ReleaseMode = "rewrite" // a blind DEL becomes a token-checked delete
+	ReleaseReject  ReleaseMode = "reject"  // a blind DEL is refused
+	ReleaseObserve ReleaseMode = "observe" // forwarded as is, but logged and counted
+
+	SessionConnection SessionMode = "connection"  // the owner is the client connection
+	SessionClientName SessionMode = "client_name" // ... the CLIENT SETNAME name, surviving reconnects
+	SessionClientAddr SessionMode = "client_addr" // ... the client's IP address
+
+	UnknownOwnerRefuse  UnknownOwnerMode = "refuse"  // release of a lock the proxy did not see taken is refused
+	UnknownOwnerForward UnknownOwnerMode = "forward" // ... is forwarded unchanged
+
+	ScriptsDefault ScriptsMode = ""        // decided by script class
+	ScriptsReject  ScriptsMode = "reject"  // scripts touching the lock are refused
+	ScriptsObserve ScriptsMode = "observe" // ... are forwarded and logged
+
+	UnknownSHAAllow   UnknownSHAMode = "allow"
+	UnknownSHAReject  UnknownSHAMode = "reject"
+	UnknownSHAObserve UnknownSHAMode = "observe"
+
+	FenceCheckCurrent FenceCheck = "current"
+	FenceCheckHighest FenceCheck = "highest"
+
+	UnfencedReject  UnfencedWrites = "reject"
+	UnfencedAllow   UnfencedWrites = "allow"
+	UnfencedObserve UnfencedWrites = "observe"
+)
+
+// The accepted words of each enumeration, in the order messages list them.
+var (
+	logLevels      = []LogLevel{LogDebug, LogInfo, LogWarn, LogError}
+	logFormats     = []LogFormat{LogText, LogJSON}
+	flushPolicies  = []FlushPolicy{FlushAllow, FlushReject}
+	releaseModes   = []ReleaseMode{ReleaseRewrite, ReleaseReject, ReleaseObserve}
+	sessionModes   = []SessionMode{SessionConnection, SessionClientName, SessionClientAddr}
+	unknownOwners  = []UnknownOwnerMode{UnknownOwnerRefuse, UnknownOwnerForward}
+	scriptsModes   = []ScriptsMode{ScriptsReject, ScriptsObserve} // "" is allowed too
+	unknownSHAs    = []UnknownSHAMode{UnknownSHAAllow, UnknownSHAReject, UnknownSHAObserve}
+	fenceChecks    = []FenceCheck{FenceCheckCurrent, FenceCheckHighest}
+	unfencedWrites = []UnfencedWrites{UnfencedReject, UnfencedAllow, UnfencedObserve}
+)
+
+// Default returns the configuration an empty file gives: every default
+// applied and no lock rules (a pure pass-through proxy).
+func Default() *Config {
+	c := &Config{}
+	c.applyDefaults()
+	return c
+}
+
+// applyDefaults replaces zero values by defaults. Negative values are left
+// for validation to report.
+func (c *Config) applyDefaults() {
+	setZero(&c.Listen, DefaultListen)
+	setZero(&c.MaxClients, DefaultMaxClients)
+	setZero(&c.ProtoMaxBulkLen, DefaultProtoMaxBulkLen)
+	setZero(&c.ClientQueryBufferLimit, DefaultClientQueryBufferLimit)
+	setZero(&c.ClientOutputBufferLimit, DefaultClientOutputBufferLimit)
+	setZero(&c.MaxPipeline, DefaultMaxPipeline)
+	setZero(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setZero(&c.Log.Level, LogInfo)
+	setZero(&c.Log.Format, LogText)
+	u := &c.Upstream
+	setZero(&u.Addr, DefaultUpstreamAddr)
+	setZero(&u.PoolSize, DefaultPoolSize)
+	setZero(&u.DialTimeout, DefaultDialTimeout)
+	setZero(&u.ReplyTimeout, DefaultReplyTimeout)
+	setZero(&u.ReconnectBackoff, DefaultReconnectBackoff)
+	setZero(&u.MaxBackoff, DefaultMaxBackoff)
+	setZero(&c.OnFlush, FlushAllow)
+	for i := range c.Locks {
+		c.Locks[i].applyDefaults()
+	}
+}
+
+func (r *LockRule) applyDefaults() {
+	setZero(&r.Release, ReleaseRewrite)
+	setZero(&r.Session, SessionConnection)
+	setZero(&r.UnknownOwner, UnknownOwnerRefuse)
+	setZero(&r.UnknownSHA, UnknownSHAAllow)
+	if r.Fence != nil {
+		setZero(&r.Fence.Check, FenceCheckCurrent)
+		setZero(&r.Fence.UnfencedWrites, UnfencedReject)
+	}
+}
+
+func setZero[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}
+
+// Load reads and parses the configuration file at path. Errors name the
+// file and line (see [ConfigError]); all problems found are returned joined.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	return Parse(path, data)
+}
+
+// Parse parses configuration data; name is the file name used in error
+// messages and the base for relative TLS file paths. The result has defaults
+// applied and is validated.
+func Parse(name string, data []byte) (*Config, error) {
+	c := &Config{}
+	d := newDecoder(name)
+	d.decodeFile(data, c)
+	if len(d.errs) == 0 || d.root != nil {
+		c.applyDefaults()
+		c.resolvePaths(name)
+		v := &validator{file: name, at: d.at, skip: d.reported, errs: d.errs}
+		c.validate(v)
+		d.errs = v.errs
+	}
+	if err := joinErrors(d.errs); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Redacted returns a deep copy of c with every non-empty secret replaced by
+// "(redacted)", for logs and `config show`. Empty secrets stay empty, so the
+// copy still tells whether one is set.
+func (c *Config) Redacted() *Config {
+	r := c.clone()
+	redact(&r.Upstream.Password)
+	redact(&r.Admin.Password)
+	return r
+}
+
+func redact(s *string) {
+	if *s != "" {
+		*s = Redacted
+	}
+}
+
+func (c *Config) clone() *Config {
+	r := *c
+	r.Locks = slices.Clone(c.Locks)
+	for i := range r.Locks {
+		r.Locks[i] = r.Locks[i].clone()
+	}
+	return &r
+}
+
+func (r LockRule) clone() LockRule {
+	if r.Fence != nil {
+		f := *r.Fence
+		f.Guards = slices.Clone(f.Guards)
+		r.Fence = &f
+	}
+	return r
+}

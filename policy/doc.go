@@ -1,0 +1,18 @@
+// Package policy holds lockproxy's configuration and the per-key decisions
+// that follow from it.
+//
+// It has three parts, all pure (no networking, no goroutines):
+//
+//   - Config: the YAML configuration file. [Load] and [Parse] walk the YAML
+//     node tree themselves so that every problem — an unknown key, a wrong
+//     type, a bad value, a missing required value — is reported as a
+//     [*ConfigError] naming the file and line, and all problems in a file are
+//     reported together rather than one per run.
+//   - Pattern: a compiled Valkey glob. [Pattern.Match] answers exactly as
+//     Valkey's KEYS/SCAN MATCH would (util.c stringmatchlen), because the proxy
+//     must agree with the server about which keys a client's pattern covers and
+//     an operator's mental model of "*:lock" comes from Valkey.
+//   - Rules: the ordered lock rules. [Rules.Match] runs for every key of every
+//     command, so it never allocates and costs almost nothing when no rule is
+//     configured.
+package policy

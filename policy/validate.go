@@ -1,0 +1,288 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// validator collects the problems that need the whole decoded Config to see
+// (ranges, enums, cross-field rules, files on disk), placing each at the line
+// the decoder recorded for its path.
+type validator struct {
+	file string
+	at   func(string) pos // nil for a Config built in code
+	skip map[string]bool  // paths the decoder already reported
+	errs []*ConfigError
+}
+
+func (v *validator) errf(path, format string, args ...any) {
+	v.errfAt(path, path, format, args...)
+}
+
+// errfAt reports a problem with path at the line of another setting, the
+// one whose presence caused it (a key_file without its cert_file).
+func (v *validator) errfAt(at, path, format string, args ...any) {
+	// A value decoding refused, or anything under it, already has its
+	// message; a second one about the default left in its place would only
+	// confuse.
+	for p := path; ; {
+		if v.skip[p] {
+			return
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	e := &ConfigError{File: v.file, Msg: path + ": " + fmt.Sprintf(format, args...)}
+	if v.at != nil {
+		p := v.at(at)
+		e.Line, e.Col = p.line, p.col
+	}
+	v.errs = append(v.errs, e)
+}
+
+// Validate checks a Config built or changed in code, as Parse checks a file:
+// zero values stand for their defaults, and errors carry no line numbers.
+func (c *Config) Validate() error {
+	cc := c.clone()
+	cc.applyDefaults()
+	v := &validator{}
+	cc.validate(v)
+	return joinErrors(v.errs)
+}
+
+func (c *Config) validate(v *validator) {
+	checkAddr(v, "listen", c.Listen, true)
+	nonNegative(v, "maxclients", c.MaxClients, "the default, 10000")
+	positiveSize(v, "proto_max_bulk_len", c.ProtoMaxBulkLen)
+	positiveSize(v, "client_query_buffer_limit", c.ClientQueryBufferLimit)
+	positiveSize(v, "client_output_buffer_limit", c.ClientOutputBufferLimit)
+	if c.ProtoMaxBulkLen > c.ClientQueryBufferLimit {
+		v.errf("proto_max_bulk_len", "%s is larger than client_query_buffer_limit (%s), so a bulk string that size could never be received",
+			c.ProtoMaxBulkLen, c.ClientQueryBufferLimit)
+	}
+	nonNegative(v, "max_pipeline", c.MaxPipeline, "the default, 100000")
+	nonNegative(v, "gomaxprocs", c.GOMAXPROCS, "Go's default")
+	for _, d := range []struct {
+		path string
+		d    time.Duration
+	}{
+		{"shutdown_timeout", c.ShutdownTimeout},
+		{"client_idle_timeout", c.ClientIdleTimeout},
+		{"upstream.dial_timeout", c.Upstream.DialTimeout},
+		{"upstream.reply_timeout", c.Upstream.ReplyTimeout},
+		{"upstream.reconnect_backoff", c.Upstream.ReconnectBackoff},
+		{"upstream.max_backoff", c.Upstream.MaxBackoff},
+	} {
+		if d.d < 0 {
+			v.errf(d.path, "%s is negative", d.d)
+		}
+	}
+	oneOf(v, "log.level", c.Log.Level, logLevels)
+	oneOf(v, "log.format", c.Log.Format, logFormats)
+
+	u := &c.Upstream
+	checkAddr(v, "upstream.addr", u.Addr, false)
+	nonNegative(v, "upstream.db", u.DB, "database 0")
+	nonNegative(v, "upstream.pool_size", u.PoolSize, "the default, 2")
+	if u.MaxBackoff < u.ReconnectBackoff {
+		v.errf("upstream.max_backoff", "%s is shorter than upstream.reconnect_backoff (%s); the backoff doubles from reconnect_backoff up to max_backoff",
+			u.MaxBackoff, u.ReconnectBackoff)
+	}
+	t := &u.TLS
+	if !t.Enabled {
+		// Certificates configured while TLS is off almost certainly mean the
+		// operator believes the upstream link is encrypted; say so rather
+		// than send the password in clear.
+		for _, f := range []struct {
+			path string
+			set  bool
+		}{
+			{"upstream.tls.ca_file", t.CAFile != ""},
+			{"upstream.tls.cert_file", t.CertFile != ""},
+			{"upstream.tls.key_file", t.KeyFile != ""},
+			{"upstream.tls.server_name", t.ServerName != ""},
+			{"upstream.tls.insecure_skip_verify", t.InsecureSkipVerify},
+		} {
+			if f.set {
+				v.errf(f.path, "is set but upstream.tls.enabled is false; set enabled: true to use TLS to the upstream")
+			}
+		}
+	}
+	pairFiles(v, "upstream.tls", t.CertFile, t.KeyFile)
+	checkFile(v, "upstream.tls.ca_file", t.CAFile)
+
+	pairFiles(v, "tls", c.TLS.CertFile, c.TLS.KeyFile)
+	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
+		v.errf("tls.client_ca_file", "needs tls.cert_file and tls.key_file: client certificates can only be checked on a TLS listener")
+	}
+	checkFile(v, "tls.client_ca_file", c.TLS.ClientCAFile)
+
+	if c.Metrics.Listen != "" {
+		checkAddr(v, "metrics.listen", c.Metrics.Listen, true)
+	}
+	oneOf(v, "on_flush", c.OnFlush, flushPolicies)
+	validateLocks(v, c.Locks)
+}
+
+// validateLocks checks the lock rules and returns their compiled patterns
+// (nil where a pattern is invalid).
+func validateLocks(v *validator, locks []LockRule) []*Pattern {
+	pats := make([]*Pattern, len(locks))
+	firstIndex := map[string]int{}
+	catchAll := -1 // first rule whose pattern matches every non-empty key
+	for i, r := range locks {
+		p := fmt.Sprintf("locks[%d]", i)
+		switch {
+		case r.Pattern == "":
+			v.errf(p+".pattern", `is required: the glob of the keys this rule protects, e.g. "*:lock"`)
+		default:
+			pat, err := Compile(r.Pattern)
+			if err != nil {
+				v.errf(p+".pattern", "%s %s", strconv.Quote(r.Pattern), err.(*PatternError).Msg)
+				break
+			}
+			pats[i] = pat
+			if j, dup := firstIndex[r.Pattern]; dup {
+				v.errf(p+".pattern", "%s repeats locks[%d]; the first matching rule wins, so this one is never used",
+					strconv.Quote(r.Pattern), j)
+			} else if catchAll >= 0 {
+				v.errf(p+".pattern", "is never used: locks[%d] (%s) matches every key first",
+					catchAll, strconv.Quote(locks[catchAll].Pattern))
+			} else {
+				firstIndex[r.Pattern] = i
+			}
+			if catchAll < 0 && (pat.kind == kindAll || pat.kind == kindNonEmpty) {
+				catchAll = i
+			}
+		}
+		oneOf(v, p+".release", r.Release, releaseModes)
+		oneOf(v, p+".session", r.Session, sessionModes)
+		oneOf(v, p+".unknown_owner", r.UnknownOwner, unknownOwners)
+		if r.Scripts != ScriptsDefault {
+			oneOf(v, p+".scripts", r.Scripts, scriptsModes)
+		}
+		oneOf(v, p+".unknown_sha", r.UnknownSHA, unknownSHAs)
+		if f := r.Fence; f != nil {
+			fp := p + ".fence"
+			if f.Counter == "" {
+				v.errf(fp+".counter", "is required when fence is set: the key template of the fencing counter")
+			}
+			for j, g := range f.Guards {
+				if g == "" {
+					v.errf(fmt.Sprintf("%s.guards[%d]", fp, j), "is empty; each guard is a key template")
+				}
+			}
+			oneOf(v, fp+".check", f.Check, fenceChecks)
+			oneOf(v, fp+".unfenced_writes", f.UnfencedWrites, unfencedWrites)
+		}
+	}
+	return pats
+}
+
+func oneOf[T ~string](v *validator, path string, val T, allowed []T) {
+	for _, a := range allowed {
+		if val == a {
+			return
+		}
+	}
+	words := make([]string, len(allowed))
+	for i, a := range allowed {
+		words[i] = string(a)
+	}
+	v.errf(path, "%s is not one of %s", strconv.Quote(string(val)), strings.Join(words, ", "))
+}
+
+// nonNegative reports a negative count; zeroMeans says what 0 would give,
+// since 0 is usually what the writer wanted.
+func nonNegative(v *validator, path string, n int, zeroMeans string) {
+	if n < 0 {
+		v.errf(path, "%d is negative (0 means %s)", n, zeroMeans)
+	}
+}
+
+func positiveSize(v *validator, path string, s Size) {
+	if s <= 0 {
+		v.errf(path, "must be a positive size")
+	}
+}
+
+// checkAddr requires host:port with a numeric port. A listener may leave the
+// host empty (all interfaces) and use port 0 (any free port); the upstream
+// needs both.
+func checkAddr(v *validator, path, addr string, listener bool) {
+	example := "127.0.0.1:6379"
+	if listener {
+		example = "127.0.0.1:6380"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.errf(path, "%s is not host:port (e.g. %s)", strconv.Quote(addr), example)
+		return
+	}
+	if host == "" && !listener {
+		v.errf(path, "%s has no host (e.g. %s)", strconv.Quote(addr), example)
+		return
+	}
+	n, err := strconv.Atoi(port)
+	lowest := 1
+	if listener {
+		lowest = 0
+	}
+	if err != nil || n < lowest || n > 65535 {
+		v.errf(path, "%s: port %s is not a number from %d to 65535", strconv.Quote(addr), strconv.Quote(port), lowest)
+	}
+}
+
+// pairFiles: a certificate is useless without its key and the reverse.
+func pairFiles(v *validator, section, cert, key string) {
+	switch {
+	case cert != "" && key == "":
+		v.errfAt(section+".cert_file", section+".key_file", "is required when %s.cert_file is set", section)
+	case cert == "" && key != "":
+		v.errfAt(section+".key_file", section+".cert_file", "is required when %s.key_file is set", section)
+	}
+	checkFile(v, section+".cert_file", cert)
+	checkFile(v, section+".key_file", key)
+}
+
+// checkFile reports a configured file that cannot be used, so that
+// check-config catches it before the proxy starts.
+func checkFile(v *validator, path, name string) {
+	if name == "" {
+		return
+	}
+	fi, err := os.Stat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.errf(path, "%s does not exist", strconv.Quote(name))
+	case err != nil:
+		v.errf(path, "%v", err)
+	case fi.IsDir():
+		v.errf(path, "%s is a directory, not a file", strconv.Quote(name))
+	}
+}
+
+// resolvePaths makes relative file paths relative to the config file's
+// directory, so that the proxy (or check-config) finds the same files
+// whatever directory it is started from.
+func (c *Config) resolvePaths(configFile string) {
+	dir := filepath.Dir(configFile)
+	for _, p := range []*string{
+		&c.Upstream.TLS.CAFile, &c.Upstream.TLS.CertFile, &c.Upstream.TLS.KeyFile,
+		&c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile,
+	} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+}

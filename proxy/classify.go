@@ -1,0 +1,148 @@
+package proxy
+
+// kind says how the proxy must treat a command to keep every client's
+// connection state exact while most commands share upstream connections.
+type kind uint8
+
+const (
+	// kForward: carries no connection state; any shared connection with the
+	// session's protocol and database can run it. The default.
+	kForward kind = iota
+	// kDedicated: creates or reads state that belongs to one connection
+	// (a transaction, a blocked wait, a client id): the session moves onto
+	// its own upstream connection for the rest of its life.
+	kDedicated
+	// kStream: like kDedicated, and afterwards replies no longer pair one to
+	// one with commands (SUBSCRIBE confirms once per channel, MONITOR never
+	// stops), so the connection forwards replies as they arrive.
+	kStream
+	// kXRead: dedicated only with BLOCK (a blocking read), shared otherwise.
+	kXRead
+	kHello
+	kSelect
+	kClient
+	kAuth
+	kQuit
+	kReset
+)
+
+// kinds lists every command that is not kForward. Blocking commands are the
+// ones Valkey flags "blocking" in COMMAND INFO; they would stall every other
+// client on a shared connection.
+var kinds = map[string]kind{
+	"multi": kDedicated,
+	"watch": kDedicated,
+
+	"blpop":      kDedicated,
+	"brpop":      kDedicated,
+	"brpoplpush": kDedicated,
+	"blmove":     kDedicated,
+	"blmpop":     kDedicated,
+	"bzpopmin":   kDedicated,
+	"bzpopmax":   kDedicated,
+	"bzmpop":     kDedicated,
+	"wait":       kDedicated,
+	"waitaof":    kDedicated,
+	"xread":      kXRead,
+	"xreadgroup": kXRead,
+
+	// Cluster-mode connection flags.
+	"readonly":  kDedicated,
+	"readwrite": kDedicated,
+	"asking":    kDedicated,
+
+	// Every subscribe-family command, including UNSUBSCRIBE: on a RESP3
+	// connection even an UNSUBSCRIBE without subscriptions answers with
+	// push messages, one per channel named.
+	"subscribe":    kStream,
+	"psubscribe":   kStream,
+	"ssubscribe":   kStream,
+	"unsubscribe":  kStream,
+	"punsubscribe": kStream,
+	"sunsubscribe": kStream,
+	"monitor":      kStream,
+	"sync":         kStream,
+	"psync":        kStream,
+
+	"hello":  kHello,
+	"select": kSelect,
+	"client": kClient,
+	"auth":   kAuth,
+	"quit":   kQuit,
+	"reset":  kReset,
+}
+
+// clientKind is the same for CLIENT subcommands. SETNAME, GETNAME and SETINFO
+// are answered by the proxy from the session's own state (go-redis and other
+// clients send them on every new connection, so they must not cost a
+// dedicated connection); the rest of this list is per-connection state.
+var clientKinds = map[string]kind{
+	"id":            kDedicated,
+	"info":          kDedicated,
+	"tracking":      kDedicated,
+	"trackinginfo":  kDedicated,
+	"getredir":      kDedicated,
+	"caching":       kDedicated,
+	"no-evict":      kDedicated,
+	"no-touch":      kDedicated,
+	"capa":          kDedicated,
+	"reply":         kDedicated, // kStream for OFF and SKIP, decided in session
+	"import-source": kDedicated,
+}
+
+// lower copies b lower-cased into buf and returns it; ok is false when b does
+// not fit (no command name is that long).
+func lower(buf []byte, b []byte) ([]byte, bool) {
+	if len(b) > len(buf) {
+		return nil, false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return buf[:len(b)], true
+}
+
+// lookup returns the kind of a command name in any letter case. It does not
+// allocate: the map index with string(bytes) is optimised by the compiler.
+func lookup(table map[string]kind, name []byte) kind {
+	var buf [24]byte
+	l, ok := lower(buf[:], name)
+	if !ok {
+		return kForward
+	}
+	return table[string(l)]
+}
+
+// equalFold reports whether b equals the lower-case ASCII word s in any case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// hasBlockArg reports whether an XREAD/XREADGROUP asks to block: a BLOCK
+// option before STREAMS (after STREAMS every argument is a key or an id).
+func hasBlockArg(args [][]byte) bool {
+	for _, a := range args[1:] {
+		if equalFold(a, "streams") {
+			return false
+		}
+		if equalFold(a, "block") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,51 @@
+package proxy
+
+import "fmt"
+
+// Every error reply the proxy itself writes, in one place. Each one follows
+// the RESP convention: one upper-case code word, then a sentence that says
+// what happened and what to do. Errors Valkey writes are forwarded untouched.
+
+const (
+	// Same text as Valkey, so clients that match on it keep working.
+	errMaxClients = "ERR max number of clients reached"
+	errNoAuth     = "NOAUTH Authentication required."
+	errHelloNoAuth = "NOAUTH HELLO must be called with the client already authenticated, " +
+		"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate " +
+		"the client and select the RESP protocol version at the same time"
+	errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+)
+
+func errProtocol(msg string) string { return "ERR " + msg }
+
+func errWrongArgs(cmd string) string {
+	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd)
+}
+
+func errSetinfoOption(opt string) string {
+	return fmt.Sprintf("ERR Unrecognized option '%s'", opt)
+}
+
+func errSetinfoValue(attr string) string {
+	return fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", attr)
+}
+
+// errUpstreamDial is the reply when lockproxy cannot reach Valkey at all.
+func errUpstreamDial(addr string, err error) string {
+	return fmt.Sprintf("UPSTREAM lockproxy cannot reach Valkey at %s (%v); retry later or check the upstream address in the lockproxy config", addr, err)
+}
+
+// errUpstreamLost is the reply for each command that was in flight when the
+// upstream connection broke: Valkey may or may not have run it.
+func errUpstreamLost(addr string, err error) string {
+	return fmt.Sprintf("UPSTREAM lockproxy lost its connection to Valkey at %s (%v) before the reply came; the command may or may not have run, so retry only if it is safe to", addr, err)
+}
+
+// errDedicatedLost: a session with its own upstream connection (MULTI,
+// SUBSCRIBE, AUTH as another user, ...) cannot be moved silently to a new one,
+// because the state on the old one is gone.
+func errDedicatedLost(addr string, err error) string {
+	return fmt.Sprintf("UPSTREAM lockproxy lost this client's own connection to Valkey at %s (%v); its transaction, subscriptions and login are gone, so reconnect and start again", addr, err)
+}
+
+const errShuttingDown = "SHUTDOWN lockproxy is shutting down and did not run this command; reconnect to another instance or retry shortly"

@@ -1,0 +1,286 @@
+package proxy
+
+import (
+	"crypto/subtle"
+	"strconv"
+
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// handle routes one command. It returns false when the session must end
+// (QUIT).
+func (s *session) handle(cmd resp.Command) bool {
+	args := cmd.Args
+	if s.ded != nil {
+		return s.handleDedicated(cmd)
+	}
+	k := lookup(kinds, args[0])
+	if !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset {
+		s.local(resp.AppendError(nil, errNoAuth))
+		return true
+	}
+	switch k {
+	case kForward:
+		s.forward(cmd.Raw, nil)
+	case kDedicated:
+		if s.goDedicated(true) {
+			s.forward(cmd.Raw, nil)
+		}
+	case kStream:
+		if s.goDedicated(true) {
+			s.goStream()
+			s.forward(cmd.Raw, nil)
+		}
+	case kXRead:
+		if hasBlockArg(args) {
+			if !s.goDedicated(true) {
+				return true
+			}
+		}
+		s.forward(cmd.Raw, nil)
+	case kHello:
+		s.hello(cmd)
+	case kSelect:
+		s.selectDB(cmd)
+	case kClient:
+		s.client(cmd)
+	case kAuth:
+		s.auth(cmd)
+	case kQuit:
+		s.local(resp.AppendSimple(nil, "OK"))
+		return false
+	case kReset:
+		s.proto, s.db, s.name, s.libName, s.libVer = 2, s.p.opts.DB, "", "", ""
+		s.authed, s.proxyCreds = !s.p.requireAuth, false
+		s.local(resp.AppendSimple(nil, "RESET"))
+	}
+	return true
+}
+
+// handleDedicated: on its own connection a session's state lives in Valkey,
+// so nearly everything is forwarded as it is.
+func (s *session) handleDedicated(cmd resp.Command) bool {
+	args := cmd.Args
+	switch lookup(kinds, args[0]) {
+	case kQuit:
+		s.local(resp.AppendSimple(nil, "OK"))
+		return false
+	case kStream:
+		if !s.ded.stream.Load() {
+			s.goStream()
+		}
+	case kClient:
+		if len(args) >= 3 && equalFold(args[1], "reply") && !equalFold(args[2], "on") && !s.ded.stream.Load() {
+			s.goStream()
+		}
+	case kHello:
+		// Track the protocol so later decisions (push vs reply) hold.
+		if len(args) >= 2 {
+			if v, err := strconv.Atoi(string(args[1])); err == nil && (v == 2 || v == 3) {
+				s.proto = v
+			}
+		}
+	}
+	s.forward(cmd.Raw, nil)
+	return true
+}
+
+// hello handles HELLO [protover [AUTH user pass] [SETNAME name]] on shared
+// connections. A plain protocol switch, with or without SETNAME, stays
+// shared: the session moves to the shared pool of the new protocol and the
+// name is kept by the proxy. HELLO with credentials other than the proxy's
+// moves the session to a dedicated connection where Valkey checks them.
+func (s *session) hello(cmd resp.Command) {
+	args := cmd.Args
+	if len(args) == 1 {
+		if !s.authed {
+			s.local(resp.AppendError(nil, errHelloNoAuth))
+			return
+		}
+		s.forward(cmd.Raw, nil)
+		return
+	}
+	ver, err := strconv.Atoi(string(args[1]))
+	var user, pass, name []byte
+	hasAuth, hasName, ok := false, false, err == nil
+	for i := 2; ok && i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "auth") && i+2 < len(args):
+			user, pass, hasAuth = args[i+1], args[i+2], true
+			i += 2
+		case equalFold(args[i], "setname") && i+1 < len(args):
+			name, hasName = args[i+1], true
+			i++
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		// Valkey rejects it before changing anything; let it say how.
+		s.forward(cmd.Raw, nil)
+		return
+	}
+	if hasAuth {
+		if s.matchesProxyCreds(user, pass) {
+			s.authed, s.proxyCreds = true, true
+		} else {
+			if s.goDedicated(s.proxyCreds) {
+				if ver == 2 || ver == 3 {
+					s.proto = ver
+				}
+				s.forward(cmd.Raw, nil)
+			}
+			return
+		}
+	}
+	if !s.authed {
+		s.local(resp.AppendError(nil, errHelloNoAuth))
+		return
+	}
+	if ver != 2 && ver != 3 {
+		s.forward(cmd.Raw, nil) // NOPROTO, from Valkey
+		return
+	}
+	if hasName && !validName(name) {
+		s.local(resp.AppendError(nil, errClientName))
+		return
+	}
+	s.proto = ver
+	if hasName {
+		s.name = string(name)
+	}
+	s.forward(resp.AppendCommand(nil, args[0], args[1]), nil)
+}
+
+// selectDB switches the session to the shared pool of another database. The
+// SELECT itself is forwarded to a connection of that pool, so the reply (or
+// the error for a database out of range) is Valkey's own.
+func (s *session) selectDB(cmd resp.Command) {
+	args := cmd.Args
+	if len(args) != 2 {
+		s.forward(cmd.Raw, nil)
+		return
+	}
+	db, err := strconv.Atoi(string(args[1]))
+	if err != nil || db < 0 {
+		s.forward(cmd.Raw, nil)
+		return
+	}
+	old := s.db
+	s.db = db
+	if _, err := s.p.pool(s.key()).conn(int(s.id)); err != nil {
+		s.db = old
+		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
+		return
+	}
+	s.forward(cmd.Raw, nil)
+}
+
+// client handles CLIENT subcommands: the ones every client library sends at
+// connect are answered from session state; per-connection ones need a
+// dedicated connection; the rest (KILL, LIST, PAUSE, ...) are forwarded.
+func (s *session) client(cmd resp.Command) {
+	args := cmd.Args
+	if len(args) < 2 {
+		s.forward(cmd.Raw, nil)
+		return
+	}
+	sub := args[1]
+	switch {
+	case equalFold(sub, "setname") && len(args) == 3:
+		if !validName(args[2]) {
+			s.local(resp.AppendError(nil, errClientName))
+			return
+		}
+		s.name = string(args[2])
+		s.local(resp.AppendSimple(nil, "OK"))
+	case equalFold(sub, "getname") && len(args) == 2:
+		if s.name == "" {
+			s.local(resp.AppendNull(nil, s.proto))
+		} else {
+			s.local(resp.AppendBulk(nil, []byte(s.name)))
+		}
+	case equalFold(sub, "setinfo") && len(args) == 4:
+		v := args[3]
+		switch {
+		case equalFold(args[2], "lib-name"):
+			if !validName(v) {
+				s.local(resp.AppendError(nil, errSetinfoValue("lib-name")))
+				return
+			}
+			s.libName = string(v)
+		case equalFold(args[2], "lib-ver"):
+			if !validName(v) {
+				s.local(resp.AppendError(nil, errSetinfoValue("lib-ver")))
+				return
+			}
+			s.libVer = string(v)
+		default:
+			s.local(resp.AppendError(nil, errSetinfoOption(string(args[2]))))
+			return
+		}
+		s.local(resp.AppendSimple(nil, "OK"))
+	default:
+		k := lookup(clientKinds, sub)
+		if k == kForward {
+			s.forward(cmd.Raw, nil)
+			return
+		}
+		if !s.goDedicated(true) {
+			return
+		}
+		if equalFold(sub, "reply") && len(args) >= 3 && !equalFold(args[2], "on") {
+			s.goStream()
+		}
+		s.forward(cmd.Raw, nil)
+	}
+}
+
+// auth: the proxy's own credentials keep the session on shared connections;
+// any other login needs a connection of its own, where Valkey checks it.
+func (s *session) auth(cmd resp.Command) {
+	args := cmd.Args
+	var user, pass []byte
+	switch len(args) {
+	case 2:
+		pass = args[1]
+	case 3:
+		user, pass = args[1], args[2]
+	default:
+		s.forward(cmd.Raw, nil) // arity error, from Valkey
+		return
+	}
+	if s.matchesProxyCreds(user, pass) {
+		s.authed, s.proxyCreds = true, true
+		s.local(resp.AppendSimple(nil, "OK"))
+		return
+	}
+	if s.goDedicated(s.proxyCreds) {
+		s.forward(cmd.Raw, nil)
+	}
+}
+
+func (s *session) matchesProxyCreds(user, pass []byte) bool {
+	o := &s.p.opts
+	if o.Password == "" {
+		return false
+	}
+	u := string(user)
+	if u == "" {
+		u = "default"
+	}
+	userOK := subtle.ConstantTimeCompare([]byte(u), []byte(userOrDefault(o.Username))) == 1
+	passOK := subtle.ConstantTimeCompare(pass, []byte(o.Password)) == 1
+	return userOK && passOK
+}
+
+// validName is Valkey's rule for client names and library info: printable
+// ASCII without spaces.
+func validName(b []byte) bool {
+	for _, c := range b {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
+}

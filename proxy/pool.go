@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"sync"
+	"time"
+)
+
+// poolKey names a set of interchangeable shared connections: commands that
+// carry no connection state may go to any of them, as long as the protocol
+// version and selected database match the session's.
+type poolKey struct {
+	proto int
+	db    int
+}
+
+// pool is the shared connections for one poolKey. A session is pinned to one
+// slot (by its id) so its pipelined commands stay in order on one connection.
+type pool struct {
+	p     *Proxy
+	key   poolKey
+	slots []slot
+}
+
+type slot struct {
+	mu       sync.Mutex
+	c        *upConn
+	err      error     // the last dial failure
+	retryAt  time.Time // until then, the last failure is answered at once
+	backoff  time.Duration
+}
+
+func (p *Proxy) pool(key poolKey) *pool {
+	p.poolMu.Lock()
+	defer p.poolMu.Unlock()
+	pl := p.pools[key]
+	if pl == nil {
+		pl = &pool{p: p, key: key, slots: make([]slot, p.opts.PoolSize)}
+		p.pools[key] = pl
+	}
+	return pl
+}
+
+// conn returns the live connection of slot i, dialling it if needed. A slot
+// whose dial failed answers with that failure until its backoff ends, so a
+// down Valkey costs clients an error, not a pile-up of dials.
+func (pl *pool) conn(i int) (*upConn, error) {
+	sl := &pl.slots[i%len(pl.slots)]
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.c != nil && !sl.c.dead.Load() {
+		return sl.c, nil
+	}
+	if sl.err != nil && time.Now().Before(sl.retryAt) {
+		return nil, sl.err
+	}
+	if pl.p.closed.Load() {
+		return nil, errClosed
+	}
+	st := pl.p.sharedState(pl.key)
+	c, err := pl.p.dial(st, nil)
+	if err != nil {
+		if sl.backoff == 0 {
+			sl.backoff = pl.p.opts.ReconnectBackoff
+		} else {
+			sl.backoff = min(2*sl.backoff, pl.p.opts.MaxBackoff)
+		}
+		sl.err = err
+		sl.retryAt = time.Now().Add(sl.backoff)
+		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", pl.p.opts.Upstream, "err", err, "retry_in", sl.backoff)
+		return nil, err
+	}
+	sl.c, sl.err, sl.backoff = c, nil, 0
+	return c, nil
+}
+
+// sharedState is what every shared connection of key is told at connect.
+func (p *Proxy) sharedState(key poolKey) connState {
+	return connState{
+		proto:    key.proto,
+		db:       key.db,
+		username: p.opts.Username,
+		password: p.opts.Password,
+		auth:     p.opts.Password != "",
+	}
+}
+
+func (p *Proxy) closePools() {
+	p.poolMu.Lock()
+	pools := p.pools
+	p.pools = map[poolKey]*pool{}
+	p.poolMu.Unlock()
+	for _, pl := range pools {
+		for i := range pl.slots {
+			sl := &pl.slots[i]
+			sl.mu.Lock()
+			c := sl.c
+			sl.c = nil
+			sl.mu.Unlock()
+			if c != nil {
+				c.close()
+			}
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// Proxy serves RESP clients in front of one Valkey.
+type Proxy struct {
+	opts Options
+	log  *slog.Logger
+
+	// requireAuth is true when Valkey refuses commands from a connection
+	// that has not logged in. The shared connections are logged in with the
+	// proxy's credentials, so the proxy must then ask its clients for them,
+	// or it would open Valkey to anyone who can reach the proxy.
+	requireAuth bool
+
+	poolMu sync.Mutex
+	pools  map[poolKey]*pool
+
+	mu        sync.Mutex
+	sessions  map[*session]struct{}
+	listeners map[net.Listener]struct{}
+
+	nextID       atomic.Uint64
+	closed       atomic.Bool
+	shuttingDown atomic.Bool
+	force        chan struct{} // closed when sessions must stop waiting for replies
+	forceOnce    sync.Once
+
+	wg  sync.WaitGroup // upstream connection goroutines
+	swg sync.WaitGroup // session goroutines
+
+	stats stats
+}
+
+type stats struct {
+	clients   atomic.Int64
+	dedicated atomic.Int64
+	rejected  atomic.Int64
+}
+
+// New checks the options and probes Valkey once to learn whether it requires
+// clients to log in. An unreachable Valkey is not an error: clients get an
+// error naming it until it comes up.
+func New(opts Options) (*Proxy, error) {
+	if opts.Upstream == "" {
+		return nil, errors.New("proxy: no upstream address")
+	}
+	opts.setDefaults()
+	p := &Proxy{
+		opts:      opts,
+		log:       opts.Logger,
+		pools:     map[poolKey]*pool{},
+		sessions:  map[*session]struct{}{},
+		listeners: map[net.Listener]struct{}{},
+		force:     make(chan struct{}),
+	}
+	p.requireAuth = p.probeAuth()
+	return p, nil
+}
+
+// probeAuth sends PING without logging in: -NOAUTH means Valkey requires
+// authentication. When Valkey cannot be reached, the configured password is
+// taken as the answer (fail closed).
+func (p *Proxy) probeAuth() bool {
+	nc, err := net.DialTimeout("tcp", p.opts.Upstream, p.opts.DialTimeout)
+	if err != nil {
+		return p.opts.Password != ""
+	}
+	defer nc.Close()
+	if p.opts.UpstreamTLS != nil {
+		nc = tlsClient(nc, p.opts.UpstreamTLS)
+	}
+	_ = nc.SetDeadline(time.Now().Add(p.opts.DialTimeout))
+	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return p.opts.Password != ""
+	}
+	line, err := bufio.NewReader(nc).ReadString('\n')
+	if err != nil {
+		return p.opts.Password != ""
+	}
+	return strings.HasPrefix(line, "-NOAUTH")
+}
+
+// Serve accepts clients on l until l is closed or the proxy shuts down.
+func (p *Proxy) Serve(l net.Listener) error {
+	p.mu.Lock()
+	if p.shuttingDown.Load() {
+		p.mu.Unlock()
+		return errClosed
+	}
+	p.listeners[l] = struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.listeners, l)
+		p.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if p.shuttingDown.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of file descriptors and similar: back off, as
+				// net/http does, instead of spinning.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		p.accept(nc)
+	}
+}
+
+func (p *Proxy) accept(nc net.Conn) {
+	p.mu.Lock()
+	if p.shuttingDown.Load() {
+		p.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if len(p.sessions) >= p.opts.MaxClients {
+		p.mu.Unlock()
+		p.stats.rejected.Add(1)
+		// As Valkey does: one error, then close.
+		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = nc.Write(resp.AppendError(nil, errMaxClients))
+		nc.Close()
+		return
+	}
+	s := newSession(p, nc, p.nextID.Add(1))
+	p.sessions[s] = struct{}{}
+	p.swg.Add(1)
+	p.mu.Unlock()
+	p.stats.clients.Add(1)
+	go func() {
+		defer p.swg.Done()
+		s.serve()
+		p.mu.Lock()
+		delete(p.sessions, s)
+		p.mu.Unlock()
+		p.stats.clients.Add(-1)
+	}()
+}
+
+// Shutdown stops accepting clients, lets every session finish the replies it
+// is owed, and closes everything. When ctx ends first, the remaining sessions
+// are closed at once and ctx's error is returned.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	p.shuttingDown.Store(true)
+	for l := range p.listeners {
+		l.Close()
+	}
+	// Wake every session blocked reading its client; it then finishes what
+	// it already read.
+	for s := range p.sessions {
+		_ = s.nc.SetReadDeadline(time.Now())
+	}
+	p.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { p.swg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		p.forceOnce.Do(func() { close(p.force) })
+		p.mu.Lock()
+		for s := range p.sessions {
+			s.nc.Close()
+		}
+		p.mu.Unlock()
+		<-done
+	}
+	p.closed.Store(true)
+	p.closePools()
+	p.wg.Wait()
+	return err
+}
+
+// Close shuts down without waiting for replies.
+func (p *Proxy) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := p.Shutdown(ctx)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// Clients reports the number of connected clients.
+func (p *Proxy) Clients() int64 { return p.stats.clients.Load() }
+
+func (p *Proxy) dialErrorText(err error) string {
+	var re *replyError
+	if errors.As(err, &re) {
+		return re.msg
+	}
+	return errUpstreamDial(p.opts.Upstream, err)
+}
+
+func (p *Proxy) lostErrorText(c *upConn) string {
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if c.owner != nil {
+		return errDedicatedLost(c.addr, err)
+	}
+	return errUpstreamLost(c.addr, err)
+}

@@ -1,0 +1,357 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// session is one client connection. Its goroutine reads commands, decides
+// where each goes, and queues it; replies are appended to out by whichever
+// upstream reader receives them and written by the session's writer goroutine,
+// so a client that reads slowly never blocks a shared upstream connection.
+type session struct {
+	p    *Proxy
+	id   uint64
+	nc   net.Conn
+	rd   *resp.Reader
+	addr string
+
+	// Connection state the proxy keeps itself while the session shares
+	// upstream connections, and replays onto a dedicated one.
+	proto           int
+	db              int
+	name            string
+	libName, libVer string
+	authed          bool // may run commands (no AUTH needed, or AUTH given)
+	proxyCreds      bool // authenticated with the proxy's own upstream credentials
+
+	ded       *upConn // the session's own upstream connection, once it needs one
+	shared    *upConn // cached shared connection for key()
+	sharedKey poolKey
+
+	// Commands read but not yet handed to their upstream connection: a whole
+	// pipelined batch goes over in one locked append.
+	bconn *upConn
+	bbuf  []byte
+	bpend []pend
+	// last is the connection holding the session's in-flight commands.
+	// Switching to another one waits for those replies first, so replies
+	// from two connections can never overtake each other.
+	last *upConn
+
+	inflight atomic.Int64 // commands sent whose replies are not in out yet
+	waitLE   atomic.Int64 // the session goroutine waits for inflight <= this (-1: not waiting)
+	drained  chan struct{}
+
+	outMu     sync.Mutex
+	out       []byte
+	outClosed bool // no more output: the client is gone or over its limit
+	wake      chan struct{}
+	stopW     chan struct{}
+	writerEnd chan struct{}
+
+	lost atomic.Bool // the dedicated upstream connection died
+}
+
+func newSession(p *Proxy, nc net.Conn, id uint64) *session {
+	s := &session{
+		p:         p,
+		id:        id,
+		nc:        nc,
+		addr:      nc.RemoteAddr().String(),
+		proto:     2,
+		db:        p.opts.DB,
+		authed:    !p.requireAuth,
+		drained:   make(chan struct{}, 1),
+		wake:      make(chan struct{}, 1),
+		stopW:     make(chan struct{}),
+		writerEnd: make(chan struct{}),
+	}
+	s.waitLE.Store(-1)
+	s.rd = resp.NewReader(nc, p.opts.Limits)
+	// About to block on the client socket: hand over what was read so far,
+	// so a pipelined batch reaches Valkey without waiting for more input.
+	s.rd.SetBeforeFill(s.flush)
+	return s
+}
+
+func (s *session) key() poolKey { return poolKey{proto: s.proto, db: s.db} }
+
+// serve runs the session until the client leaves, breaks the protocol, or
+// the proxy shuts down.
+func (s *session) serve() {
+	go s.writeLoop()
+	graceful := false
+	for {
+		cmd, err := s.rd.ReadCommand()
+		if err != nil {
+			var pe *resp.ProtocolError
+			switch {
+			case errors.As(err, &pe):
+				// Valkey answers a protocol error and closes; so do we,
+				// after every reply still owed.
+				s.local(resp.AppendError(nil, errProtocol(pe.Error())))
+				graceful = true
+			case s.p.shuttingDown.Load() || s.lost.Load():
+				graceful = true
+			}
+			break
+		}
+		if !s.handle(cmd) {
+			graceful = true
+			break
+		}
+	}
+	s.flush()
+	if graceful {
+		s.waitDrain(0)
+	}
+	s.outMu.Lock()
+	s.outClosed = true
+	s.outMu.Unlock()
+	close(s.stopW)
+	<-s.writerEnd
+	s.nc.Close()
+	if s.ded != nil {
+		s.ded.close()
+	}
+}
+
+// forward queues raw for the session's upstream connection. hook, if set,
+// shapes the reply.
+func (s *session) forward(raw []byte, hook func([]byte) []byte) {
+	c := s.target()
+	if c == nil {
+		return
+	}
+	if c != s.bconn {
+		s.flush()
+		if s.last != nil && s.last != c {
+			s.waitDrain(0)
+		}
+		s.bconn = c
+	}
+	s.bbuf = append(s.bbuf, raw...)
+	s.bpend = append(s.bpend, pend{s: s, hook: hook})
+	if len(s.bbuf) >= 64<<10 {
+		s.flush()
+	}
+	if max := int64(s.p.opts.MaxPipeline); s.inflight.Load()+int64(len(s.bpend)) >= max {
+		s.flush()
+		s.waitDrain(max / 2)
+	}
+}
+
+// target returns the upstream connection for the session's next command,
+// answering the client with an error when there is none.
+func (s *session) target() *upConn {
+	if s.ded != nil {
+		return s.ded
+	}
+	if c := s.shared; c != nil && s.sharedKey == s.key() && !c.dead.Load() {
+		return c
+	}
+	c, err := s.p.pool(s.key()).conn(int(s.id))
+	if err != nil {
+		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
+		return nil
+	}
+	s.shared, s.sharedKey = c, s.key()
+	return c
+}
+
+// flush hands the queued batch to its upstream connection.
+func (s *session) flush() {
+	if len(s.bpend) == 0 {
+		return
+	}
+	c := s.bconn
+	n := int64(len(s.bpend))
+	counted := !c.stream.Load()
+	if counted {
+		s.inflight.Add(n)
+	}
+	if !c.send(s.bbuf, s.bpend) {
+		// The connection died before this batch left: nothing was sent, so
+		// each command gets the same error its in-flight siblings got.
+		if counted {
+			s.inflight.Add(-n)
+		}
+		s.waitDrain(0)
+		reply := resp.AppendError(nil, s.p.lostErrorText(c))
+		for range s.bpend {
+			s.write(reply)
+		}
+	} else {
+		s.last = c
+	}
+	s.bbuf = s.bbuf[:0]
+	if cap(s.bbuf) > 1<<20 {
+		s.bbuf = nil
+	}
+	clear(s.bpend)
+	s.bpend = s.bpend[:0]
+}
+
+// waitDrain blocks until at most le replies are outstanding.
+func (s *session) waitDrain(le int64) {
+	for s.inflight.Load() > le {
+		s.waitLE.Store(le)
+		if s.inflight.Load() <= le {
+			break
+		}
+		select {
+		case <-s.drained:
+		case <-s.p.force:
+			s.waitLE.Store(-1)
+			return
+		}
+	}
+	s.waitLE.Store(-1)
+}
+
+// local answers the client from the proxy itself, after every reply it is
+// still owed, so replies stay in command order.
+func (s *session) local(reply []byte) {
+	s.flush()
+	if s.ded == nil || !s.ded.stream.Load() {
+		s.waitDrain(0)
+	}
+	s.write(reply)
+}
+
+// deliver is called by an upstream reader with the reply to one of this
+// session's commands.
+func (s *session) deliver(b []byte) {
+	s.write(b)
+	if n := s.inflight.Add(-1); n <= s.waitLE.Load() {
+		select {
+		case s.drained <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// push is called by an upstream reader with a frame that answers no command
+// (a RESP3 push, or anything on a connection in stream mode).
+func (s *session) push(b []byte) { s.write(b) }
+
+// write appends to the output buffer. A client whose unread output passes the
+// limit is disconnected, as Valkey's client-output-buffer-limit does: the
+// alternative is the proxy's memory growing without bound, or every other
+// client on the same upstream connection waiting for this one.
+func (s *session) write(b []byte) {
+	s.outMu.Lock()
+	if s.outClosed {
+		s.outMu.Unlock()
+		return
+	}
+	s.out = append(s.out, b...)
+	over := int64(len(s.out)) > s.p.opts.OutputBufferLimit
+	if over {
+		s.outClosed = true
+		s.out = nil
+	}
+	s.outMu.Unlock()
+	if over {
+		s.p.log.Warn("disconnecting a client that does not read its replies",
+			"client", s.addr, "limit_bytes", s.p.opts.OutputBufferLimit)
+		s.nc.Close()
+		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *session) writeLoop() {
+	defer close(s.writerEnd)
+	var buf []byte
+	for {
+		stop := false
+		select {
+		case <-s.wake:
+		case <-s.stopW:
+			stop = true
+		}
+		s.outMu.Lock()
+		buf, s.out = s.out, buf[:0]
+		s.outMu.Unlock()
+		if len(buf) > 0 {
+			if _, err := s.nc.Write(buf); err != nil {
+				s.outMu.Lock()
+				s.outClosed = true
+				s.out = nil
+				s.outMu.Unlock()
+				s.nc.Close()
+				return
+			}
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil
+		}
+		if stop {
+			s.outMu.Lock()
+			rest := len(s.out)
+			s.outMu.Unlock()
+			if rest == 0 {
+				return
+			}
+		}
+	}
+}
+
+// upstreamLost is called when the session's dedicated connection died. The
+// state that lived on it is gone, so the session ends rather than move on
+// silently; a streaming client (a subscriber) is told why first.
+func (s *session) upstreamLost(c *upConn, err error) {
+	if errors.Is(err, errClosed) || s.lost.Swap(true) {
+		return
+	}
+	if c.stream.Load() {
+		s.push(resp.AppendError(nil, errDedicatedLost(c.addr, err)))
+	}
+	_ = s.nc.SetReadDeadline(time.Now())
+}
+
+// goDedicated moves the session onto its own upstream connection, replaying
+// its state there. It reports false (having answered the client) on failure.
+func (s *session) goDedicated(withCreds bool) bool {
+	if s.ded != nil {
+		return true
+	}
+	s.flush()
+	s.waitDrain(0)
+	st := connState{
+		proto:    s.proto,
+		db:       s.db,
+		name:     s.name,
+		libName:  s.libName,
+		libVer:   s.libVer,
+		username: s.p.opts.Username,
+		password: s.p.opts.Password,
+		auth:     withCreds && s.p.opts.Password != "",
+	}
+	c, err := s.p.dial(st, s)
+	if err != nil {
+		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
+		return false
+	}
+	s.ded = c
+	s.p.stats.dedicated.Add(1)
+	return true
+}
+
+// goStream puts the dedicated connection into stream mode, after every reply
+// owed so far has arrived.
+func (s *session) goStream() {
+	s.flush()
+	s.waitDrain(0)
+	s.ded.stream.Store(true)
+}

@@ -1,0 +1,404 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// pend is one command waiting for its reply on an upstream connection.
+type pend struct {
+	s *session
+	// hook, when set, sees the reply before the client does and returns what
+	// the client gets. It runs on the upstream reader goroutine: keep it short.
+	hook func(reply []byte) []byte
+}
+
+// upConn is one connection to Valkey. Any number of sessions write commands
+// into wbuf; a writer goroutine sends them in batches (Valkey then reads many
+// commands per system call, which is where a multiplexing proxy gains its
+// throughput), and a reader goroutine frames the replies and hands each to the
+// session at the head of the queue. Replies come back in the order commands
+// were written, so the queue is all the routing there is.
+type upConn struct {
+	p     *Proxy
+	nc    net.Conn
+	addr  string
+	owner *session // the one session of a dedicated connection; nil when shared
+
+	// stream is set on a dedicated connection whose replies no longer pair
+	// one-to-one with commands (SUBSCRIBE, MONITOR, CLIENT REPLY OFF): every
+	// frame then goes straight to the owner, in arrival order.
+	stream atomic.Bool
+	dead   atomic.Bool
+
+	mu   sync.Mutex
+	wbuf []byte
+	q    pendQueue
+	err  error // why it died
+
+	wake chan struct{}
+	quit chan struct{}
+	// onDead is called once, after the connection failed and its pending
+	// commands were answered (the pool forgets the connection there).
+	onDead func(*upConn)
+}
+
+// connState is what a fresh upstream connection must be told before it can
+// carry a session's commands.
+type connState struct {
+	proto              int
+	db                 int
+	username, password string
+	auth               bool // log in with username/password
+	name               string
+	libName, libVer    string
+}
+
+// replyError is an error reply Valkey gave during the handshake (for example
+// "ERR DB index is out of range"); the client gets it as it is.
+type replyError struct{ msg string }
+
+func (e *replyError) Error() string { return e.msg }
+
+// dial connects to Valkey and replays st on the new connection.
+func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
+	d := net.Dialer{Timeout: p.opts.DialTimeout, KeepAlive: 30 * time.Second}
+	nc, err := d.Dial("tcp", p.opts.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	if p.opts.UpstreamTLS != nil {
+		tc := tls.Client(nc, p.opts.UpstreamTLS)
+		nc = tc
+	}
+	_ = nc.SetDeadline(time.Now().Add(p.opts.DialTimeout))
+	if err := handshake(nc, st); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	c := &upConn{
+		p:     p,
+		nc:    nc,
+		addr:  p.opts.Upstream,
+		owner: owner,
+		wake:  make(chan struct{}, 1),
+		quit:  make(chan struct{}),
+	}
+	p.wg.Add(2)
+	go c.writeLoop()
+	go c.readLoop()
+	return c, nil
+}
+
+// handshake sends the commands that make a new connection equal to the
+// session state, all in one write, and checks their replies.
+func handshake(nc net.Conn, st connState) error {
+	var cmds [][]string
+	optional := map[int]bool{} // replies whose errors do not matter
+	switch {
+	case st.proto == 3 && st.auth:
+		cmds = append(cmds, []string{"HELLO", "3", "AUTH", userOrDefault(st.username), st.password})
+	case st.proto == 3:
+		cmds = append(cmds, []string{"HELLO", "3"})
+	case st.auth && st.username != "":
+		cmds = append(cmds, []string{"AUTH", st.username, st.password})
+	case st.auth:
+		cmds = append(cmds, []string{"AUTH", st.password})
+	}
+	if st.db != 0 {
+		cmds = append(cmds, []string{"SELECT", fmt.Sprint(st.db)})
+	}
+	if st.name != "" {
+		cmds = append(cmds, []string{"CLIENT", "SETNAME", st.name})
+	}
+	// CLIENT SETINFO came with Redis 7.2: older servers refuse it, which
+	// changes nothing for the client, so its errors are ignored.
+	if st.libName != "" {
+		optional[len(cmds)] = true
+		cmds = append(cmds, []string{"CLIENT", "SETINFO", "LIB-NAME", st.libName})
+	}
+	if st.libVer != "" {
+		optional[len(cmds)] = true
+		cmds = append(cmds, []string{"CLIENT", "SETINFO", "LIB-VER", st.libVer})
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	var out []byte
+	for _, c := range cmds {
+		out = resp.AppendCommandStrings(out, c...)
+	}
+	if _, err := nc.Write(out); err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 4096)
+	var f resp.Framer
+	for i := range cmds {
+		for {
+			n, err := f.Frame(buf)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				if buf[0] == '-' && !optional[i] {
+					return &replyError{msg: string(bytes.TrimRight(buf[1:n], "\r\n"))}
+				}
+				buf = append(buf[:0], buf[n:]...)
+				f = resp.Framer{}
+				break
+			}
+			if len(buf) == cap(buf) {
+				buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
+			}
+			m, err := nc.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+m]
+			if err != nil && m == 0 {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func userOrDefault(u string) string {
+	if u == "" {
+		return "default"
+	}
+	return u
+}
+
+// send queues a batch of raw commands with their pending entries. It reports
+// false when the connection is already dead (nothing was queued).
+func (c *upConn) send(b []byte, ps []pend) bool {
+	c.mu.Lock()
+	if c.dead.Load() {
+		c.mu.Unlock()
+		return false
+	}
+	c.wbuf = append(c.wbuf, b...)
+	if !c.stream.Load() {
+		for _, p := range ps {
+			c.q.push(p)
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (c *upConn) writeLoop() {
+	defer c.p.wg.Done()
+	var buf []byte
+	for {
+		select {
+		case <-c.wake:
+		case <-c.quit:
+			return
+		}
+		c.mu.Lock()
+		buf, c.wbuf = c.wbuf, buf[:0]
+		c.mu.Unlock()
+		if len(buf) > 0 {
+			if _, err := c.nc.Write(buf); err != nil {
+				c.fail(err)
+				return
+			}
+		}
+		// Do not keep a huge buffer alive after one large command.
+		if cap(buf) > 1<<20 {
+			buf = nil
+		}
+	}
+}
+
+const readChunk = 64 << 10
+
+func (c *upConn) readLoop() {
+	defer c.p.wg.Done()
+	buf := make([]byte, 0, readChunk)
+	var f resp.Framer
+	start := 0
+	var frames [][]byte
+	var ps []pend
+	for {
+		// Make room: compact what is left of a partial frame to the front,
+		// and grow only while a single frame does not fit.
+		if start > 0 && (start == len(buf) || cap(buf)-len(buf) < readChunk/4) {
+			n := copy(buf, buf[start:])
+			buf = buf[:n]
+			start = 0
+		}
+		if cap(buf)-len(buf) < readChunk/4 {
+			nb := make([]byte, len(buf), 2*cap(buf))
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := c.nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		frames = frames[:0]
+		for start < len(buf) {
+			m, ferr := f.Frame(buf[start:])
+			if ferr != nil {
+				c.fail(fmt.Errorf("unreadable reply from Valkey: %w", ferr))
+				return
+			}
+			if m == 0 {
+				break
+			}
+			frames = append(frames, buf[start:start+m])
+			start += m
+			f = resp.Framer{}
+		}
+		if len(frames) > 0 {
+			if !c.dispatch(frames, &ps) {
+				return
+			}
+		}
+		if start == len(buf) {
+			buf = buf[:0]
+			start = 0
+			// One big reply must not pin its buffer for the connection's life.
+			if cap(buf) > 4*readChunk {
+				buf = make([]byte, 0, readChunk)
+			}
+		}
+		if err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// dispatch hands each frame to its session. Pending entries are popped for
+// the whole read at once, so the queue lock is taken once per read, not once
+// per reply.
+func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
+	if c.stream.Load() {
+		for _, fr := range frames {
+			c.owner.push(fr)
+		}
+		return true
+	}
+	want := 0
+	for _, fr := range frames {
+		if fr[0] != '>' {
+			want++
+		}
+	}
+	c.mu.Lock()
+	*ps = c.q.popN((*ps)[:0], want)
+	c.mu.Unlock()
+	if len(*ps) < want {
+		c.fail(errors.New("Valkey sent a reply no command was waiting for"))
+		return false
+	}
+	i := 0
+	for _, fr := range frames {
+		if fr[0] == '>' {
+			// Out-of-band push (RESP3): only dedicated connections
+			// subscribe or track, so it belongs to the owner.
+			if c.owner != nil {
+				c.owner.push(fr)
+			} else {
+				c.p.log.Warn("dropped a push message on a shared upstream connection", "bytes", len(fr))
+			}
+			continue
+		}
+		p := (*ps)[i]
+		i++
+		if p.hook != nil {
+			fr = p.hook(fr)
+		}
+		p.s.deliver(fr)
+	}
+	clear(*ps)
+	return true
+}
+
+// fail marks the connection dead, answers every command still waiting on it
+// with an error, and closes the socket. Safe to call more than once.
+func (c *upConn) fail(err error) {
+	c.mu.Lock()
+	if c.dead.Load() {
+		c.mu.Unlock()
+		return
+	}
+	c.dead.Store(true)
+	c.err = err
+	ps := c.q.popN(nil, c.q.n)
+	c.mu.Unlock()
+	close(c.quit)
+	c.nc.Close()
+	if len(ps) > 0 {
+		var msg string
+		if c.owner != nil {
+			msg = errDedicatedLost(c.addr, err)
+		} else {
+			msg = errUpstreamLost(c.addr, err)
+		}
+		reply := resp.AppendError(nil, msg)
+		for _, p := range ps {
+			p.s.deliver(reply)
+		}
+	}
+	if c.onDead != nil {
+		c.onDead(c)
+	}
+	if c.owner != nil {
+		c.owner.upstreamLost(c, err)
+	}
+}
+
+// close ends a connection nobody needs any more.
+func (c *upConn) close() { c.fail(errClosed) }
+
+var errClosed = errors.New("closed by lockproxy")
+
+// pendQueue is a FIFO ring of pending replies that reuses its storage.
+type pendQueue struct {
+	buf  []pend
+	head int
+	n    int
+}
+
+func (q *pendQueue) push(p pend) {
+	if q.n == len(q.buf) {
+		nb := make([]pend, max(16, 2*len(q.buf)))
+		for i := 0; i < q.n; i++ {
+			nb[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf = nb
+		q.head = 0
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = p
+	q.n++
+}
+
+// popN appends up to n entries to dst, oldest first.
+func (q *pendQueue) popN(dst []pend, n int) []pend {
+	if n > q.n {
+		n = q.n
+	}
+	for i := 0; i < n; i++ {
+		j := q.head
+		dst = append(dst, q.buf[j])
+		q.buf[j] = pend{}
+		q.head = (j + 1) % len(q.buf)
+	}
+	q.n -= n
+	return dst
+}
+
+func tlsClient(nc net.Conn, cfg *tls.Config) net.Conn { return tls.Client(nc, cfg) }
