@@ -32,6 +32,8 @@ func (r *evalRun) setupGlobals(L *lua.LState, keys, argv []string) {
 	G := L.G.Global
 	// gopher-lua sets math.huge to the largest finite double; Lua's is +inf.
 	G.RawGetString("math").(*lua.LTable).RawSetString("huge", lua.LNumber(math.Inf(1)))
+	G.RawGetString("string").(*lua.LTable).RawSetString("format", L.NewFunction(luaStringFormat))
+	G.RawGetString("table").(*lua.LTable).RawSetString("concat", L.NewFunction(luaTableConcat))
 	// Valkey removes file and module access; gopher-lua adds a few extras.
 	for _, name := range []string{"dofile", "loadfile", "print", "module", "require", "_printregs", "_GOPHER_LUA_VERSION"} {
 		G.RawSetString(name, lua.LNil)
@@ -82,7 +84,12 @@ func (r *evalRun) setupGlobals(L *lua.LState, keys, argv []string) {
 	}
 	gmt := L.NewTable()
 	gmt.RawSetString("__newindex", readonly)
+	concat := L.NewFunction(luaConcat)
 	gmt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		if k, ok := L.Get(2).(lua.LString); ok && k == concatName {
+			L.Push(concat)
+			return 1
+		}
 		L.Error(lua.LString(luaWhere(L)+"Script attempted to access nonexistent global variable '"+luaToString(L, L.Get(2))+"'"), 0)
 		return 0
 	}))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -476,7 +477,7 @@ func scenarios() []scenario {
 			do("EXPIRE", "k", "10", "NX", "XX"),
 			do("EXPIRE", "k", "10", "NX", "GT"),
 			do("EXPIRE", "k", "10", "GT", "LT"),
-			do("EXPIRE", "k", "10", "XX", "GT"),
+			do("EXPIRE", "k", "20", "XX", "GT"), // 20 s, not 10: equal deadlines would race the clock
 			do("EXPIRE", "k", "10", "bogus"),
 			do("EXPIRE", "k", "x", "bogus"),
 			do("EXPIRE", "k", "x"),
@@ -732,6 +733,33 @@ func scenarios() []scenario {
 			ev("return math.fmod(7, 3)", "0"),
 			ev("local co = coroutine.create(function(a) local b = coroutine.yield(a + 1); return b * 2 end)\nlocal _, x = coroutine.resume(co, 1)\nlocal _, y = coroutine.resume(co, 10)\nreturn {x, y}", "0"),
 		}},
+		{name: "Lua 5.1 number-to-string rules", steps: []step{
+			ev("return 'x' .. 1/3 .. 'y' .. 10 .. 1e15 .. 2^53 .. -0 .. 1e100 .. 0.1", "0"),
+			ev("return 1 .. ''", "0"),
+			ev("local inf = math.huge; return inf .. ' ' .. -inf", "0"),
+			ev("return table.concat({1, 1/3, 'a', 1e15}, '|')", "0"),
+			ev("return table.concat({1, 2, 3}, ', ', 2)", "0"),
+			ev("return table.concat({1, 2, 3}, ', ', 2, 3)", "0"),
+			ev("return table.concat({})", "0"),
+			ev("return string.format('%s %s %s', 1/3, 1e15, 7)", "0"),
+			ev("return string.format('%d %5d %-5d| %05d %+d %x %X %o %#x', 3.9, 42, 42, 42, 42, 255, 255, 8, 255)", "0"),
+			ev("return string.format('%g %g %g %.3g %e %.2e %f %.1f %10.3f|', 1/3, 1e20, 100, 2/3, 12345.678, 0.5, 1/3, 2.25, 3.14159)", "0"),
+			ev("return string.format('%5s|%-5s|%.2s|%c%c', 'ab', 'ab', 'abcdef', 72, 105)", "0"),
+			ev("return string.format('%q', 'a\\nb\"c\\\\d\\re\\0f')", "0"),
+			ev("return string.format('%f %e %g', 1/0, -1/0, 1/0)", "0"),
+			ev("return string.format('%%d %s', 'x')", "0"),
+			ev("return string.format('%5.1s|', 'xyz')", "0"),
+			ev("return ('%d-%s'):format(1, 'a')", "0"),
+			ev("return string.format('%x', -1)", "0"),
+			ev("local t = setmetatable({}, {__concat = function(a, b) return 'meta' end}); return t .. 'x'", "0"),
+			ev("local t = setmetatable({}, {__concat = function(a, b) return 'meta2' end}); return 'x' .. t", "0"),
+			vmErr("return 'x' .. nil", "0"),
+			vmErr("return {} .. 'x'", "0"),
+			vmErr("return table.concat({1, {}, 3})", "0"),
+			vmErr("return string.format('%d', 'x')", "0"),
+			vmErr("return string.format('%z', 1)", "0"),
+			vmErr("return string.format('%d')", "0"),
+		}},
 		{name: "a real lease lapses in real time", steps: []step{
 			do("SET", "lock", "abc", "NX", "PX", "40"),
 			ev(releaseScript, "1", "lock", "abc"),
@@ -844,7 +872,11 @@ func TestDifferentialNumberFormatting(t *testing.T) {
 		0.000123, 1234567.0001, 100, 1e15 + 0.5, 12345678901234567890.0} {
 		vals = append(vals, strconv.FormatFloat(f, 'g', -1, 64), strconv.FormatFloat(-f, 'g', -1, 64))
 	}
-	for len(vals) < 3000 {
+	total := 3000
+	if v, err := strconv.Atoi(os.Getenv("LUAEVAL_FLOATS")); err == nil {
+		total = v // a longer soak: LUAEVAL_FLOATS=100000 go test -run NumberFormatting
+	}
+	for len(vals) < total {
 		var f float64
 		switch len(vals) % 3 {
 		case 0: // any bit pattern
@@ -881,6 +913,95 @@ return out`
 					break
 				}
 			}
+		}
+	}
+}
+
+// TestDifferentialRandom replays a long random mix of commands and scripts
+// over a handful of keys, so that type changes, expiry, empty-aggregate
+// deletion and error paths meet in combinations no hand-written scenario
+// lists.
+func TestDifferentialRandom(t *testing.T) {
+	srv := valkeytest.Start(t)
+	rc := dialRESP(t, srv.Addr, 2)
+	st := New()
+	seed := int64(42)
+	if v, err := strconv.ParseInt(os.Getenv("LUAEVAL_SEED"), 10, 64); err == nil {
+		seed = v // explore other sequences: LUAEVAL_SEED=n go test -run Random
+	}
+	rng := rand.New(rand.NewSource(seed))
+	pick := func(xs ...string) string { return xs[rng.Intn(len(xs))] }
+	key := func() string { return pick("a", "b", "c", "lock", "h", "z") }
+	num := func() string {
+		return pick("0", "1", "-1", "7", "42", "1.5", "x", "", "9223372036854775807", "-9223372036854775808", "1e3", "+3", "inf")
+	}
+	field := func() string { return pick("f", "g", "attempts", "state") }
+	gens := []func() step{
+		func() step { return do("SET", key(), num()) },
+		func() step {
+			return do("SET", key(), pick("v", "abc", "xyz"), pick("NX", "XX", "GET", "KEEPTTL"), "PX", pick("100000", "0", "x"))
+		},
+		func() step { return do("SET", key(), "v", "EX", pick("1000", "-1"), pick("NX", "XX", "GET")) },
+		func() step { return do("GET", key()) },
+		func() step { return do("GETSET", key(), num()) },
+		func() step { return do("GETDEL", key()) },
+		func() step { return do("SETNX", key(), num()) },
+		func() step { return do("MGET", key(), key(), key()) },
+		func() step { return do("INCR", key()) },
+		func() step { return do("DECR", key()) },
+		func() step { return do("INCRBY", key(), num()) },
+		func() step { return do("DECRBY", key(), num()) },
+		func() step { return do("DEL", key(), key()) },
+		func() step { return do("UNLINK", key()) },
+		func() step { return do("EXISTS", key(), key()) },
+		func() step { return do("TYPE", key()) },
+		func() step { return do("EXPIRE", key(), pick("1000", "-1", "x")) },
+		// Conditional expiry uses absolute deadlines: two relative ones set
+		// in the same or in different milliseconds would race the clock.
+		func() step {
+			return do("EXPIREAT", key(), pick("1", "99999999999", "99999999990", "x"), pick("NX", "XX", "GT", "LT", "nx"))
+		},
+		func() step { return do("PEXPIRE", key(), pick("500000", "0", "x")) },
+		func() step { return do("PEXPIREAT", key(), pick("1", "99999999999999")) },
+		func() step { return do("EXPIREAT", key(), pick("1", "99999999999")) },
+		func() step { return do("PERSIST", key()) },
+		func() step { return ttl("TTL", key()) },
+		func() step { return ttl("PTTL", key()) },
+		func() step { return do("HSET", key(), field(), num(), field(), num()) },
+		func() step { return do("HSETNX", key(), field(), num()) },
+		func() step { return do("HGET", key(), field()) },
+		func() step { return do("HINCRBY", key(), field(), num()) },
+		func() step { return do("HDEL", key(), field(), field()) },
+		func() step { return do("HEXISTS", key(), field()) },
+		func() step { return do("HGETALL", key()) },
+		func() step { return do("HLEN", key()) },
+		func() step { return do("HMGET", key(), field(), field()) },
+		func() step {
+			return do("ZADD", key(), pick("NX", "XX", "GT", "LT", "CH", "INCR", "1"), num(), pick("m", "n"))
+		},
+		func() step { return do("ZADD", key(), num(), pick("m", "n", "o"), num(), pick("m", "p")) },
+		func() step { return do("ZREM", key(), pick("m", "n", "o")) },
+		func() step { return do("ZSCORE", key(), pick("m", "n")) },
+		func() step { return do("ZCARD", key()) },
+		func() step {
+			return do("ZRANGEBYSCORE", key(), pick("-inf", "0", "(1", "x"), pick("+inf", "10", "(7"), pick("WITHSCORES", "LIMIT"), pick("0", "1"), pick("1", "-1"))
+		},
+		func() step { return ev(releaseScript, "1", key(), pick("v", "abc", "xyz")) },
+		func() step { return ev(acquireScript, "2", key(), "fence", pick("abc", "xyz"), pick("100000", "0")) },
+		func() step { return ev(renewScript, "1", key(), pick("v", "abc", "xyz"), pick("200000", "-5", "x")) },
+		func() step { return ev(fencedWriteScript, "2", key(), "fence", num(), "val") },
+		func() step { return ev(claimScript, "2", key(), key(), num(), pick("1", "2")) },
+		func() step { return ev(completeScript, "2", key(), key(), pick("1", "2", "3"), pick("1", "2")) },
+		func() step {
+			return ev("return redis.pcall(ARGV[1], KEYS[1], ARGV[2])", "1", key(), pick("get", "incr", "hget", "zscore", "type", "del"), num())
+		},
+	}
+	for i := 0; i < 1500; i++ {
+		s := gens[rng.Intn(len(gens))]()
+		want := rc.do(t, s.args...)
+		got := st.Do(s.args...)
+		if msg := compareReplies(s.cmp, got, want); msg != "" {
+			t.Fatalf("step %d %q:\n luaeval: %q\n valkey:  %q\n %s", i, s.args, got, want, msg)
 		}
 	}
 }

@@ -138,6 +138,7 @@ func compile(src string) (*lua.FunctionProto, string) {
 		}
 		return nil, chunkName + ": " + strings.TrimSpace(err.Error())
 	}
+	rewriteConcat(chunk)
 	p, err := lua.Compile(chunk, chunkName)
 	if err != nil {
 		var ce *lua.CompileError

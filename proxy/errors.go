@@ -49,3 +49,11 @@ func errDedicatedLost(addr string, err error) string {
 }
 
 const errShuttingDown = "SHUTDOWN lockproxy is shutting down and did not run this command; reconnect to another instance or retry shortly"
+
+func errNoCommandTable(addr string) string {
+	return fmt.Sprintf("UPSTREAM lockproxy has not yet read the command table of Valkey at %s, so it cannot tell which keys this command touches; retry when Valkey is reachable", addr)
+}
+
+// errStreamLock: on a connection in subscribe/monitor mode replies no longer
+// pair with commands, so the proxy cannot shape a script's reply there.
+const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connection that is subscribed, monitoring or has CLIENT REPLY off; use another connection for locks"

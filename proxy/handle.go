@@ -11,31 +11,30 @@ import (
 // (QUIT).
 func (s *session) handle(cmd resp.Command) bool {
 	args := cmd.Args
-	if s.ded != nil {
-		return s.handleDedicated(cmd)
-	}
 	k := lookup(kinds, args[0])
-	if !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset {
+	if s.ded == nil && !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset {
 		s.local(resp.AppendError(nil, errNoAuth))
 		return true
+	}
+	if s.lockPlan(cmd) {
+		return true
+	}
+	if s.ded != nil {
+		return s.handleDedicated(cmd)
 	}
 	switch k {
 	case kForward:
 		s.forward(cmd.Raw, nil)
-	case kDedicated:
+	case kDedicated, kStream:
 		if s.goDedicated(true) {
-			s.forward(cmd.Raw, nil)
-		}
-	case kStream:
-		if s.goDedicated(true) {
-			s.goStream()
-			s.forward(cmd.Raw, nil)
+			return s.handleDedicated(cmd)
 		}
 	case kXRead:
 		if hasBlockArg(args) {
-			if !s.goDedicated(true) {
-				return true
+			if s.goDedicated(true) {
+				return s.handleDedicated(cmd)
 			}
+			return true
 		}
 		s.forward(cmd.Raw, nil)
 	case kHello:
@@ -73,13 +72,47 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		if len(args) >= 3 && equalFold(args[1], "reply") && !equalFold(args[2], "on") && !s.ded.stream.Load() {
 			s.goStream()
 		}
+		if len(args) == 3 && equalFold(args[1], "setname") && validName(args[2]) {
+			s.setName(string(args[2]))
+		}
 	case kHello:
-		// Track the protocol so later decisions (push vs reply) hold.
+		// Track the protocol and name: replies are shaped for the
+		// protocol, and the name may be a lock owner.
 		if len(args) >= 2 {
 			if v, err := strconv.Atoi(string(args[1])); err == nil && (v == 2 || v == 3) {
 				s.proto = v
 			}
+			for i := 2; i+1 < len(args); i++ {
+				if equalFold(args[i], "setname") && validName(args[i+1]) {
+					s.setName(string(args[i+1]))
+				}
+			}
 		}
+	case kReset:
+		s.inMulti, s.multiShape = false, nil
+	}
+	// Transactions: remember which queued commands need their EXEC element
+	// shaped (lock scripts queued in place of SET NX, DEL, ...).
+	switch {
+	case equalFold(args[0], "multi"):
+		if !s.inMulti {
+			s.inMulti, s.multiShape = true, s.multiShape[:0]
+			s.forward(cmd.Raw, nil)
+			return true
+		}
+	case equalFold(args[0], "exec") && s.inMulti:
+		shapers := s.multiShape
+		s.inMulti, s.multiShape = false, nil
+		for _, f := range shapers {
+			if f != nil {
+				s.forward(cmd.Raw, s.execHook(shapers))
+				return true
+			}
+		}
+	case equalFold(args[0], "discard"):
+		s.inMulti, s.multiShape = false, nil
+	case s.inMulti:
+		s.multiShape = append(s.multiShape, nil)
 	}
 	s.forward(cmd.Raw, nil)
 	return true
@@ -147,7 +180,7 @@ func (s *session) hello(cmd resp.Command) {
 	}
 	s.proto = ver
 	if hasName {
-		s.name = string(name)
+		s.setName(string(name))
 	}
 	s.forward(resp.AppendCommand(nil, args[0], args[1]), nil)
 }
@@ -192,7 +225,7 @@ func (s *session) client(cmd resp.Command) {
 			s.local(resp.AppendError(nil, errClientName))
 			return
 		}
-		s.name = string(args[2])
+		s.setName(string(args[2]))
 		s.local(resp.AppendSimple(nil, "OK"))
 	case equalFold(sub, "getname") && len(args) == 2:
 		if s.name == "" {
@@ -226,13 +259,9 @@ func (s *session) client(cmd resp.Command) {
 			s.forward(cmd.Raw, nil)
 			return
 		}
-		if !s.goDedicated(true) {
-			return
+		if s.goDedicated(true) {
+			s.handleDedicated(cmd)
 		}
-		if equalFold(sub, "reply") && len(args) >= 3 && !equalFold(args[2], "on") {
-			s.goStream()
-		}
-		s.forward(cmd.Raw, nil)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -50,6 +51,22 @@ type Options struct {
 
 	// Logger receives operational events. Default slog.Default().
 	Logger *slog.Logger
+
+	// Rules are the lock rules; nil or empty makes the proxy a pure
+	// pass-through.
+	Rules *policy.Rules
+	// OnFlush says whether FLUSHALL/FLUSHDB pass while lock rules exist.
+	OnFlush policy.FlushPolicy
+	// MaxGrants caps the grant records kept (default 100000): past it new
+	// grants are not recorded, and their holders' releases are refused as
+	// from an unknown owner, which fails closed.
+	MaxGrants int
+	// KeepLapsed is how long a grant's record outlives its lease (default
+	// 10m), so that the old holder's late release runs token-checked and
+	// answers 0 rather than being refused.
+	KeepLapsed time.Duration
+	// EventRing is how many lock events are kept for audit (default 1024).
+	EventRing int
 }
 
 func (o *Options) setDefaults() {
@@ -79,5 +96,14 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MaxGrants <= 0 {
+		o.MaxGrants = 100000
+	}
+	if o.KeepLapsed <= 0 {
+		o.KeepLapsed = 10 * time.Minute
+	}
+	if o.EventRing <= 0 {
+		o.EventRing = 1024
 	}
 }

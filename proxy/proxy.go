@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/redis/go-redis/v9"
 )
 
 // Proxy serves RESP clients in front of one Valkey.
@@ -41,6 +43,16 @@ type Proxy struct {
 	wg  sync.WaitGroup // upstream connection goroutines
 	swg sync.WaitGroup // session goroutines
 
+	// Lock rules: the decider (swapped whole on reload), Valkey's command
+	// table inside it, the grant records and the audit ring.
+	decider    atomic.Pointer[rewrite.Decider]
+	tableMu    sync.Mutex
+	tableTried time.Time
+	side       *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
+	grants     *grants
+	events     *events
+	refs       map[string]int // live connections per owner identity (name:, addr:)
+
 	stats stats
 }
 
@@ -48,6 +60,14 @@ type stats struct {
 	clients   atomic.Int64
 	dedicated atomic.Int64
 	rejected  atomic.Int64
+
+	grants             atomic.Int64 // acquisitions through the proxy
+	contention         atomic.Int64 // SET NX that found the lock taken
+	rewritten          atomic.Int64 // releases and renewals run token-checked
+	refused            atomic.Int64
+	observed           atomic.Int64
+	successorPrevented atomic.Int64
+	successorDeleted   atomic.Int64
 }
 
 // New checks the options and probes Valkey once to learn whether it requires
@@ -65,9 +85,48 @@ func New(opts Options) (*Proxy, error) {
 		sessions:  map[*session]struct{}{},
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),
+		grants:    newGrants(opts.MaxGrants, opts.KeepLapsed),
+		events:    newEvents(opts.EventRing, opts.Logger),
+		refs:      map[string]int{},
 	}
 	p.requireAuth = p.probeAuth()
+	p.decider.Store(&rewrite.Decider{Rules: opts.Rules, OnFlush: opts.OnFlush})
+	if p.decider.Load().Active() {
+		p.side = redis.NewClient(&redis.Options{
+			Addr: opts.Upstream, Username: opts.Username, Password: opts.Password,
+			TLSConfig: opts.UpstreamTLS, DialTimeout: opts.DialTimeout, Protocol: 2,
+			PoolSize: 2, MaxRetries: 1, DisableIdentity: true,
+		})
+		p.loadTable()
+	}
 	return p, nil
+}
+
+// ref and unref count live connections per owner identity; when an owner's
+// last connection ends, its grant records go.
+func (p *Proxy) ref(owner string, ok bool) {
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	p.refs[owner]++
+	p.mu.Unlock()
+}
+
+func (p *Proxy) unref(owner string, ok bool) {
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	p.refs[owner]--
+	last := p.refs[owner] <= 0
+	if last {
+		delete(p.refs, owner)
+	}
+	p.mu.Unlock()
+	if last {
+		p.grants.dropOwner(owner)
+	}
 }
 
 // probeAuth sends PING without logging in: -NOAUTH means Valkey requires
@@ -147,6 +206,7 @@ func (p *Proxy) accept(nc net.Conn) {
 	}
 	s := newSession(p, nc, p.nextID.Add(1))
 	p.sessions[s] = struct{}{}
+	p.refs["addr:"+s.host]++
 	p.swg.Add(1)
 	p.mu.Unlock()
 	p.stats.clients.Add(1)
@@ -156,6 +216,9 @@ func (p *Proxy) accept(nc net.Conn) {
 		p.mu.Lock()
 		delete(p.sessions, s)
 		p.mu.Unlock()
+		p.grants.dropOwner(s.connOwner)
+		p.unref("addr:"+s.host, true)
+		p.unref("name:"+s.name, s.name != "")
 		p.stats.clients.Add(-1)
 	}()
 }
@@ -194,6 +257,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.closed.Store(true)
 	p.closePools()
 	p.wg.Wait()
+	if p.side != nil {
+		p.side.Close()
+	}
 	return err
 }
 

@@ -5,8 +5,10 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"strconv"
 	"time"
 
+	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -20,6 +22,16 @@ type session struct {
 	nc   net.Conn
 	rd   *resp.Reader
 	addr string
+	host string // the client's IP, the owner under session: client_name
+	// connOwner is the session's owner identity under session: connection.
+	connOwner string
+	nameA     atomic.Pointer[string] // name, readable from upstream readers
+	keys      []keyspec.Key          // scratch for key extraction
+
+	// A transaction in progress on the dedicated connection: the shaper of
+	// each queued command's EXEC element (nil for commands left as they are).
+	inMulti    bool
+	multiShape []func([]byte) []byte
 
 	// Connection state the proxy keeps itself while the session shares
 	// upstream connections, and replays onto a dedicated one.
@@ -73,6 +85,9 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 		writerEnd: make(chan struct{}),
 	}
 	s.waitLE.Store(-1)
+	s.host, _, _ = net.SplitHostPort(s.addr)
+	s.connOwner = "conn:" + strconv.FormatUint(id, 10)
+	s.keys = make([]keyspec.Key, 0, 8)
 	s.rd = resp.NewReader(nc, p.opts.Limits)
 	// About to block on the client socket: hand over what was read so far,
 	// so a pipelined batch reaches Valkey without waiting for more input.
@@ -125,6 +140,12 @@ func (s *session) serve() {
 // forward queues raw for the session's upstream connection. hook, if set,
 // shapes the reply.
 func (s *session) forward(raw []byte, hook func([]byte) []byte) {
+	s.forwardRetry(raw, nil, hook)
+}
+
+// forwardRetry is forward with a command to send instead when Valkey answers
+// NOSCRIPT (an EVALSHA's EVAL twin).
+func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 	c := s.target()
 	if c == nil {
 		return
@@ -137,7 +158,7 @@ func (s *session) forward(raw []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook})
+	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -354,4 +375,24 @@ func (s *session) goStream() {
 	s.flush()
 	s.waitDrain(0)
 	s.ded.stream.Store(true)
+}
+
+// setName changes the client name (CLIENT SETNAME, HELLO SETNAME), keeping
+// the proxy's count of connections per name, which decides when a
+// session: client_name owner's records end.
+func (s *session) setName(name string) {
+	if name == s.name {
+		return
+	}
+	s.p.unref("name:"+s.name, s.name != "")
+	s.name = name
+	s.nameA.Store(&name)
+	s.p.ref("name:"+name, name != "")
+}
+
+func (s *session) nameSnapshot() string {
+	if n := s.nameA.Load(); n != nil {
+		return *n
+	}
+	return ""
 }

@@ -19,6 +19,11 @@ type pend struct {
 	// hook, when set, sees the reply before the client does and returns what
 	// the client gets. It runs on the upstream reader goroutine: keep it short.
 	hook func(reply []byte) []byte
+	// retry, when set, is sent in place of the command if Valkey answers
+	// NOSCRIPT: the EVAL form of a script sent as EVALSHA. The session
+	// sends nothing after such a command until its reply is in, so the
+	// retry cannot overtake anything.
+	retry []byte
 }
 
 // upConn is one connection to Valkey. Any number of sessions write commands
@@ -318,6 +323,11 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		p := (*ps)[i]
 		i++
+		if p.retry != nil && bytes.HasPrefix(fr, noscript) {
+			if c.send(p.retry, []pend{{s: p.s, hook: p.hook}}) {
+				continue
+			}
+		}
 		if p.hook != nil {
 			fr = p.hook(fr)
 		}
@@ -365,6 +375,8 @@ func (c *upConn) fail(err error) {
 func (c *upConn) close() { c.fail(errClosed) }
 
 var errClosed = errors.New("closed by lockproxy")
+
+var noscript = []byte("-NOSCRIPT")
 
 // pendQueue is a FIFO ring of pending replies that reuses its storage.
 type pendQueue struct {

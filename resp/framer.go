@@ -57,12 +57,19 @@ func (f *Framer) Frame(buf []byte) (int, error) {
 			return f.fail(errBadType)
 		}
 		cr := indexCR(buf, max(scan, pos+1))
-		if cr < 0 {
-			// Length lines are short: do not wait for megabytes of garbage
-			// to find out that a length is bad.
-			if class == counted && len(buf)-pos > maxCountDigits+2 {
+		// Length lines are short: do not wait for megabytes of garbage to
+		// find out that a length is bad. Judge the line by what has arrived
+		// of it, so the verdict does not depend on how the stream was cut.
+		if class == counted {
+			end := cr
+			if cr < 0 {
+				end = len(buf)
+			}
+			if end-pos-1 > maxCountDigits {
 				return f.fail(errBadLength)
 			}
+		}
+		if cr < 0 {
 			f.pos, f.scan = pos, len(buf)
 			return 0, nil
 		}

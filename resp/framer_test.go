@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,28 @@ func frameGrowing(data []byte) ([]int, error) {
 			}
 			out = append(out, n)
 			start = end
+		}
+	}
+	return out, nil
+}
+
+// frameSteps is frameGrowing with prefixes growing by 1 to max bytes.
+func frameSteps(data []byte, rng *rand.Rand, max int) ([]int, error) {
+	var f Framer
+	var out []int
+	start, end := 0, 0
+	for end < len(data) {
+		end = min(end+1+rng.IntN(max), len(data))
+		for {
+			n, err := f.Frame(data[start:end])
+			if err != nil {
+				return out, err
+			}
+			if n == 0 {
+				break
+			}
+			out = append(out, n)
+			start += n
 		}
 	}
 	return out, nil

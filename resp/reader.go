@@ -64,9 +64,12 @@ const (
 // Command is one client command. Args and Raw alias the Reader's buffers and
 // stay valid only until the next ReadCommand.
 type Command struct {
-	Args [][]byte // the arguments; Args[0] is the command name as sent
-	Raw  []byte   // RESP encoding to forward: the exact bytes received for a
-	// multibulk command; a fresh RESP array for an inline one
+	// Args are the arguments; Args[0] is the command name as sent. Each has
+	// no spare capacity, so appending to one can not overwrite the buffer.
+	Args [][]byte
+	// Raw is the RESP encoding to forward: the exact bytes received for a
+	// multibulk command; a fresh RESP array for an inline one.
+	Raw []byte
 }
 
 // Reader reads client commands from a stream, the way Valkey's
@@ -302,6 +305,11 @@ func (r *Reader) parse() (cmd Command, ok bool, err error) {
 func (r *Reader) begin() {
 	if cap(r.args) > maxKeptArgs {
 		r.args = nil
+	}
+	// A long inline line leaves side buffers of a few hundred KiB; do not
+	// keep them for the life of the connection.
+	if cap(r.inl) > shrinkAbove || cap(r.ends) > maxKeptArgs {
+		r.inl, r.tmp, r.ends, r.starts = nil, nil, nil, nil
 	}
 	r.args = r.args[:0]
 	r.stale = false

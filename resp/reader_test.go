@@ -280,7 +280,7 @@ func stream(rng *rand.Rand, n int) []byte {
 			}
 			b = AppendCommand(b, args...)
 		case 5:
-			b = AppendCommandStrings(b, "SET", "big", strings.Repeat("x", 20000+i))
+			b = AppendCommandStrings(b, "SET", "big", strings.Repeat("x", 17000+i))
 		}
 	}
 	return b
@@ -288,9 +288,9 @@ func stream(rng *rand.Rand, n int) []byte {
 
 func TestSplitReads(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	data := stream(rng, 300)
+	data := stream(rng, 150)
 	want := readAll(NewReader(bytes.NewReader(data), Limits{}))
-	if len(want) < 250 || want[len(want)-1].err != "EOF" {
+	if len(want) < 120 || want[len(want)-1].err != "EOF" {
 		t.Fatalf("baseline: %d results, last %q", len(want), want[len(want)-1].err)
 	}
 	got := readAll(NewReader(&oneByteReader{data: data}, Limits{}))
@@ -581,5 +581,19 @@ func TestReadCommandDoesNotAllocate(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(1000, func() { inline.ReadCommand() }); allocs != 0 {
 		t.Fatalf("%v allocations per inline command", allocs)
+	}
+}
+
+func TestInlineSideBuffersDropped(t *testing.T) {
+	line := "ECHO" + strings.Repeat(" a", 30000) + "\r\nPING\r\n"
+	r := NewReader(strings.NewReader(line), Limits{})
+	if c, err := r.ReadCommand(); err != nil || len(c.Args) != 30001 {
+		t.Fatalf("%d args, %v", len(c.Args), err)
+	}
+	if _, err := r.ReadCommand(); err != nil {
+		t.Fatal(err)
+	}
+	if cap(r.inl) > shrinkAbove || cap(r.ends) > maxKeptArgs || cap(r.args) > maxKeptArgs {
+		t.Fatalf("side buffers kept: inl %d ends %d args %d", cap(r.inl), cap(r.ends), cap(r.args))
 	}
 }

@@ -158,6 +158,11 @@ func proxyOptions(cfg *policy.Config, log *slog.Logger) (proxy.Options, error) {
 		MaxPipeline:       cfg.MaxPipeline,
 		Logger:            log,
 	}
+	rules, err := policy.NewRules(cfg.Locks)
+	if err != nil {
+		return opts, err
+	}
+	opts.Rules, opts.OnFlush = rules, cfg.OnFlush
 	opts.Limits = resp.DefaultLimits()
 	opts.Limits.MaxBulkLen = int64(cfg.ProtoMaxBulkLen)
 	opts.Limits.MaxQueryBuffer = int64(cfg.ClientQueryBufferLimit)

@@ -1,0 +1,333 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// The session as the rewrite package sees it.
+
+func (s *session) Owner(r *policy.Rule) string {
+	switch r.Session {
+	case policy.SessionClientName:
+		if s.name != "" {
+			return "name:" + s.name
+		}
+	case policy.SessionClientAddr:
+		return "addr:" + s.host
+	}
+	return s.connOwner
+}
+
+func (s *session) Grant(key []byte, owner string) ([]byte, int64, bool) {
+	g, ok := s.p.grants.get(key, owner)
+	if !ok {
+		return nil, 0, false
+	}
+	return g.value, g.number, true
+}
+
+func (s *session) Holder(key []byte, notOwner string) string {
+	return s.p.grants.holder(key, notOwner, time.Now())
+}
+
+// lockPlan applies the lock rules to one command. It reports whether it
+// dealt with the command; false means "route it as usual".
+func (s *session) lockPlan(cmd resp.Command) bool {
+	d := s.p.decider.Load()
+	if !d.Active() {
+		return false
+	}
+	if d.Table == nil {
+		d = s.p.loadTable()
+		if d.Table == nil {
+			s.local(resp.AppendError(nil, errNoCommandTable(s.p.opts.Upstream)))
+			return true
+		}
+	}
+	plan := d.Decide(cmd.Args, s, s.keys[:0])
+	if plan.Kind == rewrite.NeedKeys {
+		keys, err := s.p.getKeys(cmd.Args)
+		if err != nil {
+			// Valkey will refuse the command too (bad arguments), or is
+			// unreachable: either way there is no lock to protect.
+			plan = rewrite.Plan{}
+		} else {
+			plan = d.DecideKeys(cmd.Args, keys, s)
+		}
+	}
+	switch plan.Kind {
+	case rewrite.Forward:
+		if len(plan.Effects) == 0 {
+			return false
+		}
+		effects := plan.Effects
+		if s.ded != nil && s.inMulti {
+			s.queueInMulti(cmd.Raw, nil, func(reply []byte) []byte { s.apply(effects, reply); return reply })
+			return true
+		}
+		if lookup(kinds, cmd.Args[0]) != kForward {
+			// A command with its own routing (none that touch keys today):
+			// record what was seen and let the usual path send it.
+			s.apply(effects, nil)
+			return false
+		}
+		s.forward(cmd.Raw, func(reply []byte) []byte { s.apply(effects, reply); return reply })
+	case rewrite.Refuse:
+		s.apply(plan.Effects, nil)
+		msg := plan.Err
+		if s.ded != nil && s.inMulti {
+			// Refused while queued: Valkey must see a queue-time error so
+			// that EXEC aborts with EXECABORT, as it does for its own. An
+			// unknown command is such an error; the client sees ours.
+			s.queueInMulti(resp.AppendCommandStrings(nil, "LOCKPROXY-REFUSED"),
+				func([]byte) []byte { return resp.AppendError(nil, msg) }, nil)
+			return true
+		}
+		s.local(resp.AppendError(nil, msg))
+	case rewrite.Run:
+		s.run(plan)
+	}
+	return true
+}
+
+// run sends a plan's script. Alone it goes as EVALSHA, and on NOSCRIPT
+// (after a Valkey restart or SCRIPT FLUSH) again as EVAL; the session sends
+// nothing after it until the reply is in, so the retry cannot overtake a
+// later command. Inside MULTI, or with more commands already pipelined
+// behind it, it goes as EVAL straight away.
+func (s *session) run(plan rewrite.Plan) {
+	proto := s.proto
+	effects := plan.Effects
+	shape := plan.Shape
+	hook := func(reply []byte) []byte {
+		reply = shapeReply(reply, shape, proto)
+		s.apply(effects, reply)
+		return reply
+	}
+	eval := encodeScript(plan, false)
+	if s.ded != nil && s.ded.stream.Load() {
+		s.local(resp.AppendError(nil, errStreamLock))
+		return
+	}
+	if s.ded != nil && s.inMulti {
+		s.queueInMulti(eval, nil, hook)
+		return
+	}
+	if s.rd.Buffered() > 0 {
+		s.forward(eval, hook)
+		return
+	}
+	s.forwardRetry(encodeScript(plan, true), eval, hook)
+	s.flush()
+	s.waitDrain(0)
+}
+
+func encodeScript(plan rewrite.Plan, sha bool) []byte {
+	args := make([][]byte, 0, 3+len(plan.Keys)+len(plan.Args))
+	if sha {
+		args = append(args, []byte("EVALSHA"), []byte(plan.Script.SHA))
+	} else {
+		args = append(args, []byte("EVAL"), []byte(plan.Script.Body))
+	}
+	args = append(args, []byte(strconv.Itoa(len(plan.Keys))))
+	args = append(args, plan.Keys...)
+	args = append(args, plan.Args...)
+	return resp.AppendCommand(nil, args...)
+}
+
+// shapeReply turns a script's reply into the reply of the command it
+// replaced.
+func shapeReply(reply []byte, shape rewrite.Shape, proto int) []byte {
+	if len(reply) == 0 || reply[0] == '-' {
+		return reply
+	}
+	if shape == rewrite.AcquireReply {
+		if reply[0] == ':' {
+			return resp.AppendSimple(nil, "OK")
+		}
+		return resp.AppendNull(nil, proto)
+	}
+	// A script's false is RESP3's boolean false; the commands it stands
+	// for (SET, GETEX) answer null.
+	if bytes.Equal(reply, []byte("#f\r\n")) {
+		return resp.AppendNull(nil, proto)
+	}
+	return reply
+}
+
+// apply records what a reply means for the grant table and the audit.
+// reply is nil for effects known before sending (refusals).
+func (s *session) apply(effects []rewrite.Effect, reply []byte) {
+	if len(reply) > 0 && reply[0] == '-' {
+		return // Valkey refused it: nothing changed
+	}
+	now := time.Now()
+	p := s.p
+	for i := range effects {
+		e := &effects[i]
+		ev := Event{Time: now, Client: s.addr, Name: s.nameSnapshot(), Command: e.Command, Key: string(e.Key),
+			Owner: e.Owner, Holder: e.Holder, Grant: e.Grant}
+		if e.Rule != nil {
+			ev.Rule = e.Rule.Pattern.String()
+		}
+		n, isInt := replyInt(reply)
+		switch e.Kind {
+		case rewrite.Grant:
+			if !isInt {
+				p.stats.contention.Add(1)
+				continue
+			}
+			g := &grant{owner: e.Owner, value: e.Value, number: n, acquired: now, lease: e.Lease,
+				client: s.addr, name: ev.Name, rule: e.Rule}
+			switch {
+			case e.Lease > 0:
+				g.expires = now.Add(e.Lease)
+			case !e.At.IsZero():
+				g.expires = e.At
+			}
+			p.stats.grants.Add(1)
+			p.grants.put(string(e.Key), g, now)
+			continue
+		case rewrite.SetValue:
+			if bytes.HasPrefix(reply, []byte("+OK")) {
+				var exp time.Time
+				if e.Lease > 0 {
+					exp = now.Add(e.Lease)
+				} else if !e.At.IsZero() {
+					exp = e.At
+				}
+				p.grants.setValue(e.Key, e.Owner, e.Value, exp)
+			}
+			continue
+		case rewrite.Released:
+			p.grants.drop(e.Key, e.Owner, now)
+			p.stats.rewritten.Add(1)
+			ev.Outcome, ev.Token = OutcomeRewritten, mask(e.Value)
+			ev.Detail = "token-checked release deleted " + strconv.FormatInt(n, 10) + " key(s)"
+			if isInt && n == int64(e.Plain) && e.Holder != "" {
+				ev.Outcome = OutcomeSuccessorPrevented
+				ev.Detail = "the lock is now " + e.Holder + "'s; not deleted"
+				p.stats.successorPrevented.Add(1)
+			}
+		case rewrite.Renewed:
+			p.stats.rewritten.Add(1)
+			ev.Outcome = OutcomeRewritten
+			ev.Detail = "token-checked lease change"
+			if isInt && n == 0 || bytes.Equal(reply, []byte("$-1\r\n")) || bytes.Equal(reply, []byte("_\r\n")) {
+				ev.Detail = "token-checked lease change: no longer the holder, nothing changed"
+			}
+		case rewrite.Observed:
+			p.stats.observed.Add(1)
+			ev.Outcome = OutcomeObserved
+			if e.Holder != "" && isInt && n > int64(e.Plain) {
+				ev.Outcome = OutcomeSuccessorDeleted
+				ev.Detail = "deleted a lock granted to " + e.Holder
+				p.stats.successorDeleted.Add(1)
+			}
+		case rewrite.Refused:
+			p.stats.refused.Add(1)
+			ev.Outcome, ev.Detail = OutcomeRefused, e.Reason
+			if e.Holder != "" {
+				p.stats.successorPrevented.Add(1)
+			}
+		case rewrite.Flushed:
+			ev.Outcome = OutcomeFlushed
+		}
+		p.events.add(ev)
+	}
+}
+
+func replyInt(reply []byte) (int64, bool) {
+	if len(reply) < 4 || reply[0] != ':' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimRight(reply[1:], "\r\n")), 10, 64)
+	return n, err == nil
+}
+
+// queueInMulti sends a command while a transaction is open. queued shapes
+// its queue-time reply (+QUEUED, or an error); atExec, if set, shapes its
+// element of EXEC's reply and records its effects then, when it has run.
+func (s *session) queueInMulti(raw []byte, queued func([]byte) []byte, atExec func([]byte) []byte) {
+	s.multiShape = append(s.multiShape, atExec)
+	s.forward(raw, queued)
+}
+
+// execHook shapes EXEC's reply: each queued command with a shaper gets its
+// element rewritten (a script's grant number back into +OK, ...).
+func (s *session) execHook(shapers []func([]byte) []byte) func([]byte) []byte {
+	return func(reply []byte) []byte {
+		if len(reply) == 0 || (reply[0] != '*' && reply[0] != '~') {
+			return reply // EXECABORT, or nil when WATCH aborted: nothing ran
+		}
+		v, n, err := resp.Parse(reply)
+		if err != nil || n != len(reply) || len(v.Elems) != len(shapers) {
+			return reply
+		}
+		// Split the array into its elements' bytes with the framer.
+		hdr := bytes.IndexByte(reply, '\n') + 1
+		out := append([]byte(nil), reply[:hdr]...)
+		rest := reply[hdr:]
+		for i := range shapers {
+			var f resp.Framer
+			m, err := f.Frame(rest)
+			if err != nil || m == 0 {
+				return reply
+			}
+			el := rest[:m]
+			if shapers[i] != nil {
+				el = shapers[i](el)
+			}
+			out = append(out, el...)
+			rest = rest[m:]
+		}
+		return out
+	}
+}
+
+// loadTable reads Valkey's command table (COMMAND) once the upstream is
+// reachable, and installs a decider that has it.
+func (p *Proxy) loadTable() *rewrite.Decider {
+	p.tableMu.Lock()
+	defer p.tableMu.Unlock()
+	d := p.decider.Load()
+	if d.Table != nil || time.Since(p.tableTried) < p.opts.ReconnectBackoff {
+		return d
+	}
+	p.tableTried = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout)
+	defer cancel()
+	t, err := keyspec.Load(ctx, p.side)
+	if err != nil {
+		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.opts.Upstream, "err", err)
+		return d
+	}
+	nd := *d
+	nd.Table = t
+	p.decider.Store(&nd)
+	return &nd
+}
+
+// getKeys asks Valkey which keys a command with movable keys touches.
+func (p *Proxy) getKeys(args [][]byte) ([]keyspec.KeyWithFlags, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout)
+	defer cancel()
+	q := make([]interface{}, 0, len(args)+2)
+	q = append(q, "COMMAND", "GETKEYSANDFLAGS")
+	for _, a := range args {
+		q = append(q, string(a))
+	}
+	reply, err := p.side.Do(ctx, q...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	return keyspec.GetKeysAndFlags(reply)
+}

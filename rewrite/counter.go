@@ -1,0 +1,48 @@
+package rewrite
+
+// CounterKey names the grant counter of a lock key: the key with a suffix,
+// kept in the lock's hash slot so the acquire script may touch both in a
+// cluster. A key with a hash tag keeps it (the suffix comes after it);
+// a key without one is wrapped in braces, which makes the whole key the tag
+// and so hashes exactly as the key itself does.
+func CounterKey(lock []byte) []byte {
+	const suffix = ":lockproxy:grants"
+	if hasHashTag(lock) || !canWrap(lock) {
+		return append(append(make([]byte, 0, len(lock)+len(suffix)), lock...), suffix...)
+	}
+	out := make([]byte, 0, len(lock)+len(suffix)+2)
+	out = append(out, '{')
+	out = append(out, lock...)
+	out = append(out, '}')
+	return append(out, suffix...)
+}
+
+// hasHashTag follows Valkey's keyHashSlot: the first '{', then the first '}'
+// after it, with at least one byte between.
+func hasHashTag(k []byte) bool {
+	for i, c := range k {
+		if c == '{' {
+			for j := i + 1; j < len(k); j++ {
+				if k[j] == '}' {
+					return j > i+1
+				}
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// canWrap: "{" + k + "}" has k as its tag only when k holds no '}' (which
+// would end the tag early) and is not empty.
+func canWrap(k []byte) bool {
+	if len(k) == 0 {
+		return false
+	}
+	for _, c := range k {
+		if c == '}' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,286 @@
+package rewrite
+
+import (
+	"strings"
+
+	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/policy"
+)
+
+// Session is what the decider needs to know about the client that sent a
+// command. The proxy implements it over its grant records.
+type Session interface {
+	// Owner is who holds locks for this client under r's session scope
+	// (the connection, its client name, or its host).
+	Owner(r *policy.Rule) string
+	// Grant returns owner's latest grant of key, if the proxy saw one.
+	Grant(key []byte, owner string) (value []byte, grant int64, ok bool)
+	// Holder returns an owner other than notOwner whose grant of key has a
+	// lease that is still running ("" if none).
+	Holder(key []byte, notOwner string) string
+}
+
+// Decider turns commands into Plans. It is safe for concurrent use; build a
+// new one to change the rules (the proxy swaps it atomically on reload).
+type Decider struct {
+	Table   *keyspec.Table
+	Rules   *policy.Rules
+	OnFlush policy.FlushPolicy
+}
+
+// Active reports whether there is anything to decide at all: without lock
+// rules every command is forwarded and Decide need not be called.
+func (d *Decider) Active() bool { return d != nil && d.Rules != nil && d.Rules.Len() > 0 }
+
+// Decide plans one command. scratch is reused for key extraction (pass a
+// slice with capacity to avoid allocating on the hot path).
+func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
+	if !d.Active() || d.Table == nil || len(args) == 0 {
+		return Plan{}
+	}
+	cmd := d.Table.Command(args)
+	if cmd == nil {
+		return Plan{} // unknown command: Valkey answers the error
+	}
+	if cmd.KeylessWrite() && isFlush(args[0]) {
+		return d.flush(args[0])
+	}
+	keys, st := cmd.Keys(args, scratch[:0])
+	switch st {
+	case keyspec.OK, keyspec.VariableFlags:
+	case keyspec.NeedsGetKeys:
+		if isScript(args[0]) {
+			// Scripts name their keys; what a script does to them is
+			// read from its body (not here): forwarded unchanged.
+			return Plan{}
+		}
+		return Plan{Kind: NeedKeys}
+	default:
+		return Plan{} // arity error and such: Valkey answers
+	}
+	lock := false
+	for _, k := range keys {
+		if d.Rules.Match(args[k.Index]) != nil {
+			lock = true
+			break
+		}
+	}
+	if !lock {
+		return Plan{}
+	}
+	name := strings.ToUpper(string(args[0]))
+	switch {
+	case name == "SET":
+		return d.set(args, s)
+	case name == "DEL" || name == "UNLINK":
+		return d.release(name, args, keys, s)
+	case cmd.ExpiryOnly() && !(name == "GETEX" && len(args) == 2):
+		return d.renew(name, args, s)
+	case isScript(args[0]):
+		return Plan{}
+	}
+	touched := make([]touch, 0, len(keys))
+	for _, k := range keys {
+		touched = append(touched, touch{key: args[k.Index], flags: k.Flags})
+	}
+	return d.generic(name, touched, s)
+}
+
+// DecideKeys plans a command whose keys Valkey listed (the NeedKeys path).
+func (d *Decider) DecideKeys(args [][]byte, keys []keyspec.KeyWithFlags, s Session) Plan {
+	touched := make([]touch, 0, len(keys))
+	for _, k := range keys {
+		touched = append(touched, touch{key: []byte(k.Key), flags: k.Flags})
+	}
+	return d.generic(strings.ToUpper(string(args[0])), touched, s)
+}
+
+type touch struct {
+	key   []byte
+	flags keyspec.KeyFlags
+}
+
+// generic handles every command that is not an acquisition, a release or a
+// renewal: if it would overwrite or remove a lock key it is refused, or
+// forwarded and recorded under `release: observe`.
+func (d *Decider) generic(name string, keys []touch, s Session) Plan {
+	var effects []Effect
+	for _, k := range keys {
+		r := d.Rules.Match(k.key)
+		if r == nil || !(k.flags.Deletes() || k.flags.Overwrites()) {
+			continue
+		}
+		owner := s.Owner(r)
+		e := Effect{Command: name, Key: clone(k.key), Rule: r, Owner: owner, Holder: s.Holder(k.key, owner)}
+		if r.Release == policy.ReleaseObserve {
+			e.Kind = Observed
+			effects = append(effects, e)
+			continue
+		}
+		e.Kind, e.Reason = Refused, errLocked(name, k.key, r)
+		return Plan{Kind: Refuse, Err: e.Reason, Effects: []Effect{e}}
+	}
+	return Plan{Effects: effects}
+}
+
+// set: SET ... NX is an acquisition; any other SET of a lock key is the
+// holder changing its own lock (token-checked) or an overwrite (refused).
+func (d *Decider) set(args [][]byte, s Session) Plan {
+	o := parseSet(args)
+	if !o.ok {
+		return Plan{} // Valkey answers the syntax error
+	}
+	key := args[1]
+	r := d.Rules.Match(key)
+	owner := s.Owner(r)
+	if o.nx && !o.get {
+		sargs := make([][]byte, 0, len(args)-2)
+		sargs = append(sargs, args[2:]...)
+		return Plan{
+			Kind:   Run,
+			Script: Acquire,
+			Keys:   [][]byte{key, CounterKey(key)},
+			Args:   sargs,
+			Shape:  AcquireReply,
+			Effects: []Effect{{
+				Kind: Grant, Command: "SET", Key: clone(key), Rule: r, Owner: owner,
+				Value: clone(args[2]), Lease: o.lease, At: o.at,
+			}},
+		}
+	}
+	if o.nx {
+		// SET NX GET answers the old value, not whether the lock was
+		// taken: forwarded, and no grant is recorded.
+		return Plan{}
+	}
+	value, grant, held := s.Grant(key, owner)
+	if held && r.Release != policy.ReleaseObserve {
+		gargs := make([][]byte, 0, len(args)+2)
+		gargs = append(gargs, value, itoa(grant), []byte("nil"), []byte("SET"))
+		gargs = append(gargs, args[2:]...)
+		return Plan{
+			Kind: Run, Script: Guarded,
+			Keys: [][]byte{key, CounterKey(key)}, Args: gargs,
+			Effects: []Effect{{Kind: SetValue, Command: "SET", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]), Grant: grant, Lease: o.lease, At: o.at}},
+		}
+	}
+	return d.generic("SET", []touch{{key: key, flags: keyspec.KeyOW}}, s)
+}
+
+// release: DEL/UNLINK. Plain keys are deleted as asked; each lock key by the
+// rule's release mode and whether this client holds it. Any refusal refuses
+// the whole command, so nothing is deleted half-way.
+func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Session) Plan {
+	var plain, locks, largs [][]byte
+	var effects []Effect
+	for _, k := range keys {
+		key := args[k.Index]
+		r := d.Rules.Match(key)
+		if r == nil {
+			plain = append(plain, key)
+			continue
+		}
+		owner := s.Owner(r)
+		holder := s.Holder(key, owner)
+		value, grant, held := s.Grant(key, owner)
+		base := Effect{Command: name, Key: clone(key), Rule: r, Owner: owner, Holder: holder}
+		switch {
+		case r.Release == policy.ReleaseObserve ||
+			(!held && r.UnknownOwner == policy.UnknownOwnerForward):
+			base.Kind = Observed
+			effects = append(effects, base)
+			plain = append(plain, key)
+		case !held:
+			base.Kind, base.Reason = Refused, errNotOwnerRelease(name, key, r)
+			return Plan{Kind: Refuse, Err: base.Reason, Effects: []Effect{base}}
+		case r.Release == policy.ReleaseReject:
+			base.Kind, base.Reason = Refused, errRejectRelease(name, key, r)
+			return Plan{Kind: Refuse, Err: base.Reason, Effects: []Effect{base}}
+		default: // rewrite, held
+			base.Kind, base.Grant, base.Value = Released, grant, clone(value)
+			effects = append(effects, base)
+			locks = append(locks, key, CounterKey(key))
+			largs = append(largs, value, itoa(grant))
+		}
+	}
+	if len(locks) == 0 {
+		return Plan{Effects: effects}
+	}
+	for i := range effects {
+		effects[i].Plain = len(plain)
+	}
+	skeys := append(plain, locks...)
+	sargs := append([][]byte{[]byte(name), itoa(int64(len(plain)))}, largs...)
+	return Plan{Kind: Run, Script: Release, Keys: skeys, Args: sargs, Effects: effects}
+}
+
+// renew: a lease change (EXPIRE family, PERSIST, GETEX with options) runs
+// token-checked for the holder and is refused for anyone else.
+func (d *Decider) renew(name string, args [][]byte, s Session) Plan {
+	key := args[1]
+	r := d.Rules.Match(key)
+	owner := s.Owner(r)
+	e := Effect{Command: name, Key: clone(key), Rule: r, Owner: owner, Holder: s.Holder(key, owner)}
+	if r.Release == policy.ReleaseObserve {
+		e.Kind = Observed
+		return Plan{Effects: []Effect{e}}
+	}
+	value, grant, held := s.Grant(key, owner)
+	if !held {
+		e.Kind, e.Reason = Refused, errNotOwnerRenew(name, key, r)
+		return Plan{Kind: Refuse, Err: e.Reason, Effects: []Effect{e}}
+	}
+	fail := []byte("0")
+	if name == "GETEX" {
+		fail = []byte("nil")
+	}
+	gargs := make([][]byte, 0, len(args)+2)
+	gargs = append(gargs, value, itoa(grant), fail, []byte(name))
+	gargs = append(gargs, args[2:]...)
+	e.Kind, e.Grant = Renewed, grant
+	return Plan{Kind: Run, Script: Guarded, Keys: [][]byte{key, CounterKey(key)}, Args: gargs, Effects: []Effect{e}}
+}
+
+func (d *Decider) flush(name []byte) Plan {
+	cmd := strings.ToUpper(string(name))
+	if d.OnFlush == policy.FlushReject {
+		reason := errFlush(cmd)
+		return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: cmd, Reason: reason}}}
+	}
+	return Plan{Effects: []Effect{{Kind: Flushed, Command: cmd}}}
+}
+
+func isFlush(name []byte) bool { return equalFold(name, "flushall") || equalFold(name, "flushdb") }
+
+func isScript(name []byte) bool {
+	for _, s := range [...]string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
+		if equalFold(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+func itoa(n int64) []byte {
+	var buf [20]byte
+	i := len(buf)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		buf[i] = '-'
+	}
+	return append([]byte(nil), buf[i:]...)
+}

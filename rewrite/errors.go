@@ -1,0 +1,55 @@
+package rewrite
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/lockproxy/lockproxy/policy"
+)
+
+// Every error a client gets because of a lock rule. One code word, then what
+// happened (command, key, rule) and what to do instead:
+//
+//	NOTOWNER      a release or renewal from a client that holds no grant of
+//	              the lock through this proxy (it may be another client's)
+//	TOKENRELEASE  a blind release under `release: reject`
+//	LOCKED        a command that would overwrite or remove a lock
+//	              (SET without NX, GETSET, RENAME, FLUSHALL under on_flush: reject, ...)
+
+// canonicalRelease is the release every refusal points to.
+const canonicalRelease = `EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`
+
+func quoteKey(k []byte) string {
+	if len(k) > 100 {
+		return strconv.Quote(string(k[:100])) + "..."
+	}
+	return strconv.Quote(string(k))
+}
+
+func ruleName(r *policy.Rule) string {
+	return fmt.Sprintf("rule %d %q", r.Index+1, r.Pattern.String())
+}
+
+func errNotOwnerRelease(cmd string, key []byte, r *policy.Rule) string {
+	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): this connection acquired no lock on it through lockproxy, so it may be another client's lock; release with the token you acquired it with: %s",
+		cmd, quoteKey(key), ruleName(r), canonicalRelease)
+}
+
+func errRejectRelease(cmd string, key []byte, r *policy.Rule) string {
+	return fmt.Sprintf("TOKENRELEASE lockproxy refused the blind %s of lock key %s (%s, release: reject): a blind delete can remove a successor's lock after your lease ran out; release with your token: %s",
+		cmd, quoteKey(key), ruleName(r), canonicalRelease)
+}
+
+func errNotOwnerRenew(cmd string, key []byte, r *policy.Rule) string {
+	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): only the client that acquired the lock through lockproxy may change its lease; acquire it with SET key token NX PX ms first",
+		cmd, quoteKey(key), ruleName(r))
+}
+
+func errLocked(cmd string, key []byte, r *policy.Rule) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s on lock key %s (%s): it would overwrite or remove a lock that another client may hold; acquire with SET key token NX PX ms and release with your token: %s",
+		cmd, quoteKey(key), ruleName(r), canonicalRelease)
+}
+
+func errFlush(cmd string) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config", cmd)
+}

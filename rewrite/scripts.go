@@ -1,0 +1,64 @@
+package rewrite
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// Script is a Lua script lockproxy sends, with its SHA1 for EVALSHA.
+type Script struct {
+	Name string
+	Body string
+	SHA  string
+}
+
+func newScript(name, body string) *Script {
+	sum := sha1.Sum([]byte(body))
+	return &Script{Name: name, Body: body, SHA: hex.EncodeToString(sum[:])}
+}
+
+// Acquire runs the client's SET ... NX and, only when it took the lock,
+// mints the next grant number: INCR of a counter that never expires, in the
+// lock's hash slot. The grant number is the fencing token; the proxy turns
+// the integer back into the +OK the client asked for.
+//
+// KEYS[1] lock key, KEYS[2] counter key; ARGV: value, then SET's options.
+var Acquire = newScript("acquire", `local ok = redis.call('SET', KEYS[1], unpack(ARGV))
+if not ok then return false end
+return redis.call('INCR', KEYS[2])`)
+
+// Release is DEL/UNLINK made safe: plain keys are deleted as asked; each lock
+// key only while it still holds the caller's value AND its counter still
+// shows the caller's grant (values like "1" or a timestamp are not unique,
+// grant numbers are). The reply is the number of keys deleted, as DEL's.
+//
+// KEYS: plain keys, then (lock, counter) pairs. ARGV[1] DEL or UNLINK,
+// ARGV[2] the number of plain keys, then (value, grant) per lock.
+var Release = newScript("release", `local n = tonumber(ARGV[2])
+local deleted = 0
+if n > 0 then deleted = redis.call(ARGV[1], unpack(KEYS, 1, n)) end
+local j = 3
+for i = n + 1, #KEYS, 2 do
+  if redis.call('GET', KEYS[i]) == ARGV[j] and redis.call('GET', KEYS[i + 1]) == ARGV[j + 1] then
+    deleted = deleted + redis.call(ARGV[1], KEYS[i])
+  end
+  j = j + 2
+end
+return deleted`)
+
+// Guarded runs one command on a lock key only while the caller still holds
+// it (same value and grant): lease renewal (PEXPIRE, EXPIRE, PERSIST, GETEX)
+// and the holder's own SET. Otherwise it answers what the command answers
+// when there is nothing to act on: 0 for the expiry commands, nil for SET
+// and GETEX.
+//
+// KEYS[1] lock key, KEYS[2] counter key; ARGV: value, grant, "0" or "nil",
+// command name, then the command's arguments after the key.
+var Guarded = newScript("guarded", `if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('GET', KEYS[2]) == ARGV[2] then
+  return redis.call(ARGV[4], KEYS[1], unpack(ARGV, 5))
+end
+if ARGV[3] == '0' then return 0 end
+return false`)
+
+// Scripts lists every script lockproxy sends, for tests and preloading.
+var Scripts = []*Script{Acquire, Release, Guarded}
