@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,38 @@ func TestExampleConfigParses(t *testing.T) {
 	all.Locks[0].Fence = nil // the only optional section that is not a default
 	if !reflect.DeepEqual(c, all) {
 		t.Errorf("commented-out values are not the defaults:\n%+v\n%+v", c, all)
+	}
+}
+
+// TestExampleShowsEveryOption keeps config.example.yaml complete as fields
+// are added: every YAML key of the Config types must appear in it.
+func TestExampleShowsEveryOption(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "config.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	var walk func(reflect.Type)
+	walk = func(rt reflect.Type) {
+		for rt.Kind() == reflect.Pointer || rt.Kind() == reflect.Slice {
+			rt = rt.Elem()
+		}
+		if rt.Kind() != reflect.Struct {
+			return
+		}
+		for f := range rt.Fields() {
+			keys = append(keys, strings.Split(f.Tag.Get("yaml"), ",")[0])
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Config]())
+	if len(keys) < 40 {
+		t.Fatalf("found only %d keys; the walk is broken", len(keys))
+	}
+	for _, k := range keys {
+		if !regexp.MustCompile(`(?m)^[\s#-]*` + k + `:`).Match(raw) {
+			t.Errorf("config.example.yaml does not show %q", k)
+		}
 	}
 }
 
@@ -263,7 +296,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty list item", "locks:\n  -\n",
 			[]string{`c.yaml:2: locks[0]: expected a lock rule (pattern: ..., release: ...), got the value ""`}},
 		{"bad pattern", "locks:\n  - pattern: \"lock[abc\"\n",
-			[]string{`c.yaml:2: locks[0].pattern: "lock[abc" "[" at offset 4 has no closing "]"; write \[ to match a literal "["`}},
+			[]string{`c.yaml:2: locks[0].pattern: "lock[abc": "[" at offset 4 has no closing "]"; write \[ to match a literal "["`}},
 		{"duplicate and shadowed rules", "locks:\n  - pattern: \"*:lock\"\n  - pattern: \"*\"\n  - pattern: \"*:lock\"\n  - pattern: \"x:*\"\n",
 			[]string{`c.yaml:4: locks[2].pattern: "*:lock" repeats locks[0]; the first matching rule wins, so this one is never used`,
 				`c.yaml:5: locks[3].pattern: is never used: locks[1] ("*") matches every key first`}},
@@ -286,6 +319,10 @@ func TestParseErrors(t *testing.T) {
 			[]string{`c.yaml:3: byte 0xff is not valid UTF-8; the file must be UTF-8 text`}},
 		{"two documents", "listen: a:1\n---\nlisten: b:2\n",
 			[]string{`c.yaml:2: a second YAML document (after ---); the configuration is one document`}},
+		{"unquoted glob", "locks:\n  - pattern: *:lock\n    fence:\n      counter: {base}:fence # why\n",
+			[]string{`c.yaml:2: invalid YAML: did not find expected alphabetic or numeric character`,
+				`c.yaml:2: pattern: *:lock must be quoted: YAML reads a leading "*" as an alias; write pattern: "*:lock"`,
+				`c.yaml:4: counter: {base}:fence must be quoted: YAML reads a leading "{" as the start of a mapping; write counter: "{base}:fence"`}},
 		{"unknown alias", "admin:\n  password: *pw\n",
 			[]string{`c.yaml:2: invalid YAML: unknown anchor 'pw' referenced`}},
 		{"syntax error on line 1", "{\n",

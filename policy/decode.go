@@ -134,6 +134,29 @@ func (d *decoder) yamlError(err error, data []byte) {
 	}
 	e.Msg = "invalid YAML: " + msg
 	d.errs = append(d.errs, e)
+	d.errs = append(d.errs, unquotedGlobs(d.file, data)...)
+}
+
+// unquotedGlob finds a pattern or template written without quotes whose
+// first character is YAML syntax: `pattern: *:lock` is an alias to YAML, and
+// `counter: {base}:fence` a mapping. It is the likeliest cause of a syntax
+// error in this file, and YAML's own message (often placed on another line)
+// does not say so.
+var unquotedGlob = regexp.MustCompile(`^\s*(?:-\s+)?(pattern|counter):\s+([*\[{][^#]*?)\s*(?:#.*)?$`)
+
+func unquotedGlobs(file string, data []byte) []*ConfigError {
+	var errs []*ConfigError
+	for i, line := range strings.Split(string(data), "\n") {
+		m := unquotedGlob.FindStringSubmatch(strings.TrimSuffix(line, "\r"))
+		if m == nil {
+			continue
+		}
+		what := map[byte]string{'*': "an alias", '[': "the start of a list", '{': "the start of a mapping"}[m[2][0]]
+		errs = append(errs, &ConfigError{File: file, Line: i + 1,
+			Msg: fmt.Sprintf("%s: %s must be quoted: YAML reads a leading %q as %s; write %s: %s",
+				m[1], m[2], m[2][:1], what, m[1], strconv.Quote(m[2]))})
+	}
+	return errs
 }
 
 // scanText finds bytes YAML forbids before the YAML library sees them, since

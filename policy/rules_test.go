@@ -93,7 +93,7 @@ func TestNewRulesErrors(t *testing.T) {
 	}
 	want := []string{
 		`locks[1].pattern: is required: the glob of the keys this rule protects, e.g. "*:lock"`,
-		`locks[2].pattern: "x[" "[" at offset 1 has no closing "]"; write \[ to match a literal "["`,
+		`locks[2].pattern: "x[": "[" at offset 1 has no closing "]"; write \[ to match a literal "["`,
 		`locks[2].release: "drop" is not one of rewrite, reject, observe`,
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -148,7 +148,7 @@ func validateLocks(v *validator, locks []LockRule) []*Pattern {
 		default:
 			pat, err := Compile(r.Pattern)
 			if err != nil {
-				v.errf(p+".pattern", "%s %s", strconv.Quote(r.Pattern), err.(*PatternError).Msg)
+				v.errf(p+".pattern", "%s: %s", strconv.Quote(r.Pattern), err.(*PatternError).Msg)
 				break
 			}
 			pats[i] = pat

@@ -108,9 +108,8 @@ func (s *session) run(plan rewrite.Plan) {
 	effects := plan.Effects
 	shape := plan.Shape
 	hook := func(reply []byte) []byte {
-		reply = shapeReply(reply, shape, proto)
-		s.apply(effects, reply)
-		return reply
+		s.apply(effects, reply) // the script's own reply: the grant number
+		return shapeReply(reply, shape, proto)
 	}
 	eval := encodeScript(plan, false)
 	if s.ded != nil && s.ded.stream.Load() {

@@ -294,3 +294,6 @@ func (p *Proxy) lostErrorText(c *upConn) string {
 	}
 	return errUpstreamLost(c.addr, err)
 }
+
+// Events returns up to n recent lock events, newest first.
+func (p *Proxy) Events(n int) []Event { return p.events.recent(n, nil) }

@@ -8,8 +8,8 @@ type ProtocolError struct{ Msg string }
 
 func (e *ProtocolError) Error() string { return e.Msg }
 
-// Errors are preallocated: a hostile client must not be able to make the
-// error path allocate more than the happy path.
+// Errors with a fixed text are shared values: the error path of a
+// connection being torn down need not allocate, and tests can compare them.
 var (
 	errInvalidMultibulkLen = &ProtocolError{"Protocol error: invalid multibulk length"}
 	errInvalidBulkLen      = &ProtocolError{"Protocol error: invalid bulk length"}

@@ -37,8 +37,10 @@ func (f *Framer) Reset() {
 // (an attribute '|' and the reply it annotates count as one), or 0 when buf
 // holds only part of it. Calls with a growing buf that starts at the same
 // reply resume where the last scan stopped. After it returns n > 0 the
-// caller drops buf[:n] and the Framer starts afresh; after an error it
-// starts afresh too, but the stream is beyond repair.
+// caller drops buf[:n] and the Framer starts afresh by itself: keep using
+// the same Framer (replacing it with a zero Framer throws away its stack and
+// costs an allocation per aggregate reply). After an error it starts afresh
+// too, but the stream is beyond repair.
 func (f *Framer) Frame(buf []byte) (int, error) {
 	if f.pos > len(buf) {
 		// A shorter buf can not be the same reply grown: start over rather

@@ -74,7 +74,9 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		return d.set(args, s)
 	case name == "DEL" || name == "UNLINK":
 		return d.release(name, args, keys, s)
-	case cmd.ExpiryOnly() && !(name == "GETEX" && len(args) == 2):
+	case name == "GETEX" && len(args) == 2:
+		return Plan{} // GETEX without options only reads
+	case cmd.ExpiryOnly():
 		return d.renew(name, args, s)
 	case isScript(args[0]):
 		return Plan{}
