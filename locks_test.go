@@ -48,8 +48,8 @@ func hasEvent(e *env, outcome proxy.Outcome, key string) bool {
 func seed(t *testing.T, e *env) (a, b *raw) {
 	t.Helper()
 	a, b = dialRaw(t, e.addr), dialRaw(t, e.addr)
-	eq(t, a.do("SET", "resource:lock", "abc", "NX", "PX", "100"), "+OK\r\n") // 1. A acquires
-	time.Sleep(150 * time.Millisecond)                                      // 2. A stalls; the lease expires
+	eq(t, a.do("SET", "resource:lock", "abc", "NX", "PX", "100"), "+OK\r\n")   // 1. A acquires
+	time.Sleep(150 * time.Millisecond)                                         // 2. A stalls; the lease expires
 	eq(t, b.do("SET", "resource:lock", "xyz", "NX", "PX", "30000"), "+OK\r\n") // 3. B acquires
 	return a, b
 }
@@ -200,8 +200,8 @@ func TestOverwritesRefused(t *testing.T) {
 		}
 	}
 	eq(t, e.direct().Get(ctx, "w:lock").Val(), "a")
-	eq(t, b.do("GET", "w:lock"), bulk("a"))          // reads pass
-	eq(t, b.do("PTTL", "w:lock")[0:1], ":")          // so do TTL reads
+	eq(t, b.do("GET", "w:lock"), bulk("a"))           // reads pass
+	eq(t, b.do("PTTL", "w:lock")[0:1], ":")           // so do TTL reads
 	eq(t, b.do("EXISTS", "w:lock", "nope"), ":1\r\n") // and EXISTS
 }
 

@@ -8,8 +8,8 @@ import "fmt"
 
 const (
 	// Same text as Valkey, so clients that match on it keep working.
-	errMaxClients = "ERR max number of clients reached"
-	errNoAuth     = "NOAUTH Authentication required."
+	errMaxClients  = "ERR max number of clients reached"
+	errNoAuth      = "NOAUTH Authentication required."
 	errHelloNoAuth = "NOAUTH HELLO must be called with the client already authenticated, " +
 		"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate " +
 		"the client and select the RESP protocol version at the same time"

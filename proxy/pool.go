@@ -22,11 +22,11 @@ type pool struct {
 }
 
 type slot struct {
-	mu       sync.Mutex
-	c        *upConn
-	err      error     // the last dial failure
-	retryAt  time.Time // until then, the last failure is answered at once
-	backoff  time.Duration
+	mu      sync.Mutex
+	c       *upConn
+	err     error     // the last dial failure
+	retryAt time.Time // until then, the last failure is answered at once
+	backoff time.Duration
 }
 
 func (p *Proxy) pool(key poolKey) *pool {

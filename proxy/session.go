@@ -3,9 +3,9 @@ package proxy
 import (
 	"errors"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
-	"strconv"
 	"time"
 
 	"github.com/lockproxy/lockproxy/keyspec"
