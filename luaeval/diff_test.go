@@ -319,6 +319,8 @@ func scenarios() []scenario {
 			compileErr("EVAL", "syntax error here", "0"),
 			compileErr("EVAL", "return )", "0"),
 			compileErr("EVAL", "x = = 1", "0"),
+			compileErr("EVAL", "local x = 1\nreturn x +", "0"),
+			compileErr("EVAL", "if x then\n\n", "0"),
 			ev("return 'x'", "-1"),
 			ev("return 'x'", "2", "a"),
 			ev("return 'x'", "abc"),

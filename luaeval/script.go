@@ -48,11 +48,11 @@ func (s *Store) evalCommand(name string, args []string, proto int) reply {
 		}
 		return s.run(sc, keys, argv, proto, readOnly)
 	}
-	return s.evalLocked(args[1], "", keys, argv, proto, readOnly)
+	return s.evalLocked(args[1], keys, argv, proto, readOnly)
 }
 
 // evalLocked compiles (or finds in the cache) and runs a script body.
-func (s *Store) evalLocked(body, _ string, keys, argv []string, proto int, readOnly bool) reply {
+func (s *Store) evalLocked(body string, keys, argv []string, proto int, readOnly bool) reply {
 	sc, r := s.loadScript(body)
 	if r != nil {
 		return *r
@@ -132,7 +132,9 @@ func compile(src string) (*lua.FunctionProto, string) {
 		var pe *parse.Error
 		if errors.As(err, &pe) {
 			if pe.Pos.Line == parse.EOF {
-				return nil, chunkName + ": " + pe.Message + " near '<eof>'"
+				// Lua reports the line it reached: the last one.
+				line := strings.Count(src, "\n") + 1
+				return nil, chunkName + ":" + strconv.Itoa(line) + ": " + pe.Message + " near '<eof>'"
 			}
 			return nil, chunkName + ":" + strconv.Itoa(pe.Pos.Line) + ": " + pe.Message + " near '" + pe.Token + "'"
 		}

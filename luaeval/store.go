@@ -21,7 +21,9 @@ import (
 // other call.
 type Store struct {
 	// Now is the clock. nil means time.Now. Expiry has millisecond
-	// resolution, as in Valkey.
+	// resolution, as in Valkey. It is called with the Store locked, so it
+	// must not call back into the Store. Assign it before sharing the Store
+	// between goroutines; SetTime and Advance are safe at any time.
 	Now func() time.Time
 
 	// ScriptTimeout bounds how long one script may run before it is
@@ -50,9 +52,9 @@ func (s *Store) SetTime(t time.Time) {
 // missing, as after the same wall-clock wait on a real server.
 func (s *Store) Advance(d time.Duration) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	t := s.nowLocked().Add(d)
-	s.mu.Unlock()
-	s.SetTime(t)
+	s.Now = func() time.Time { return t }
 }
 
 func (s *Store) nowLocked() time.Time {
@@ -116,7 +118,7 @@ func (s *Store) Eval(script string, keys []string, args []string) []byte {
 func (s *Store) EvalProto(script string, keys []string, args []string, proto int) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.evalLocked(script, "", keys, args, proto, false)
+	r := s.evalLocked(script, keys, args, proto, false)
 	return appendReply(nil, r, proto)
 }
 

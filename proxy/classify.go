@@ -24,6 +24,10 @@ const (
 	kAuth
 	kQuit
 	kReset
+	// kAdmin: LOCKPROXY ..., answered by the proxy itself, never forwarded.
+	kAdmin
+	// kInfo: INFO; the proxy answers INFO lockproxy, forwards the rest.
+	kInfo
 )
 
 // kinds lists every command that is not kForward. Blocking commands are the
@@ -70,6 +74,9 @@ var kinds = map[string]kind{
 	"auth":   kAuth,
 	"quit":   kQuit,
 	"reset":  kReset,
+
+	"lockproxy": kAdmin,
+	"info":      kInfo,
 }
 
 // clientKind is the same for CLIENT subcommands. SETNAME, GETNAME and SETINFO

@@ -16,6 +16,15 @@ func (s *session) handle(cmd resp.Command) bool {
 		s.local(resp.AppendError(nil, errNoAuth))
 		return true
 	}
+	switch k {
+	case kAdmin:
+		s.admin(cmd)
+		return true
+	case kInfo:
+		if s.info(cmd) {
+			return true
+		}
+	}
 	if s.lockPlan(cmd) {
 		return true
 	}

@@ -50,13 +50,14 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	case keyspec.OK, keyspec.VariableFlags:
 	case keyspec.NeedsGetKeys:
 		if isScript(args[0]) {
-			// Scripts name their keys; what a script does to them is
-			// read from its body (not here): forwarded unchanged.
-			return Plan{}
+			break // handled below, from the script's body
 		}
 		return Plan{Kind: NeedKeys}
 	default:
 		return Plan{} // arity error and such: Valkey answers
+	}
+	if isScript(args[0]) || isScriptAdmin(args[0]) {
+		return d.script(args, keys, s)
 	}
 	lock := false
 	for _, k := range keys {
@@ -78,8 +79,6 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		return Plan{} // GETEX without options only reads
 	case cmd.ExpiryOnly():
 		return d.renew(name, args, s)
-	case isScript(args[0]):
-		return Plan{}
 	}
 	touched := make([]touch, 0, len(keys))
 	for _, k := range keys {

@@ -47,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 			return checkConfig(args[1], stdout, stderr)
+		case "lint":
+			return lint(args[1:], os.Stdin, stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("lockproxy", flag.ContinueOnError)
