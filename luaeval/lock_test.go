@@ -329,3 +329,17 @@ func TestRESP3(t *testing.T) {
 		t.Errorf("RESP3 map to a RESP2 client: %q", got)
 	}
 }
+
+func TestRunawayScripts(t *testing.T) {
+	s := New()
+	if got := string(s.Eval("local function f() return 1 + f() end return f()", nil, nil)); got != "-ERR luaeval: stack overflow (Lua call depth above 20000)\r\n" {
+		t.Errorf("unbounded recursion: %q", got)
+	}
+	if got := string(s.Eval("local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(5000)", nil, nil)); got != ":5000\r\n" {
+		t.Errorf("deep recursion: %q", got)
+	}
+	got := string(s.Eval("local t = {} t[1] = t return t", nil, nil))
+	if !strings.HasSuffix(got, "-ERR reached lua stack limit\r\n") || strings.Count(got, "*1\r\n") != maxReplyDepth+1 {
+		t.Errorf("self-referencing table: %.80q...", got)
+	}
+}

@@ -231,8 +231,9 @@ type evalRun struct {
 func (s *Store) run(sc *script, keys, argv []string, proto int, readOnly bool) reply {
 	r := &evalRun{s: s, sc: sc, now: s.nowLocked().UnixMilli(), resp: 2, readOnly: readOnly || sc.noWrites}
 	L := lua.NewState(lua.Options{
-		SkipOpenLibs:        true,
-		CallStackSize:       4096,
+		SkipOpenLibs:  true,
+		CallStackSize: 20000, // Lua 5.1's LUAI_MAXCALLS; grown on demand
+
 		MinimizeStackMemory: true,
 		RegistrySize:        1024,
 		RegistryMaxSize:     1 << 22,
@@ -259,9 +260,15 @@ func (s *Store) run(sc *script, keys, argv []string, proto int, readOnly bool) r
 		if !errors.As(err, &ae) {
 			return errorReply(sanitize("ERR luaeval: " + err.Error()))
 		}
+		if ae.Type == lua.ApiErrorPanic && strings.Contains(ae.Error(), "callstack overflow") {
+			// Unbounded recursion. Valkey replies "ERR user_script:<line>:
+			// stack overflow script: ..."; gopher-lua unwinds before the
+			// line can be read, so luaeval says it in its own words.
+			return errorReply("ERR luaeval: stack overflow (Lua call depth above 20000)")
+		}
 		if ae.Type == lua.ApiErrorPanic {
-			// A Go panic inside gopher-lua or luaeval, not a script error:
-			// say so rather than dress it up as Valkey's wording.
+			// A Go panic the error handler could not even run for: not a
+			// script error, so say so rather than use Valkey's wording.
 			return errorReply(sanitize("ERR luaeval: internal error: " + ae.Error()))
 		}
 		return r.scriptError(L, ae.Object)

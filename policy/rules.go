@@ -1,5 +1,7 @@
 package policy
 
+import "fmt"
+
 // Rule is one compiled lock rule: the decision the proxy applies to a key
 // its pattern matches. Enum fields always hold a valid value (defaults
 // applied), except Scripts, where ScriptsDefault ("") means "decide by script
@@ -13,11 +15,13 @@ type Rule struct {
 	Scripts      ScriptsMode
 	UnknownSHA   UnknownSHAMode
 	Fence        *FenceConfig // nil when the rule has no fence section
+	Fencing      *Fencing     // the fence section compiled; nil without one
 }
 
 // Rules is the ordered set of lock rules. It is immutable after NewRules and
 // safe for concurrent use. A nil *Rules has no rules.
 type Rules struct {
+	fenced bool // some rule has a fence section
 	rules []Rule
 	// quick holds, parallel to rules, what each pattern fixes about a key,
 	// packed densely so the loop in match rejects most rules with a length
@@ -72,6 +76,14 @@ func NewRules(locks []LockRule) (*Rules, error) {
 			Scripts:      l.Scripts,
 			UnknownSHA:   l.UnknownSHA,
 			Fence:        l.Fence,
+		}
+		if l.Fence != nil {
+			f, err := compileFence(pats[i], l.Fence)
+			if err != nil {
+				return nil, fmt.Errorf("locks[%d].fence: %v", i, err)
+			}
+			r.rules[i].Fencing = f
+			r.fenced = true
 		}
 	}
 	r.buildFilter()
@@ -179,3 +191,7 @@ func (r *Rules) match(key []byte) *Rule {
 	}
 	return nil
 }
+
+// Fenced reports whether any rule has a fence section: only then must writes
+// to non-lock keys be checked against guard templates.
+func (r *Rules) Fenced() bool { return r != nil && r.fenced }

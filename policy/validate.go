@@ -184,6 +184,11 @@ func validateLocks(v *validator, locks []LockRule) []*Pattern {
 			}
 			oneOf(v, fp+".check", f.Check, fenceChecks)
 			oneOf(v, fp+".unfenced_writes", f.UnfencedWrites, unfencedWrites)
+			if pats[i] != nil && f.Counter != "" {
+				if _, err := compileFence(pats[i], f); err != nil {
+					v.errf(fp, "%v", err)
+				}
+			}
 		}
 	}
 	return pats

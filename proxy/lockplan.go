@@ -275,8 +275,8 @@ func (s *session) execHook(shapers []func([]byte) []byte) func([]byte) []byte {
 		hdr := bytes.IndexByte(reply, '\n') + 1
 		out := append([]byte(nil), reply[:hdr]...)
 		rest := reply[hdr:]
+		var f resp.Framer
 		for i := range shapers {
-			var f resp.Framer
 			m, err := f.Frame(rest)
 			if err != nil || m == 0 {
 				return reply

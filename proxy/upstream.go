@@ -158,7 +158,6 @@ func handshake(nc net.Conn, st connState) error {
 					return &replyError{msg: string(bytes.TrimRight(buf[1:n], "\r\n"))}
 				}
 				buf = append(buf[:0], buf[n:]...)
-				f = resp.Framer{}
 				break
 			}
 			if len(buf) == cap(buf) {
@@ -263,8 +262,7 @@ func (c *upConn) readLoop() {
 				break
 			}
 			frames = append(frames, buf[start:start+m])
-			start += m
-			f = resp.Framer{}
+			start += m // the Framer starts afresh by itself
 		}
 		if len(frames) > 0 {
 			if !c.dispatch(frames, &ps) {
