@@ -15,6 +15,16 @@ import (
 // rulesEnv starts Valkey and a proxy with the lock rules given as YAML.
 func rulesEnv(t *testing.T, locksYAML string, mod ...func(*proxy.Options)) *env {
 	t.Helper()
+	opts := rulesOptions(t, locksYAML)
+	for _, m := range mod {
+		m(&opts)
+	}
+	return newEnv(t, opts)
+}
+
+// rulesOptions builds proxy options from a YAML config snippet.
+func rulesOptions(t *testing.T, locksYAML string) proxy.Options {
+	t.Helper()
 	cfg, err := policy.Parse("test.yaml", []byte(locksYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -23,11 +33,7 @@ func rulesEnv(t *testing.T, locksYAML string, mod ...func(*proxy.Options)) *env 
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := proxy.Options{Rules: rules, OnFlush: cfg.OnFlush}
-	for _, m := range mod {
-		m(&opts)
-	}
-	return newEnv(t, opts)
+	return proxy.Options{Rules: rules, OnFlush: cfg.OnFlush}
 }
 
 func rule(release string) string {

@@ -3,6 +3,7 @@ package lockproxy_test
 import (
 	"crypto/rand"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv("LOCKPROXY_PAUSED_HOLDER"); addr != "" {
+		pausedHolder(addr) // the helper process of TestPausedHolderProcess
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -22,7 +22,7 @@ type Rule struct {
 // safe for concurrent use. A nil *Rules has no rules.
 type Rules struct {
 	fenced bool // some rule has a fence section
-	rules []Rule
+	rules  []Rule
 	// quick holds, parallel to rules, what each pattern fixes about a key,
 	// packed densely so the loop in match rejects most rules with a length
 	// and a byte compare without calling into the pattern.

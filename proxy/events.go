@@ -17,6 +17,7 @@ const (
 	OutcomeSuccessorPrevented Outcome = "successor_deletion_prevented" // a release would have deleted another owner's lock
 	OutcomeSuccessorDeleted   Outcome = "successor_deletion"           // a forwarded delete removed another owner's lock
 	OutcomeFlushed            Outcome = "flushed"                      // FLUSHALL/FLUSHDB went through
+	OutcomeStaleRefused       Outcome = "stale_write_refused"          // a fenced write lost to a newer grant
 )
 
 // Event is one intervention, kept in a bounded ring and logged as one line.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // grant is one acquisition the proxy saw succeed: who (owner) got which lock
@@ -176,4 +177,22 @@ func (gs *grants) len() int {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	return gs.n
+}
+
+// held returns every grant owner holds (lapsed ones too: a paused holder's
+// write must meet the fence, not slip past it as unfenced).
+func (gs *grants) held(owner string) []rewrite.Held {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	ks := gs.byOwner[owner]
+	if len(ks) == 0 {
+		return nil
+	}
+	out := make([]rewrite.Held, 0, len(ks))
+	for k := range ks {
+		if g := gs.byKey[k][owner]; g != nil {
+			out = append(out, rewrite.Held{Key: []byte(k), Number: g.number})
+		}
+	}
+	return out
 }

@@ -166,6 +166,9 @@ func shapeReply(reply []byte, shape rewrite.Shape, proto int) []byte {
 // reply is nil for effects known before sending (refusals).
 func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 	if len(reply) > 0 && reply[0] == '-' {
+		if bytes.HasPrefix(reply, []byte("-STALE ")) {
+			s.staleWrite(effects, reply)
+		}
 		return // Valkey refused it: nothing changed
 	}
 	now := time.Now()
@@ -239,6 +242,11 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 			}
 		case rewrite.Flushed:
 			ev.Outcome = OutcomeFlushed
+		case rewrite.FencedWrite:
+			continue // a write that passed its fence is not an intervention
+		case rewrite.Unfenced:
+			p.stats.observed.Add(1)
+			ev.Outcome, ev.Detail = OutcomeObserved, "write to a guarded key without a grant of its lock"
 		}
 		p.events.add(ev)
 	}
@@ -329,4 +337,26 @@ func (p *Proxy) getKeys(args [][]byte) ([]keyspec.KeyWithFlags, error) {
 		return nil, err
 	}
 	return keyspec.GetKeysAndFlags(reply)
+}
+
+// Held lists the grants an owner holds, for fencing its writes.
+func (s *session) Held(owner string) []rewrite.Held { return s.p.grants.held(owner) }
+
+// staleWrite records a fenced write the fence refused.
+func (s *session) staleWrite(effects []rewrite.Effect, reply []byte) {
+	for i := range effects {
+		e := &effects[i]
+		if e.Kind != rewrite.FencedWrite {
+			continue
+		}
+		s.p.stats.staleRefused.Add(1)
+		ev := Event{Time: time.Now(), Client: s.addr, Name: s.nameSnapshot(), Command: e.Command,
+			Key: string(e.Key), Owner: e.Owner, Grant: e.Grant, Outcome: OutcomeStaleRefused,
+			Detail: string(bytes.TrimRight(reply[1:], "\r\n"))}
+		if e.Rule != nil {
+			ev.Rule = e.Rule.Pattern.String()
+		}
+		s.p.events.add(ev)
+		return
+	}
 }

@@ -18,6 +18,14 @@ type Session interface {
 	// Holder returns an owner other than notOwner whose grant of key has a
 	// lease that is still running ("" if none).
 	Holder(key []byte, notOwner string) string
+	// Held lists owner's grants (any lock key), for fencing its writes.
+	Held(owner string) []Held
+}
+
+// Held is one grant a session holds.
+type Held struct {
+	Key    []byte
+	Number int64
 }
 
 // Decider turns commands into Plans. It is safe for concurrent use; build a
@@ -67,6 +75,9 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		}
 	}
 	if !lock {
+		if d.Rules.Fenced() {
+			return d.fence(args, keys, s)
+		}
 		return Plan{}
 	}
 	name := strings.ToUpper(string(args[0]))
@@ -140,7 +151,7 @@ func (d *Decider) set(args [][]byte, s Session) Plan {
 		return Plan{
 			Kind:   Run,
 			Script: Acquire,
-			Keys:   [][]byte{key, CounterKey(key)},
+			Keys:   [][]byte{key, d.counter(r, key)},
 			Args:   sargs,
 			Shape:  AcquireReply,
 			Effects: []Effect{{
@@ -161,7 +172,7 @@ func (d *Decider) set(args [][]byte, s Session) Plan {
 		gargs = append(gargs, args[2:]...)
 		return Plan{
 			Kind: Run, Script: Guarded,
-			Keys: [][]byte{key, CounterKey(key)}, Args: gargs,
+			Keys: [][]byte{key, d.counter(r, key)}, Args: gargs,
 			Effects: []Effect{{Kind: SetValue, Command: "SET", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]), Grant: grant, Lease: o.lease, At: o.at}},
 		}
 	}
@@ -200,7 +211,7 @@ func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Sess
 		default: // rewrite, held
 			base.Kind, base.Grant, base.Value = Released, grant, clone(value)
 			effects = append(effects, base)
-			locks = append(locks, key, CounterKey(key))
+			locks = append(locks, key, d.counter(r, key))
 			largs = append(largs, value, itoa(grant))
 		}
 	}
@@ -239,7 +250,16 @@ func (d *Decider) renew(name string, args [][]byte, s Session) Plan {
 	gargs = append(gargs, value, itoa(grant), fail, []byte(name))
 	gargs = append(gargs, args[2:]...)
 	e.Kind, e.Grant = Renewed, grant
-	return Plan{Kind: Run, Script: Guarded, Keys: [][]byte{key, CounterKey(key)}, Args: gargs, Effects: []Effect{e}}
+	return Plan{Kind: Run, Script: Guarded, Keys: [][]byte{key, d.counter(r, key)}, Args: gargs, Effects: []Effect{e}}
+}
+
+// counter is the key whose INCR mints the grant numbers of a lock key: the
+// rule's fence counter, or the default next to the lock.
+func (d *Decider) counter(r *policy.Rule, key []byte) []byte {
+	if r.Fencing != nil {
+		return r.Fencing.CounterKey(r, key)
+	}
+	return CounterKey(key)
 }
 
 func (d *Decider) flush(name []byte) Plan {

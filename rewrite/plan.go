@@ -65,6 +65,12 @@ const (
 	Refused
 	// Flushed: FLUSHALL/FLUSHDB went through and dropped every lock.
 	Flushed
+	// FencedWrite: a write to a guarded key ran with the fencing check; an
+	// error reply starting with STALE means it was refused.
+	FencedWrite
+	// Unfenced: a write to a guarded key from a client holding no grant of
+	// its lock (forwarded under unfenced_writes: observe).
+	Unfenced
 )
 
 // Effect is one thing to record about a lock key. Its byte slices are

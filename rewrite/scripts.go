@@ -60,5 +60,45 @@ end
 if ARGV[3] == '0' then return 0 end
 return false`)
 
+// Fenced runs a write to keys a lock guards only when the writer's fencing
+// token passes, and nothing is written when it does not. Per check:
+//
+//	current  the token must still be the lock's latest grant (the counter):
+//	         EchoMQ's attempts fence;
+//	highest  the token must be at least the highest this guarded key has
+//	         accepted, which the write then records: Kleppmann's fence.
+//
+// KEYS: per check, the counter and the hash of highest tokens; then the
+// command's own keys (declared for cluster routing). ARGV[1] the number of
+// checks; per check: token, "current" or "highest", the guarded key's name;
+// then the command and its arguments.
+var Fenced = newScript("fenced", `local n = tonumber(ARGV[1])
+for i = 1, n do
+  local token = tonumber(ARGV[3 * i - 1])
+  local mode, name = ARGV[3 * i], ARGV[3 * i + 1]
+  if mode == 'current' then
+    local latest = tonumber(redis.call('GET', KEYS[2 * i - 1]) or '0')
+    if token ~= latest then
+      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. ARGV[3 * i - 1] .. ': the lock was granted again since, to token ' .. latest .. '; acquire the lock again before writing')
+    end
+  else
+    local high = tonumber(redis.call('HGET', KEYS[2 * i], name) or '0')
+    if token < high then
+      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. ARGV[3 * i - 1] .. ': it has already accepted token ' .. high .. '; acquire the lock again before writing')
+    end
+  end
+end
+local reply = redis.pcall(unpack(ARGV, 3 * n + 2))
+if type(reply) == 'table' and reply.err then return reply end
+for i = 1, n do
+  if ARGV[3 * i] == 'highest' then
+    local high = tonumber(redis.call('HGET', KEYS[2 * i], ARGV[3 * i + 1]) or '0')
+    if tonumber(ARGV[3 * i - 1]) > high then
+      redis.call('HSET', KEYS[2 * i], ARGV[3 * i + 1], ARGV[3 * i - 1])
+    end
+  end
+end
+return reply`)
+
 // Scripts lists every script lockproxy sends, for tests and preloading.
-var Scripts = []*Script{Acquire, Release, Guarded}
+var Scripts = []*Script{Acquire, Release, Guarded, Fenced}
