@@ -68,6 +68,7 @@ type stats struct {
 	observed           atomic.Int64
 	successorPrevented atomic.Int64
 	successorDeleted   atomic.Int64
+	staleRefused       atomic.Int64 // fenced writes refused as stale
 }
 
 // New checks the options and probes Valkey once to learn whether it requires
