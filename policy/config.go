@@ -100,6 +100,17 @@ type UpstreamConfig struct {
 	ReconnectBackoff time.Duration `yaml:"reconnect_backoff"`
 	MaxBackoff       time.Duration `yaml:"max_backoff"`
 	TLS              UpstreamTLS   `yaml:"tls"`
+	// Sentinel, when its master is set, finds the primary through Valkey
+	// Sentinel instead of addr, and follows failovers.
+	Sentinel SentinelConfig `yaml:"sentinel"`
+}
+
+// SentinelConfig names a master monitored by Sentinel.
+type SentinelConfig struct {
+	Master   string   `yaml:"master"`
+	Addrs    []string `yaml:"addrs"` // sentinel addresses, host:port
+	Username string   `yaml:"username"`
+	Password string   `yaml:"password"`
 }
 
 // UpstreamTLS configures TLS to the upstream server. Relative file paths are
@@ -315,6 +326,7 @@ func Parse(name string, data []byte) (*Config, error) {
 func (c *Config) Redacted() *Config {
 	r := c.clone()
 	redact(&r.Upstream.Password)
+	redact(&r.Upstream.Sentinel.Password)
 	redact(&r.Admin.Password)
 	return r
 }
@@ -328,6 +340,7 @@ func redact(s *string) {
 func (c *Config) clone() *Config {
 	r := *c
 	r.Locks = slices.Clone(c.Locks)
+	r.Upstream.Sentinel.Addrs = slices.Clone(c.Upstream.Sentinel.Addrs)
 	for i := range r.Locks {
 		r.Locks[i] = r.Locks[i].clone()
 	}

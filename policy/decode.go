@@ -459,6 +459,28 @@ func (d *decoder) upstream(n *yaml.Node, path string, u *UpstreamConfig) {
 		{"reply_timeout", d.duration(&u.ReplyTimeout)},
 		{"reconnect_backoff", d.duration(&u.ReconnectBackoff)},
 		{"max_backoff", d.duration(&u.MaxBackoff)},
+		{"sentinel", func(n *yaml.Node, path string) {
+			st := &u.Sentinel
+			d.mapping(n, path, []field{
+				{"master", str(d, &st.Master)},
+				{"username", str(d, &st.Username)},
+				{"password", str(d, &st.Password)},
+				{"addrs", func(n *yaml.Node, path string) {
+					if n.Kind != yaml.SequenceNode {
+						d.err(n, path, "expected a list of host:port addresses, got %s", describe(n))
+						return
+					}
+					for i, a := range n.Content {
+						a = resolve(a)
+						p := fmt.Sprintf("%s[%d]", path, i)
+						d.positions[p] = pos{a.Line, 0}
+						var v string
+						str(d, &v)(a, p)
+						st.Addrs = append(st.Addrs, v)
+					}
+				}},
+			})
+		}},
 		{"tls", func(n *yaml.Node, path string) {
 			t := &u.TLS
 			d.mapping(n, path, []field{

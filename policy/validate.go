@@ -98,6 +98,17 @@ func (c *Config) validate(v *validator) {
 		v.errf("upstream.max_backoff", "%s is shorter than upstream.reconnect_backoff (%s); the backoff doubles from reconnect_backoff up to max_backoff",
 			u.MaxBackoff, u.ReconnectBackoff)
 	}
+	if st := &u.Sentinel; st.Master != "" || len(st.Addrs) > 0 {
+		if st.Master == "" {
+			v.errf("upstream.sentinel.master", "is required with sentinel addrs: the name Sentinel monitors the primary under")
+		}
+		if len(st.Addrs) == 0 {
+			v.errf("upstream.sentinel.addrs", "is required with a sentinel master: at least one Sentinel host:port")
+		}
+		for i, a := range st.Addrs {
+			checkAddr(v, fmt.Sprintf("upstream.sentinel.addrs[%d]", i), a, false)
+		}
+	}
 	t := &u.TLS
 	if !t.Enabled {
 		// Certificates configured while TLS is off almost certainly mean the
