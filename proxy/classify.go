@@ -153,3 +153,22 @@ func hasBlockArg(args [][]byte) bool {
 	}
 	return false
 }
+
+// blocking lists the commands that may wait on the server for as long as the
+// client asked: the reply timeout does not apply to a connection that ran one.
+var blocking = map[string]kind{
+	"blpop": kDedicated, "brpop": kDedicated, "brpoplpush": kDedicated, "blmove": kDedicated,
+	"blmpop": kDedicated, "bzpopmin": kDedicated, "bzpopmax": kDedicated, "bzmpop": kDedicated,
+	"wait": kDedicated, "waitaof": kDedicated, "xread": kXRead, "xreadgroup": kXRead,
+}
+
+// isBlocking reports whether a command may block on the server.
+func isBlocking(args [][]byte) bool {
+	switch lookup(blocking, args[0]) {
+	case kDedicated:
+		return true
+	case kXRead:
+		return hasBlockArg(args)
+	}
+	return false
+}

@@ -43,6 +43,7 @@ type session struct {
 	proxyCreds      bool // authenticated with the proxy's own upstream credentials
 
 	ded       *upConn // the session's own upstream connection, once it needs one
+	dedMu     sync.Mutex
 	shared    *upConn // cached shared connection for key()
 	sharedKey poolKey
 
@@ -91,8 +92,25 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	s.rd = resp.NewReader(nc, p.opts.Limits)
 	// About to block on the client socket: hand over what was read so far,
 	// so a pipelined batch reaches Valkey without waiting for more input.
-	s.rd.SetBeforeFill(s.flush)
+	s.rd.SetBeforeFill(s.beforeFill)
 	return s
+}
+
+// beforeFill runs each time the session is about to wait for its client:
+// queued commands go upstream first, and the idle clock starts when the
+// client has nothing in flight.
+func (s *session) beforeFill() {
+	s.flush()
+	idle := s.p.opts.ClientIdleTimeout
+	switch {
+	case s.p.shuttingDown.Load() || s.lost.Load():
+		_ = s.nc.SetReadDeadline(time.Now())
+	case idle <= 0:
+	case s.inflight.Load() == 0 && (s.ded == nil || !s.ded.patient.Load() && !s.ded.stream.Load()):
+		_ = s.nc.SetReadDeadline(time.Now().Add(idle))
+	default:
+		_ = s.nc.SetReadDeadline(time.Time{})
+	}
 }
 
 func (s *session) key() poolKey { return poolKey{proto: s.proto, db: s.db} }
@@ -364,7 +382,9 @@ func (s *session) goDedicated(withCreds bool) bool {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return false
 	}
+	s.dedMu.Lock()
 	s.ded = c
+	s.dedMu.Unlock()
 	s.p.stats.dedicated.Add(1)
 	return true
 }
@@ -395,4 +415,12 @@ func (s *session) nameSnapshot() string {
 		return *n
 	}
 	return ""
+}
+
+// dedicated returns the session's own upstream connection, if any. It is
+// read from other goroutines (Sentinel failover), hence the lock.
+func (s *session) dedicated() *upConn {
+	s.dedMu.Lock()
+	defer s.dedMu.Unlock()
+	return s.ded
 }

@@ -43,6 +43,9 @@ type upConn struct {
 	// frame then goes straight to the owner, in arrival order.
 	stream atomic.Bool
 	dead   atomic.Bool
+	// patient is set once the connection carries a blocking command or a
+	// stream: a long silence is then expected, not a sign of a hung server.
+	patient atomic.Bool
 
 	mu   sync.Mutex
 	wbuf []byte
@@ -75,9 +78,14 @@ func (e *replyError) Error() string { return e.msg }
 
 // dial connects to Valkey and replays st on the new connection.
 func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
-	d := net.Dialer{Timeout: p.opts.DialTimeout, KeepAlive: 30 * time.Second}
-	nc, err := d.Dial("tcp", p.opts.Upstream)
+	addr, err := p.upstreamAddr()
 	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: p.opts.DialTimeout, KeepAlive: 30 * time.Second}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		p.forgetMaster()
 		return nil, err
 	}
 	if p.opts.UpstreamTLS != nil {
@@ -93,7 +101,7 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 	c := &upConn{
 		p:     p,
 		nc:    nc,
-		addr:  p.opts.Upstream,
+		addr:  addr,
 		owner: owner,
 		wake:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
@@ -219,6 +227,9 @@ func (c *upConn) writeLoop() {
 				c.fail(err)
 				return
 			}
+			c.mu.Lock()
+			c.armLocked()
+			c.mu.Unlock()
 		}
 		// Do not keep a huge buffer alive after one large command.
 		if cap(buf) > 1<<20 {
@@ -278,6 +289,10 @@ func (c *upConn) readLoop() {
 			}
 		}
 		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !c.dead.Load() {
+				err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.ReplyTimeout)
+			}
 			c.fail(err)
 			return
 		}
@@ -302,6 +317,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	}
 	c.mu.Lock()
 	*ps = c.q.popN((*ps)[:0], want)
+	c.armLocked()
 	c.mu.Unlock()
 	if len(*ps) < want {
 		c.fail(errors.New("Valkey sent a reply no command was waiting for"))
@@ -333,6 +349,22 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	}
 	clear(*ps)
 	return true
+}
+
+// armLocked sets the reply deadline: while commands wait, a reply must come
+// within ReplyTimeout of the last write or the last reply; with none waiting
+// there is no deadline. Called with c.mu held, by the writer after a write and
+// by the reader after taking replies, so whichever runs last sees the queue
+// as it is.
+func (c *upConn) armLocked() {
+	switch {
+	case c.patient.Load() || c.stream.Load():
+		_ = c.nc.SetReadDeadline(time.Time{})
+	case c.q.n > 0:
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.p.opts.ReplyTimeout))
+	default:
+		_ = c.nc.SetReadDeadline(time.Time{})
+	}
 }
 
 // fail marks the connection dead, answers every command still waiting on it

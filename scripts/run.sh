@@ -5,8 +5,8 @@
 # config.example.yaml). If nothing listens on the config's upstream address
 # (and that address is on loopback) a throwaway valkey-server is started there
 # first — no persistence, its own temp dir — so `make run` works on a bare
-# machine. Ctrl-C stops lockproxy, and the exit trap then stops that
-# valkey-server; a valkey-server we did not start is never touched.
+# machine. Ctrl-C stops both (the exit trap makes sure of that valkey-server
+# however the script ends); a valkey-server we did not start is never touched.
 #
 # GOMAXPROCS and any other environment is passed through to lockproxy.
 set -euo pipefail
