@@ -1,5 +1,10 @@
 package proxy
 
+import (
+	"strconv"
+	"time"
+)
+
 // kind says how the proxy must treat a command to keep every client's
 // connection state exact while most commands share upstream connections.
 type kind uint8
@@ -154,21 +159,47 @@ func hasBlockArg(args [][]byte) bool {
 	return false
 }
 
-// blocking lists the commands that may wait on the server for as long as the
-// client asked: the reply timeout does not apply to a connection that ran one.
-var blocking = map[string]kind{
-	"blpop": kDedicated, "brpop": kDedicated, "brpoplpush": kDedicated, "blmove": kDedicated,
-	"blmpop": kDedicated, "bzpopmin": kDedicated, "bzpopmax": kDedicated, "bzmpop": kDedicated,
-	"wait": kDedicated, "waitaof": kDedicated, "xread": kXRead, "xreadgroup": kXRead,
+// blockingWait reports whether a command may block on the server, and for
+// how long it asked (negative: forever). Timeouts are where each command
+// takes them: seconds as the last argument (BLPOP, BRPOP, BRPOPLPUSH, BLMOVE,
+// BZPOPMIN, BZPOPMAX), seconds first (BLMPOP, BZMPOP), milliseconds last
+// (WAIT, WAITAOF), milliseconds after BLOCK (XREAD, XREADGROUP).
+func blockingWait(args [][]byte) (time.Duration, bool) {
+	var buf [16]byte
+	name, ok := lower(buf[:], args[0])
+	if !ok || len(args) < 2 {
+		return 0, false
+	}
+	last := args[len(args)-1]
+	switch string(name) {
+	case "blpop", "brpop", "brpoplpush", "blmove", "bzpopmin", "bzpopmax":
+		return waitFor(last, time.Second), true
+	case "blmpop", "bzmpop":
+		return waitFor(args[1], time.Second), true
+	case "wait", "waitaof":
+		return waitFor(last, time.Millisecond), true
+	case "xread", "xreadgroup":
+		for i, a := range args[1 : len(args)-1] {
+			if equalFold(a, "streams") {
+				break
+			}
+			if equalFold(a, "block") {
+				return waitFor(args[i+2], time.Millisecond), true
+			}
+		}
+	}
+	return 0, false
 }
 
-// isBlocking reports whether a command may block on the server.
-func isBlocking(args [][]byte) bool {
-	switch lookup(blocking, args[0]) {
-	case kDedicated:
-		return true
-	case kXRead:
-		return hasBlockArg(args)
+// waitFor converts a command's timeout argument; 0 means forever. An
+// unreadable one is left to Valkey to refuse (no extra wait).
+func waitFor(arg []byte, unit time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(string(arg), 64)
+	if err != nil || f < 0 {
+		return 0
 	}
-	return false
+	if f == 0 {
+		return -1
+	}
+	return time.Duration(f * float64(unit))
 }

@@ -100,8 +100,8 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	case kReset:
 		s.inMulti, s.multiShape = false, nil
 	}
-	if isBlocking(args) {
-		s.ded.patient.Store(true)
+	if wait, ok := blockingWait(args); ok {
+		s.ded.expectBlock(wait)
 	}
 	// Transactions: remember which queued commands need their EXEC element
 	// shaped (lock scripts queued in place of SET NX, DEL, ...).

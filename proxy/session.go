@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,8 @@ type session struct {
 	outMu     sync.Mutex
 	out       []byte
 	outClosed bool // no more output: the client is gone or over its limit
+	writing   bool // the writer goroutine is writing a batch it took from out
+	raw       syscall.RawConn
 	wake      chan struct{}
 	stopW     chan struct{}
 	writerEnd chan struct{}
@@ -87,6 +90,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	}
 	s.waitLE.Store(-1)
 	s.host, _, _ = net.SplitHostPort(s.addr)
+	s.raw = rawConn(nc)
 	s.connOwner = "conn:" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
 	s.rd = resp.NewReader(nc, p.opts.Limits)
@@ -106,7 +110,7 @@ func (s *session) beforeFill() {
 	case s.p.shuttingDown.Load() || s.lost.Load():
 		_ = s.nc.SetReadDeadline(time.Now())
 	case idle <= 0:
-	case s.inflight.Load() == 0 && (s.ded == nil || !s.ded.patient.Load() && !s.ded.stream.Load()):
+	case s.inflight.Load() == 0 && (s.ded == nil || !s.ded.stream.Load()):
 		_ = s.nc.SetReadDeadline(time.Now().Add(idle))
 	default:
 		_ = s.nc.SetReadDeadline(time.Time{})
@@ -266,9 +270,12 @@ func (s *session) local(reply []byte) {
 
 // deliver is called by an upstream reader with the reply to one of this
 // session's commands.
-func (s *session) deliver(b []byte) {
+func (s *session) deliver(b []byte) { s.deliverN(b, 1) }
+
+// deliverN is deliver for n consecutive replies in b.
+func (s *session) deliverN(b []byte, n int) {
 	s.write(b)
-	if n := s.inflight.Add(-1); n <= s.waitLE.Load() {
+	if n := s.inflight.Add(-int64(n)); n <= s.waitLE.Load() {
 		select {
 		case s.drained <- struct{}{}:
 		default:
@@ -289,6 +296,14 @@ func (s *session) write(b []byte) {
 	if s.outClosed {
 		s.outMu.Unlock()
 		return
+	}
+	if len(s.out) == 0 && !s.writing && s.raw != nil {
+		// Nothing owed before these bytes: hand them to the socket now.
+		b = b[tryWrite(s.raw, b):]
+		if len(b) == 0 {
+			s.outMu.Unlock()
+			return
+		}
 	}
 	s.out = append(s.out, b...)
 	over := int64(len(s.out)) > s.p.opts.OutputBufferLimit
@@ -321,6 +336,7 @@ func (s *session) writeLoop() {
 		}
 		s.outMu.Lock()
 		buf, s.out = s.out, buf[:0]
+		s.writing = len(buf) > 0
 		s.outMu.Unlock()
 		if len(buf) > 0 {
 			if _, err := s.nc.Write(buf); err != nil {
@@ -330,6 +346,16 @@ func (s *session) writeLoop() {
 				s.outMu.Unlock()
 				s.nc.Close()
 				return
+			}
+			s.outMu.Lock()
+			s.writing = false
+			more := len(s.out) > 0
+			s.outMu.Unlock()
+			if more {
+				select {
+				case s.wake <- struct{}{}:
+				default:
+				}
 			}
 		}
 		if cap(buf) > 1<<20 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
@@ -43,14 +44,18 @@ type upConn struct {
 	// frame then goes straight to the owner, in arrival order.
 	stream atomic.Bool
 	dead   atomic.Bool
-	// patient is set once the connection carries a blocking command or a
-	// stream: a long silence is then expected, not a sign of a hung server.
-	patient atomic.Bool
+	// blockWait is how long the blocking commands in flight may wait on the
+	// server (nanoseconds; -1 forever): the reply deadline allows for it.
+	blockWait atomic.Int64
+	armed     bool // a reply deadline is set (under mu)
 
-	mu   sync.Mutex
-	wbuf []byte
-	q    pendQueue
-	err  error // why it died
+	raw syscall.RawConn // nil for TLS: no direct writes
+
+	mu      sync.Mutex
+	wbuf    []byte
+	writing bool // the writer goroutine is writing a batch it took from wbuf
+	q       pendQueue
+	err     error // why it died
 
 	wake chan struct{}
 	quit chan struct{}
@@ -105,6 +110,7 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 		owner: owner,
 		wake:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
+		raw:   rawConn(nc),
 	}
 	p.wg.Add(2)
 	go c.writeLoop()
@@ -196,12 +202,26 @@ func (c *upConn) send(b []byte, ps []pend) bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.wbuf = append(c.wbuf, b...)
 	if !c.stream.Load() {
 		for _, p := range ps {
 			c.q.push(p)
 		}
 	}
+	if len(c.wbuf) == 0 && !c.writing && c.raw != nil && c.q.n <= len(ps) {
+		// An idle connection: nothing queued or in flight before these
+		// bytes, so write them now and save the hand-off to the writer.
+		// A busy one leaves them to the writer goroutine, which sends what
+		// many clients queued meanwhile in one write: that batching is
+		// where a shared connection gains its throughput.
+		n := tryWrite(c.raw, b)
+		b = b[n:]
+		c.armLocked(false)
+		if len(b) == 0 {
+			c.mu.Unlock()
+			return true
+		}
+	}
+	c.wbuf = append(c.wbuf, b...)
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -221,6 +241,7 @@ func (c *upConn) writeLoop() {
 		}
 		c.mu.Lock()
 		buf, c.wbuf = c.wbuf, buf[:0]
+		c.writing = len(buf) > 0
 		c.mu.Unlock()
 		if len(buf) > 0 {
 			if _, err := c.nc.Write(buf); err != nil {
@@ -228,8 +249,16 @@ func (c *upConn) writeLoop() {
 				return
 			}
 			c.mu.Lock()
-			c.armLocked()
+			c.writing = false
+			more := len(c.wbuf) > 0
+			c.armLocked(false)
 			c.mu.Unlock()
+			if more {
+				select {
+				case c.wake <- struct{}{}:
+				default:
+				}
+			}
 		}
 		// Do not keep a huge buffer alive after one large command.
 		if cap(buf) > 1<<20 {
@@ -317,15 +346,28 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	}
 	c.mu.Lock()
 	*ps = c.q.popN((*ps)[:0], want)
-	c.armLocked()
+	c.armLocked(want > 0)
 	c.mu.Unlock()
 	if len(*ps) < want {
 		c.fail(errors.New("Valkey sent a reply no command was waiting for"))
 		return false
 	}
+	// Consecutive replies for the same session lie next to each other in
+	// the read buffer: hand them over as one run (one write to the client
+	// for a whole pipelined batch, not one per reply).
+	var run []byte
+	var runS *session
+	runN := 0
+	flushRun := func() {
+		if runN > 0 {
+			runS.deliverN(run, runN)
+		}
+		run, runS, runN = nil, nil, 0
+	}
 	i := 0
 	for _, fr := range frames {
 		if fr[0] == '>' {
+			flushRun()
 			// Out-of-band push (RESP3): only dedicated connections
 			// subscribe or track, so it belongs to the owner.
 			if c.owner != nil {
@@ -337,6 +379,17 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		p := (*ps)[i]
 		i++
+		if p.hook == nil && p.retry == nil {
+			if runN > 0 && p.s == runS && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
+				run = run[:len(run)+len(fr)]
+				runN++
+				continue
+			}
+			flushRun()
+			run, runS, runN = fr, p.s, 1
+			continue
+		}
+		flushRun()
 		if p.retry != nil && bytes.HasPrefix(fr, noscript) {
 			if c.send(p.retry, []pend{{s: p.s, hook: p.hook}}) {
 				continue
@@ -347,23 +400,55 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		p.s.deliver(fr)
 	}
+	flushRun()
 	clear(*ps)
 	return true
 }
 
-// armLocked sets the reply deadline: while commands wait, a reply must come
-// within ReplyTimeout of the last write or the last reply; with none waiting
-// there is no deadline. Called with c.mu held, by the writer after a write and
-// by the reader after taking replies, so whichever runs last sees the queue
-// as it is.
-func (c *upConn) armLocked() {
-	switch {
-	case c.patient.Load() || c.stream.Load():
+// armLocked keeps the reply deadline: while commands wait, the next reply
+// must come within ReplyTimeout of the moment the oldest of them was written
+// (or of the last reply, which proves the server is alive). New writes do not
+// postpone it, so steady traffic to a paused server still times out. A
+// blocking command adds the time it asked to wait; one that asked to wait
+// forever, or a stream, disarms it.
+//
+// Called with c.mu held: by writers after a write (progress false) and by the
+// reader after taking replies (progress true).
+func (c *upConn) armLocked(progress bool) {
+	if c.stream.Load() || c.q.n == 0 {
+		if c.armed {
+			_ = c.nc.SetReadDeadline(time.Time{})
+			c.armed = false
+		}
+		if c.q.n == 0 {
+			c.blockWait.Store(0)
+		}
+		return
+	}
+	if c.armed && !progress {
+		return
+	}
+	wait := c.blockWait.Load()
+	if wait < 0 {
 		_ = c.nc.SetReadDeadline(time.Time{})
-	case c.q.n > 0:
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.p.opts.ReplyTimeout))
-	default:
-		_ = c.nc.SetReadDeadline(time.Time{})
+		c.armed = false
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(c.p.opts.ReplyTimeout + time.Duration(wait)))
+	c.armed = true
+}
+
+// expectBlock records that a command about to be sent may block for wait
+// (negative: forever), so the reply deadline allows for it.
+func (c *upConn) expectBlock(wait time.Duration) {
+	for {
+		old := c.blockWait.Load()
+		if old < 0 || (wait >= 0 && int64(wait) <= old) {
+			return
+		}
+		if c.blockWait.CompareAndSwap(old, int64(wait)) {
+			return
+		}
 	}
 }
 
