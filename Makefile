@@ -4,22 +4,27 @@ GO       ?= go
 CONFIG   ?= config.example.yaml
 FUZZTIME ?= 30s
 
-.PHONY: build run test bench fuzz lint chaos clean
+.PHONY: build deps run test bench fuzz lint chaos clean
 
 build:
 	$(GO) build -o bin/lockproxy ./cmd/lockproxy
 
+# valkey-server, valkey-cli/benchmark/sentinel and redis-server, when missing
+# (apt-get on Debian 12; bookworm-backports for Valkey 8).
+deps:
+	scripts/deps.sh
+
 # Starts a local valkey-server when none answers on the config's upstream
 # address, then lockproxy in front of it.
-run:
+run: deps
 	scripts/run.sh $(CONFIG)
 
 # Unit and end-to-end tests against a real valkey-server, with the race detector.
-test: lint
+test: deps lint
 	$(GO) test -race -count=1 ./...
 
 # valkey-benchmark direct vs through lockproxy, in one run, as ratios.
-bench:
+bench: deps
 	scripts/bench.sh
 
 # Every fuzz target for FUZZTIME each (go test runs one target at a time).

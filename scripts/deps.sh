@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs what lockproxy's run and tests need and is not there yet:
+# valkey-server 8 (Debian bookworm-backports), valkey-tools (valkey-cli,
+# valkey-benchmark), valkey-sentinel, and redis-server 7.0 (the second
+# server the tests run against). Does nothing when all are present.
+# Needs root (or sudo) for apt-get on Debian 12.
+set -euo pipefail
+
+need=()
+command -v valkey-server >/dev/null || need+=(valkey-server)
+command -v valkey-cli >/dev/null || need+=(valkey-tools)
+command -v valkey-sentinel >/dev/null || need+=(valkey-sentinel)
+command -v redis-server >/dev/null || need+=(redis-server)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "deps: need root to install ${need[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+command -v apt-get >/dev/null || { echo "deps: install ${need[*]} with your package manager (Valkey 8, Redis 7)" >&2; exit 1; }
+export DEBIAN_FRONTEND=noninteractive
+
+# valkey-server 8 is in bookworm-backports; add the suite when missing.
+if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  $sudo tee /etc/apt/sources.list.d/lockproxy-backports.sources >/dev/null <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+$sudo apt-get update -qq
+valkey=()
+redis=()
+for p in "${need[@]}"; do
+  case $p in
+    valkey-*) valkey+=("$p") ;;
+    *) redis+=("$p") ;;
+  esac
+done
+[ ${#valkey[@]} -gt 0 ] && $sudo apt-get install -y -qq -t bookworm-backports "${valkey[@]}" >/dev/null
+[ ${#redis[@]} -gt 0 ] && $sudo apt-get install -y -qq "${redis[@]}" >/dev/null
+# Packaged services may start on install; lockproxy's tests start their own
+# servers on free ports, and `make run` starts one only when none answers.
+for svc in valkey-server redis-server valkey-sentinel; do
+  $sudo service "$svc" stop >/dev/null 2>&1 || true
+done
+echo "deps: installed ${need[*]}"
