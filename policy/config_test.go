@@ -21,8 +21,11 @@ func TestExampleConfigParses(t *testing.T) {
 	if c.Listen != "127.0.0.1:6380" || c.Upstream.Addr != "127.0.0.1:6379" {
 		t.Errorf("listen %q upstream %q", c.Listen, c.Upstream.Addr)
 	}
-	if len(c.Locks) != 1 || c.Locks[0].Pattern != "*:lock" || c.Locks[0].Release != ReleaseRewrite {
-		t.Fatalf("locks = %+v, want one *:lock rewrite rule", c.Locks)
+	if len(c.Locks) != 2 || c.Locks[0].Pattern != "*:lock" || c.Locks[0].Release != ReleaseRewrite {
+		t.Fatalf("locks = %+v, want a *:lock rewrite rule first", c.Locks)
+	}
+	if f := c.Locks[1].Fence; f == nil || f.Counter != "{base}:fence" || f.Check != FenceCheckHighest {
+		t.Fatalf("locks[1] = %+v, want the fenced example", c.Locks[1])
 	}
 	// The commented-out lines claim to be the defaults; with them all
 	// uncommented the file must give the same configuration.
