@@ -36,6 +36,14 @@ fuzz:
 	  done; \
 	done
 
+# The chaos test (cmd/chaos): worker processes contend for locks through
+# lockproxy while they stall, are SIGSTOPped and the proxy and Valkey restart,
+# then the same run against plain Valkey; prints the checker's totals.
+# CHAOS_DURATION per run (default 60s); CHAOS_ARGS for more flags.
+chaos: deps
+	$(GO) build -o bin/chaos ./cmd/chaos
+	bin/chaos -duration $(or $(CHAOS_DURATION),60s) $(CHAOS_ARGS)
+
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1; }
 	$(GO) vet ./...

@@ -105,6 +105,18 @@ func TestReleaseNormalPath(t *testing.T) {
 	eq(t, e.direct().TTL(ctx, "{job:lock}:lockproxy:grants").Val(), time.Duration(-1))
 }
 
+// SETNX, the acquisition of old clients, is one too: it mints a grant and
+// answers :1 or :0 as always.
+func TestSetNXAcquires(t *testing.T) {
+	e := rulesEnv(t, rule("rewrite"))
+	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, a.do("SETNX", "old:lock", "t"), ":1\r\n")
+	eq(t, b.do("SETNX", "old:lock", "u"), ":0\r\n")
+	mustContain(t, b.do("DEL", "old:lock"), "-NOTOWNER")
+	eq(t, a.do("DEL", "old:lock"), ":1\r\n")
+	eq(t, e.direct().Get(ctx, "{old:lock}:lockproxy:grants").Val(), "1")
+}
+
 func TestAcquireRESP3AndOptions(t *testing.T) {
 	e := rulesEnv(t, rule("rewrite"))
 	a := dialRaw(t, e.addr)

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Fencing is a rule's compiled fence section.
@@ -29,6 +30,9 @@ type Fencing struct {
 	// guardAny matches every key some lock of the rule guards: each guard
 	// template with {base} and {key} replaced by the lock pattern's own glob.
 	guardAny []*Pattern
+
+	mu    sync.Mutex
+	cache map[string][]*Pattern // lock key → its compiled guards
 }
 
 // Template is a key template split at its placeholders.
@@ -135,17 +139,41 @@ func (f *Fencing) MayGuard(key []byte) bool {
 	return false
 }
 
-// Guards reports whether lock (a key of the rule) guards key.
+// GuardsKey reports whether lock (a key of the rule) guards key. The guard
+// patterns of a lock are compiled once and kept in a small cache: a holder
+// writes many times under one grant.
 func (f *Fencing) GuardsKey(r *Rule, lock, key []byte) bool {
-	base := r.FenceBase(lock)
-	var buf [128]byte
-	for _, g := range f.Guards {
-		pat := CompileAny(string(g.Expand(buf[:0], lock, base, true)))
+	for _, pat := range f.guardsOf(r, lock) {
 		if pat.Match(key) {
 			return true
 		}
 	}
 	return false
+}
+
+// guardCacheMax bounds the cache of compiled guard patterns; past it the
+// cache starts afresh, so memory stays bounded with any number of locks.
+const guardCacheMax = 4096
+
+func (f *Fencing) guardsOf(r *Rule, lock []byte) []*Pattern {
+	f.mu.Lock()
+	pats, ok := f.cache[string(lock)]
+	f.mu.Unlock()
+	if ok {
+		return pats
+	}
+	base := r.FenceBase(lock)
+	pats = make([]*Pattern, 0, len(f.Guards))
+	for _, g := range f.Guards {
+		pats = append(pats, CompileAny(string(g.Expand(nil, lock, base, true))))
+	}
+	f.mu.Lock()
+	if f.cache == nil || len(f.cache) >= guardCacheMax {
+		f.cache = map[string][]*Pattern{}
+	}
+	f.cache[string(lock)] = pats
+	f.mu.Unlock()
+	return pats
 }
 
 // compileFence checks a rule's fence section against its pattern.

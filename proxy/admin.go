@@ -1,13 +1,259 @@
 package proxy
 
-import "github.com/lockproxy/lockproxy/resp"
+import (
+	"crypto/subtle"
+	"fmt"
+	"strconv"
+	"strings"
 
-// admin answers the LOCKPROXY command family from the proxy itself.
-// (Placeholder: the audit issue fills it in.)
-func (s *session) admin(cmd resp.Command) {
-	s.local(resp.AppendError(nil, "ERR unknown LOCKPROXY subcommand; try LOCKPROXY HELP"))
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// The LOCKPROXY command family, answered by the proxy itself and never
+// forwarded. Replies are built for valkey-cli: a record is a map (RESP3) or
+// a flat array of field names and values, all strings (RESP2), as Valkey's
+// own CONFIG GET and XINFO do; a list of records is an array of them.
+
+type adminCmd struct {
+	name    string
+	args    string // usage after the subcommand
+	min     int    // arguments after the subcommand
+	max     int    // -1: any number
+	open    bool   // never needs LOCKPROXY AUTH
+	private bool   // needs LOCKPROXY AUTH even when read-only access is open
+	run     func(s *session, args [][]byte) []byte
+	help    []string
 }
 
-// info answers INFO lockproxy and reports true; any other INFO is left to
-// Valkey (false).
-func (s *session) info(cmd resp.Command) bool { return false }
+var adminCmds []*adminCmd
+
+func init() {
+	adminCmds = []*adminCmd{
+		{name: "AUDIT", args: "[COUNT <n>] [KEY <pattern>] [OUTCOME <name>]", max: 6, run: (*session).adminAudit,
+			help: []string{"Recent lock events, newest first (COUNT default 10). KEY filters by glob,",
+				"OUTCOME by one of: " + outcomeList() + "."}},
+		{name: "AUTH", args: "<password>", min: 1, max: 1, open: true, run: (*session).adminAuth,
+			help: []string{"Log this connection in to the admin commands (admin.password)."}},
+		{name: "CHECK", args: "<key>", min: 1, max: 1, run: (*session).adminCheck,
+			help: []string{"Which lock rule matches <key>, and what DEL, PEXPIRE, SET and a write of a",
+				"guarded key would do, from the lock's holder and from any other client."}},
+		{name: "CONFIG", max: 0, private: true, run: (*session).adminConfig,
+			help: []string{"The configuration in force, secrets redacted."}},
+		{name: "FENCE", args: "<lock-key>", min: 1, max: 1, open: true, run: (*session).adminFence,
+			help: []string{"This connection's fencing token (grant number) for <lock-key>, or nil when",
+				"it holds no grant of it. Needs no AUTH: it only tells a client its own token."}},
+		{name: "HELP", max: 0, open: true, run: (*session).adminHelp,
+			help: []string{"Print this help."}},
+		{name: "LOCKS", args: "[<pattern>]", max: 1, run: (*session).adminLocks,
+			help: []string{"Locks granted through this proxy whose lease is running: key, holder, grant,",
+				"acquired at, lease, and the remaining TTL read from Valkey now."}},
+		{name: "RELOAD", max: 0, private: true, run: (*session).adminReload,
+			help: []string{"Read the configuration file again; apply its lock rules to the next command",
+				"of every connection, or keep the running configuration and name the bad line."}},
+		{name: "SESSIONS", max: 0, run: (*session).adminSessions,
+			help: []string{"Client connections, their lock owners and the locks they hold."}},
+		{name: "STATS", max: 0, run: (*session).adminStats,
+			help: []string{"Counters since start: grants, contention, token-checked releases, refusals,",
+				"successor deletions prevented and observed, lapsed leases, hold and wait times."}},
+	}
+}
+
+func outcomeList() string {
+	names := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		names[i] = string(o)
+	}
+	return strings.Join(names, ", ")
+}
+
+func findAdmin(name []byte) *adminCmd {
+	for _, c := range adminCmds {
+		if strings.EqualFold(c.name, string(name)) {
+			return c
+		}
+	}
+	return nil
+}
+
+// admin answers the LOCKPROXY command family from the proxy itself.
+func (s *session) admin(cmd resp.Command) {
+	args := cmd.Args
+	if s.ded != nil && s.inMulti {
+		// Inside MULTI the proxy cannot answer in place of a queued
+		// command; make Valkey abort the transaction as it does for a
+		// command it cannot queue.
+		s.queueInMulti(resp.AppendCommandStrings(nil, "LOCKPROXY-REFUSED"),
+			func([]byte) []byte { return resp.AppendError(nil, errAdminInMulti) }, nil)
+		return
+	}
+	if len(args) < 2 {
+		s.local(resp.AppendError(nil, errWrongArgs("lockproxy")))
+		return
+	}
+	c := findAdmin(args[1])
+	if c == nil {
+		s.local(resp.AppendError(nil, errAdminUnknown(string(args[1]))))
+		return
+	}
+	if n := len(args) - 2; n < c.min || (c.max >= 0 && n > c.max) {
+		s.local(resp.AppendError(nil, errWrongArgs("lockproxy|"+strings.ToLower(c.name))))
+		return
+	}
+	if !c.open && !s.adminAllowed(c) {
+		s.local(resp.AppendError(nil, errAdminNoAuth(c.name)))
+		return
+	}
+	// Every reply this client is owed comes first, so the answer sees the
+	// effects of its earlier commands (a FENCE right after SET NX).
+	s.settle()
+	s.local(c.run(s, args[2:]))
+}
+
+// settle hands over queued commands and waits for their replies.
+func (s *session) settle() {
+	s.flush()
+	if s.ded == nil || !s.ded.stream.Load() {
+		s.waitDrain(0)
+	}
+}
+
+func (s *session) adminAllowed(c *adminCmd) bool {
+	if *s.p.ops.adminPass.Load() == "" {
+		return true
+	}
+	if _, ok := s.p.ops.authed.Load(s); ok {
+		return true
+	}
+	return s.p.opts.AdminOpenRead && !c.private
+}
+
+func (s *session) adminHelp([][]byte) []byte {
+	lines := []string{"LOCKPROXY <subcommand> [<arg> ...]. Subcommands are:"}
+	for _, c := range adminCmds {
+		lines = append(lines, strings.TrimSpace(c.name+" "+c.args))
+		for _, h := range c.help {
+			lines = append(lines, "    "+h)
+		}
+	}
+	if *s.p.ops.adminPass.Load() != "" {
+		lines = append(lines, "An admin password is set: LOCKPROXY AUTH <password> first (HELP and FENCE need none).")
+	}
+	out := resp.AppendArrayHeader(nil, len(lines))
+	for _, l := range lines {
+		out = resp.AppendSimple(out, l)
+	}
+	return out
+}
+
+func (s *session) adminAuth(args [][]byte) []byte {
+	o := s.p.ops
+	want := *o.adminPass.Load()
+	if want == "" {
+		return resp.AppendError(nil, errAdminNoPassword)
+	}
+	if subtle.ConstantTimeCompare(args[0], []byte(want)) != 1 {
+		o.authFailures.Add(1)
+		o.authed.Delete(s)
+		s.p.log.Warn("wrong LOCKPROXY AUTH password", "client", s.addr, "client_name", s.nameSnapshot())
+		return resp.AppendError(nil, errAdminWrongPass)
+	}
+	o.authed.Store(s, struct{}{})
+	return resp.AppendSimple(nil, "OK")
+}
+
+func (s *session) adminStats([][]byte) []byte {
+	return encode(nil, s.p.statsFields(), s.proto)
+}
+
+func (s *session) adminConfig([][]byte) []byte {
+	p := s.p
+	f := []field{{"config_file", p.opts.ConfigPath}}
+	f = append(f, configFields(p.effectiveConfig(), true)...)
+	if r := *p.ops.pendingRestart.Load(); len(r) > 0 {
+		f = append(f, field{"pending_restart", strings.Join(r, " ")})
+	}
+	return encode(nil, f, s.proto)
+}
+
+func (s *session) adminReload([][]byte) []byte {
+	res, err := s.p.Reload()
+	if err != nil {
+		return resp.AppendError(nil, errReload(err))
+	}
+	return encode(nil, []field{
+		{"status", "reloaded"},
+		{"file", res.File},
+		{"lock_rules", int64(res.Rules)},
+		{"restart_needed", strings.Join(res.Restart, " ")},
+	}, s.proto)
+}
+
+// field is one entry of a reply record. v is a string, an int64 (a RESP3
+// integer, a string in RESP2), nil (null), []field (a nested record),
+// [][]field (a list of records) or []string.
+type field struct {
+	k string
+	v any
+}
+
+// encode appends a record: a map in RESP3, a flat array in RESP2.
+func encode(dst []byte, rec []field, proto int) []byte {
+	dst = resp.AppendMapHeader(dst, len(rec), proto)
+	for _, f := range rec {
+		dst = resp.AppendBulkString(dst, f.k)
+		dst = encodeValue(dst, f.v, proto)
+	}
+	return dst
+}
+
+func encodeValue(dst []byte, v any, proto int) []byte {
+	switch v := v.(type) {
+	case nil:
+		return resp.AppendNull(dst, proto)
+	case string:
+		return resp.AppendBulkString(dst, v)
+	case int64:
+		if proto >= 3 {
+			return resp.AppendInt(dst, v)
+		}
+		return resp.AppendBulkString(dst, strconv.FormatInt(v, 10))
+	case []field:
+		return encode(dst, v, proto)
+	case [][]field:
+		dst = resp.AppendArrayHeader(dst, len(v))
+		for _, r := range v {
+			dst = encode(dst, r, proto)
+		}
+		return dst
+	case []string:
+		dst = resp.AppendArrayHeader(dst, len(v))
+		for _, x := range v {
+			dst = resp.AppendBulkString(dst, x)
+		}
+		return dst
+	}
+	panic(fmt.Sprintf("proxy: cannot encode %T", v))
+}
+
+// Errors of the admin commands.
+
+const (
+	errAdminInMulti    = "ERR LOCKPROXY is answered by lockproxy itself and cannot run inside MULTI; send it outside the transaction"
+	errAdminNoPassword = "ERR LOCKPROXY AUTH called, but no admin password is configured (admin.password); every LOCKPROXY subcommand is open"
+	errAdminWrongPass  = "WRONGPASS invalid lockproxy admin password; LOCKPROXY AUTH takes admin.password from the lockproxy config"
+)
+
+func errAdminUnknown(sub string) string {
+	if len(sub) > 64 {
+		sub = sub[:64] + "..."
+	}
+	return fmt.Sprintf("ERR unknown subcommand '%s'. Try LOCKPROXY HELP.", sub)
+}
+
+func errAdminNoAuth(sub string) string {
+	return fmt.Sprintf("NOAUTH LOCKPROXY %s requires LOCKPROXY AUTH <password> first (admin.password is set in the lockproxy config)", sub)
+}
+
+func errReload(err error) string {
+	return "ERR lockproxy reload failed; the running configuration stays: " + oneLine(err)
+}

@@ -148,11 +148,17 @@ func shapeReply(reply []byte, shape rewrite.Shape, proto int) []byte {
 	if len(reply) == 0 || reply[0] == '-' {
 		return reply
 	}
-	if shape == rewrite.AcquireReply {
+	switch shape {
+	case rewrite.AcquireReply:
 		if reply[0] == ':' {
 			return resp.AppendSimple(nil, "OK")
 		}
 		return resp.AppendNull(nil, proto)
+	case rewrite.SetNXReply:
+		if reply[0] == ':' {
+			return resp.AppendInt(nil, 1)
+		}
+		return resp.AppendInt(nil, 0)
 	}
 	// A script's false is RESP3's boolean false; the commands it stands
 	// for (SET, GETEX) answer null.
@@ -185,6 +191,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 		case rewrite.Grant:
 			if !isInt {
 				p.stats.contention.Add(1)
+				p.contended(e, now)
 				continue
 			}
 			g := &grant{owner: e.Owner, value: e.Value, number: n, acquired: now, lease: e.Lease,
@@ -196,6 +203,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 				g.expires = e.At
 			}
 			p.stats.grants.Add(1)
+			p.granted(e, now)
 			p.grants.put(string(e.Key), g, now)
 			continue
 		case rewrite.SetValue:
@@ -210,7 +218,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 			}
 			continue
 		case rewrite.Released:
-			p.grants.drop(e.Key, e.Owner, now)
+			p.released(e, now) // drops the record; hold time, lapsed
 			p.stats.rewritten.Add(1)
 			ev.Outcome, ev.Token = OutcomeRewritten, mask(e.Value)
 			ev.Detail = "token-checked release deleted " + strconv.FormatInt(n, 10) + " key(s)"
@@ -228,7 +236,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 			}
 		case rewrite.Observed:
 			p.stats.observed.Add(1)
-			ev.Outcome = OutcomeObserved
+			ev.Outcome, ev.Detail = OutcomeObserved, e.Reason
 			if e.Holder != "" && isInt && n > int64(e.Plain) {
 				ev.Outcome = OutcomeSuccessorDeleted
 				ev.Detail = "deleted a lock granted to " + e.Holder
@@ -248,7 +256,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 			p.stats.observed.Add(1)
 			ev.Outcome, ev.Detail = OutcomeObserved, "write to a guarded key without a grant of its lock"
 		}
-		p.events.add(ev)
+		p.record(ev, e) // ring, log line, counters by rule and outcome, audit file
 	}
 }
 
@@ -356,7 +364,7 @@ func (s *session) staleWrite(effects []rewrite.Effect, reply []byte) {
 		if e.Rule != nil {
 			ev.Rule = e.Rule.Pattern.String()
 		}
-		s.p.events.add(ev)
+		s.p.record(ev, e)
 		return
 	}
 }

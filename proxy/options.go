@@ -67,6 +67,50 @@ type Options struct {
 	KeepLapsed time.Duration
 	// EventRing is how many lock events are kept for audit (default 1024).
 	EventRing int
+
+	// ReplyTimeout bounds the wait for a reply to a non-blocking command
+	// (default 30s). When it passes, the upstream connection is taken as
+	// hung: every command waiting on it gets an error and it is replaced.
+	// Blocking commands (BLPOP, WAIT, XREAD BLOCK, SUBSCRIBE ...) wait as
+	// long as they asked.
+	ReplyTimeout time.Duration
+	// ClientIdleTimeout closes a client that sent nothing and waits for
+	// nothing for this long (Valkey's timeout); 0 never does.
+	ClientIdleTimeout time.Duration
+	// Sentinel, when Master is set, finds the primary through Valkey
+	// Sentinel (Upstream is then only a fallback) and follows failovers.
+	Sentinel SentinelOptions
+
+	// AdminPassword, when set, is what LOCKPROXY AUTH must be given before
+	// any LOCKPROXY subcommand but HELP and AUTH (admin.password).
+	AdminPassword string
+	// AdminOpenRead opens the read-only LOCKPROXY subcommands (AUDIT, LOCKS,
+	// STATS, SESSIONS, CHECK, FENCE) to every client even when AdminPassword
+	// is set; CONFIG and RELOAD still need LOCKPROXY AUTH.
+	AdminOpenRead bool
+	// ConfigPath is the configuration file LOCKPROXY RELOAD and
+	// [Proxy.Reload] read again; empty = reload is not available.
+	ConfigPath string
+	// Config is the configuration the proxy was built from, for LOCKPROXY
+	// CONFIG and for telling which changes a reload cannot apply. Nil: one is
+	// made up from these options.
+	Config *policy.Config
+	// ConfigOverride, when set, is applied to every configuration reload
+	// reads, before it is compared and applied (the command line's
+	// --listen and --upstream, which override the file).
+	ConfigOverride func(*policy.Config)
+	// LogLevel, when set, is the logger's level: a reload that changes
+	// log.level sets it. Nil: a change of log.level needs a restart.
+	LogLevel *slog.LevelVar
+	// Version is reported by INFO lockproxy and /metrics.
+	Version string
+	// AuditFile, when set, receives every lock event as a JSON line.
+	// When it would pass AuditFileMaxBytes (default 64 MiB) it is renamed
+	// FILE.1 (FILE.1 to FILE.2, ...), keeping AuditFileKeep old files
+	// (default 5).
+	AuditFile         string
+	AuditFileMaxBytes int64
+	AuditFileKeep     int
 }
 
 func (o *Options) setDefaults() {
@@ -106,4 +150,14 @@ func (o *Options) setDefaults() {
 	if o.EventRing <= 0 {
 		o.EventRing = 1024
 	}
+	if o.ReplyTimeout <= 0 {
+		o.ReplyTimeout = 30 * time.Second
+	}
+}
+
+// SentinelOptions name a master monitored by Valkey Sentinel.
+type SentinelOptions struct {
+	Master             string
+	Addrs              []string
+	Username, Password string
 }

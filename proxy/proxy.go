@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/scriptcheck"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,7 +54,13 @@ type Proxy struct {
 	events     *events
 	refs       map[string]int // live connections per owner identity (name:, addr:)
 
+	// With Sentinel: the primary's address now, and the watcher's stop.
+	masterMu    sync.Mutex
+	master      string
+	stopWatcher context.CancelFunc
+
 	stats stats
+	ops   *ops // admin commands, INFO lockproxy, metrics, reload (admin_stats.go)
 }
 
 type stats struct {
@@ -79,7 +86,12 @@ func New(opts Options) (*Proxy, error) {
 		return nil, errors.New("proxy: no upstream address")
 	}
 	opts.setDefaults()
+	o, err := newOps(&opts)
+	if err != nil {
+		return nil, err
+	}
 	p := &Proxy{
+		ops:       o,
 		opts:      opts,
 		log:       opts.Logger,
 		pools:     map[poolKey]*pool{},
@@ -90,14 +102,39 @@ func New(opts Options) (*Proxy, error) {
 		events:    newEvents(opts.EventRing, opts.Logger),
 		refs:      map[string]int{},
 	}
+	if opts.Sentinel.Master != "" {
+		if len(opts.Sentinel.Addrs) == 0 {
+			return nil, errors.New("proxy: sentinel master without sentinel addresses")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		p.stopWatcher = cancel
+		p.wg.Add(1)
+		go p.watchSentinel(ctx)
+	}
 	p.requireAuth = p.probeAuth()
-	p.decider.Store(&rewrite.Decider{Rules: opts.Rules, OnFlush: opts.OnFlush})
+	p.decider.Store(&rewrite.Decider{Rules: opts.Rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0)})
+	// The side client dials only when used: for the command table once
+	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.
+	p.side = redis.NewClient(&redis.Options{
+		Addr: opts.Upstream, Username: opts.Username, Password: opts.Password,
+		DialTimeout: opts.DialTimeout, Protocol: 2,
+		PoolSize: 2, MaxRetries: 1, DisableIdentity: true,
+		// Where the shared connections go: with Sentinel, the primary now.
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			addr, err := p.upstreamAddr()
+			if err != nil {
+				return nil, err
+			}
+			var d net.Dialer
+			nc, err := d.DialContext(ctx, network, addr)
+			if err == nil && opts.UpstreamTLS != nil {
+				nc = tlsClient(nc, opts.UpstreamTLS)
+			}
+			return nc, err
+		},
+	})
+	p.initConfig()
 	if p.decider.Load().Active() {
-		p.side = redis.NewClient(&redis.Options{
-			Addr: opts.Upstream, Username: opts.Username, Password: opts.Password,
-			TLSConfig: opts.UpstreamTLS, DialTimeout: opts.DialTimeout, Protocol: 2,
-			PoolSize: 2, MaxRetries: 1, DisableIdentity: true,
-		})
 		p.loadTable()
 	}
 	return p, nil
@@ -134,7 +171,11 @@ func (p *Proxy) unref(owner string, ok bool) {
 // authentication. When Valkey cannot be reached, the configured password is
 // taken as the answer (fail closed).
 func (p *Proxy) probeAuth() bool {
-	nc, err := net.DialTimeout("tcp", p.opts.Upstream, p.opts.DialTimeout)
+	addr, err := p.upstreamAddr()
+	if err != nil {
+		return p.opts.Password != ""
+	}
+	nc, err := net.DialTimeout("tcp", addr, p.opts.DialTimeout)
 	if err != nil {
 		return p.opts.Password != ""
 	}
@@ -205,7 +246,7 @@ func (p *Proxy) accept(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	s := newSession(p, nc, p.nextID.Add(1))
+	s := newSession(p, p.ops.conn(nc), p.nextID.Add(1))
 	p.sessions[s] = struct{}{}
 	p.refs["addr:"+s.host]++
 	p.swg.Add(1)
@@ -221,6 +262,7 @@ func (p *Proxy) accept(nc net.Conn) {
 		p.unref("addr:"+s.host, true)
 		p.unref("name:"+s.name, s.name != "")
 		p.stats.clients.Add(-1)
+		p.sessionEnded(s)
 	}()
 }
 
@@ -256,11 +298,15 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	p.closed.Store(true)
+	if p.stopWatcher != nil {
+		p.stopWatcher()
+	}
 	p.closePools()
 	p.wg.Wait()
 	if p.side != nil {
 		p.side.Close()
 	}
+	p.ops.close()
 	return err
 }
 

@@ -5,8 +5,8 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lockproxy/lockproxy/keyspec"
@@ -299,7 +299,11 @@ func (s *session) write(b []byte) {
 	}
 	if len(s.out) == 0 && !s.writing && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
-		b = b[tryWrite(s.raw, b):]
+		n := tryWrite(s.raw, b)
+		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
+			c.countWrite(n)
+		}
+		b = b[n:]
 		if len(b) == 0 {
 			s.outMu.Unlock()
 			return

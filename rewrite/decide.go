@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/scriptcheck"
 )
 
 // Session is what the decider needs to know about the client that sent a
@@ -34,6 +35,11 @@ type Decider struct {
 	Table   *keyspec.Table
 	Rules   *policy.Rules
 	OnFlush policy.FlushPolicy
+	// Scripts remembers the scripts and function libraries seen, with
+	// their analysis. Shared by the deciders that replace each other on
+	// reload (copy the pointer); nil: EVAL bodies are analysed every time
+	// and every EVALSHA and FCALL is an unseen script.
+	Scripts *scriptcheck.Cache
 }
 
 // Active reports whether there is anything to decide at all: without lock
@@ -60,6 +66,9 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		if isScript(args[0]) {
 			break // handled below, from the script's body
 		}
+		if !cmd.Flags.Has(keyspec.Write) || (equalFold(args[0], "sort") && !hasArg(args, "store")) {
+			return Plan{} // only reads keys: nothing to protect, no round trip
+		}
 		return Plan{Kind: NeedKeys}
 	default:
 		return Plan{} // arity error and such: Valkey answers
@@ -76,7 +85,7 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	}
 	if !lock {
 		if d.Rules.Fenced() {
-			return d.fence(args, keys, s)
+			return d.fence(args, touches(args, keys), s)
 		}
 		return Plan{}
 	}
@@ -84,6 +93,8 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	switch {
 	case name == "SET":
 		return d.set(args, s)
+	case name == "SETNX" && len(args) == 3:
+		return d.setnx(args, s)
 	case name == "DEL" || name == "UNLINK":
 		return d.release(name, args, keys, s)
 	case name == "GETEX" && len(args) == 2:
@@ -91,11 +102,24 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	case cmd.ExpiryOnly():
 		return d.renew(name, args, s)
 	}
-	touched := make([]touch, 0, len(keys))
+	return d.generic(name, args, touches(args, keys), s)
+}
+
+func touches(args [][]byte, keys []keyspec.Key) []touch {
+	t := make([]touch, 0, len(keys))
 	for _, k := range keys {
-		touched = append(touched, touch{key: args[k.Index], flags: k.Flags})
+		t = append(t, touch{key: args[k.Index], flags: k.Flags})
 	}
-	return d.generic(name, touched, s)
+	return t
+}
+
+func hasArg(args [][]byte, word string) bool {
+	for _, a := range args[1:] {
+		if equalFold(a, word) {
+			return true
+		}
+	}
+	return false
 }
 
 // DecideKeys plans a command whose keys Valkey listed (the NeedKeys path).
@@ -104,7 +128,7 @@ func (d *Decider) DecideKeys(args [][]byte, keys []keyspec.KeyWithFlags, s Sessi
 	for _, k := range keys {
 		touched = append(touched, touch{key: []byte(k.Key), flags: k.Flags})
 	}
-	return d.generic(strings.ToUpper(string(args[0])), touched, s)
+	return d.generic(strings.ToUpper(string(args[0])), args, touched, s)
 }
 
 type touch struct {
@@ -114,8 +138,9 @@ type touch struct {
 
 // generic handles every command that is not an acquisition, a release or a
 // renewal: if it would overwrite or remove a lock key it is refused, or
-// forwarded and recorded under `release: observe`.
-func (d *Decider) generic(name string, keys []touch, s Session) Plan {
+// forwarded and recorded under `release: observe`. The keys it writes that
+// are not lock keys are then fenced like any other write.
+func (d *Decider) generic(name string, args [][]byte, keys []touch, s Session) Plan {
 	var effects []Effect
 	for _, k := range keys {
 		r := d.Rules.Match(k.key)
@@ -131,6 +156,17 @@ func (d *Decider) generic(name string, keys []touch, s Session) Plan {
 		}
 		e.Kind, e.Reason = Refused, errLocked(name, k.key, r)
 		return Plan{Kind: Refuse, Err: e.Reason, Effects: []Effect{e}}
+	}
+	if d.Rules.Fenced() && args != nil {
+		plain := make([]touch, 0, len(keys))
+		for _, k := range keys {
+			if d.Rules.Match(k.key) == nil {
+				plain = append(plain, k)
+			}
+		}
+		p := d.fence(args, plain, s)
+		p.Effects = append(effects, p.Effects...)
+		return p
 	}
 	return Plan{Effects: effects}
 }
@@ -176,7 +212,24 @@ func (d *Decider) set(args [][]byte, s Session) Plan {
 			Effects: []Effect{{Kind: SetValue, Command: "SET", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]), Grant: grant, Lease: o.lease, At: o.at}},
 		}
 	}
-	return d.generic("SET", []touch{{key: key, flags: keyspec.KeyOW}}, s)
+	return d.generic("SET", nil, []touch{{key: key, flags: keyspec.KeyOW}}, s)
+}
+
+// setnx: SETNX is the acquisition of old clients (no lease): the same script
+// as SET ... NX, answering SETNX's :1 or :0.
+func (d *Decider) setnx(args [][]byte, s Session) Plan {
+	key := args[1]
+	r := d.Rules.Match(key)
+	return Plan{
+		Kind:   Run,
+		Script: Acquire,
+		Keys:   [][]byte{key, d.counter(r, key)},
+		Args:   [][]byte{args[2], []byte("NX")},
+		Shape:  SetNXReply,
+		Effects: []Effect{{
+			Kind: Grant, Command: "SETNX", Key: clone(key), Rule: r, Owner: s.Owner(r), Value: clone(args[2]),
+		}},
+	}
 }
 
 // release: DEL/UNLINK. Plain keys are deleted as asked; each lock key by the
@@ -189,6 +242,12 @@ func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Sess
 		key := args[k.Index]
 		r := d.Rules.Match(key)
 		if r == nil {
+			if d.Rules.Fenced() && guarded(d.Rules, key) {
+				// A guarded key's delete must pass its fence; the release
+				// script cannot run that check, so the two do not mix.
+				reason := errMixedFence(name, key)
+				return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: name, Key: clone(key), Reason: reason}}}
+			}
 			plain = append(plain, key)
 			continue
 		}
@@ -215,11 +274,11 @@ func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Sess
 			largs = append(largs, value, itoa(grant))
 		}
 	}
+	for i := range effects {
+		effects[i].Plain = len(plain) - countObserved(effects)
+	}
 	if len(locks) == 0 {
 		return Plan{Effects: effects}
-	}
-	for i := range effects {
-		effects[i].Plain = len(plain)
 	}
 	skeys := append(plain, locks...)
 	sargs := append([][]byte{[]byte(name), itoa(int64(len(plain)))}, largs...)
@@ -304,4 +363,26 @@ func itoa(n int64) []byte {
 		buf[i] = '-'
 	}
 	return append([]byte(nil), buf[i:]...)
+}
+
+// countObserved counts the lock keys a release forwards as plain keys.
+func countObserved(effects []Effect) int {
+	n := 0
+	for _, e := range effects {
+		if e.Kind == Observed {
+			n++
+		}
+	}
+	return n
+}
+
+// guarded reports whether some fenced rule guards key.
+func guarded(rules *policy.Rules, key []byte) bool {
+	all := rules.All()
+	for i := range all {
+		if f := all[i].Fencing; f != nil && f.MayGuard(key) {
+			return true
+		}
+	}
+	return false
 }

@@ -53,3 +53,8 @@ func errLocked(cmd string, key []byte, r *policy.Rule) string {
 func errFlush(cmd string) string {
 	return fmt.Sprintf("LOCKED lockproxy refused %s: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config", cmd)
 }
+
+func errMixedFence(cmd string, key []byte) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s: it deletes lock keys together with %s, a key a lock guards, whose delete must pass the lock's fence; send the guarded keys in a command of their own",
+		cmd, quoteKey(key))
+}

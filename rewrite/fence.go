@@ -1,7 +1,6 @@
 package rewrite
 
 import (
-	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
 )
 
@@ -9,15 +8,15 @@ import (
 // guards. Reads are never fenced. A write from a client holding a grant of
 // the guarding lock runs inside the Fenced script with that grant's number
 // as its token; from a client holding none, it follows unfenced_writes.
-func (d *Decider) fence(args [][]byte, keys []keyspec.Key, s Session) Plan {
+func (d *Decider) fence(args [][]byte, keys []touch, s Session) Plan {
 	var checks []fenceCheck
 	var effects []Effect
 	all := d.Rules.All()
 	for _, k := range keys {
-		if !k.Flags.Writes() {
+		if !k.flags.Writes() {
 			continue
 		}
-		key := args[k.Index]
+		key := k.key
 		for i := range all {
 			r := &all[i]
 			f := r.Fencing
@@ -59,7 +58,7 @@ func (d *Decider) fence(args [][]byte, keys []keyspec.Key, s Session) Plan {
 			Rule: c.rule, Owner: c.owner, Grant: c.token, Value: clone(c.lock)})
 	}
 	for _, k := range keys {
-		skeys = append(skeys, args[k.Index])
+		skeys = append(skeys, k.key)
 	}
 	sargs = append(sargs, args...)
 	return Plan{Kind: Run, Script: Fenced, Keys: skeys, Args: sargs, Effects: effects}

@@ -30,6 +30,9 @@ const (
 	// AcquireReply: an integer (the grant number) becomes +OK, a nil stays
 	// a nil: the client sees exactly SET ... NX's reply.
 	AcquireReply
+	// SetNXReply: an integer (the grant number) becomes :1, a nil :0:
+	// SETNX's reply.
+	SetNXReply
 )
 
 // Plan is the decision for one command. Keys and Args may alias the

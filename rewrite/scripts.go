@@ -23,9 +23,17 @@ func newScript(name, body string) *Script {
 // the integer back into the +OK the client asked for.
 //
 // KEYS[1] lock key, KEYS[2] counter key; ARGV: value, then SET's options.
-var Acquire = newScript("acquire", `local ok = redis.call('SET', KEYS[1], unpack(ARGV))
+//
+// Errors are Valkey's own, word for word (pcall, not call, which would add
+// the script's name): a SET with a bad option answers as SET would. If the
+// counter cannot be incremented (it holds something else), the lock just
+// taken is given back, so no grant goes unrecorded.
+var Acquire = newScript("acquire", `local ok = redis.pcall('SET', KEYS[1], unpack(ARGV))
+if type(ok) == 'table' and ok.err then return ok end
 if not ok then return false end
-return redis.call('INCR', KEYS[2])`)
+local grant = redis.pcall('INCR', KEYS[2])
+if type(grant) == 'table' and grant.err then redis.call('DEL', KEYS[1]) end
+return grant`)
 
 // Release is DEL/UNLINK made safe: plain keys are deleted as asked; each lock
 // key only while it still holds the caller's value AND its counter still
@@ -55,7 +63,7 @@ return deleted`)
 // KEYS[1] lock key, KEYS[2] counter key; ARGV: value, grant, "0" or "nil",
 // command name, then the command's arguments after the key.
 var Guarded = newScript("guarded", `if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('GET', KEYS[2]) == ARGV[2] then
-  return redis.call(ARGV[4], KEYS[1], unpack(ARGV, 5))
+  return redis.pcall(ARGV[4], KEYS[1], unpack(ARGV, 5))
 end
 if ARGV[3] == '0' then return 0 end
 return false`)
@@ -72,7 +80,13 @@ return false`)
 // command's own keys (declared for cluster routing). ARGV[1] the number of
 // checks; per check: token, "current" or "highest", the guarded key's name;
 // then the command and its arguments.
-var Fenced = newScript("fenced", `local n = tonumber(ARGV[1])
+//
+// The command runs under RESP3 conversion (redis.setresp(3)) so that its
+// reply keeps its type for RESP3 clients (a double stays a double); one
+// limit remains: a null array (LPOP key count on a missing key) comes back
+// as a null bulk to RESP2 clients.
+var Fenced = newScript("fenced", `redis.setresp(3)
+local n = tonumber(ARGV[1])
 for i = 1, n do
   local token = tonumber(ARGV[3 * i - 1])
   local mode, name = ARGV[3 * i], ARGV[3 * i + 1]

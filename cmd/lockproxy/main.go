@@ -71,13 +71,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
+	// The flags override the file, at start and on every reload.
+	override := func(c *policy.Config) {
+		if *listen != "" {
+			c.Listen = *listen
+		}
+		if *upstream != "" {
+			c.Upstream.Addr = *upstream
+		}
 	}
-	if *upstream != "" {
-		cfg.Upstream.Addr = *upstream
-	}
-	if err := serve(cfg, stderr); err != nil {
+	override(cfg)
+	if err := serve(cfg, *configPath, override, stderr); err != nil {
 		fmt.Fprintln(stderr, "lockproxy:", err)
 		return 1
 	}
@@ -93,8 +97,8 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func serve(cfg *policy.Config, stderr io.Writer) error {
-	log := newLogger(cfg.Log, stderr)
+func serve(cfg *policy.Config, configPath string, override func(*policy.Config), stderr io.Writer) error {
+	log, level := newLogger(cfg.Log, stderr)
 	if cfg.GOMAXPROCS > 0 {
 		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 	}
@@ -102,6 +106,8 @@ func serve(cfg *policy.Config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	opts.AdminPassword, opts.Version, opts.LogLevel = cfg.Admin.Password, versionString(), level
+	opts.Config, opts.ConfigPath, opts.ConfigOverride = cfg, configPath, override
 	p, err := proxy.New(opts)
 	if err != nil {
 		return err
@@ -120,6 +126,15 @@ func serve(cfg *policy.Config, stderr io.Writer) error {
 	}
 	log.Info("lockproxy listening", "listen", l.Addr().String(), "upstream", cfg.Upstream.Addr,
 		"version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0), "lock_rules", len(cfg.Locks))
+
+	stopMetrics, err := startMetrics(cfg.Metrics.Listen, p, log)
+	if err != nil {
+		l.Close()
+		p.Close()
+		return err
+	}
+	defer stopMetrics()
+	defer reloadOnHUP(p, log)()
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -158,7 +173,13 @@ func proxyOptions(cfg *policy.Config, log *slog.Logger) (proxy.Options, error) {
 		MaxClients:        cfg.MaxClients,
 		OutputBufferLimit: int64(cfg.ClientOutputBufferLimit),
 		MaxPipeline:       cfg.MaxPipeline,
-		Logger:            log,
+		ReplyTimeout:      u.ReplyTimeout,
+		ClientIdleTimeout: cfg.ClientIdleTimeout,
+		Sentinel: proxy.SentinelOptions{
+			Master: u.Sentinel.Master, Addrs: u.Sentinel.Addrs,
+			Username: u.Sentinel.Username, Password: u.Sentinel.Password,
+		},
+		Logger: log,
 	}
 	rules, err := policy.NewRules(cfg.Locks)
 	if err != nil {
@@ -234,14 +255,17 @@ func certPool(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-func newLogger(c policy.LogConfig, w io.Writer) *slog.Logger {
+// newLogger also returns its level, which a reload may change.
+func newLogger(c policy.LogConfig, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
-	ho := &slog.HandlerOptions{Level: level}
+	lv := new(slog.LevelVar)
+	lv.Set(level)
+	ho := &slog.HandlerOptions{Level: lv}
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, ho))
+		return slog.New(slog.NewJSONHandler(w, ho)), lv
 	}
-	return slog.New(slog.NewTextHandler(w, ho))
+	return slog.New(slog.NewTextHandler(w, ho)), lv
 }
 
 func versionString() string {

@@ -1,0 +1,82 @@
+package lockproxy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chaosTotals is the part of cmd/chaos's JSON totals the test checks.
+type chaosTotals struct {
+	Mode             string `json:"mode"`
+	SuccessorDeleted int    `json:"successor_locks_deleted"`
+	StaleAccepted    int    `json:"stale_writes_accepted"`
+	Overlaps         int    `json:"overlapping_critical_sections"`
+	Lost             int    `json:"replies_lost"`
+	Misrouted        int    `json:"replies_misrouted"`
+	Grants           int    `json:"grants"`
+	Writes           int    `json:"writes_accepted"`
+	Stops            int    `json:"worker_sigstops"`
+	Stalls           int    `json:"worker_stalls"`
+	ProxyRestarts    int    `json:"proxy_restarts"`
+	ValkeyRestarts   int    `json:"valkey_restarts"`
+}
+
+func (c chaosTotals) violations() int {
+	return c.SuccessorDeleted + c.StaleAccepted + c.Overlaps + c.Lost + c.Misrouted
+}
+
+// A short run of the chaos tool (make chaos runs it for a minute per mode):
+// no violation through lockproxy, and violations against plain Valkey under
+// the same faults — the checker can fail.
+func TestChaosShort(t *testing.T) {
+	bin := buildBinary(t, "./cmd/chaos")
+	cmd := exec.Command(bin, "-duration", "5s", "-workers", "6", "-locks", "2", "-restart-every", "1500ms", "-json")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("chaos did not finish within 90 s:\n%s\n%s", out.String(), errb.String())
+	}
+	t.Logf("chaos run (%v):\n%s%s", time.Since(start).Round(time.Second), errb.String(), out.String())
+	totals := map[string]chaosTotals{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if js, ok := strings.CutPrefix(line, "TOTALS "); ok {
+			var c chaosTotals
+			if err := json.Unmarshal([]byte(js), &c); err != nil {
+				t.Fatalf("%q: %v", js, err)
+			}
+			totals[c.Mode] = c
+		}
+	}
+	px, plain := totals["proxy"], totals["plain"]
+	if px.Mode == "" || plain.Mode == "" {
+		t.Fatalf("missing totals (exit %v)", err)
+	}
+	if px.violations() != 0 {
+		t.Errorf("violations through lockproxy: %+v", px)
+	}
+	if plain.violations() == 0 {
+		t.Errorf("no violation against plain Valkey: the checker cannot tell: %+v", plain)
+	}
+	// The faults did happen.
+	if px.Grants < 20 || px.Writes == 0 || px.Stops == 0 || px.Stalls == 0 || px.ProxyRestarts == 0 || px.ValkeyRestarts == 0 {
+		t.Errorf("the proxy run did not exercise every fault: %+v", px)
+	}
+	if err != nil && px.violations() == 0 && plain.violations() > 0 {
+		t.Errorf("chaos exited with %v although the totals pass", err)
+	}
+}

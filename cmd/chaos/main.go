@@ -1,0 +1,563 @@
+// Command chaos is lockproxy's chaos test: worker processes contend for a
+// few locks through lockproxy while their holders stall past the lease,
+// get stopped with SIGSTOP, release with a blind DEL and write to a fenced
+// resource, and while the proxy and Valkey are restarted. A checker then
+// reads every worker's history and the resource, and counts violations.
+// The same run against plain Valkey (no proxy) must find violations, which
+// shows the checker can fail.
+//
+//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-mode both|proxy|plain] [-json]
+//
+// # The run
+//
+// The driver starts valkey-server (append-only file, fsync always, so that
+// a restart loses nothing that was acknowledged) and, in proxy mode,
+// lockproxy in-process with one rule:
+//
+//	pattern "{*}:lock", release: rewrite, fence: counter "{base}:fence",
+//	guards ["{base}:items"], check: highest, unfenced_writes: reject
+//
+// Each worker is a separate process (this binary, re-executed). In a loop
+// it picks a lock {cN}:lock, acquires it with SET value NX PX lease
+// (retrying while it is taken), learns its fencing token (LOCKPROXY FENCE
+// through the proxy; INCR {cN}:fence — client-side tokens — without it),
+// writes "enter", one to three "work" entries and "exit" to the resource,
+// the list {cN}:items, each entry carrying its token, sometimes sleeping
+// past its lease between two writes, then sends an ECHO, a SET and a GET
+// with payloads only it knows, and releases with a blind DEL. Every command
+// is logged with its reply and the wall-clock times around it.
+//
+// Meanwhile the driver, at random intervals: stops a random worker with
+// SIGSTOP for 1.2–3 leases and resumes it with SIGCONT; and, alternately,
+// restarts the proxy (graceful shutdown with a 1 s deadline, then a new
+// proxy on the same address) or kills Valkey with SIGKILL and starts it
+// again on the same port and files. Both modes get the same schedule and
+// the same worker randomness (one seed). The whole run is bounded by
+// -duration and -max-grants.
+//
+// # What the checker counts
+//
+// Violations (all must be 0 with lockproxy):
+//
+//   - successor locks deleted: a blind DEL that returned 1 although it was
+//     sent after its own lock had certainly expired — later than the
+//     acquiring SET's reply + lease + 5 ms. Its own key was gone, so what
+//     it deleted was a later holder's lock.
+//   - stale writes accepted: an entry of a resource list whose fencing
+//     token is lower than the token of an entry the resource accepted
+//     before it (Kleppmann's rule: a resource must refuse a token lower
+//     than one it has seen).
+//   - overlapping critical sections observed at the resource: a grant whose
+//     accepted writes (from its first to its last) have another grant's
+//     accepted write between them in the list. Holders overlapping in wall
+//     time is unavoidable with leases and pauses (it is reported, as
+//     information); what must not happen is that the overlap reaches the
+//     resource.
+//   - replies lost: a command that got no reply within 8 s while its
+//     connection stayed open (far above the proxy's 1 s reply timeout and
+//     any SIGSTOP). A connection that ends before the reply is not a lost
+//     reply — the client is told — and is counted as "cut".
+//   - replies misrouted: a reply of the wrong shape for its command, an
+//     error code the command cannot produce, a probe (ECHO, GET of the
+//     worker's own key) answered with anything but its own payload, or a
+//     resource entry no worker wrote.
+//
+// The exit status is 0 when every proxy run has no violation and every
+// plain-Valkey run has at least one.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/proxy"
+	"github.com/redis/go-redis/v9"
+)
+
+const rulesYAML = `locks:
+  - pattern: "{*}:lock"
+    release: rewrite
+    fence:
+      counter: "{base}:fence"
+      guards: ["{base}:items"]
+      check: highest
+      unfenced_writes: reject
+`
+
+type options struct {
+	duration     time.Duration
+	workers      int
+	locks        int
+	lease        time.Duration
+	stallP       float64
+	stopEvery    time.Duration
+	restartEvery time.Duration
+	maxGrants    int
+	mode         string
+	valkey       string
+	seed         uint64
+	json         bool
+	keep         bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.DurationVar(&o.duration, "duration", 60*time.Second, "length of each run (one with lockproxy, one without)")
+	fs.IntVar(&o.workers, "workers", 6, "worker processes")
+	fs.IntVar(&o.locks, "locks", 2, "locks they contend for")
+	fs.DurationVar(&o.lease, "lease", 250*time.Millisecond, "lock lease (PX)")
+	fs.Float64Var(&o.stallP, "stall", 0.3, "probability that a critical section sleeps past its lease")
+	fs.DurationVar(&o.stopEvery, "stop-every", 300*time.Millisecond, "mean interval between SIGSTOPs of a worker")
+	fs.DurationVar(&o.restartEvery, "restart-every", 2500*time.Millisecond, "mean interval between restarts (proxy and Valkey alternately)")
+	fs.IntVar(&o.maxGrants, "max-grants", 100000, "most critical sections per worker")
+	fs.StringVar(&o.mode, "mode", "both", "both | proxy | plain")
+	fs.StringVar(&o.valkey, "valkey", "valkey-server", "valkey-server binary")
+	fs.Uint64Var(&o.seed, "seed", 0, "random seed (0: from the clock)")
+	fs.BoolVar(&o.json, "json", false, "also print the totals as JSON lines")
+	fs.BoolVar(&o.keep, "keep", false, "keep the run directory (histories, Valkey files)")
+	// Worker mode (the driver re-executes this binary).
+	var wc workerConfig
+	var worker bool
+	var untilNS int64
+	fs.BoolVar(&worker, "worker", false, "internal: run as a worker")
+	fs.IntVar(&wc.id, "id", 0, "internal")
+	fs.StringVar(&wc.addr, "addr", "", "internal")
+	fs.BoolVar(&wc.proxied, "proxied", false, "internal")
+	fs.Int64Var(&untilNS, "until", 0, "internal")
+	fs.StringVar(&wc.out, "out", "", "internal")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if worker {
+		wc.locks, wc.lease, wc.stallP, wc.maxGrant, wc.seed = o.locks, o.lease, o.stallP, o.maxGrants, o.seed
+		wc.until = time.Unix(0, untilNS)
+		if err := runWorker(wc); err != nil {
+			fmt.Fprintln(stderr, "worker:", err)
+			return 1
+		}
+		return 0
+	}
+	if o.seed == 0 {
+		o.seed = uint64(time.Now().UnixNano())
+	}
+	if o.workers < 1 || o.locks < 1 || o.lease <= 0 || o.duration <= 0 {
+		fmt.Fprintln(stderr, "chaos: -workers, -locks, -lease and -duration must be positive")
+		return 2
+	}
+	var modes []string
+	switch o.mode {
+	case "both":
+		modes = []string{"proxy", "plain"}
+	case "proxy", "plain":
+		modes = []string{o.mode}
+	default:
+		fmt.Fprintln(stderr, "chaos: -mode is both, proxy or plain")
+		return 2
+	}
+	fmt.Fprintf(stderr, "chaos: %d workers, %d locks, lease %v, stall probability %.2f, %v per run, seed %d\n",
+		o.workers, o.locks, o.lease, o.stallP, o.duration, o.seed)
+	var all []Totals
+	for _, m := range modes {
+		t, err := runMode(o, m, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "chaos: %s run: %v\n", m, err)
+			return 1
+		}
+		all = append(all, t)
+	}
+	printTable(stdout, all)
+	if o.json {
+		for _, t := range all {
+			b, _ := json.Marshal(t)
+			fmt.Fprintf(stdout, "TOTALS %s\n", b)
+		}
+	}
+	status := 0
+	for _, t := range all {
+		if t.Mode == "proxy" && t.Violations() != 0 {
+			fmt.Fprintln(stdout, "FAIL: violations through lockproxy")
+			status = 1
+		}
+		if t.Mode == "plain" && t.Violations() == 0 {
+			fmt.Fprintln(stdout, "FAIL: no violation against plain Valkey: the checker could not tell the difference")
+			status = 1
+		}
+	}
+	if status == 0 {
+		fmt.Fprintln(stdout, "PASS")
+	}
+	return status
+}
+
+// valkey is the valkey-server process of a run.
+type valkey struct {
+	bin, conf, addr, dir string
+	cmd                  *exec.Cmd
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startValkey(bin, dir string) (*valkey, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	v := &valkey{bin: bin, dir: dir, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), conf: filepath.Join(dir, "valkey.conf")}
+	conf := strings.Join([]string{
+		"port " + strconv.Itoa(port), "bind 127.0.0.1", "dir " + dir,
+		"logfile " + filepath.Join(dir, "valkey.log"),
+		"save \"\"", "appendonly yes", "appendfsync always",
+	}, "\n") + "\n"
+	if err := os.WriteFile(v.conf, []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	return v, v.start()
+}
+
+func (v *valkey) start() error {
+	v.cmd = exec.Command(v.bin, v.conf)
+	if err := v.cmd.Start(); err != nil {
+		return err
+	}
+	c := redis.NewClient(&redis.Options{Addr: v.addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if c.Ping(context.Background()).Err() == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("valkey-server did not answer on %s (see %s)", v.addr, filepath.Join(v.dir, "valkey.log"))
+}
+
+func (v *valkey) kill() {
+	if v.cmd != nil && v.cmd.Process != nil {
+		_ = v.cmd.Process.Kill()
+		_ = v.cmd.Wait()
+		v.cmd = nil
+	}
+}
+
+// proxyRunner runs lockproxy in-process on a fixed address across restarts.
+type proxyRunner struct {
+	addr, upstream string
+	p              *proxy.Proxy
+	done           chan error
+}
+
+func (pr *proxyRunner) start() error {
+	cfg, err := policy.Parse("chaos.yaml", []byte(rulesYAML))
+	if err != nil {
+		return err
+	}
+	rules, err := policy.NewRules(cfg.Locks)
+	if err != nil {
+		return err
+	}
+	p, err := proxy.New(proxy.Options{
+		Upstream: pr.upstream, Rules: rules, OnFlush: cfg.OnFlush,
+		ReplyTimeout: time.Second, ReconnectBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		DialTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	var l net.Listener
+	for i := 0; ; i++ {
+		l, err = net.Listen("tcp", pr.addr)
+		if err == nil {
+			break
+		}
+		if i == 100 {
+			p.Close()
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pr.p, pr.done = p, make(chan error, 1)
+	go func() { pr.done <- p.Serve(l) }()
+	return nil
+}
+
+func (pr *proxyRunner) stop() {
+	if pr.p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = pr.p.Shutdown(ctx)
+	<-pr.done
+	pr.p = nil
+}
+
+type workerProc struct {
+	cmd     *exec.Cmd
+	mu      sync.Mutex
+	stopped bool
+	exited  chan struct{}
+}
+
+func runMode(o options, mode string, logw io.Writer) (Totals, error) {
+	dir, err := os.MkdirTemp("", "lockproxy-chaos-"+mode+"-")
+	if err != nil {
+		return Totals{}, err
+	}
+	if o.keep {
+		fmt.Fprintf(logw, "chaos: %s run in %s\n", mode, dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	vk, err := startValkey(o.valkey, dir)
+	if err != nil {
+		return Totals{}, err
+	}
+	defer vk.kill()
+
+	target := vk.addr
+	var pr *proxyRunner
+	if mode == "proxy" {
+		port, err := freePort()
+		if err != nil {
+			return Totals{}, err
+		}
+		pr = &proxyRunner{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), upstream: vk.addr}
+		if err := pr.start(); err != nil {
+			return Totals{}, err
+		}
+		defer func() { pr.stop() }()
+		target = pr.addr
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		return Totals{}, err
+	}
+	until := time.Now().Add(o.duration)
+	var ws []*workerProc
+	for i := 0; i < o.workers; i++ {
+		args := []string{"-worker", "-id", strconv.Itoa(i), "-addr", target,
+			"-until", strconv.FormatInt(until.UnixNano(), 10), "-out", filepath.Join(dir, fmt.Sprintf("worker%d.jsonl", i)),
+			"-locks", strconv.Itoa(o.locks), "-lease", o.lease.String(), "-stall", fmt.Sprint(o.stallP),
+			"-max-grants", strconv.Itoa(o.maxGrants), "-seed", strconv.FormatUint(o.seed, 10)}
+		if mode == "proxy" {
+			args = append(args, "-proxied")
+		}
+		cmd := exec.Command(self, args...)
+		cmd.Stderr = logw
+		if err := cmd.Start(); err != nil {
+			return Totals{}, err
+		}
+		wp := &workerProc{cmd: cmd, exited: make(chan struct{})}
+		go func() { _ = cmd.Wait(); close(wp.exited) }()
+		ws = append(ws, wp)
+	}
+	// Whatever happens, no worker stays stopped or running.
+	defer func() {
+		for _, wp := range ws {
+			_ = wp.cmd.Process.Signal(syscall.SIGCONT)
+			select {
+			case <-wp.exited:
+			case <-time.After(replyWait + 5*time.Second):
+				_ = wp.cmd.Process.Kill()
+				<-wp.exited
+			}
+		}
+	}()
+
+	// The faults, on the same schedule in both modes (same seed).
+	rng := rand.New(rand.NewPCG(o.seed, 7))
+	var t Totals
+	var conts sync.WaitGroup
+	nextStop := time.Now().Add(expDur(rng, o.stopEvery))
+	// Restarts alternate, proxy first (a no-op without one); the first
+	// comes a quarter into the run and none is more than 30% of the run
+	// after the last, so even a short run restarts each at least once.
+	restartCap := o.duration * 3 / 10
+	nextRestart := time.Now().Add(o.duration / 4)
+	restartProxy := true
+	for time.Now().Before(until) {
+		now := time.Now()
+		switch {
+		case !now.Before(nextStop):
+			wp := ws[rng.IntN(len(ws))]
+			pause := o.lease*6/5 + time.Duration(rng.Int64N(int64(o.lease*9/5)))
+			wp.mu.Lock()
+			if !wp.stopped && wp.cmd.Process.Signal(syscall.SIGSTOP) == nil {
+				wp.stopped = true
+				t.Stops++
+				conts.Add(1)
+				go func() {
+					defer conts.Done()
+					time.Sleep(pause)
+					wp.mu.Lock()
+					_ = wp.cmd.Process.Signal(syscall.SIGCONT)
+					wp.stopped = false
+					wp.mu.Unlock()
+				}()
+			}
+			wp.mu.Unlock()
+			nextStop = now.Add(expDur(rng, o.stopEvery))
+		case !now.Before(nextRestart):
+			if restartProxy {
+				if pr != nil {
+					pr.stop()
+					if err := pr.start(); err != nil {
+						return t, fmt.Errorf("restarting the proxy: %w", err)
+					}
+					t.ProxyRestarts++
+				}
+			} else {
+				vk.kill()
+				err := vk.start()
+				if err != nil {
+					return t, fmt.Errorf("restarting Valkey: %w", err)
+				}
+				t.ValkeyRestarts++
+			}
+			restartProxy = !restartProxy
+			nextRestart = now.Add(min(expDur(rng, o.restartEvery), restartCap))
+		default:
+			time.Sleep(min(time.Until(nextStop), time.Until(nextRestart), 20*time.Millisecond))
+		}
+	}
+	conts.Wait()
+	for _, wp := range ws {
+		select {
+		case <-wp.exited:
+		case <-time.After(replyWait + 5*time.Second):
+			return t, fmt.Errorf("worker did not finish")
+		}
+		if wp.cmd.ProcessState != nil && !wp.cmd.ProcessState.Success() {
+			return t, fmt.Errorf("worker: %v", wp.cmd.ProcessState)
+		}
+	}
+
+	// The history and the resource.
+	var ops []Op
+	for i := range ws {
+		o, err := readOps(filepath.Join(dir, fmt.Sprintf("worker%d.jsonl", i)))
+		if err != nil {
+			return t, err
+		}
+		ops = append(ops, o...)
+	}
+	resource := map[string][]string{}
+	rc := redis.NewClient(&redis.Options{Addr: vk.addr})
+	defer rc.Close()
+	for i := 0; i < o.locks; i++ {
+		l := "c" + strconv.Itoa(i)
+		items, err := rc.LRange(context.Background(), "{"+l+"}:items", 0, -1).Result()
+		if err != nil {
+			return t, err
+		}
+		resource[l] = items
+	}
+	ct := Check(mode, ops, resource)
+	ct.Stops, ct.ProxyRestarts, ct.ValkeyRestarts = t.Stops, t.ProxyRestarts, t.ValkeyRestarts
+	return ct, nil
+}
+
+func expDur(rng *rand.Rand, mean time.Duration) time.Duration {
+	return time.Duration(rng.ExpFloat64() * float64(mean))
+}
+
+func readOps(path string) ([]Op, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ops []Op
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var op Op
+		if err := json.Unmarshal(sc.Bytes(), &op); err != nil {
+			// A worker killed mid-line leaves a torn last line only.
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		ops = append(ops, op)
+	}
+	return ops, sc.Err()
+}
+
+func printTable(w io.Writer, all []Totals) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "\t"
+	for _, t := range all {
+		name := "lockproxy"
+		if t.Mode == "plain" {
+			name = "plain Valkey"
+		}
+		head += name + "\t"
+	}
+	fmt.Fprintln(tw, head)
+	row := func(label string, f func(Totals) int) {
+		line := label + "\t"
+		for _, t := range all {
+			line += strconv.Itoa(f(t)) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	fmt.Fprintln(tw, "violations\t")
+	row("successor locks deleted", func(t Totals) int { return t.SuccessorDeleted })
+	row("stale writes accepted", func(t Totals) int { return t.StaleAccepted })
+	row("overlapping critical sections at the resource", func(t Totals) int { return t.Overlaps })
+	row("replies lost", func(t Totals) int { return t.Lost })
+	row("replies misrouted", func(t Totals) int { return t.Misrouted })
+	fmt.Fprintln(tw, "the run\t")
+	row("grants", func(t Totals) int { return t.Grants })
+	row("acquire attempts that found the lock taken", func(t Totals) int { return t.Contended })
+	row("writes accepted by the resource", func(t Totals) int { return t.Writes })
+	row("writes refused (STALE, UNFENCED)", func(t Totals) int { return t.WritesRefused })
+	row("blind DELs that deleted a lock", func(t Totals) int { return t.Releases })
+	row("blind DELs that deleted nothing", func(t Totals) int { return t.ReleasesNoop })
+	row("blind DELs refused (NOTOWNER)", func(t Totals) int { return t.ReleasesRefused })
+	row("holders overlapping in wall time", func(t Totals) int { return t.WallOverlaps })
+	row("stalls past the lease (sleep)", func(t Totals) int { return t.Stalls })
+	row("workers stopped (SIGSTOP)", func(t Totals) int { return t.Stops })
+	row("proxy restarts", func(t Totals) int { return t.ProxyRestarts })
+	row("Valkey restarts (SIGKILL)", func(t Totals) int { return t.ValkeyRestarts })
+	row("commands", func(t Totals) int { return t.Commands })
+	row("-UPSTREAM/-SHUTDOWN errors", func(t Totals) int { return t.UpstreamErrors })
+	row("commands cut by a closed connection", func(t Totals) int { return t.Cut })
+	tw.Flush()
+	for _, t := range all {
+		for _, ex := range t.Examples {
+			fmt.Fprintf(w, "  %s: %s\n", t.Mode, ex)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// workerConfig is what the driver tells a worker process (as flags).
+type workerConfig struct {
+	id       int
+	addr     string
+	proxied  bool // tokens from LOCKPROXY FENCE; else INCR on the counter
+	locks    int
+	lease    time.Duration
+	stallP   float64
+	until    time.Time
+	maxGrant int
+	out      string
+	seed     uint64
+}
+
+// replyWait is how long a worker waits for one reply before it calls it
+// lost. It is far above the proxy's reply timeout and the longest SIGSTOP,
+// so a reply that merely came late (the worker itself was stopped) is not
+// taken for a lost one.
+const replyWait = 8 * time.Second
+
+// conn is a plain RESP connection, one command at a time.
+type conn struct {
+	addr string
+	nc   net.Conn
+	buf  []byte
+	f    resp.Framer
+}
+
+func (c *conn) close() {
+	if c.nc != nil {
+		c.nc.Close()
+		c.nc = nil
+	}
+}
+
+// do sends one command and returns its reply, "!cut <err>" when the
+// connection is gone (it is then closed, and the next do redials), or
+// "!timeout". s and r are the times around the exchange.
+func (c *conn) do(args ...string) (reply string, s, r int64) {
+	s = time.Now().UnixNano()
+	if c.nc == nil {
+		nc, err := net.DialTimeout("tcp", c.addr, 2*time.Second)
+		if err != nil {
+			return replyCut + " dial: " + err.Error(), s, time.Now().UnixNano()
+		}
+		c.nc, c.buf, c.f = nc, c.buf[:0], resp.Framer{}
+	}
+	if _, err := c.nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
+		c.close()
+		return replyCut + " write: " + err.Error(), s, time.Now().UnixNano()
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(replyWait))
+	chunk := make([]byte, 4096)
+	for {
+		n, err := c.f.Frame(c.buf)
+		if err != nil {
+			c.close()
+			return replyCut + " unreadable: " + err.Error(), s, time.Now().UnixNano()
+		}
+		if n > 0 {
+			out := string(c.buf[:n])
+			c.buf = append(c.buf[:0], c.buf[n:]...)
+			c.f = resp.Framer{}
+			if len(out) > 200 {
+				out = out[:200]
+			}
+			return out, s, time.Now().UnixNano()
+		}
+		m, err := c.nc.Read(chunk)
+		c.buf = append(c.buf, chunk[:m]...)
+		if err != nil && m == 0 {
+			c.close()
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return replyTimeout, s, time.Now().UnixNano()
+			}
+			return replyCut + " read: " + err.Error(), s, time.Now().UnixNano()
+		}
+	}
+}
+
+// runWorker is the body of a worker process: contend for the locks until
+// the deadline, writing every command and reply to cfg.out.
+func runWorker(cfg workerConfig) error {
+	f, err := os.Create(cfg.out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	rng := rand.New(rand.NewPCG(cfg.seed, uint64(cfg.id)))
+	c := &conn{addr: cfg.addr}
+	defer c.close()
+	rec := func(op Op) Op {
+		op.W = cfg.id
+		_ = enc.Encode(op)
+		return op
+	}
+	cmd := func(g int, kind, lock, arg, want string, args ...string) Op {
+		reply, s, r := c.do(args...)
+		return rec(Op{G: g, Kind: kind, Lock: lock, Arg: arg, Want: want, Reply: reply, S: s, R: r})
+	}
+	sleep := func(lo, hi time.Duration) { time.Sleep(lo + time.Duration(rng.Int64N(int64(hi-lo)+1))) }
+	leaseMS := cfg.lease.Milliseconds()
+	probe := 0
+
+	for g := 0; g < cfg.maxGrant && time.Now().Before(cfg.until); g++ {
+		lock := "c" + strconv.Itoa(rng.IntN(cfg.locks))
+		key := "{" + lock + "}:lock"
+		val := fmt.Sprintf("w%d-g%d", cfg.id, g)
+		// Acquire, retrying while the lock is taken.
+		var got bool
+		for time.Now().Before(cfg.until) {
+			reply, s, r := c.do("SET", key, val, "NX", "PX", strconv.FormatInt(leaseMS, 10))
+			rec(Op{G: g, Kind: kindAcquire, Lock: lock, Arg: val, Reply: reply, S: s, R: r, Lease: leaseMS})
+			if reply == "+OK\r\n" {
+				got = true
+				break
+			}
+			sleep(2*time.Millisecond, 12*time.Millisecond)
+		}
+		if !got {
+			break
+		}
+		// The fencing token of this grant.
+		var tokOp Op
+		if cfg.proxied {
+			tokOp = cmd(g, kindToken, lock, "", "", "LOCKPROXY", "FENCE", key)
+		} else {
+			tokOp = cmd(g, kindToken, lock, "", "", "INCR", "{"+lock+"}:fence")
+		}
+		tok := int64(-1)
+		if isInt(tokOp.Reply) {
+			tok, _ = strconv.ParseInt(strings.TrimSpace(tokOp.Reply[1:]), 10, 64)
+		}
+		if tok >= 0 {
+			// The critical section: enter, some work, perhaps a stall
+			// past the lease, exit — each a write to the resource.
+			steps := 1 + rng.IntN(3)
+			stallAt := -1
+			if rng.Float64() < cfg.stallP {
+				stallAt = rng.IntN(steps + 1)
+			}
+			for i := 0; i <= steps+1; i++ {
+				op := "work"
+				switch i {
+				case 0:
+					op = "enter"
+				case steps + 1:
+					op = "exit"
+				}
+				if i == stallAt+1 && stallAt >= 0 {
+					s := time.Now().UnixNano()
+					sleep(cfg.lease*6/5, cfg.lease*5/2)
+					rec(Op{G: g, Kind: kindStall, Lock: lock, S: s, R: time.Now().UnixNano()})
+				}
+				entry := formatEntry(tok, cfg.id, g, op, time.Now().UnixNano())
+				cmd(g, kindWrite, lock, entry, "", "RPUSH", "{"+lock+"}:items", entry)
+				if op != "exit" {
+					sleep(2*time.Millisecond, 15*time.Millisecond)
+				}
+			}
+		}
+		// Routing probes: payloads only this worker could get back.
+		probe++
+		p := fmt.Sprintf("w%d-p%d-%x", cfg.id, probe, rng.Uint64())
+		cmd(g, kindEcho, "", p, "$"+strconv.Itoa(len(p))+"\r\n"+p+"\r\n", "ECHO", p)
+		pk := "chaos:w" + strconv.Itoa(cfg.id)
+		if set := cmd(g, kindSet, "", p, "", "SET", pk, p); set.Reply == "+OK\r\n" {
+			cmd(g, kindGet, "", pk, "$"+strconv.Itoa(len(p))+"\r\n"+p+"\r\n", "GET", pk)
+		}
+		// The release: a blind DEL, as the seed's client A does.
+		cmd(g, kindRelease, lock, val, "", "DEL", key)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		sleep(0, 10*time.Millisecond)
+	}
+	return w.Flush()
+}

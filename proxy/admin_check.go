@@ -1,0 +1,196 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// CHECK <key>: the rule that matches the key and what the proxy would do with
+// DEL, PEXPIRE, SET and a write of a key the lock guards, from the lock's
+// holder and from any other client. The answers come from running the
+// decider on those commands with two imagined clients, so they are exactly
+// what the running rules decide; nothing is sent to Valkey.
+func (s *session) adminCheck(args [][]byte) []byte {
+	p := s.p
+	key := args[0]
+	d := p.decider.Load()
+	if d.Active() && d.Table == nil {
+		d = p.loadTable()
+		if d.Table == nil {
+			return resp.AppendError(nil, errNoCommandTable(p.opts.Upstream))
+		}
+	}
+	r := d.Rules.Match(key)
+	out := []field{{"key", string(key)}}
+	if r == nil {
+		out = append(out, field{"rule", nil},
+			field{"verdict", "no lock rule matches this key: the proxy passes its commands through untouched, unless a rule's fence guards it (see the writes below)"})
+	} else {
+		out = append(out,
+			field{"rule", fmt.Sprintf("%d %q", r.Index+1, r.Pattern.String())},
+			field{"release", string(r.Release)},
+			field{"session", string(r.Session)},
+			field{"unknown_owner", string(r.UnknownOwner)},
+			field{"fence", fenceText(r)},
+		)
+	}
+	holder := &checkSession{lock: key, holds: true}
+	stranger := &checkSession{lock: key}
+	k := string(key)
+	try := func(label string, cs *checkSession, cmd ...string) {
+		out = append(out, field{label, describePlan(d, cs, cmd)})
+	}
+	// Field names hold no spaces, so valkey-cli's RESP3 raw output
+	// ("field value" per line) stays parseable.
+	try("acquire", stranger, "SET", k, "<token>", "NX", "PX", "30000")
+	try("del_holder", holder, "DEL", k)
+	try("del_stranger", stranger, "DEL", k)
+	try("pexpire_holder", holder, "PEXPIRE", k, "30000")
+	try("pexpire_stranger", stranger, "PEXPIRE", k, "30000")
+	try("set_holder", holder, "SET", k, "<value>")
+	try("set_stranger", stranger, "SET", k, "<value>")
+	if g := guardSample(r, key); g != "" {
+		// A key this lock guards (SET of it): the holder holds the lock.
+		out = append(out, field{"guarded_key", g})
+		try("guarded_write_holder", holder, "SET", g, "<value>")
+		try("guarded_write_stranger", stranger, "SET", g, "<value>")
+	} else if g := guardedBy(d.Rules, key); r == nil && g != nil {
+		// The key is one a lock guards.
+		f := g.Fencing
+		out = append(out,
+			field{"guarded_by", fmt.Sprintf("%d %q", g.Index+1, g.Pattern.String())},
+			field{"write_holder", "fenced: runs with the fencing check of the holder's grant (check: " + string(f.Check) + "); refused with STALE when a newer grant exists"})
+		try("write_stranger", stranger, "SET", k, "<value>")
+	}
+	return encode(nil, out, s.proto)
+}
+
+func fenceText(r *policy.Rule) string {
+	f := r.Fence
+	if f == nil {
+		return "none"
+	}
+	return fmt.Sprintf("counter %s, guards %s, check %s, unfenced_writes %s",
+		f.Counter, strings.Join(f.Guards, " "), f.Check, f.UnfencedWrites)
+}
+
+// checkSession is an imagined client: the holder of lock (grant 1, holding
+// "<token>"), or a stranger while another client holds it.
+type checkSession struct {
+	lock  []byte
+	holds bool
+}
+
+const checkOwner, checkOther = "check:this-client", "check:another-client"
+
+func (c *checkSession) Owner(*policy.Rule) string { return checkOwner }
+
+func (c *checkSession) Grant(key []byte, owner string) ([]byte, int64, bool) {
+	if c.holds && string(key) == string(c.lock) {
+		return []byte("<token>"), 1, true
+	}
+	return nil, 0, false
+}
+
+func (c *checkSession) Holder(key []byte, notOwner string) string {
+	if c.holds {
+		return ""
+	}
+	return checkOther
+}
+
+func (c *checkSession) Held(owner string) []rewrite.Held {
+	if !c.holds || c.lock == nil {
+		return nil
+	}
+	return []rewrite.Held{{Key: c.lock, Number: 1}}
+}
+
+// describePlan says in words what the decider does with one command.
+func describePlan(d *rewrite.Decider, cs *checkSession, cmd []string) string {
+	args := make([][]byte, len(cmd))
+	for i, a := range cmd {
+		args[i] = []byte(a)
+	}
+	plan := d.Decide(args, cs, nil)
+	switch plan.Kind {
+	case rewrite.Refuse:
+		return "refused: " + plan.Err
+	case rewrite.NeedKeys:
+		return "decided when sent (its keys depend on its arguments)"
+	case rewrite.Run:
+		switch plan.Script {
+		case rewrite.Acquire:
+			return "acquires: runs as a script that also mints the grant number (the fencing token); the client gets SET's own reply"
+		case rewrite.Release:
+			return "token-checked: deletes the lock only while it still holds this holder's token and grant; otherwise answers 0"
+		case rewrite.Guarded:
+			return "token-checked: runs only while the lock still holds this holder's token and grant; otherwise changes nothing"
+		case rewrite.Fenced:
+			return "fenced: runs with the fencing check of the holder's grant; refused with STALE when a newer grant exists"
+		}
+		return "runs as lockproxy's " + plan.Script.Name + " script"
+	}
+	for _, e := range plan.Effects {
+		switch e.Kind {
+		case rewrite.Observed:
+			if e.Holder != "" {
+				return "forwarded unchanged, logged and counted: deletes or changes another client's lock (" + string(e.Rule.Release) + "/" + string(e.Rule.UnknownOwner) + ")"
+			}
+			return "forwarded unchanged, logged and counted"
+		case rewrite.Unfenced:
+			return "forwarded unfenced, logged and counted (unfenced_writes: observe)"
+		}
+	}
+	return "forwarded unchanged"
+}
+
+// guardSample makes up a key that the lock key guards under r's fence: the
+// first guard template filled in, its wildcards replaced by "x". "" when r
+// has no fence.
+func guardSample(r *policy.Rule, lock []byte) string {
+	if r == nil || r.Fencing == nil || len(r.Fencing.Guards) == 0 {
+		return ""
+	}
+	glob := r.Fencing.Guards[0].Expand(nil, lock, r.FenceBase(lock), true)
+	var b strings.Builder
+	for i := 0; i < len(glob); i++ {
+		switch c := glob[i]; c {
+		case '\\':
+			if i+1 < len(glob) {
+				i++
+				b.WriteByte(glob[i])
+			}
+		case '*', '?':
+			b.WriteByte('x')
+		case '[':
+			j := i + 1
+			if j < len(glob) && glob[j] == '^' {
+				b.WriteByte('x')
+			} else if j < len(glob) {
+				b.WriteByte(glob[j])
+			}
+			for i < len(glob) && glob[i] != ']' {
+				i++
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// guardedBy returns the first rule whose fence guards key, if any.
+func guardedBy(rules *policy.Rules, key []byte) *policy.Rule {
+	all := rules.All()
+	for i := range all {
+		if f := all[i].Fencing; f != nil && f.MayGuard(key) {
+			return &all[i]
+		}
+	}
+	return nil
+}

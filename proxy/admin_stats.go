@@ -1,0 +1,511 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// ops is the proxy's operational state: what the LOCKPROXY commands, INFO
+// lockproxy and /metrics report beyond the core counters in stats, the admin
+// logins, the running configuration and the audit file. Everything here is
+// read far more often than it is written, and none of it is on the path of a
+// command that touches no lock.
+type ops struct {
+	started time.Time
+
+	// adminPass is the admin password ("" = none); swapped on reload.
+	adminPass atomic.Pointer[string]
+	authed    sync.Map // *session → struct{}: sessions that gave LOCKPROXY AUTH
+
+	authFailures atomic.Int64
+
+	// Per-rule counters, by the rule's pattern (so they survive a reload
+	// that keeps the pattern), and totals across rules.
+	rules sync.Map // string → *ruleStats
+	all   ruleStats
+
+	// First contention of each (owner, key) still waiting to acquire.
+	waitMu sync.Mutex
+	waits  map[waitKey]time.Time
+
+	bytesIn, bytesOut atomic.Int64
+	logWarn, logError atomic.Int64
+
+	// Configuration, for CONFIG and RELOAD.
+	reloadMu       sync.Mutex
+	boot           *policy.Config                // as the process started: listener/upstream settings
+	current        atomic.Pointer[policy.Config] // as last loaded
+	reloads        atomic.Int64
+	reloadErrors   atomic.Int64
+	lastReload     atomic.Pointer[reloadStatus]
+	pendingRestart atomic.Pointer[[]string]
+
+	audit *auditFile // nil when no audit file is configured
+}
+
+type reloadStatus struct {
+	at  time.Time
+	err string
+}
+
+type waitKey struct{ owner, key string }
+
+const maxWaits = 1 << 16
+
+// ruleStats counts what happened under one lock rule.
+type ruleStats struct {
+	grants     atomic.Int64 // acquisitions
+	contention atomic.Int64 // SET NX that found the lock taken
+	released   atomic.Int64 // releases run token-checked (blind DEL/UNLINK rewritten)
+	renewed    atomic.Int64 // lease changes run token-checked
+	lapsed     atomic.Int64 // releases that came after the lease ran out
+	prevented  atomic.Int64 // successor deletions prevented (rewritten to a no-op, or refused)
+	outcomes   [numOutcomes]atomic.Int64
+	refusalsMu sync.Mutex
+	refusals   map[string]*atomic.Int64 // by the refusal's code word
+	hold, wait histogram
+}
+
+// Outcomes in the order they are reported.
+var outcomes = [...]Outcome{OutcomeRewritten, OutcomeRefused, OutcomeObserved,
+	OutcomeSuccessorPrevented, OutcomeSuccessorDeleted, OutcomeFlushed, OutcomeStaleRefused}
+
+const numOutcomes = len(outcomes)
+
+func outcomeIndex(o Outcome) int {
+	for i, x := range outcomes {
+		if x == o {
+			return i
+		}
+	}
+	return -1
+}
+
+// refusalKinds are always reported, even at zero, so dashboards and scripts
+// can rely on them: the code words of the errors the proxy refuses commands
+// with (safe release and fencing). Fenced writes the fence refuses inside
+// Valkey (STALE) are counted apart, as stale_write_refused events.
+var refusalKinds = []string{"NOTOWNER", "TOKENRELEASE", "LOCKED", "UNFENCED"}
+
+func (rs *ruleStats) refusal(kind string) *atomic.Int64 {
+	rs.refusalsMu.Lock()
+	defer rs.refusalsMu.Unlock()
+	if rs.refusals == nil {
+		rs.refusals = map[string]*atomic.Int64{}
+	}
+	c := rs.refusals[kind]
+	if c == nil {
+		c = new(atomic.Int64)
+		rs.refusals[kind] = c
+	}
+	return c
+}
+
+// refusalCounts returns every refusal kind with its count, the fixed kinds
+// first.
+func (rs *ruleStats) refusalCounts() []kindCount {
+	rs.refusalsMu.Lock()
+	defer rs.refusalsMu.Unlock()
+	out := make([]kindCount, 0, len(refusalKinds)+len(rs.refusals))
+	for _, k := range refusalKinds {
+		var n int64
+		if c := rs.refusals[k]; c != nil {
+			n = c.Load()
+		}
+		out = append(out, kindCount{k, n})
+	}
+	var extra []string
+	for k := range rs.refusals {
+		known := false
+		for _, f := range refusalKinds {
+			known = known || f == k
+		}
+		if !known {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	for _, k := range extra {
+		out = append(out, kindCount{k, rs.refusals[k].Load()})
+	}
+	return out
+}
+
+type kindCount struct {
+	kind string
+	n    int64
+}
+
+// noRule labels what happened outside any rule (FLUSHALL, FLUSHDB).
+const noRule = "(none)"
+
+func ruleLabel(r *policy.Rule) string {
+	if r == nil {
+		return noRule
+	}
+	return r.Pattern.String()
+}
+
+func (o *ops) rule(r *policy.Rule) *ruleStats {
+	label := ruleLabel(r)
+	if v, ok := o.rules.Load(label); ok {
+		return v.(*ruleStats)
+	}
+	v, _ := o.rules.LoadOrStore(label, &ruleStats{})
+	return v.(*ruleStats)
+}
+
+// eachRule calls f for every rule label seen so far, in label order.
+func (o *ops) eachRule(f func(label string, rs *ruleStats)) {
+	type entry struct {
+		label string
+		rs    *ruleStats
+	}
+	var list []entry
+	o.rules.Range(func(k, v any) bool {
+		list = append(list, entry{k.(string), v.(*ruleStats)})
+		return true
+	})
+	sort.Slice(list, func(i, j int) bool { return list[i].label < list[j].label })
+	for _, e := range list {
+		f(e.label, e.rs)
+	}
+}
+
+func newOps(opts *Options) (*ops, error) {
+	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}}
+	pass := opts.AdminPassword
+	o.adminPass.Store(&pass)
+	opts.Logger = slog.New(&countingHandler{h: opts.Logger.Handler(), o: o})
+	if opts.AuditFile != "" {
+		a, err := openAudit(opts.AuditFile, opts.AuditFileMaxBytes, opts.AuditFileKeep)
+		if err != nil {
+			return nil, err
+		}
+		o.audit = a
+	}
+	return o, nil
+}
+
+func (o *ops) close() {
+	if o.audit != nil {
+		o.audit.close()
+	}
+}
+
+// Hooks called from apply (lockplan.go) as replies come in.
+
+// contended records a SET NX that found the lock taken.
+func (p *Proxy) contended(e *rewrite.Effect, now time.Time) {
+	p.ops.rule(e.Rule).contention.Add(1)
+	p.ops.all.contention.Add(1)
+	o := p.ops
+	k := waitKey{e.Owner, string(e.Key)}
+	o.waitMu.Lock()
+	defer o.waitMu.Unlock()
+	if _, ok := o.waits[k]; ok {
+		return
+	}
+	if len(o.waits) >= maxWaits {
+		for wk, t := range o.waits {
+			if now.Sub(t) > 10*time.Minute {
+				delete(o.waits, wk)
+			}
+		}
+		if len(o.waits) >= maxWaits {
+			return
+		}
+	}
+	o.waits[k] = now
+}
+
+// granted records an acquisition and how long its owner waited for it (0
+// when its first try succeeded).
+func (p *Proxy) granted(e *rewrite.Effect, now time.Time) {
+	o := p.ops
+	var wait time.Duration
+	k := waitKey{e.Owner, string(e.Key)}
+	o.waitMu.Lock()
+	if t, ok := o.waits[k]; ok {
+		wait = now.Sub(t)
+		delete(o.waits, k)
+	}
+	o.waitMu.Unlock()
+	rs := o.rule(e.Rule)
+	rs.grants.Add(1)
+	rs.wait.observe(wait)
+	o.all.grants.Add(1)
+	o.all.wait.observe(wait)
+}
+
+// released drops the record of a release that ran token-checked and records
+// how long the lock was held, and whether the release came after the lease
+// ran out.
+func (p *Proxy) released(e *rewrite.Effect, now time.Time) {
+	g, ok := p.grants.get(e.Key, e.Owner)
+	lapsed := p.grants.drop(e.Key, e.Owner, now)
+	rs := p.ops.rule(e.Rule)
+	rs.released.Add(1)
+	p.ops.all.released.Add(1)
+	if lapsed {
+		rs.lapsed.Add(1)
+		p.ops.all.lapsed.Add(1)
+	}
+	if ok {
+		rs.hold.observe(now.Sub(g.acquired))
+		p.ops.all.hold.observe(now.Sub(g.acquired))
+	}
+}
+
+// record keeps an event: the audit ring (and its log line), the counters by
+// rule and outcome, and the audit file.
+func (p *Proxy) record(ev Event, e *rewrite.Effect) {
+	p.events.add(ev)
+	rs := p.ops.rule(e.Rule)
+	if i := outcomeIndex(ev.Outcome); i >= 0 {
+		rs.outcomes[i].Add(1)
+		p.ops.all.outcomes[i].Add(1)
+	}
+	switch e.Kind {
+	case rewrite.Renewed:
+		rs.renewed.Add(1)
+		p.ops.all.renewed.Add(1)
+	case rewrite.Refused:
+		kind := refusalKind(e.Reason)
+		rs.refusal(kind).Add(1)
+		p.ops.all.refusal(kind).Add(1)
+	}
+	// As stats.successorPrevented counts them: a release that found the
+	// lock another owner's, or a refusal while another owner held it.
+	if ev.Outcome == OutcomeSuccessorPrevented || (e.Kind == rewrite.Refused && e.Holder != "") {
+		rs.prevented.Add(1)
+		p.ops.all.prevented.Add(1)
+	}
+	if p.ops.audit != nil {
+		p.ops.audit.write(ev, p.log)
+	}
+}
+
+// refusalKind is the code word an error starts with (NOTOWNER, LOCKED, ...).
+func refusalKind(reason string) string {
+	w, _, _ := strings.Cut(reason, " ")
+	if w == "" {
+		return "OTHER"
+	}
+	return w
+}
+
+// histogram is a fixed-bucket histogram of durations, written with atomics
+// only, read as a snapshot for STATS and /metrics.
+type histogram struct {
+	counts [len(durationBuckets) + 1]atomic.Int64
+	sumNs  atomic.Int64
+	maxNs  atomic.Int64
+	minNs1 atomic.Int64 // the smallest value + 1; 0 = none yet
+}
+
+// durationBuckets are upper bounds in seconds, from a fast in-process lock
+// to a long batch job.
+var durationBuckets = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+	1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+
+func (h *histogram) observe(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	s := d.Seconds()
+	i := sort.SearchFloat64s(durationBuckets[:], s) // first bound >= s
+	h.counts[i].Add(1)
+	h.sumNs.Add(int64(d))
+	for {
+		m := h.maxNs.Load()
+		if int64(d) <= m || h.maxNs.CompareAndSwap(m, int64(d)) {
+			break
+		}
+	}
+	for {
+		m := h.minNs1.Load()
+		if (m != 0 && int64(d)+1 >= m) || h.minNs1.CompareAndSwap(m, int64(d)+1) {
+			break
+		}
+	}
+}
+
+type histSnapshot struct {
+	count   uint64
+	sum     float64 // seconds
+	max     float64 // seconds
+	min     float64 // seconds
+	buckets [len(durationBuckets) + 1]uint64
+}
+
+func (h *histogram) snapshot() histSnapshot {
+	var s histSnapshot
+	for i := range h.counts {
+		s.buckets[i] = uint64(h.counts[i].Load())
+		s.count += s.buckets[i]
+	}
+	s.sum = float64(h.sumNs.Load()) / 1e9
+	s.max = float64(h.maxNs.Load()) / 1e9
+	if m := h.minNs1.Load(); m > 0 {
+		s.min = float64(m-1) / 1e9
+	}
+	return s
+}
+
+func (s histSnapshot) mean() float64 {
+	if s.count == 0 {
+		return 0
+	}
+	return s.sum / float64(s.count)
+}
+
+// quantile estimates the q-quantile in seconds by linear interpolation inside
+// its bucket, narrowed to the smallest and largest values seen.
+func (s histSnapshot) quantile(q float64) float64 {
+	if s.count == 0 {
+		return 0
+	}
+	rank := q * float64(s.count)
+	var cum float64
+	for i, n := range s.buckets {
+		if n == 0 {
+			continue
+		}
+		if cum+float64(n) >= rank {
+			lo := s.min
+			if i > 0 {
+				lo = math.Max(durationBuckets[i-1], s.min)
+			}
+			hi := s.max
+			if i < len(durationBuckets) {
+				hi = math.Min(durationBuckets[i], s.max)
+			}
+			if hi < lo {
+				return hi
+			}
+			return lo + (hi-lo)*(rank-cum)/float64(n)
+		}
+		cum += float64(n)
+	}
+	return s.max
+}
+
+// countConn counts a client connection's bytes into the proxy's totals.
+type countConn struct {
+	net.Conn
+	o     *ops
+	since time.Time
+}
+
+func (o *ops) conn(nc net.Conn) net.Conn { return &countConn{Conn: nc, o: o, since: time.Now()} }
+
+func (c *countConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.o.bytesIn.Add(int64(n))
+	}
+	return n, err
+}
+
+// unwrap gives the socket beneath, for writes that do not wait (direct.go);
+// countWrite counts what those wrote.
+func (c *countConn) unwrap() net.Conn { return c.Conn }
+func (c *countConn) countWrite(n int) { c.o.bytesOut.Add(int64(n)) }
+
+func (c *countConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.o.bytesOut.Add(int64(n))
+	}
+	return n, err
+}
+
+// countingHandler counts warnings and errors logged: every failure the proxy
+// meets (an upstream it cannot reach, a client dropped for not reading, a
+// reload refused ...) is logged at one of these levels.
+type countingHandler struct {
+	h slog.Handler
+	o *ops
+}
+
+func (c *countingHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || c.h.Enabled(ctx, l)
+}
+
+func (c *countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	switch {
+	case r.Level >= slog.LevelError:
+		c.o.logError.Add(1)
+	case r.Level >= slog.LevelWarn:
+		c.o.logWarn.Add(1)
+	}
+	if !c.h.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return c.h.Handle(ctx, r)
+}
+
+func (c *countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &countingHandler{h: c.h.WithAttrs(as), o: c.o}
+}
+
+func (c *countingHandler) WithGroup(name string) slog.Handler {
+	return &countingHandler{h: c.h.WithGroup(name), o: c.o}
+}
+
+// sessionEnded forgets a session's admin login and its dedicated connection.
+// It runs on the session's goroutine after serve returned.
+func (p *Proxy) sessionEnded(s *session) {
+	p.ops.authed.Delete(s)
+	if s.ded != nil {
+		p.stats.dedicated.Add(-1)
+	}
+}
+
+// upstreamConns counts the live shared upstream connections.
+func (p *Proxy) upstreamConns() int64 {
+	p.poolMu.Lock()
+	pools := make([]*pool, 0, len(p.pools))
+	for _, pl := range p.pools {
+		pools = append(pools, pl)
+	}
+	p.poolMu.Unlock()
+	var n int64
+	for _, pl := range pools {
+		for i := range pl.slots {
+			sl := &pl.slots[i]
+			sl.mu.Lock()
+			if sl.c != nil && !sl.c.dead.Load() {
+				n++
+			}
+			sl.mu.Unlock()
+		}
+	}
+	return n
+}
+
+// lapsedTotal is every grant whose lease ran out before its release: the
+// late releases, and the records dropped long after their lease ended
+// without any release.
+func (p *Proxy) lapsedTotal() int64 {
+	p.grants.mu.Lock()
+	defer p.grants.mu.Unlock()
+	return p.grants.lapsed
+}
+
+func (p *Proxy) untrackedTotal() int64 {
+	p.grants.mu.Lock()
+	defer p.grants.mu.Unlock()
+	return p.grants.untracked
+}

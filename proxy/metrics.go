@@ -1,0 +1,179 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// MetricsHandler serves /metrics (Prometheus text format), /healthz (200
+// while Valkey answers PING) and /readyz (200 while the proxy accepts clients
+// and can decide lock commands). Every metric is read from the same counters
+// LOCKPROXY STATS and INFO lockproxy report, at scrape time.
+func (p *Proxy) MetricsHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&collector{p: p},
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", p.healthz)
+	mux.HandleFunc("/readyz", p.readyz)
+	return mux
+}
+
+func (p *Proxy) pingUpstream(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(p.opts.DialTimeout, 2*time.Second))
+	defer cancel()
+	return p.side.Ping(ctx).Err()
+}
+
+func (p *Proxy) healthz(w http.ResponseWriter, r *http.Request) {
+	if err := p.pingUpstream(r.Context()); err != nil {
+		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream, err), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	listening := len(p.listeners)
+	p.mu.Unlock()
+	switch {
+	case p.shuttingDown.Load():
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	case listening == 0:
+		http.Error(w, "not accepting clients yet", http.StatusServiceUnavailable)
+		return
+	}
+	if err := p.pingUpstream(r.Context()); err != nil {
+		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream, err), http.StatusServiceUnavailable)
+		return
+	}
+	if d := p.decider.Load(); d.Active() && d.Table == nil && p.loadTable().Table == nil {
+		http.Error(w, "Valkey's command table not read yet: lock commands cannot be decided", http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// Metric names are stable: dashboards and alerts depend on them.
+var (
+	mBuildInfo   = desc("build_info", "Always 1; the version label is lockproxy's version.", "version")
+	mClients     = desc("clients", "Client connections open now.")
+	mRejected    = desc("clients_rejected_total", "Client connections refused because maxclients was reached.")
+	mDedicated   = desc("dedicated_sessions", "Client connections that have an upstream connection of their own now (MULTI, blocking commands, subscriptions, AUTH as another user).")
+	mUpstream    = desc("upstream_connections", "Open connections to Valkey, by kind: shared (multiplexed) or dedicated (one client's).", "kind")
+	mBytes       = desc("client_bytes_total", "Bytes exchanged with clients, by direction: in (commands read) or out (replies written).", "direction")
+	mLogRecords  = desc("log_messages_total", "Warnings and errors logged (an unreachable upstream, a client dropped for not reading its replies, a failed reload ...), by level.", "level")
+	mAuthFail    = desc("admin_auth_failures_total", "LOCKPROXY AUTH attempts with a wrong password.")
+	mReloads     = desc("config_reloads_total", "Configuration reloads (SIGHUP, LOCKPROXY RELOAD), by result: ok or error.", "result")
+	mRules       = desc("lock_rules", "Lock rules in force.")
+	mHeld        = desc("locks_held", "Locks granted through this proxy whose lease is still running.")
+	mRecords     = desc("grant_records", "Grant records kept, including lapsed ones kept so a late release is token-checked.")
+	mUntracked   = desc("grants_untracked_total", "Grants not recorded because the grant table was full (their releases are refused as from an unknown owner).")
+	mLapsed      = desc("lapsed_leases_total", "Grants whose lease ran out before their release: late releases, and records dropped unreleased.")
+	mGrants      = desc("grants_total", "Locks acquired through the proxy (SET NX that took the lock).", "rule")
+	mContention  = desc("contention_total", "SET NX attempts that found the lock taken.", "rule")
+	mReleases    = desc("token_checked_releases_total", "Releases (DEL, UNLINK) that ran token-checked.", "rule")
+	mRenewals    = desc("token_checked_renewals_total", "Lease changes (PEXPIRE, EXPIRE, GETEX, PERSIST, the holder's SET) that ran token-checked.", "rule")
+	mLateRelease = desc("late_releases_total", "Token-checked releases that came after the holder's lease had run out.", "rule")
+	mEvents      = desc("lock_events_total", "Lock events, as recorded in the audit ring (LOCKPROXY AUDIT), by rule and outcome.", "rule", "outcome")
+	mRefusals    = desc("refusals_total", "Commands the proxy refused, by rule and the error's code word (NOTOWNER, TOKENRELEASE, LOCKED, UNFENCED).", "rule", "kind")
+	mPrevented   = desc("successor_deletions_prevented_total", "Releases or overwrites that would have removed another owner's lock and did not.", "rule")
+	mDeleted     = desc("successor_deletions_total", "Forwarded deletes (release: observe, unknown_owner: forward) that removed another owner's lock.", "rule")
+	mStale       = desc("stale_fenced_writes_refused_total", "Writes to guarded keys refused by the fence because a newer grant exists.", "rule")
+	mHold        = desc("lock_hold_seconds", "Time from acquisition to token-checked release.", "rule")
+	mWait        = desc("lock_wait_seconds", "Time from an owner's first contended SET NX to its acquisition of the lock (0 when the first try succeeded).", "rule")
+)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("lockproxy_"+name, help, labels, nil)
+}
+
+var allDescs = []*prometheus.Desc{mBuildInfo, mClients, mRejected, mDedicated, mUpstream, mBytes,
+	mLogRecords, mAuthFail, mReloads, mRules, mHeld, mRecords, mUntracked, mLapsed, mGrants, mContention,
+	mReleases, mRenewals, mLateRelease, mEvents, mRefusals, mPrevented, mDeleted, mStale, mHold, mWait}
+
+type collector struct{ p *Proxy }
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allDescs {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	p := c.p
+	o := p.ops
+	now := time.Now()
+	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge(mBuildInfo, 1, p.version())
+	gauge(mClients, p.stats.clients.Load())
+	counter(mRejected, p.stats.rejected.Load())
+	ded := p.stats.dedicated.Load()
+	gauge(mDedicated, ded)
+	gauge(mUpstream, p.upstreamConns(), "shared")
+	gauge(mUpstream, ded, "dedicated")
+	counter(mBytes, o.bytesIn.Load(), "in")
+	counter(mBytes, o.bytesOut.Load(), "out")
+	counter(mLogRecords, o.logWarn.Load(), "warn")
+	counter(mLogRecords, o.logError.Load(), "error")
+	counter(mAuthFail, o.authFailures.Load())
+	counter(mReloads, o.reloads.Load(), "ok")
+	counter(mReloads, o.reloadErrors.Load(), "error")
+	d := p.decider.Load()
+	gauge(mRules, int64(d.Rules.Len()))
+	gauge(mHeld, p.liveCount(now))
+	gauge(mRecords, int64(p.grants.len()))
+	counter(mUntracked, p.untrackedTotal())
+	counter(mLapsed, p.lapsedTotal())
+
+	// Every rule in force has its series from the start, at 0.
+	rules := d.Rules.All()
+	for i := range rules {
+		o.rule(&rules[i])
+	}
+	o.eachRule(func(label string, rs *ruleStats) {
+		counter(mGrants, rs.grants.Load(), label)
+		counter(mContention, rs.contention.Load(), label)
+		counter(mReleases, rs.released.Load(), label)
+		counter(mRenewals, rs.renewed.Load(), label)
+		counter(mLateRelease, rs.lapsed.Load(), label)
+		counter(mPrevented, rs.prevented.Load(), label)
+		for i, oc := range outcomes {
+			counter(mEvents, rs.outcomes[i].Load(), label, string(oc))
+		}
+		counter(mDeleted, rs.outcomes[outcomeIndex(OutcomeSuccessorDeleted)].Load(), label)
+		counter(mStale, rs.outcomes[outcomeIndex(OutcomeStaleRefused)].Load(), label)
+		for _, kc := range rs.refusalCounts() {
+			counter(mRefusals, kc.n, label, kc.kind)
+		}
+		histogramMetric(ch, mHold, rs.hold.snapshot(), label)
+		histogramMetric(ch, mWait, rs.wait.snapshot(), label)
+	})
+}
+
+func histogramMetric(ch chan<- prometheus.Metric, d *prometheus.Desc, h histSnapshot, labels ...string) {
+	buckets := make(map[float64]uint64, len(durationBuckets))
+	var cum uint64
+	for i, ub := range durationBuckets {
+		cum += h.buckets[i]
+		buckets[ub] = cum
+	}
+	ch <- prometheus.MustNewConstHistogram(d, h.count, h.sum, buckets, labels...)
+}

@@ -1,0 +1,105 @@
+package rewrite_test
+
+import (
+	"testing"
+
+	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// plainConfig is the common deployment: one rule, no fencing.
+const plainConfig = `
+locks:
+  - pattern: "*:lock"
+`
+
+// TestDecideNoAlloc: commands on non-lock keys cost the proxy no garbage,
+// with or without fencing rules (which make every write look for guards).
+func TestDecideNoAlloc(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	alice, _, _ := sessions(testWorld())
+	for _, c := range []struct {
+		config string
+		args   []string
+	}{
+		{plainConfig, []string{"GET", "user:42:name"}},
+		{plainConfig, []string{"SET", "user:42:name", "alice"}},
+		{plainConfig, []string{"SET", "user:42:name", "alice", "NX", "PX", "1000"}},
+		{plainConfig, []string{"DEL", "user:42:name", "user:43:name"}},
+		{plainConfig, []string{"MGET", "a", "b", "c"}},
+		{testConfig, []string{"GET", "user:42:name"}},
+		{testConfig, []string{"SET", "user:42:name", "alice"}},
+		{testConfig, []string{"GET", "{r}:data"}},
+		{testConfig, []string{"HSET", "{r}:other", "f", "v"}},
+	} {
+		d := testDecider(t, c.config, "")
+		args := bs(c.args...)
+		scratch := make([]keyspec.Key, 0, 8)
+		var p rewrite.Plan
+		n := testing.AllocsPerRun(1000, func() { p = d.Decide(args, alice, scratch) })
+		if n != 0 {
+			t.Errorf("%s: Decide(%q) allocates %v times per call", firstWord(c.config), c.args, n)
+		}
+		if p.Kind != rewrite.Forward || len(p.Effects) != 0 {
+			t.Errorf("Decide(%q) = %+v, want a plain Forward", c.args, p)
+		}
+	}
+}
+
+func firstWord(config string) string {
+	if config == plainConfig {
+		return "plain rules"
+	}
+	return "fencing rules"
+}
+
+// benchSession is a Session as cheap as the proxy's: map lookups, no
+// allocation, so the benchmark measures Decide.
+type benchSession struct {
+	grants map[string]fakeGrant
+	held   []rewrite.Held
+}
+
+func (s *benchSession) Owner(*policy.Rule) string { return "conn:alice" }
+func (s *benchSession) Grant(key []byte, owner string) ([]byte, int64, bool) {
+	g, ok := s.grants[string(key)]
+	return []byte(g.value), g.number, ok
+}
+func (s *benchSession) Holder([]byte, string) string { return "" }
+func (s *benchSession) Held(string) []rewrite.Held   { return s.held }
+
+func BenchmarkDecide(b *testing.B) {
+	alice := &benchSession{grants: testWorld()["conn:alice"]}
+	for k, g := range alice.grants {
+		alice.held = append(alice.held, rewrite.Held{Key: []byte(k), Number: g.number})
+	}
+	for _, c := range []struct {
+		name, config string
+		args         []string
+		kind         rewrite.Kind
+	}{
+		{"GET-nonlock", plainConfig, []string{"GET", "user:42:name"}, rewrite.Forward},
+		{"SET-nonlock", plainConfig, []string{"SET", "user:42:name", "alice"}, rewrite.Forward},
+		{"SET-NX-lock", plainConfig, []string{"SET", "resource:lock", "abc", "NX", "PX", "30000"}, rewrite.Run},
+		{"DEL-lock", plainConfig, []string{"DEL", "resource:lock"}, rewrite.Run},
+		{"GET-nonlock-fencing-rules", testConfig, []string{"GET", "user:42:name"}, rewrite.Forward},
+		{"SET-guarded-fenced", testConfig, []string{"SET", "{r}:data", "v"}, rewrite.Run},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			d := testDecider(b, c.config, policy.FlushAllow)
+			args := bs(c.args...)
+			scratch := make([]keyspec.Key, 0, 8)
+			if p := d.Decide(args, alice, scratch); p.Kind != c.kind {
+				b.Fatalf("Decide(%q) kind %d, want %d", c.args, p.Kind, c.kind)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d.Decide(args, alice, scratch)
+			}
+		})
+	}
+}

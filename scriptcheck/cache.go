@@ -1,0 +1,276 @@
+package scriptcheck
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Default bounds of a Cache.
+const (
+	DefaultMaxScripts   = 4096
+	DefaultMaxBytes     = 32 << 20 // script bodies kept for EVAL lookups
+	DefaultMaxFunctions = 4096
+)
+
+// Cache remembers the scripts and function libraries seen passing through
+// the proxy, by SHA1 (and by body, so that a repeated EVAL is a map lookup
+// too), with their analysis, made once per distinct script and only when
+// first needed. It is bounded: past MaxScripts scripts or MaxBytes of
+// bodies, the least recently used are forgotten (CLOCK approximation, so a
+// hit costs a read lock and an atomic flag, never a write lock). A
+// forgotten script is an unseen script again.
+//
+// It is safe for concurrent use.
+type Cache struct {
+	maxScripts, maxBytes, maxFuncs int
+
+	mu     sync.RWMutex
+	bySHA  map[string]*Entry
+	byBody map[string]*Entry
+	ring   []*Entry // CLOCK ring; nil slots are free
+	free   []int
+	hand   int
+	bytes  int
+
+	fmu   sync.RWMutex
+	funcs map[string]*Report  // by lower-case function name (FCALL's lookup ignores case)
+	libs  map[string][]string // library name -> its functions' keys in funcs
+}
+
+// Entry is one script in the cache.
+type Entry struct {
+	SHA  string
+	body string
+	once sync.Once
+	rep  *Report
+	used atomic.Bool
+	slot int
+}
+
+// Report returns the script's analysis, made on first use.
+func (e *Entry) Report() *Report {
+	e.once.Do(func() {
+		r := &Report{SHA: e.SHA}
+		analyzeInto(r, e.body)
+		e.rep = r
+	})
+	return e.rep
+}
+
+func (e *Entry) touch() {
+	if !e.used.Load() {
+		e.used.Store(true)
+	}
+}
+
+// NewCache makes a cache holding up to maxScripts scripts (0: the
+// defaults for every bound).
+func NewCache(maxScripts int) *Cache {
+	if maxScripts <= 0 {
+		maxScripts = DefaultMaxScripts
+	}
+	return &Cache{
+		maxScripts: maxScripts, maxBytes: DefaultMaxBytes, maxFuncs: DefaultMaxFunctions,
+		bySHA: map[string]*Entry{}, byBody: map[string]*Entry{},
+		funcs: map[string]*Report{}, libs: map[string][]string{},
+	}
+}
+
+// SetMaxBytes bounds the bytes of script bodies kept (for tests).
+func (c *Cache) SetMaxBytes(n int) {
+	c.mu.Lock()
+	c.maxBytes = n
+	c.mu.Unlock()
+}
+
+// Learn records a script body (EVAL, SCRIPT LOAD) and returns its entry.
+// A body seen before costs a map lookup; a new one its SHA1.
+func (c *Cache) Learn(body []byte) *Entry {
+	c.mu.RLock()
+	e := c.byBody[string(body)]
+	c.mu.RUnlock()
+	if e != nil {
+		e.touch()
+		return e
+	}
+	sha := sha1Bytes(body)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.bySHA[sha]; e != nil {
+		e.touch()
+		return e
+	}
+	e = &Entry{SHA: sha}
+	if len(body) <= MaxBody && len(body) <= c.maxBytes {
+		e.body = string(body)
+		c.byBody[e.body] = e
+		c.bytes += len(body)
+	} else {
+		// Too large to keep or to analyse: remembered by SHA1 only.
+		e.once.Do(func() {
+			e.rep = &Report{SHA: sha, Err: "the script is too large to analyse"}
+		})
+	}
+	c.bySHA[sha] = e
+	c.insert(e)
+	return e
+}
+
+// Lookup finds a script by its SHA1 (EVALSHA; either letter case). It
+// returns nil for a script the cache has not seen (or has forgotten).
+func (c *Cache) Lookup(sha []byte) *Entry {
+	c.mu.RLock()
+	e := c.bySHA[string(sha)]
+	c.mu.RUnlock()
+	if e == nil && hasUpper(sha) {
+		c.mu.RLock()
+		e = c.bySHA[strings.ToLower(string(sha))]
+		c.mu.RUnlock()
+	}
+	if e != nil {
+		e.touch()
+	}
+	return e
+}
+
+// Len is the number of scripts held.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.bySHA)
+}
+
+func hasUpper(b []byte) bool {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// insert adds e to the ring, evicting while over a bound. Called with mu
+// held.
+func (c *Cache) insert(e *Entry) {
+	for len(c.bySHA) > c.maxScripts || c.bytes > c.maxBytes {
+		if !c.evict(e) {
+			break
+		}
+	}
+	if n := len(c.free); n > 0 {
+		e.slot = c.free[n-1]
+		c.free = c.free[:n-1]
+		c.ring[e.slot] = e
+		return
+	}
+	e.slot = len(c.ring)
+	c.ring = append(c.ring, e)
+}
+
+// evict forgets one entry other than keep: the first whose used flag is
+// clear, clearing flags on the way (CLOCK).
+func (c *Cache) evict(keep *Entry) bool {
+	if len(c.ring) == 0 {
+		return false
+	}
+	for range 2*len(c.ring) + 1 {
+		if c.hand >= len(c.ring) {
+			c.hand = 0
+		}
+		v := c.ring[c.hand]
+		c.hand++
+		if v == nil || v == keep {
+			continue
+		}
+		if v.used.Load() {
+			v.used.Store(false)
+			continue
+		}
+		delete(c.bySHA, v.SHA)
+		if c.byBody[v.body] == v {
+			delete(c.byBody, v.body)
+			c.bytes -= len(v.body)
+		}
+		c.ring[v.slot] = nil
+		c.free = append(c.free, v.slot)
+		return true
+	}
+	return false
+}
+
+// LoadLibrary records a FUNCTION LOAD body, analysed function by function.
+// Without replace, a library or function name already known is left as it
+// is (Valkey refuses that load too).
+func (c *Cache) LoadLibrary(body []byte, replace bool) *Library {
+	lib := AnalyzeLibrary(string(body))
+	if lib.Name == "" {
+		return lib
+	}
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	if !replace {
+		if _, ok := c.libs[lib.Name]; ok {
+			return lib
+		}
+		for name := range lib.Functions {
+			if _, ok := c.funcs[strings.ToLower(name)]; ok {
+				return lib
+			}
+		}
+	}
+	c.dropLibrary(lib.Name)
+	names := make([]string, 0, len(lib.Functions))
+	for name, r := range lib.Functions {
+		k := strings.ToLower(name)
+		c.funcs[k] = r
+		names = append(names, k)
+	}
+	c.libs[lib.Name] = names
+	// Bounded: forget whole libraries (any) until under the bound.
+	for name := range c.libs {
+		if len(c.funcs) <= c.maxFuncs {
+			break
+		}
+		if name != lib.Name {
+			c.dropLibrary(name)
+		}
+	}
+	return lib
+}
+
+func (c *Cache) dropLibrary(name string) {
+	for _, f := range c.libs[name] {
+		delete(c.funcs, f)
+	}
+	delete(c.libs, name)
+}
+
+// DeleteLibrary forgets a library (FUNCTION DELETE).
+func (c *Cache) DeleteLibrary(name []byte) {
+	c.fmu.Lock()
+	c.dropLibrary(string(name))
+	c.fmu.Unlock()
+}
+
+// FlushFunctions forgets every library (FUNCTION FLUSH).
+func (c *Cache) FlushFunctions() {
+	c.fmu.Lock()
+	c.funcs = map[string]*Report{}
+	c.libs = map[string][]string{}
+	c.fmu.Unlock()
+}
+
+// Function returns the analysis of a function by name (FCALL), or nil when
+// its library was not seen.
+func (c *Cache) Function(name []byte) *Report {
+	c.fmu.RLock()
+	r, ok := c.funcs[string(name)]
+	c.fmu.RUnlock()
+	if !ok && hasUpper(name) {
+		c.fmu.RLock()
+		r = c.funcs[strings.ToLower(string(name))]
+		c.fmu.RUnlock()
+	}
+	return r
+}
