@@ -57,3 +57,8 @@ func errNoCommandTable(addr string) string {
 // errStreamLock: on a connection in subscribe/monitor mode replies no longer
 // pair with commands, so the proxy cannot shape a script's reply there.
 const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connection that is subscribed, monitoring or has CLIENT REPLY off; use another connection for locks"
+
+// errScriptFlushed: a SCRIPT FLUSH removed lockproxy's script while a lock
+// command was in flight with more of the client's commands behind it;
+// sending it again would run it after them.
+const errScriptFlushed = "UPSTREAM lockproxy's lock script was flushed from Valkey (SCRIPT FLUSH) while this command was in flight; it did not run: retry it"

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -51,10 +52,18 @@ func newEvents(size int, log *slog.Logger) *events {
 }
 
 func (ev *events) add(e Event) {
-	ev.log.Info("lock event",
-		"outcome", string(e.Outcome), "command", e.Command, "key", e.Key, "rule", e.Rule,
-		"client", e.Client, "client_name", e.Name, "owner", e.Owner, "holder", e.Holder,
-		"token", e.Token, "grant", e.Grant, "detail", e.Detail)
+	// A holder's own release or renewal made token-checked is routine: it is
+	// logged at debug, everything else at info. The ring keeps all of them.
+	level := slog.LevelInfo
+	if e.Outcome == OutcomeRewritten {
+		level = slog.LevelDebug
+	}
+	if ev.log.Enabled(context.Background(), level) {
+		ev.log.Log(context.Background(), level, "lock event",
+			"outcome", string(e.Outcome), "command", e.Command, "key", e.Key, "rule", e.Rule,
+			"client", e.Client, "client_name", e.Name, "owner", e.Owner, "holder", e.Holder,
+			"token", e.Token, "grant", e.Grant, "detail", e.Detail)
+	}
 	ev.mu.Lock()
 	ev.ring[ev.next] = e
 	ev.next = (ev.next + 1) % len(ev.ring)

@@ -98,11 +98,13 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	return true
 }
 
-// run sends a plan's script. Alone it goes as EVALSHA, and on NOSCRIPT
-// (after a Valkey restart or SCRIPT FLUSH) again as EVAL; the session sends
-// nothing after it until the reply is in, so the retry cannot overtake a
-// later command. Inside MULTI, or with more commands already pipelined
-// behind it, it goes as EVAL straight away.
+// run sends a plan's script as EVALSHA. Every upstream connection loads
+// lockproxy's scripts when it opens, so NOSCRIPT only follows a SCRIPT FLUSH
+// on a live connection; the command is then sent again as EVAL when nothing
+// of the session's is in flight behind it (see upConn.retryLocked), and
+// answered with an error that says it did not run otherwise. Inside MULTI,
+// or with more commands of the client's already read behind it, it goes as
+// EVAL straight away.
 func (s *session) run(plan rewrite.Plan) {
 	proto := s.proto
 	effects := plan.Effects
@@ -111,22 +113,41 @@ func (s *session) run(plan rewrite.Plan) {
 		s.apply(effects, reply) // the script's own reply: the grant number
 		return shapeReply(reply, shape, proto)
 	}
-	eval := encodeScript(plan, false)
 	if s.ded != nil && s.ded.stream.Load() {
 		s.local(resp.AppendError(nil, errStreamLock))
 		return
 	}
 	if s.ded != nil && s.inMulti {
-		s.queueInMulti(eval, nil, hook)
+		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
 	if s.rd.Buffered() > 0 {
-		s.forward(eval, hook)
+		// More commands are already here behind this one: EVAL needs no
+		// retry that could overtake them.
+		s.forward(encodeScript(plan, false), hook)
 		return
 	}
-	s.forwardRetry(encodeScript(plan, true), eval, hook)
-	s.flush()
-	s.waitDrain(0)
+	sha := encodeScript(plan, true)
+	s.forwardRetry(sha, sha, hook) // the EVAL twin is built only on NOSCRIPT
+}
+
+// evalFromSHA turns an encoded EVALSHA of one of lockproxy's scripts into
+// the same call as EVAL, for the retry after NOSCRIPT.
+func evalFromSHA(cmd []byte) []byte {
+	// *N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n<the rest>
+	hdr := bytes.IndexByte(cmd, '\n') + 1
+	shaAt := hdr + len("$7\r\nEVALSHA\r\n$40\r\n")
+	sha := string(cmd[shaAt : shaAt+40])
+	rest := cmd[shaAt+42:]
+	for _, sc := range rewrite.Scripts {
+		if sc.SHA == sha {
+			out := append([]byte(nil), cmd[:hdr]...)
+			out = resp.AppendBulk(out, []byte("EVAL"))
+			out = resp.AppendBulk(out, []byte(sc.Body))
+			return append(out, rest...)
+		}
+	}
+	return nil
 }
 
 func encodeScript(plan rewrite.Plan, sha bool) []byte {

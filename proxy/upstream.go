@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // pend is one command waiting for its reply on an upstream connection.
@@ -20,10 +21,8 @@ type pend struct {
 	// hook, when set, sees the reply before the client does and returns what
 	// the client gets. It runs on the upstream reader goroutine: keep it short.
 	hook func(reply []byte) []byte
-	// retry, when set, is sent in place of the command if Valkey answers
-	// NOSCRIPT: the EVAL form of a script sent as EVALSHA. The session
-	// sends nothing after such a command until its reply is in, so the
-	// retry cannot overtake anything.
+	// retry, when set, is an EVALSHA of lockproxy's own script: on NOSCRIPT
+	// it is sent again as EVAL (see retry).
 	retry []byte
 }
 
@@ -148,6 +147,12 @@ func handshake(nc net.Conn, st connState) error {
 	if st.libVer != "" {
 		optional[len(cmds)] = true
 		cmds = append(cmds, []string{"CLIENT", "SETINFO", "LIB-VER", st.libVer})
+	}
+	// Load lockproxy's own scripts, so its EVALSHAs find them; a user not
+	// allowed to (ACL) still gets them by EVAL on NOSCRIPT.
+	for _, sc := range rewrite.Scripts {
+		optional[len(cmds)] = true
+		cmds = append(cmds, []string{"SCRIPT", "LOAD", sc.Body})
 	}
 	if len(cmds) == 0 {
 		return nil
@@ -391,9 +396,10 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		flushRun()
 		if p.retry != nil && bytes.HasPrefix(fr, noscript) {
-			if c.send(p.retry, []pend{{s: p.s, hook: p.hook}}) {
+			if c.retry(p) {
 				continue
 			}
+			fr = resp.AppendError(nil, errScriptFlushed)
 		}
 		if p.hook != nil {
 			fr = p.hook(fr)
@@ -403,6 +409,32 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	flushRun()
 	clear(*ps)
 	return true
+}
+
+// retry sends a script again as EVAL after NOSCRIPT, if that keeps the
+// session's order: only when this command is the session's one command in
+// flight. The check and the queueing happen under c.mu, and a session counts
+// a command in flight before it takes c.mu to send it, so nothing of the
+// session's can slip in between. It reports false when it did not retry.
+func (c *upConn) retry(p pend) bool {
+	eval := evalFromSHA(p.retry)
+	if eval == nil {
+		return false
+	}
+	c.mu.Lock()
+	ok := !c.dead.Load() && p.s.inflight.Load() == 1
+	if ok {
+		c.q.push(pend{s: p.s, hook: p.hook})
+		c.wbuf = append(c.wbuf, eval...)
+	}
+	c.mu.Unlock()
+	if ok {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return ok
 }
 
 // armLocked keeps the reply deadline: while commands wait, the next reply

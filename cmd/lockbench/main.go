@@ -1,0 +1,157 @@
+// Command lockbench measures what lock traffic costs through lockproxy,
+// for `make bench` (scripts/bench.d/locks.sh). valkey-benchmark cannot do
+// it: a release needs the same connection to have acquired first.
+//
+//	release  acquire + release cycles: through the proxy as a client that
+//	         knows nothing (SET NX PX, then DEL), and directly as a client
+//	         that sends the same token-checked scripts itself (EVALSHA of
+//	         lockproxy's acquire and release scripts). The ratio is what
+//	         letting the proxy do it costs.
+//	fenced   writes to a key a lock guards, from its holder, through the
+//	         proxy (each one a fenced script) against plain writes to an
+//	         unguarded key through the same proxy.
+//
+// It prints one tab-separated line per measurement: name, ops/s of each
+// side, and the ratio.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	proxyAddr := flag.String("proxy", "127.0.0.1:6380", "lockproxy address (rules: *:lock rewrite, {*}:mutex fenced with guards {base}:data)")
+	directAddr := flag.String("direct", "127.0.0.1:6379", "the Valkey behind it")
+	clients := flag.Int("c", 50, "concurrent clients")
+	dur := flag.Duration("d", 5*time.Second, "how long each side runs")
+	rounds := flag.Int("rounds", 3, "alternating rounds per side; the median is reported")
+	mode := flag.String("mode", "release", "release | fenced")
+	flag.Parse()
+	ctx := context.Background()
+	proxy := redis.NewClient(&redis.Options{Addr: *proxyAddr, PoolSize: *clients, Protocol: 2})
+	direct := redis.NewClient(&redis.Options{Addr: *directAddr, PoolSize: *clients, Protocol: 2})
+	defer proxy.Close()
+	defer direct.Close()
+	for _, c := range []*redis.Client{proxy, direct} {
+		if err := c.Ping(ctx).Err(); err != nil {
+			fmt.Fprintln(os.Stderr, "lockbench:", err)
+			os.Exit(1)
+		}
+	}
+	var a, b func(ctx context.Context, c *redis.Conn, w int, i int) error
+	var an, bn string
+	var ac, bc *redis.Client
+	switch *mode {
+	case "release":
+		an, ac, a = "release cycle via proxy (SET NX, DEL)", proxy, func(ctx context.Context, c *redis.Conn, w, i int) error {
+			k := fmt.Sprintf("bench:%d:lock", w)
+			if err := c.SetNX(ctx, k, "tok", 10*time.Second).Err(); err != nil {
+				return err
+			}
+			n, err := c.Del(ctx, k).Result()
+			if err == nil && n != 1 {
+				err = fmt.Errorf("release deleted %d", n)
+			}
+			return err
+		}
+		bn, bc, b = "release cycle direct (same scripts)", direct, func(ctx context.Context, c *redis.Conn, w, i int) error {
+			k := fmt.Sprintf("bench:%d:lock", w)
+			ctr := "{" + k + "}:lockproxy:grants"
+			g, err := c.EvalSha(ctx, rewrite.Acquire.SHA, []string{k, ctr}, "tok", "NX", "PX", "10000").Int64()
+			if err != nil {
+				return err
+			}
+			n, err := c.EvalSha(ctx, rewrite.Release.SHA, []string{k, ctr}, "DEL", 0, "tok", g).Int64()
+			if err == nil && n != 1 {
+				err = fmt.Errorf("release deleted %d", n)
+			}
+			return err
+		}
+		for _, s := range []*rewrite.Script{rewrite.Acquire, rewrite.Release} {
+			direct.ScriptLoad(ctx, s.Body)
+		}
+	case "fenced":
+		an, ac, a = "fenced write via proxy (holder, SET guarded key)", proxy, func(ctx context.Context, c *redis.Conn, w, i int) error {
+			return c.Set(ctx, fmt.Sprintf("{b%d}:data", w), i, 0).Err()
+		}
+		bn, bc, b = "plain write via proxy (SET unguarded key)", proxy, func(ctx context.Context, c *redis.Conn, w, i int) error {
+			return c.Set(ctx, fmt.Sprintf("plain:%d", w), i, 0).Err()
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "lockbench: -mode is release or fenced")
+		os.Exit(2)
+	}
+	var ra, rb []float64
+	for r := 0; r < *rounds; r++ {
+		ra = append(ra, run(ctx, ac, *clients, *dur, a, *mode == "fenced"))
+		rb = append(rb, run(ctx, bc, *clients, *dur, b, false))
+	}
+	ma, mb := median(ra), median(rb)
+	fmt.Printf("%s\t%.0f\t%s\t%.0f\tratio\t%.3f\n", an, ma, bn, mb, ma/mb)
+}
+
+// run drives fn from clients connections for d and returns operations per
+// second. Each worker keeps one connection (as a lock holder would); with
+// hold, it first acquires the fenced lock its writes are guarded by.
+func run(ctx context.Context, rdb *redis.Client, clients int, d time.Duration, fn func(context.Context, *redis.Conn, int, int) error, hold bool) float64 {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	start := make(chan struct{})
+	stop := time.Now().Add(d + 50*time.Millisecond)
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			c := rdb.Conn()
+			defer c.Close()
+			if hold {
+				k := fmt.Sprintf("{b%d}:mutex", w)
+				c.Del(ctx, k) // from an earlier round: this connection's own grant, if any
+				if err := c.SetNX(ctx, k, "holder", time.Hour).Err(); err != nil {
+					fmt.Fprintln(os.Stderr, "lockbench: acquire:", err)
+					os.Exit(1)
+				}
+			}
+			<-start
+			n := 0
+			for time.Now().Before(stop) {
+				if err := fn(ctx, c, w, n); err != nil {
+					fmt.Fprintln(os.Stderr, "lockbench:", err)
+					os.Exit(1)
+				}
+				n++
+			}
+			if hold {
+				c.Del(ctx, fmt.Sprintf("{b%d}:mutex", w))
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}(w)
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	return float64(total) / time.Since(t0).Seconds()
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s[len(s)/2]
+}
