@@ -447,11 +447,15 @@ func TestBoundMaxPipeline(t *testing.T) {
 	e.p, e.addr, e.done = p, l.Addr().String(), make(chan error, 1)
 	go func() { e.done <- p.Serve(l) }()
 	t.Cleanup(e.stopProxy)
+	// Open the shared upstream connection (and let whatever the proxy sends
+	// on a new connection, such as script preloads, be answered) first.
+	r := dialRaw(t, e.addr)
+	eq(t, r.do("PING"), "+PONG\r\n")
+	f.stable()
 	f.hold.Store(true)
 	f.received.Store(0)
 	f.answered.Store(0)
 
-	r := dialRaw(t, e.addr)
 	var batch []byte
 	for i := 0; i < total; i++ {
 		batch = resp.AppendCommandStrings(batch, "PING")

@@ -21,7 +21,7 @@ func (s *session) adminCheck(args [][]byte) []byte {
 	if d.Active() && d.Table == nil {
 		d = p.loadTable()
 		if d.Table == nil {
-			return resp.AppendError(nil, errNoCommandTable(p.opts.Upstream))
+			return resp.AppendError(nil, p.noTableError())
 		}
 	}
 	r := d.Rules.Match(key)

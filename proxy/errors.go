@@ -50,8 +50,12 @@ func errDedicatedLost(addr string, err error) string {
 
 const errShuttingDown = "SHUTDOWN lockproxy is shutting down and did not run this command; reconnect to another instance or retry shortly"
 
-func errNoCommandTable(addr string) string {
-	return fmt.Sprintf("UPSTREAM lockproxy has not yet read the command table of Valkey at %s, so it cannot tell which keys this command touches; retry when Valkey is reachable", addr)
+func errNoCommandTable(addr string, err error) string {
+	why := ""
+	if err != nil {
+		why = " (" + err.Error() + ")"
+	}
+	return fmt.Sprintf("UPSTREAM lockproxy has not yet read the command table of Valkey at %s%s, so it cannot tell which keys this command touches; retry when Valkey is reachable", addr, why)
 }
 
 // errStreamLock: on a connection in subscribe/monitor mode replies no longer

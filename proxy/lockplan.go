@@ -48,7 +48,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	if d.Table == nil {
 		d = s.p.loadTable()
 		if d.Table == nil {
-			s.local(resp.AppendError(nil, errNoCommandTable(s.p.opts.Upstream)))
+			s.local(resp.AppendError(nil, s.p.noTableError()))
 			return true
 		}
 	}
@@ -343,9 +343,11 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 	defer cancel()
 	t, err := keyspec.Load(ctx, p.side)
 	if err != nil {
-		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.opts.Upstream, "err", err)
+		p.tableErr = err
+		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.tableAddr(), "err", err)
 		return d
 	}
+	p.tableErr = nil
 	nd := *d
 	nd.Table = t
 	p.decider.Store(&nd)
@@ -388,4 +390,20 @@ func (s *session) staleWrite(effects []rewrite.Effect, reply []byte) {
 		s.p.record(ev, e)
 		return
 	}
+}
+
+// noTableError is the refusal while the command table is missing, with the
+// address tried and why it failed.
+func (p *Proxy) noTableError() string {
+	p.tableMu.Lock()
+	err := p.tableErr
+	p.tableMu.Unlock()
+	return errNoCommandTable(p.tableAddr(), err)
+}
+
+func (p *Proxy) tableAddr() string {
+	if addr, err := p.upstreamAddr(); err == nil {
+		return addr
+	}
+	return p.opts.Upstream
 }

@@ -49,6 +49,7 @@ type Proxy struct {
 	decider    atomic.Pointer[rewrite.Decider]
 	tableMu    sync.Mutex
 	tableTried time.Time
+	tableErr   error // why the last load failed
 	side       *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
 	grants     *grants
 	events     *events
@@ -127,6 +128,9 @@ func New(opts Options) (*Proxy, error) {
 			}
 			var d net.Dialer
 			nc, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				p.forgetMaster()
+			}
 			if err == nil && opts.UpstreamTLS != nil {
 				nc = tlsClient(nc, opts.UpstreamTLS)
 			}

@@ -118,6 +118,11 @@ default_scenarios() {
 }
 
 BENCH_SCENARIO_HOOKS=(default_scenarios)
+# Functions run after the scenarios of each GOMAXPROCS, with the proxy still
+# up (PROXY_HOST/PORT/PID, DIRECT_HOST/PORT set, $gmp the GOMAXPROCS): for
+# measurements valkey-benchmark cannot make. They append lines to
+# $tmp/extra.txt, printed after the table.
+BENCH_AFTER_HOOKS=()
 # Top-level YAML that hooks may append to lockproxy's config (e.g. a `locks:`
 # section their scenarios need); unused with PROXY_ADDR.
 PROXY_CONFIG_EXTRA=""
@@ -421,6 +426,8 @@ for gmp in $GOMAXPROCS_LIST; do
       "$(col proxy 5)" "$(col direct 5)" >>"$results"
   done
 
+  for h in "${BENCH_AFTER_HOOKS[@]}"; do "$h"; done
+
   if ((external_proxy == 0)); then
     stop_started "$PROXY_PID"
   fi
@@ -458,4 +465,8 @@ awk -F'\t' '
       (min == "") ? "-" : sprintf("%.3f", min), (at == "") ? "-" : at, (c1 == "") ? "-" : c1
   }' "$results"
 echo "ratio: median over $ROUNDS round(s) of proxy/direct rps within each pair; other columns: per-side medians"
+if [[ -s $tmp/extra.txt ]]; then
+  echo
+  cat "$tmp/extra.txt"
+fi
 echo "results: $OUT"

@@ -1,0 +1,39 @@
+# shellcheck shell=bash
+# Lock traffic for `make bench` (sourced by scripts/bench.sh).
+#
+# The proxy runs with lock rules, so every scenario above also pays for
+# them: each command's keys are looked up in Valkey's key specs and matched
+# against the patterns. Then cmd/lockbench measures what valkey-benchmark
+# cannot (a release must come from the connection that acquired):
+#   release  acquire+release cycles through the proxy (SET NX PX, DEL) against
+#            the same token-checked scripts sent directly to Valkey;
+#   fenced   a holder's writes to a guarded key (each a fenced script) against
+#            plain writes to an unguarded key, both through the proxy.
+
+PROXY_CONFIG_EXTRA+='
+locks:
+  - pattern: "*:lock"
+    release: rewrite
+  - pattern: "{*}:mutex"
+    fence:
+      counter: "{base}:fence"
+      guards: ["{base}:data"]
+      check: highest
+'
+
+lock_measurements() {
+  [[ -n ${PROXY_PID:-} ]] || return 0 # an external PROXY_ADDR may have no rules
+  if [[ ! -x $tmp/lockbench ]]; then
+    (cd "$root" && go build -o "$tmp/lockbench" ./cmd/lockbench) || die "cannot build cmd/lockbench"
+  fi
+  local mode d=${BENCH_LOCK_SECONDS:-3}s
+  [[ ${BENCH_QUICK:-} == 1 ]] && d=1s
+  for mode in release fenced; do
+    log "[GOMAXPROCS=$gmp] lockbench -mode $mode -c 50 -d $d x $ROUNDS rounds"
+    printf 'GOMAXPROCS=%s c50\t' "$gmp" >>"$tmp/extra.txt"
+    "$tmp/lockbench" -proxy "$PROXY_HOST:$PROXY_PORT" -direct "$DIRECT_HOST:$DIRECT_PORT" \
+      -c 50 -d "$d" -rounds "$ROUNDS" -mode "$mode" >>"$tmp/extra.txt" ||
+      die "lockbench -mode $mode failed"
+  done
+}
+BENCH_AFTER_HOOKS+=(lock_measurements)
