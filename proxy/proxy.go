@@ -49,7 +49,7 @@ type Proxy struct {
 	decider    atomic.Pointer[rewrite.Decider]
 	tableMu    sync.Mutex
 	tableTried time.Time
-	tableErr   error // why the last load failed
+	tableErr   error         // why the last load failed
 	side       *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
 	grants     *grants
 	events     *events

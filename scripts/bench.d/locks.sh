@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # tmp, root, gmp, ROUNDS ... come from bench.sh, which sources this file
 # Lock traffic for `make bench` (sourced by scripts/bench.sh).
 #
 # The proxy runs with lock rules, so every scenario above also pays for
