@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -123,28 +125,8 @@ func (s *session) key() poolKey { return poolKey{proto: s.proto, db: s.db} }
 // the proxy shuts down.
 func (s *session) serve() {
 	go s.writeLoop()
-	graceful := false
-	for {
-		cmd, err := s.rd.ReadCommand()
-		if err != nil {
-			var pe *resp.ProtocolError
-			switch {
-			case errors.As(err, &pe):
-				// Valkey answers a protocol error and closes; so do we,
-				// after every reply still owed.
-				s.local(resp.AppendError(nil, errProtocol(pe.Error())))
-				graceful = true
-			case s.p.shuttingDown.Load() || s.lost.Load():
-				graceful = true
-			}
-			break
-		}
-		if !s.handle(cmd) {
-			graceful = true
-			break
-		}
-	}
-	s.flush()
+	graceful := s.loop()
+	s.flush() // what was read still goes to Valkey, as it would directly
 	if graceful {
 		s.waitDrain(0)
 	}
@@ -156,6 +138,40 @@ func (s *session) serve() {
 	s.nc.Close()
 	if s.ded != nil {
 		s.ded.close()
+	}
+}
+
+// loop reads and handles commands until the session must end, and reports
+// whether the replies still owed should be waited for. A panic while handling
+// one client's command ends that client's session, logged with its stack,
+// and never the process: the other clients keep their connections. (Bugs
+// found that way are fixed, not left to this net.)
+func (s *session) loop() (graceful bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.p.log.Error("closing a client after an internal error", "client", s.addr,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			graceful = false
+		}
+	}()
+	for {
+		cmd, err := s.rd.ReadCommand()
+		if err != nil {
+			var pe *resp.ProtocolError
+			switch {
+			case errors.As(err, &pe):
+				// Valkey answers a protocol error and closes; so do we,
+				// after every reply still owed.
+				s.local(resp.AppendError(nil, errProtocol(pe.Error())))
+				return true
+			case s.p.shuttingDown.Load() || s.lost.Load():
+				return true
+			}
+			return false
+		}
+		if !s.handle(cmd) {
+			return true
+		}
 	}
 }
 

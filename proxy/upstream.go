@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -276,6 +277,15 @@ const readChunk = 64 << 10
 
 func (c *upConn) readLoop() {
 	defer c.p.wg.Done()
+	defer func() {
+		// A panic while handing out replies (in a reply hook) fails this
+		// connection — its clients get errors — not the whole process.
+		if r := recover(); r != nil {
+			c.p.log.Error("closing an upstream connection after an internal error",
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			c.fail(fmt.Errorf("internal error: %v", r))
+		}
+	}()
 	buf := make([]byte, 0, readChunk)
 	var f resp.Framer
 	start := 0
