@@ -213,16 +213,26 @@ func (c *upConn) send(b []byte, ps []pend) bool {
 			c.q.push(p)
 		}
 	}
-	if len(c.wbuf) == 0 && !c.writing && c.raw != nil && c.q.n <= len(ps) {
-		// An idle connection: nothing queued or in flight before these
-		// bytes, so write them now and save the hand-off to the writer.
-		// A busy one leaves them to the writer goroutine, which sends what
-		// many clients queued meanwhile in one write: that batching is
-		// where a shared connection gains its throughput.
-		n := tryWrite(c.raw, b)
-		b = b[n:]
-		c.armLocked(false)
-		if len(b) == 0 {
+	if c.raw != nil && !c.stream.Load() {
+		switch {
+		case len(c.wbuf) == 0 && !c.writing && c.q.n <= len(ps):
+			// An idle connection: nothing queued or in flight before these
+			// bytes, so write them now, saving a hand-off to the writer.
+			n := tryWrite(c.raw, b)
+			b = b[n:]
+			c.armLocked(false)
+			if len(b) == 0 {
+				c.mu.Unlock()
+				return true
+			}
+		case c.q.n > len(ps) || c.writing:
+			// A busy one: replies are due, and the reader sends what
+			// queued up meanwhile as soon as it has handed them out
+			// (flushLocked), all clients' commands in one write — the
+			// batching a shared connection gains its throughput from —
+			// with no wake-up of the writer goroutine. A write in
+			// progress picks the bytes up when it ends.
+			c.wbuf = append(c.wbuf, b...)
 			c.mu.Unlock()
 			return true
 		}
@@ -362,6 +372,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	c.mu.Lock()
 	*ps = c.q.popN((*ps)[:0], want)
 	c.armLocked(want > 0)
+	c.flushLocked()
 	c.mu.Unlock()
 	if len(*ps) < want {
 		c.fail(errors.New("Valkey sent a reply no command was waiting for"))
@@ -419,6 +430,25 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	flushRun()
 	clear(*ps)
 	return true
+}
+
+// flushLocked sends what sessions queued while the connection was busy. The
+// reader calls it after taking replies, so commands queued behind in-flight
+// ones go out as soon as those are answered. What the socket does not take
+// at once is left to the writer goroutine.
+func (c *upConn) flushLocked() {
+	if len(c.wbuf) == 0 || c.writing || c.raw == nil {
+		return
+	}
+	n := tryWrite(c.raw, c.wbuf)
+	c.wbuf = c.wbuf[:copy(c.wbuf, c.wbuf[n:])]
+	c.armLocked(false)
+	if len(c.wbuf) > 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // retry sends a script again as EVAL after NOSCRIPT, if that keeps the
