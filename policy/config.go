@@ -77,6 +77,13 @@ type Config struct {
 type LogConfig struct {
 	Level  LogLevel  `yaml:"level"`  // debug|info|warn|error; default info
 	Format LogFormat `yaml:"format"` // text|json; default text
+	// AuditFile receives every lock event as one JSON line; empty = none.
+	AuditFile string `yaml:"audit_file"`
+	// AuditMaxSize rotates the audit file past this size (FILE.1, FILE.2 ...);
+	// default 64mb.
+	AuditMaxSize Size `yaml:"audit_max_size"`
+	// AuditKeep is how many rotated files are kept; default 5.
+	AuditKeep int `yaml:"audit_keep"`
 }
 
 // UpstreamConfig is the real Valkey server the proxy forwards to.
@@ -141,6 +148,10 @@ func (t ListenerTLS) Enabled() bool { return t.CertFile != "" }
 type AdminConfig struct {
 	// Password for the proxy's admin commands. Empty = no admin password set.
 	Password string `yaml:"password"`
+	// OpenRead lets every client run the read-only LOCKPROXY subcommands
+	// (AUDIT, LOCKS, STATS, SESSIONS, CHECK) without the password; CONFIG
+	// and RELOAD still need it.
+	OpenRead bool `yaml:"open_read"`
 }
 
 // MetricsConfig is the metrics endpoint.
@@ -259,6 +270,8 @@ func (c *Config) applyDefaults() {
 	setZero(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	setZero(&c.Log.Level, LogInfo)
 	setZero(&c.Log.Format, LogText)
+	setZero(&c.Log.AuditMaxSize, 64*MB)
+	setZero(&c.Log.AuditKeep, 5)
 	u := &c.Upstream
 	setZero(&u.Addr, DefaultUpstreamAddr)
 	setZero(&u.PoolSize, DefaultPoolSize)

@@ -185,7 +185,7 @@ func TestParseFull(t *testing.T) {
 		ProtoMaxBulkLen: 64 * KB, ClientQueryBufferLimit: 2 * MB, ClientOutputBufferLimit: 1 << 20,
 		MaxPipeline: 10, GOMAXPROCS: 2,
 		ShutdownTimeout: 90 * time.Second, ClientIdleTimeout: 5 * time.Minute,
-		Log: LogConfig{Level: LogDebug, Format: LogJSON},
+		Log: LogConfig{Level: LogDebug, Format: LogJSON, AuditMaxSize: 64 * MB, AuditKeep: 5},
 		Upstream: UpstreamConfig{
 			Addr: "valkey.internal:6390", Username: "proxy",
 			Password: "0123", // the text as written: a password is not a number

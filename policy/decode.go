@@ -426,6 +426,9 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 		{"log", func(n *yaml.Node, path string) {
 			d.mapping(n, path, []field{
 				{"level", str(d, &c.Log.Level)},
+				{"audit_file", str(d, &c.Log.AuditFile)},
+				{"audit_max_size", d.size(&c.Log.AuditMaxSize)},
+				{"audit_keep", d.integer(&c.Log.AuditKeep)},
 				{"format", str(d, &c.Log.Format)},
 			})
 		}},
@@ -438,7 +441,10 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 			})
 		}},
 		{"admin", func(n *yaml.Node, path string) {
-			d.mapping(n, path, []field{{"password", str(d, &c.Admin.Password)}})
+			d.mapping(n, path, []field{
+				{"password", str(d, &c.Admin.Password)},
+				{"open_read", d.boolean(&c.Admin.OpenRead)},
+			})
 		}},
 		{"metrics", func(n *yaml.Node, path string) {
 			d.mapping(n, path, []field{{"listen", str(d, &c.Metrics.Listen)}})
