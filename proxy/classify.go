@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/lockproxy/lockproxy/resp"
 	"strconv"
 	"time"
 )
@@ -128,31 +129,14 @@ func lookup(table map[string]kind, name []byte) kind {
 	return table[string(l)]
 }
 
-// equalFold reports whether b equals the lower-case ASCII word s in any case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // hasBlockArg reports whether an XREAD/XREADGROUP asks to block: a BLOCK
 // option before STREAMS (after STREAMS every argument is a key or an id).
 func hasBlockArg(args [][]byte) bool {
 	for _, a := range args[1:] {
-		if equalFold(a, "streams") {
+		if resp.EqualFold(a, "streams") {
 			return false
 		}
-		if equalFold(a, "block") {
+		if resp.EqualFold(a, "block") {
 			return true
 		}
 	}
@@ -180,10 +164,10 @@ func blockingWait(args [][]byte) (time.Duration, bool) {
 		return waitFor(last, time.Millisecond), true
 	case "xread", "xreadgroup":
 		for i, a := range args[1 : len(args)-1] {
-			if equalFold(a, "streams") {
+			if resp.EqualFold(a, "streams") {
 				break
 			}
-			if equalFold(a, "block") {
+			if resp.EqualFold(a, "block") {
 				return waitFor(args[i+2], time.Millisecond), true
 			}
 		}

@@ -78,10 +78,10 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			s.goStream()
 		}
 	case kClient:
-		if len(args) >= 3 && equalFold(args[1], "reply") && !equalFold(args[2], "on") && !s.ded.stream.Load() {
+		if len(args) >= 3 && resp.EqualFold(args[1], "reply") && !resp.EqualFold(args[2], "on") && !s.ded.stream.Load() {
 			s.goStream()
 		}
-		if len(args) == 3 && equalFold(args[1], "setname") && validName(args[2]) {
+		if len(args) == 3 && resp.EqualFold(args[1], "setname") && validName(args[2]) {
 			s.setName(string(args[2]))
 		}
 	case kHello:
@@ -92,7 +92,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 				s.proto = v
 			}
 			for i := 2; i+1 < len(args); i++ {
-				if equalFold(args[i], "setname") && validName(args[i+1]) {
+				if resp.EqualFold(args[i], "setname") && validName(args[i+1]) {
 					s.setName(string(args[i+1]))
 				}
 			}
@@ -106,13 +106,13 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	// Transactions: remember which queued commands need their EXEC element
 	// shaped (lock scripts queued in place of SET NX, DEL, ...).
 	switch {
-	case equalFold(args[0], "multi"):
+	case resp.EqualFold(args[0], "multi"):
 		if !s.inMulti {
 			s.inMulti, s.multiShape = true, s.multiShape[:0]
 			s.forward(cmd.Raw, nil)
 			return true
 		}
-	case equalFold(args[0], "exec") && s.inMulti:
+	case resp.EqualFold(args[0], "exec") && s.inMulti:
 		shapers := s.multiShape
 		s.inMulti, s.multiShape = false, nil
 		for _, f := range shapers {
@@ -121,7 +121,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 				return true
 			}
 		}
-	case equalFold(args[0], "discard"):
+	case resp.EqualFold(args[0], "discard"):
 		s.inMulti, s.multiShape = false, nil
 	case s.inMulti:
 		s.multiShape = append(s.multiShape, nil)
@@ -150,10 +150,10 @@ func (s *session) hello(cmd resp.Command) {
 	hasAuth, hasName, ok := false, false, err == nil
 	for i := 2; ok && i < len(args); i++ {
 		switch {
-		case equalFold(args[i], "auth") && i+2 < len(args):
+		case resp.EqualFold(args[i], "auth") && i+2 < len(args):
 			user, pass, hasAuth = args[i+1], args[i+2], true
 			i += 2
-		case equalFold(args[i], "setname") && i+1 < len(args):
+		case resp.EqualFold(args[i], "setname") && i+1 < len(args):
 			name, hasName = args[i+1], true
 			i++
 		default:
@@ -232,29 +232,29 @@ func (s *session) client(cmd resp.Command) {
 	}
 	sub := args[1]
 	switch {
-	case equalFold(sub, "setname") && len(args) == 3:
+	case resp.EqualFold(sub, "setname") && len(args) == 3:
 		if !validName(args[2]) {
 			s.local(resp.AppendError(nil, errClientName))
 			return
 		}
 		s.setName(string(args[2]))
 		s.local(resp.AppendSimple(nil, "OK"))
-	case equalFold(sub, "getname") && len(args) == 2:
+	case resp.EqualFold(sub, "getname") && len(args) == 2:
 		if s.name == "" {
 			s.local(resp.AppendNull(nil, s.proto))
 		} else {
 			s.local(resp.AppendBulk(nil, []byte(s.name)))
 		}
-	case equalFold(sub, "setinfo") && len(args) == 4:
+	case resp.EqualFold(sub, "setinfo") && len(args) == 4:
 		v := args[3]
 		switch {
-		case equalFold(args[2], "lib-name"):
+		case resp.EqualFold(args[2], "lib-name"):
 			if !validName(v) {
 				s.local(resp.AppendError(nil, errSetinfoValue("lib-name")))
 				return
 			}
 			s.libName = string(v)
-		case equalFold(args[2], "lib-ver"):
+		case resp.EqualFold(args[2], "lib-ver"):
 			if !validName(v) {
 				s.local(resp.AppendError(nil, errSetinfoValue("lib-ver")))
 				return

@@ -21,7 +21,7 @@ func (s *session) info(cmd resp.Command) bool {
 	mine := false
 	rest := [][]byte{args[0]}
 	for _, a := range args[1:] {
-		if equalFold(a, "lockproxy") {
+		if resp.EqualFold(a, "lockproxy") {
 			mine = true
 		} else {
 			rest = append(rest, a)

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"github.com/lockproxy/lockproxy/resp"
 	"strings"
 
 	"github.com/lockproxy/lockproxy/keyspec"
@@ -66,7 +67,7 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		if isScript(args[0]) {
 			break // handled below, from the script's body
 		}
-		if !cmd.Flags.Has(keyspec.Write) || (equalFold(args[0], "sort") && !hasArg(args, "store")) {
+		if !cmd.Flags.Has(keyspec.Write) || (resp.EqualFold(args[0], "sort") && !hasArg(args, "store")) {
 			return Plan{} // only reads keys: nothing to protect, no round trip
 		}
 		return Plan{Kind: NeedKeys}
@@ -115,7 +116,7 @@ func touches(args [][]byte, keys []keyspec.Key) []touch {
 
 func hasArg(args [][]byte, word string) bool {
 	for _, a := range args[1:] {
-		if equalFold(a, word) {
+		if resp.EqualFold(a, word) {
 			return true
 		}
 	}
@@ -330,11 +331,13 @@ func (d *Decider) flush(name []byte) Plan {
 	return Plan{Effects: []Effect{{Kind: Flushed, Command: cmd}}}
 }
 
-func isFlush(name []byte) bool { return equalFold(name, "flushall") || equalFold(name, "flushdb") }
+func isFlush(name []byte) bool {
+	return resp.EqualFold(name, "flushall") || resp.EqualFold(name, "flushdb")
+}
 
 func isScript(name []byte) bool {
 	for _, s := range [...]string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
-		if equalFold(name, s) {
+		if resp.EqualFold(name, s) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"bytes"
+	"github.com/lockproxy/lockproxy/resp"
 
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
@@ -40,12 +41,12 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	c := d.Scripts
 	name := args[0]
 	switch {
-	case equalFold(name, "script"):
-		if c != nil && len(args) == 3 && equalFold(args[1], "load") {
+	case resp.EqualFold(name, "script"):
+		if c != nil && len(args) == 3 && resp.EqualFold(args[1], "load") {
 			c.Learn(args[2])
 		}
 		return Plan{}
-	case equalFold(name, "function"):
+	case resp.EqualFold(name, "function"):
 		if c != nil {
 			learnFunctions(c, args)
 		}
@@ -69,7 +70,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	var rep *scriptcheck.Report
 	var cmd string
 	switch {
-	case equalFold(name, "evalsha"):
+	case resp.EqualFold(name, "evalsha"):
 		cmd = "EVALSHA"
 		if c != nil {
 			if e := c.Lookup(args[1]); e != nil {
@@ -82,14 +83,14 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 			}
 			return d.unseenScript("EVALSHA", args[1], false, skeys, s)
 		}
-	case equalFold(name, "eval"):
+	case resp.EqualFold(name, "eval"):
 		cmd = "EVAL"
 		if c != nil {
 			rep = c.Learn(args[1]).Report()
 		} else {
 			rep = scriptcheck.Analyze(string(args[1]))
 		}
-	case equalFold(name, "fcall"):
+	case resp.EqualFold(name, "fcall"):
 		cmd = "FCALL"
 		if c != nil {
 			rep = c.Function(args[1])
@@ -100,7 +101,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 			}
 			return d.unseenScript("FCALL", args[1], true, skeys, s)
 		}
-	case equalFold(name, "eval_ro"):
+	case resp.EqualFold(name, "eval_ro"):
 		if c != nil {
 			c.Learn(args[1])
 		}
@@ -121,15 +122,15 @@ func learnFunctions(c *scriptcheck.Cache, args [][]byte) {
 		return
 	}
 	switch {
-	case equalFold(args[1], "load") && len(args) >= 3:
+	case resp.EqualFold(args[1], "load") && len(args) >= 3:
 		replace := false
 		for _, a := range args[2 : len(args)-1] {
-			replace = replace || equalFold(a, "replace")
+			replace = replace || resp.EqualFold(a, "replace")
 		}
 		c.LoadLibrary(args[len(args)-1], replace)
-	case equalFold(args[1], "delete") && len(args) == 3:
+	case resp.EqualFold(args[1], "delete") && len(args) == 3:
 		c.DeleteLibrary(args[2])
-	case equalFold(args[1], "flush"):
+	case resp.EqualFold(args[1], "flush"):
 		c.FlushFunctions()
 	}
 }
@@ -247,4 +248,6 @@ func (d *Decider) unseenScript(cmd string, id []byte, fn bool, keys [][]byte, s 
 	return Plan{Effects: effects}
 }
 
-func isScriptAdmin(name []byte) bool { return equalFold(name, "script") || equalFold(name, "function") }
+func isScriptAdmin(name []byte) bool {
+	return resp.EqualFold(name, "script") || resp.EqualFold(name, "function")
+}

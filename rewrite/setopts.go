@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"github.com/lockproxy/lockproxy/resp"
 	"strconv"
 	"time"
 )
@@ -24,25 +25,25 @@ func parseSet(args [][]byte) setOpts {
 	for i := 3; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case equalFold(a, "nx") && !o.xx:
+		case resp.EqualFold(a, "nx") && !o.xx:
 			o.nx = true
-		case equalFold(a, "xx") && !o.nx:
+		case resp.EqualFold(a, "xx") && !o.nx:
 			o.xx = true
-		case equalFold(a, "get"):
+		case resp.EqualFold(a, "get"):
 			o.get = true
-		case equalFold(a, "keepttl") && !expiry:
+		case resp.EqualFold(a, "keepttl") && !expiry:
 			o.keepTTL, expiry = true, true
-		case (equalFold(a, "px") || equalFold(a, "ex") || equalFold(a, "pxat") || equalFold(a, "exat")) && !expiry && i+1 < len(args):
+		case (resp.EqualFold(a, "px") || resp.EqualFold(a, "ex") || resp.EqualFold(a, "pxat") || resp.EqualFold(a, "exat")) && !expiry && i+1 < len(args):
 			n, err := strconv.ParseInt(string(args[i+1]), 10, 64)
 			if err != nil || n <= 0 {
 				return o
 			}
 			switch {
-			case equalFold(a, "px"):
+			case resp.EqualFold(a, "px"):
 				o.lease = time.Duration(n) * time.Millisecond
-			case equalFold(a, "ex"):
+			case resp.EqualFold(a, "ex"):
 				o.lease = time.Duration(n) * time.Second
-			case equalFold(a, "pxat"):
+			case resp.EqualFold(a, "pxat"):
 				o.at = time.UnixMilli(n)
 			default:
 				o.at = time.Unix(n, 0)
@@ -55,21 +56,4 @@ func parseSet(args [][]byte) setOpts {
 	}
 	o.ok = true
 	return o
-}
-
-// equalFold reports whether b equals the lower-case ASCII word s in any case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }
