@@ -58,7 +58,7 @@ func TestNumberFormats(t *testing.T) {
 		}
 	}
 	// luaArgString: integers when exact and within ±LLONG_MAX/2, else fpconv.
-	for f, want := range map[float64]string{3.0: "3", -0.0: "0", 1.5: "1.5", 1e20: "1e+20", 4e18: "4000000000000000000"} {
+	for f, want := range map[float64]string{3.0: "3", math.Copysign(0, -1): "0", 1.5: "1.5", 1e20: "1e+20", 4e18: "4000000000000000000"} {
 		if got := luaArgString(f); got != want {
 			t.Errorf("luaArgString(%v) = %q, want %q", f, got, want)
 		}

@@ -48,8 +48,6 @@ func errDedicatedLost(addr string, err error) string {
 	return fmt.Sprintf("UPSTREAM lockproxy lost this client's own connection to Valkey at %s (%v); its transaction, subscriptions and login are gone, so reconnect and start again", addr, err)
 }
 
-const errShuttingDown = "SHUTDOWN lockproxy is shutting down and did not run this command; reconnect to another instance or retry shortly"
-
 func errNoCommandTable(addr string, err error) string {
 	why := ""
 	if err != nil {

@@ -105,7 +105,7 @@ func (p *Proxy) watchSentinel(ctx context.Context) {
 	}
 }
 
-var errFailover = errors.New("Sentinel switched the primary")
+var errFailover = errors.New("the primary was switched by Sentinel")
 
 func (p *Proxy) failover(addr string) {
 	p.masterMu.Lock()

@@ -375,7 +375,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	c.flushLocked()
 	c.mu.Unlock()
 	if len(*ps) < want {
-		c.fail(errors.New("Valkey sent a reply no command was waiting for"))
+		c.fail(errors.New("a reply came from Valkey that no command was waiting for"))
 		return false
 	}
 	// Consecutive replies for the same session lie next to each other in

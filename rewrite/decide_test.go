@@ -110,11 +110,6 @@ type decideCase struct {
 	effects []string
 }
 
-const (
-	alice = "conn:alice"
-	bob   = "conn:bob"
-)
-
 // Counter keys of the default template.
 const (
 	resCtr  = "{resource:lock}:lockproxy:grants"

@@ -1,26 +1,14 @@
 package rewrite_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
-// Known bugs in package rewrite, each pinned by a test that fails until it
-// is fixed. They are skipped by default so that the suite stays green for
-// everyone else; run them with
-//
-//	LOCKPROXY_KNOWN_BUGS=1 go test -run KnownBug ./rewrite/
-//
-// and delete the knownBug call of a test once its bug is fixed.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("LOCKPROXY_KNOWN_BUGS") != "1" {
-		t.Skip("known bug (set LOCKPROXY_KNOWN_BUGS=1 to see it fail): " + what)
-	}
-}
+// Regressions: each test pins a bug found in package rewrite, now fixed, so
+// that it stays fixed. The comments describe the bug as it was.
 
 // A write to a guarded key escapes fencing when the same command also
 // names a lock key: Decide takes the lock path (release, generic) and only
