@@ -471,20 +471,7 @@ func (d *decoder) upstream(n *yaml.Node, path string, u *UpstreamConfig) {
 				{"master", str(d, &st.Master)},
 				{"username", str(d, &st.Username)},
 				{"password", str(d, &st.Password)},
-				{"addrs", func(n *yaml.Node, path string) {
-					if n.Kind != yaml.SequenceNode {
-						d.err(n, path, "expected a list of host:port addresses, got %s", describe(n))
-						return
-					}
-					for i, a := range n.Content {
-						a = resolve(a)
-						p := fmt.Sprintf("%s[%d]", path, i)
-						d.positions[p] = pos{a.Line, 0}
-						var v string
-						str(d, &v)(a, p)
-						st.Addrs = append(st.Addrs, v)
-					}
-				}},
+				{"addrs", d.stringList(&st.Addrs, "host:port addresses")},
 			})
 		}},
 		{"tls", func(n *yaml.Node, path string) {
@@ -537,29 +524,36 @@ func (d *decoder) locks(n *yaml.Node, path string, c *Config) {
 	}
 }
 
+// stringList decodes a list of strings into dst, each element's position
+// recorded (with its column in a flow list like [a, b]) so errors about it
+// name its line.
+func (d *decoder) stringList(dst *[]string, what string) func(*yaml.Node, string) {
+	return func(n *yaml.Node, path string) {
+		if n.Kind != yaml.SequenceNode {
+			d.err(n, path, "expected a list of %s, got %s", what, describe(n))
+			return
+		}
+		for i, e := range n.Content {
+			e = resolve(e)
+			p := fmt.Sprintf("%s[%d]", path, i)
+			ep := pos{e.Line, 0}
+			if n.Style&yaml.FlowStyle != 0 {
+				ep.col = e.Column
+			}
+			d.positions[p] = ep
+			var v string
+			if !isNull(e) {
+				str(d, &v)(e, p)
+			}
+			*dst = append(*dst, v)
+		}
+	}
+}
+
 func (d *decoder) fence(n *yaml.Node, path string, f *FenceConfig) {
 	d.mapping(n, path, []field{
 		{"counter", str(d, &f.Counter)},
-		{"guards", func(n *yaml.Node, path string) {
-			if n.Kind != yaml.SequenceNode {
-				d.err(n, path, "expected a list of key templates, got %s", describe(n))
-				return
-			}
-			for i, g := range n.Content {
-				g = resolve(g)
-				p := fmt.Sprintf("%s[%d]", path, i)
-				gp := pos{g.Line, 0}
-				if n.Style&yaml.FlowStyle != 0 {
-					gp.col = g.Column
-				}
-				d.positions[p] = gp
-				var s string
-				if !isNull(g) {
-					str(d, &s)(g, p)
-				}
-				f.Guards = append(f.Guards, s)
-			}
-		}},
+		{"guards", d.stringList(&f.Guards, "key templates")},
 		{"check", str(d, &f.Check)},
 		{"unfenced_writes", str(d, &f.UnfencedWrites)},
 	})
