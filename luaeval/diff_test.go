@@ -788,14 +788,14 @@ func TestDifferential(t *testing.T) {
 				proto = 2
 			}
 			rc := conns[proto]
-			rc.do(t, "FLUSHALL")
-			rc.do(t, "SCRIPT", "FLUSH")
+			rc.Do(t, "FLUSHALL")
+			rc.Do(t, "SCRIPT", "FLUSH")
 			st := New()
 			for i, s := range sc.steps {
 				if s.sleep > 0 {
 					time.Sleep(s.sleep)
 				}
-				want := rc.do(t, s.args...)
+				want := rc.Do(t, s.args...)
 				got := st.DoProto(proto, s.args...)
 				if msg := compareReplies(s.cmp, got, want); msg != "" {
 					t.Errorf("step %d %q:\n luaeval: %q\n valkey:  %q\n %s", i, s.args, got, want, msg)
@@ -810,7 +810,7 @@ func TestDifferential(t *testing.T) {
 // 8.0's wording, which other servers and versions do not share.
 func requireValkey80(t *testing.T, rc *respConn) {
 	t.Helper()
-	info := string(rc.do(t, "INFO", "server"))
+	info := string(rc.Do(t, "INFO", "server"))
 	if !strings.Contains(info, "\r\nvalkey_version:8.0.") {
 		t.Skipf("luaeval models Valkey 8.0; the test server is not (INFO: %.200q)", info)
 	}
@@ -918,7 +918,7 @@ return out`
 	for start := 0; start < len(vals); start += 500 {
 		chunk := vals[start:min(start+500, len(vals))]
 		args := eval(body, nil, chunk...)
-		want := rc.do(t, args...)
+		want := rc.Do(t, args...)
 		got := st.Do(args...)
 		if !bytes.Equal(got, want) {
 			gl := strings.Split(string(got), "\r\n")
@@ -1015,7 +1015,7 @@ func TestDifferentialRandom(t *testing.T) {
 	}
 	for i := 0; i < 1500; i++ {
 		s := gens[rng.Intn(len(gens))]()
-		want := rc.do(t, s.args...)
+		want := rc.Do(t, s.args...)
 		got := st.Do(s.args...)
 		if msg := compareReplies(s.cmp, got, want); msg != "" {
 			t.Fatalf("step %d %q:\n luaeval: %q\n valkey:  %q\n %s", i, s.args, got, want, msg)

@@ -1,11 +1,8 @@
 package rewrite_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -612,15 +609,15 @@ func TestScriptsValkey(t *testing.T) {
 		for _, proto := range protosOf(sc) {
 			t.Run(fmt.Sprintf("%s/resp%d", sc.name, proto), func(t *testing.T) {
 				rc := conns[proto]
-				rc.do(t, "FLUSHALL")
-				rc.do(t, "SCRIPT", "FLUSH")
+				rc.Do(t, "FLUSHALL")
+				rc.Do(t, "SCRIPT", "FLUSH")
 				st := luaeval.New()
 				diverged := false
 				for i, s := range sc.steps {
 					if s.lapse > 0 {
 						time.Sleep(s.lapse)
 					}
-					real := rc.do(t, s.args...)
+					real := rc.Do(t, s.args...)
 					off := st.DoProto(proto, s.args...)
 					checkStep(t, i, s, proto, real)
 					if diverged = diverged || gapHit(sc, off); diverged {
@@ -672,7 +669,7 @@ func TestScriptSHA(t *testing.T) {
 			{"SCRIPT", "LOAD", s.Body},
 			{"SCRIPT", "EXISTS", s.SHA},
 		} {
-			real, off := rc.do(t, args...), st.Do(args...)
+			real, off := rc.Do(t, args...), st.Do(args...)
 			if !bytes.Equal(real, off) {
 				t.Errorf("%s %s: valkey %q, luaeval %q", s.Name, args[0], real, off)
 			}
@@ -684,97 +681,17 @@ func TestScriptSHA(t *testing.T) {
 	// EVALSHA after the load gives EVAL's reply.
 	args := acq("res:lock", "abc", "NX", "PX", "30000")
 	args[0], args[1] = "EVALSHA", rewrite.Acquire.SHA
-	if got := rc.do(t, args...); string(got) != ":1\r\n" {
+	if got := rc.Do(t, args...); string(got) != ":1\r\n" {
 		t.Errorf("EVALSHA acquire: %q", got)
 	}
 }
 
 // rawConn is a raw RESP connection: the tests need reply bytes as sent.
-type rawConn struct {
-	c  net.Conn
-	br *bufio.Reader
-}
+type rawConn = valkeytest.Conn
 
 func dialRaw(t *testing.T, addr string, proto int) *rawConn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	t.Cleanup(func() { c.Close() })
-	rc := &rawConn{c: c, br: bufio.NewReader(c)}
-	if proto == 3 {
-		if r := rc.do(t, "HELLO", "3"); r[0] != '%' {
-			t.Fatalf("HELLO 3: %q", r)
-		}
-	}
-	return rc
-}
-
-func (rc *rawConn) do(t *testing.T, args ...string) []byte {
-	t.Helper()
-	_ = rc.c.SetDeadline(time.Now().Add(5 * time.Second))
-	var cmd []byte
-	cmd = fmt.Appendf(cmd, "*%d\r\n", len(args))
-	for _, a := range args {
-		cmd = fmt.Appendf(cmd, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := rc.c.Write(cmd); err != nil {
-		t.Fatalf("write %s: %v", show(args), err)
-	}
-	var out bytes.Buffer
-	if err := readReply(rc.br, &out); err != nil {
-		t.Fatalf("read reply to %s: %v (so far %q)", show(args), err, out.Bytes())
-	}
-	return out.Bytes()
-}
-
-// readReply copies one RESP2/RESP3 reply into out. Only CRLF ends a line.
-func readReply(br *bufio.Reader, out *bytes.Buffer) error {
-	start := out.Len()
-	for {
-		chunk, err := br.ReadBytes('\n')
-		out.Write(chunk)
-		if err != nil {
-			return err
-		}
-		if bytes.HasSuffix(out.Bytes()[start:], []byte("\r\n")) {
-			break
-		}
-	}
-	line := out.Bytes()[start : out.Len()-2]
-	if len(line) == 0 {
-		return fmt.Errorf("empty line")
-	}
-	switch line[0] {
-	case '+', '-', ':', '_', ',', '#', '(':
-		return nil
-	case '$', '=', '!':
-		n, err := strconv.Atoi(string(line[1:]))
-		if err != nil || n < 0 {
-			return err
-		}
-		_, err = io.CopyN(out, br, int64(n)+2)
-		return err
-	case '*', '~', '>', '%', '|':
-		n, err := strconv.Atoi(string(line[1:]))
-		if err != nil {
-			return err
-		}
-		if line[0] == '%' || line[0] == '|' {
-			n *= 2
-		}
-		for i := 0; i < n; i++ {
-			if err := readReply(br, out); err != nil {
-				return err
-			}
-		}
-		if line[0] == '|' {
-			return readReply(br, out)
-		}
-		return nil
-	}
-	return fmt.Errorf("unknown reply type %q", line[0])
+	return valkeytest.Dial(t, addr, proto)
 }
 
 // shape turns a script's reply into the reply of the command it replaced,
@@ -835,21 +752,21 @@ func runAnswerCases(t *testing.T, cases []answerCase) {
 			var direct, scripted []string
 			var ttls [2][]int64
 			for i, run := range []func() []byte{
-				func() []byte { return rc.do(t, c.args...) },
-				func() []byte { return shape(rc.do(t, evalArgs(p)...), p.Shape, proto) },
+				func() []byte { return rc.Do(t, c.args...) },
+				func() []byte { return shape(rc.Do(t, evalArgs(p)...), p.Shape, proto) },
 			} {
-				rc.do(t, "FLUSHALL")
+				rc.Do(t, "FLUSHALL")
 				for _, a := range append(append([][]string(nil), answerSetup...), c.setup...) {
-					rc.do(t, a...)
+					rc.Do(t, a...)
 				}
 				out := []string{string(run())}
 				for _, a := range c.check {
 					if a[0] == "PTTL" { // compared with a tolerance: the two runs are ms apart
-						n, _ := parseInt(rc.do(t, a...))
+						n, _ := parseInt(rc.Do(t, a...))
 						ttls[i] = append(ttls[i], n)
 						continue
 					}
-					out = append(out, string(rc.do(t, a...)))
+					out = append(out, string(rc.Do(t, a...)))
 				}
 				if i == 0 {
 					direct = out
