@@ -111,7 +111,7 @@ func (s *session) run(plan rewrite.Plan) {
 	shape := plan.Shape
 	hook := func(reply []byte) []byte {
 		s.apply(effects, reply) // the script's own reply: the grant number
-		return shapeReply(reply, shape, proto)
+		return shape.Reply(reply, proto)
 	}
 	if s.ded != nil && s.ded.stream.Load() {
 		s.local(resp.AppendError(nil, errStreamLock))
@@ -161,32 +161,6 @@ func encodeScript(plan rewrite.Plan, sha bool) []byte {
 	args = append(args, plan.Keys...)
 	args = append(args, plan.Args...)
 	return resp.AppendCommand(nil, args...)
-}
-
-// shapeReply turns a script's reply into the reply of the command it
-// replaced.
-func shapeReply(reply []byte, shape rewrite.Shape, proto int) []byte {
-	if len(reply) == 0 || reply[0] == '-' {
-		return reply
-	}
-	switch shape {
-	case rewrite.AcquireReply:
-		if reply[0] == ':' {
-			return resp.AppendSimple(nil, "OK")
-		}
-		return resp.AppendNull(nil, proto)
-	case rewrite.SetNXReply:
-		if reply[0] == ':' {
-			return resp.AppendInt(nil, 1)
-		}
-		return resp.AppendInt(nil, 0)
-	}
-	// A script's false is RESP3's boolean false; the commands it stands
-	// for (SET, GETEX) answer null.
-	if bytes.Equal(reply, []byte("#f\r\n")) {
-		return resp.AppendNull(nil, proto)
-	}
-	return reply
 }
 
 // apply records what a reply means for the grant table and the audit.

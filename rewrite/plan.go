@@ -3,6 +3,8 @@ package rewrite
 import (
 	"time"
 
+	"github.com/lockproxy/lockproxy/resp"
+
 	"github.com/lockproxy/lockproxy/policy"
 )
 
@@ -34,6 +36,29 @@ const (
 	// SETNX's reply.
 	SetNXReply
 )
+
+// Reply turns a script's reply into the reply of the command it replaced,
+// for a client speaking protocol proto. Errors pass unchanged. (A script's
+// false reaches RESP3 clients as a null, not as boolean false: lockproxy's
+// scripts run with RESP2 conversion, so AsIs needs no mapping.)
+func (s Shape) Reply(reply []byte, proto int) []byte {
+	if len(reply) == 0 || reply[0] == '-' {
+		return reply
+	}
+	switch s {
+	case AcquireReply:
+		if reply[0] == ':' {
+			return resp.AppendSimple(nil, "OK")
+		}
+		return resp.AppendNull(nil, proto)
+	case SetNXReply:
+		if reply[0] == ':' {
+			return resp.AppendInt(nil, 1)
+		}
+		return resp.AppendInt(nil, 0)
+	}
+	return reply
+}
 
 // Plan is the decision for one command. Keys and Args may alias the
 // command's arguments: encode them before reading the next command.

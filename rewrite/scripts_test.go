@@ -694,24 +694,6 @@ func dialRaw(t *testing.T, addr string, proto int) *rawConn {
 	return valkeytest.Dial(t, addr, proto)
 }
 
-// shape turns a script's reply into the reply of the command it replaced,
-// as the proxy does (proxy/lockplan.go shapeReply).
-func shape(reply []byte, s rewrite.Shape, proto int) []byte {
-	if len(reply) == 0 || reply[0] == '-' {
-		return reply
-	}
-	if s == rewrite.AcquireReply {
-		if reply[0] == ':' {
-			return []byte("+OK\r\n")
-		}
-		return []byte(nullR(proto))
-	}
-	if string(reply) == "#f\r\n" {
-		return []byte(nullR(proto))
-	}
-	return reply
-}
-
 // answerCase is a client command whose Run plan must answer, once shaped,
 // exactly what the command itself answers on the same keyspace, and leave
 // the same keyspace behind (read back with check).
@@ -753,7 +735,7 @@ func runAnswerCases(t *testing.T, cases []answerCase) {
 			var ttls [2][]int64
 			for i, run := range []func() []byte{
 				func() []byte { return rc.Do(t, c.args...) },
-				func() []byte { return shape(rc.Do(t, evalArgs(p)...), p.Shape, proto) },
+				func() []byte { return p.Shape.Reply(rc.Do(t, evalArgs(p)...), proto) },
 			} {
 				rc.Do(t, "FLUSHALL")
 				for _, a := range append(append([][]string(nil), answerSetup...), c.setup...) {
