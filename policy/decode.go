@@ -494,13 +494,7 @@ func (d *decoder) locks(n *yaml.Node, path string, c *Config) {
 		return
 	}
 	for i, item := range n.Content {
-		item = resolve(item)
-		p := fmt.Sprintf("%s[%d]", path, i)
-		ip := pos{item.Line, 0}
-		if n.Style&yaml.FlowStyle != 0 {
-			ip.col = item.Column
-		}
-		d.positions[p] = ip
+		item, p := d.element(n, i, item, path)
 		var r LockRule
 		if item.Kind != yaml.MappingNode {
 			// Even null: an empty "-" is a rule without a pattern.
@@ -524,6 +518,20 @@ func (d *decoder) locks(n *yaml.Node, path string, c *Config) {
 	}
 }
 
+// element resolves the i-th element e of the list seq at path and records
+// where it is (with its column in a flow list like [a, b]), so errors about
+// it name its line; it returns the element and its path.
+func (d *decoder) element(seq *yaml.Node, i int, e *yaml.Node, path string) (*yaml.Node, string) {
+	e = resolve(e)
+	p := fmt.Sprintf("%s[%d]", path, i)
+	ep := pos{e.Line, 0}
+	if seq.Style&yaml.FlowStyle != 0 {
+		ep.col = e.Column
+	}
+	d.positions[p] = ep
+	return e, p
+}
+
 // stringList decodes a list of strings into dst, each element's position
 // recorded (with its column in a flow list like [a, b]) so errors about it
 // name its line.
@@ -534,13 +542,7 @@ func (d *decoder) stringList(dst *[]string, what string) func(*yaml.Node, string
 			return
 		}
 		for i, e := range n.Content {
-			e = resolve(e)
-			p := fmt.Sprintf("%s[%d]", path, i)
-			ep := pos{e.Line, 0}
-			if n.Style&yaml.FlowStyle != 0 {
-				ep.col = e.Column
-			}
-			d.positions[p] = ep
+			e, p := d.element(n, i, e, path)
 			var v string
 			if !isNull(e) {
 				str(d, &v)(e, p)

@@ -85,8 +85,12 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		}
 	}
 	if !lock {
-		if d.Rules.Fenced() {
-			return d.fence(args, touches(args, keys), s)
+		// Only a write to a guarded key needs the fence; checking that first
+		// keeps every other command free of allocations.
+		for _, k := range keys {
+			if d.Rules.Fenced() && k.Flags.Writes() && guarded(d.Rules, args[k.Index]) {
+				return d.fence(args, touches(args, keys), s)
+			}
 		}
 		return Plan{}
 	}
