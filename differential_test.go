@@ -16,9 +16,21 @@ import (
 // TestDifferential sends the same command sequences to one Valkey directly
 // and to an identical one through lockproxy, from many concurrent clients,
 // pipelined, in RESP2 and RESP3, and compares every reply byte for byte.
+//
+// It runs once per client engine: event loops, and a goroutine per client
+// (what TLS clients and clients on dedicated connections get).
 func TestDifferential(t *testing.T) {
+	for _, engine := range []struct {
+		name  string
+		loops int
+	}{{"loops", 1}, {"goroutines", -1}} {
+		t.Run(engine.name, func(t *testing.T) { differential(t, engine.loops) })
+	}
+}
+
+func differential(t *testing.T, loops int) {
 	direct := valkeytest.Start(t)
-	e := newEnv(t, proxy.Options{PoolSize: 2})
+	e := newEnv(t, proxy.Options{PoolSize: 2, EventLoops: loops})
 	const clients = 16
 	var wg sync.WaitGroup
 	errs := make(chan string, clients)

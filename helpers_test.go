@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +44,11 @@ func newEnv(t *testing.T, opts proxy.Options, directives ...string) *env {
 func (e *env) startProxy(opts proxy.Options) {
 	e.t.Helper()
 	opts.Upstream = e.srv.Addr
+	if opts.EventLoops == 0 {
+		// LOCKPROXY_TEST_EVENT_LOOPS=-1 runs the suite with a goroutine
+		// per client instead of event loops (.ci/run does both).
+		opts.EventLoops, _ = strconv.Atoi(os.Getenv("LOCKPROXY_TEST_EVENT_LOOPS"))
+	}
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
 	}

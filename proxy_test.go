@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/proxy"
+	"github.com/lockproxy/lockproxy/resp"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
@@ -100,6 +101,64 @@ func TestPipelineOrder(t *testing.T) {
 	}
 	for i := 0; i < n; i++ {
 		eq(t, cmds[2*i+1].(*redis.StringCmd).Val(), fmt.Sprint(i))
+	}
+}
+
+// One write carrying commands of every routing: forwarded ones, ones the
+// proxy answers itself (behind a slow script still running in Valkey), and a
+// transaction that moves the client onto a dedicated connection halfway.
+// Replies come back in command order, under both client engines.
+func TestPipelineMixedRouting(t *testing.T) {
+	for _, engine := range []struct {
+		name  string
+		loops int
+	}{{"loops", 1}, {"goroutines", -1}} {
+		t.Run(engine.name, func(t *testing.T) {
+			e := newEnv(t, proxy.Options{EventLoops: engine.loops})
+			r := dialRaw(t, e.addr)
+			slow := "local i = 0 while i < 2000000 do i = i + 1 end return i"
+			cmds := [][]string{
+				{"SET", "m", "1"},
+				{"EVAL", slow, "0"},
+				{"CLIENT", "SETNAME", "pipe"},
+				{"GET", "m"},
+				{"CLIENT", "GETNAME"},
+				{"MULTI"},
+				{"INCR", "m"},
+				{"EXEC"},
+				{"GET", "m"},
+				{"CLIENT", "GETNAME"},
+				{"PING"},
+			}
+			want := []string{
+				"+OK\r\n",
+				":2000000\r\n",
+				"+OK\r\n",
+				bulk("1"),
+				bulk("pipe"),
+				"+OK\r\n",
+				"+QUEUED\r\n",
+				"*1\r\n:2\r\n",
+				bulk("2"),
+				bulk("pipe"),
+				"+PONG\r\n",
+			}
+			var batch []byte
+			for _, c := range cmds {
+				batch = resp.AppendCommandStrings(batch, c...)
+			}
+			other := dialRaw(t, e.addr)
+			r.send(string(batch))
+			// Another client is served meanwhile, on the same upstream
+			// connection as the first half of the batch.
+			eq(t, other.do("SET", "o", "x"), "+OK\r\n")
+			for i, w := range want {
+				if got := r.read(); got != w {
+					t.Fatalf("reply %d to %q: got %q, want %q", i, cmds[i], got, w)
+				}
+			}
+			eq(t, other.do("GET", "o"), bulk("x"))
+		})
 	}
 }
 

@@ -15,6 +15,7 @@ const (
 	DefaultClientQueryBufferLimit  = 1 * GB
 	DefaultClientOutputBufferLimit = 256 * MB
 	DefaultMaxPipeline             = 100000
+	DefaultEventLoops              = 1
 	DefaultShutdownTimeout         = 10 * time.Second
 	DefaultUpstreamAddr            = "127.0.0.1:6379"
 	DefaultPoolSize                = 2
@@ -48,6 +49,9 @@ type Config struct {
 	// max_pipeline: commands in flight per client before the proxy stops
 	// reading from it. Default 100000.
 	MaxPipeline int `yaml:"max_pipeline"`
+	// event_loops: how many event loops read clients. Default 1; -1 gives
+	// each client a goroutine of its own instead.
+	EventLoops int `yaml:"event_loops"`
 	// gomaxprocs: Go's GOMAXPROCS; 0 (the default) leaves Go's own choice.
 	GOMAXPROCS int `yaml:"gomaxprocs"`
 	// shutdown_timeout: how long shutdown waits for in-flight commands.
@@ -267,6 +271,7 @@ func (c *Config) applyDefaults() {
 	setZero(&c.ClientQueryBufferLimit, DefaultClientQueryBufferLimit)
 	setZero(&c.ClientOutputBufferLimit, DefaultClientOutputBufferLimit)
 	setZero(&c.MaxPipeline, DefaultMaxPipeline)
+	setZero(&c.EventLoops, DefaultEventLoops)
 	setZero(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	setZero(&c.Log.Level, LogInfo)
 	setZero(&c.Log.Format, LogText)

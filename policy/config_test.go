@@ -101,6 +101,7 @@ func TestDefault(t *testing.T) {
 		{"client_query_buffer_limit", c.ClientQueryBufferLimit, GB},
 		{"client_output_buffer_limit", c.ClientOutputBufferLimit, 256 * MB},
 		{"max_pipeline", c.MaxPipeline, 100000},
+		{"event_loops", c.EventLoops, 1},
 		{"gomaxprocs", c.GOMAXPROCS, 0},
 		{"shutdown_timeout", c.ShutdownTimeout, 10 * time.Second},
 		{"client_idle_timeout", c.ClientIdleTimeout, time.Duration(0)},
@@ -140,6 +141,7 @@ proto_max_bulk_len: 64kb
 client_query_buffer_limit: 2MB
 client_output_buffer_limit: 1048576
 max_pipeline: 10
+event_loops: 3
 gomaxprocs: 2
 shutdown_timeout: 1m30s
 client_idle_timeout: 5m
@@ -183,7 +185,7 @@ func TestParseFull(t *testing.T) {
 	want := &Config{
 		Listen: "0.0.0.0:7000", MaxClients: 50,
 		ProtoMaxBulkLen: 64 * KB, ClientQueryBufferLimit: 2 * MB, ClientOutputBufferLimit: 1 << 20,
-		MaxPipeline: 10, GOMAXPROCS: 2,
+		MaxPipeline: 10, EventLoops: 3, GOMAXPROCS: 2,
 		ShutdownTimeout: 90 * time.Second, ClientIdleTimeout: 5 * time.Minute,
 		Log: LogConfig{Level: LogDebug, Format: LogJSON, AuditMaxSize: 64 * MB, AuditKeep: 5},
 		Upstream: UpstreamConfig{
@@ -281,6 +283,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{`c.yaml:1: shutdown_timeout: 10 has no unit; write e.g. 10s or 10ms`}},
 		{"negative duration", "upstream:\n  dial_timeout: -1s\n",
 			[]string{`c.yaml:2: upstream.dial_timeout: -1s is negative`}},
+		{"event loops", "event_loops: -2\n",
+			[]string{`c.yaml:1: event_loops: -2 is not a number of event loops: use 1 or more, or -1 for a goroutine per client`}},
 		{"negative count", "maxclients: -1\n",
 			[]string{`c.yaml:1: maxclients: -1 is negative (0 means the default, 10000)`}},
 		{"bool", "upstream:\n  tls:\n    enabled: yes\n",

@@ -420,6 +420,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 		{"client_query_buffer_limit", d.size(&c.ClientQueryBufferLimit)},
 		{"client_output_buffer_limit", d.size(&c.ClientOutputBufferLimit)},
 		{"max_pipeline", d.integer(&c.MaxPipeline)},
+		{"event_loops", d.integer(&c.EventLoops)},
 		{"gomaxprocs", d.integer(&c.GOMAXPROCS)},
 		{"shutdown_timeout", d.duration(&c.ShutdownTimeout)},
 		{"client_idle_timeout", d.duration(&c.ClientIdleTimeout)},

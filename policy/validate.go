@@ -71,6 +71,9 @@ func (c *Config) validate(v *validator) {
 			c.ProtoMaxBulkLen, c.ClientQueryBufferLimit)
 	}
 	nonNegative(v, "max_pipeline", c.MaxPipeline, "the default, 100000")
+	if c.EventLoops < -1 {
+		v.errf("event_loops", "%d is not a number of event loops: use 1 or more, or -1 for a goroutine per client", c.EventLoops)
+	}
 	nonNegative(v, "gomaxprocs", c.GOMAXPROCS, "Go's default")
 	for _, d := range []struct {
 		path string

@@ -65,6 +65,39 @@ func (s *session) handle(cmd resp.Command) bool {
 	return true
 }
 
+// needsOwnConn reports whether handling args will move the session onto a
+// dedicated connection: an event loop hands such a session to a goroutine of
+// its own first, since the dial and the waits that come with it would stall
+// the loop's other clients. A case it misses still works (the loop moves the
+// session right after the command), only slower for the others.
+func (s *session) needsOwnConn(args [][]byte) bool {
+	if s.ded != nil {
+		return true
+	}
+	switch lookup(kinds, args[0]) {
+	case kDedicated, kStream:
+		return s.authed
+	case kXRead:
+		return s.authed && hasBlockArg(args)
+	case kClient:
+		return s.authed && len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
+	case kAuth:
+		switch len(args) {
+		case 2:
+			return !s.matchesProxyCreds(nil, args[1])
+		case 3:
+			return !s.matchesProxyCreds(args[1], args[2])
+		}
+	case kHello:
+		for i := 2; i+2 < len(args); i++ {
+			if resp.EqualFold(args[i], "auth") {
+				return !s.matchesProxyCreds(args[i+1], args[i+2])
+			}
+		}
+	}
+	return false
+}
+
 // handleDedicated: on its own connection a session's state lives in Valkey,
 // so nearly everything is forwarded as it is.
 func (s *session) handleDedicated(cmd resp.Command) bool {

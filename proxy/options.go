@@ -48,6 +48,10 @@ type Options struct {
 	// it the proxy stops reading from that client until replies come back.
 	// Default 100000.
 	MaxPipeline int
+	// EventLoops is how many event loops read clients (eventloop_linux.go).
+	// 0 means the default, one; a negative value gives every client a
+	// goroutine of its own instead, as TLS clients always have.
+	EventLoops int
 
 	// Logger receives operational events. Default slog.Default().
 	Logger *slog.Logger
@@ -137,6 +141,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxPipeline <= 0 {
 		o.MaxPipeline = 100000
+	}
+	if o.EventLoops == 0 {
+		o.EventLoops = 1
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -34,6 +34,9 @@ type Proxy struct {
 	mu        sync.Mutex
 	sessions  map[*session]struct{}
 	listeners map[net.Listener]struct{}
+	loops     []*loop // started with the first client
+	loopNext  int
+	loopsOff  bool // none could be started: goroutines only
 
 	nextID       atomic.Uint64
 	closed       atomic.Bool
@@ -254,20 +257,64 @@ func (p *Proxy) accept(nc net.Conn) {
 	p.sessions[s] = struct{}{}
 	p.refs["addr:"+s.host]++
 	p.swg.Add(1)
+	lp := p.nextLoop()
 	p.mu.Unlock()
 	p.stats.clients.Add(1)
-	go func() {
-		defer p.swg.Done()
-		s.serve()
-		p.mu.Lock()
-		delete(p.sessions, s)
-		p.mu.Unlock()
-		p.grants.dropOwner(s.connOwner)
-		p.unref("addr:"+s.host, true)
-		p.unref("name:"+s.name, s.name != "")
-		p.stats.clients.Add(-1)
-		p.sessionEnded(s)
-	}()
+	go s.writeLoop()
+	if lp == nil || !lp.add(s) {
+		go s.serveGo()
+	}
+}
+
+// nextLoop picks the event loop for a new client, starting the loops with
+// the first one; nil when clients get goroutines instead. Called with p.mu
+// held.
+func (p *Proxy) nextLoop() *loop {
+	if p.opts.EventLoops < 0 || p.loopsOff {
+		return nil
+	}
+	if p.loops == nil {
+		for range p.opts.EventLoops {
+			l, err := newLoop(p)
+			if err != nil {
+				p.log.Warn("serving clients without event loops", "err", err)
+				for _, l := range p.loops {
+					l.close()
+				}
+				p.loops, p.loopsOff = nil, true
+				return nil
+			}
+			p.loops = append(p.loops, l)
+		}
+	}
+	l := p.loops[p.loopNext%len(p.loops)]
+	p.loopNext++
+	return l
+}
+
+// closeLoops stops the event loops; every session has left them by then.
+func (p *Proxy) closeLoops() {
+	p.mu.Lock()
+	loops := p.loops
+	p.loops = nil
+	p.loopsOff = true
+	p.mu.Unlock()
+	for _, l := range loops {
+		l.close()
+	}
+}
+
+// sessionDone forgets a session that has finished.
+func (p *Proxy) sessionDone(s *session) {
+	p.mu.Lock()
+	delete(p.sessions, s)
+	p.mu.Unlock()
+	p.grants.dropOwner(s.connOwner)
+	p.unref("addr:"+s.host, true)
+	p.unref("name:"+s.name, s.name != "")
+	p.stats.clients.Add(-1)
+	p.sessionEnded(s)
+	p.swg.Done()
 }
 
 // Shutdown stops accepting clients, lets every session finish the replies it
@@ -284,6 +331,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	for s := range p.sessions {
 		_ = s.nc.SetReadDeadline(time.Now())
 	}
+	for _, lp := range p.loops {
+		lp.wake()
+	}
 	p.mu.Unlock()
 
 	done := make(chan struct{})
@@ -296,7 +346,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		p.forceOnce.Do(func() { close(p.force) })
 		p.mu.Lock()
 		for s := range p.sessions {
-			s.nc.Close()
+			s.abort()
 		}
 		p.mu.Unlock()
 		<-done
@@ -305,6 +355,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	if p.stopWatcher != nil {
 		p.stopWatcher()
 	}
+	p.closeLoops()
 	p.closePools()
 	p.wg.Wait()
 	if p.side != nil {

@@ -74,6 +74,18 @@ type session struct {
 	writerEnd chan struct{}
 
 	lost atomic.Bool // the dedicated upstream connection died
+
+	// Event-loop mode (eventloop.go). home is the loop the session was
+	// given at accept (nil: it runs on a goroutine of its own from the
+	// start); lp is set while that loop serves it, and only the loop
+	// touches it.
+	home   *loop
+	lp     *loop
+	fd     int
+	src    fdReader
+	paused atomic.Bool // the loop stopped reading it until inflight <= waitLE
+	// lastRead is when the loop last read the client (client_idle_timeout).
+	lastRead time.Time
 }
 
 func newSession(p *Proxy, nc net.Conn, id uint64) *session {
@@ -96,9 +108,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	s.connOwner = "conn:" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
 	s.rd = resp.NewReader(nc, p.opts.Limits)
-	// About to block on the client socket: hand over what was read so far,
-	// so a pipelined batch reaches Valkey without waiting for more input.
-	s.rd.SetBeforeFill(s.beforeFill)
+	s.lastRead = time.Now()
 	return s
 }
 
@@ -121,12 +131,20 @@ func (s *session) beforeFill() {
 
 func (s *session) key() poolKey { return poolKey{proto: s.proto, db: s.db} }
 
-// serve runs the session until the client leaves, breaks the protocol, or
-// the proxy shuts down.
-func (s *session) serve() {
-	go s.writeLoop()
-	graceful := s.loop()
-	s.flush() // what was read still goes to Valkey, as it would directly
+// serveGo runs the session on a goroutine of its own until the client
+// leaves, breaks the protocol, or the proxy shuts down.
+func (s *session) serveGo() {
+	// About to block on the client socket: hand over what was read so far,
+	// so a pipelined batch reaches Valkey without waiting for more input.
+	s.rd.SetSource(s.nc)
+	s.rd.SetBeforeFill(s.beforeFill)
+	s.finish(s.loop())
+}
+
+// finish ends the session: what was read still goes to Valkey, as it would
+// directly; when graceful, the replies owed are delivered first.
+func (s *session) finish(graceful bool) {
+	s.flush()
 	if graceful {
 		s.waitDrain(0)
 	}
@@ -139,6 +157,19 @@ func (s *session) serve() {
 	if s.ded != nil {
 		s.ded.close()
 	}
+	s.p.sessionDone(s)
+}
+
+// abort cuts the client off from any goroutine. It shuts the socket down
+// rather than closing it: an event loop may be about to read the descriptor,
+// and a closed one could already belong to another connection. The session
+// then meets end of input and finishes as usual.
+func (s *session) abort() {
+	if s.raw == nil {
+		s.nc.Close()
+		return
+	}
+	_ = s.raw.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
 }
 
 // loop reads and handles commands until the session must end, and reports
@@ -202,7 +233,11 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 	}
 	if max := int64(s.p.opts.MaxPipeline); s.inflight.Load()+int64(len(s.bpend)) >= max {
 		s.flush()
-		s.waitDrain(max / 2)
+		if s.lp != nil {
+			s.pause(max / 2) // the loop reads on once the replies caught up
+		} else {
+			s.waitDrain(max / 2)
+		}
 	}
 }
 
@@ -235,7 +270,7 @@ func (s *session) flush() {
 	if counted {
 		s.inflight.Add(n)
 	}
-	if !c.send(s.bbuf, s.bpend) {
+	if !c.send(s.bbuf, s.bpend, s.lp) {
 		// The connection died before this batch left: nothing was sent, so
 		// each command gets the same error its in-flight siblings got.
 		if counted {
@@ -257,8 +292,12 @@ func (s *session) flush() {
 	s.bpend = s.bpend[:0]
 }
 
-// waitDrain blocks until at most le replies are outstanding.
+// waitDrain blocks until at most le replies are outstanding. In an event
+// loop that stalls the loop's other clients: only rare paths wait there.
 func (s *session) waitDrain(le int64) {
+	if s.lp != nil && s.inflight.Load() > le {
+		s.lp.uncork() // what this round queued must leave before any reply can come
+	}
 	for s.inflight.Load() > le {
 		s.waitLE.Store(le)
 		if s.inflight.Load() <= le {
@@ -275,11 +314,15 @@ func (s *session) waitDrain(le int64) {
 }
 
 // local answers the client from the proxy itself, after every reply it is
-// still owed, so replies stay in command order.
+// still owed, so replies stay in command order: with commands in flight,
+// the reply queues behind them on their connection.
 func (s *session) local(reply []byte) {
 	s.flush()
 	if s.ded == nil || !s.ded.stream.Load() {
-		s.waitDrain(0)
+		if s.last != nil && s.last.sendLocal(s, reply) {
+			return
+		}
+		s.waitDrain(0) // only a dead connection's errors can still be owed
 	}
 	s.write(reply)
 }
@@ -295,6 +338,9 @@ func (s *session) deliverN(b []byte, n int) {
 		select {
 		case s.drained <- struct{}{}:
 		default:
+		}
+		if s.paused.CompareAndSwap(true, false) {
+			s.home.resume(s)
 		}
 	}
 }
@@ -325,17 +371,19 @@ func (s *session) write(b []byte) {
 			return
 		}
 	}
-	s.out = append(s.out, b...)
-	over := int64(len(s.out)) > s.p.opts.OutputBufferLimit
+	// Checked before appending: the buffer never grows past the limit.
+	over := int64(len(s.out)+len(b)) > s.p.opts.OutputBufferLimit
 	if over {
 		s.outClosed = true
 		s.out = nil
+	} else {
+		s.out = append(s.out, b...)
 	}
 	s.outMu.Unlock()
 	if over {
 		s.p.log.Warn("disconnecting a client that does not read its replies",
 			"client", s.addr, "limit_bytes", s.p.opts.OutputBufferLimit)
-		s.nc.Close()
+		s.abort()
 		return
 	}
 	select {
@@ -364,7 +412,7 @@ func (s *session) writeLoop() {
 				s.outClosed = true
 				s.out = nil
 				s.outMu.Unlock()
-				s.nc.Close()
+				s.abort()
 				return
 			}
 			s.outMu.Lock()

@@ -25,6 +25,11 @@ type pend struct {
 	// retry, when set, is an EVALSHA of lockproxy's own script: on NOSCRIPT
 	// it is sent again as EVAL (see retry).
 	retry []byte
+	// local, when set, is a reply the proxy made itself (CLIENT SETNAME's
+	// OK, a refused lock command): no frame from Valkey pairs with it; it is
+	// handed out when the replies queued before it have been, so the
+	// session's replies stay in command order without the session waiting.
+	local []byte
 }
 
 // upConn is one connection to Valkey. Any number of sessions write commands
@@ -56,6 +61,9 @@ type upConn struct {
 	writing bool // the writer goroutine is writing a batch it took from wbuf
 	q       pendQueue
 	err     error // why it died
+	// locals counts the local entries in q, so the reader looks for them
+	// only when there are some.
+	locals atomic.Int32
 
 	wake chan struct{}
 	quit chan struct{}
@@ -201,8 +209,11 @@ func userOrDefault(u string) string {
 }
 
 // send queues a batch of raw commands with their pending entries. It reports
-// false when the connection is already dead (nothing was queued).
-func (c *upConn) send(b []byte, ps []pend) bool {
+// false when the connection is already dead (nothing was queued). From an
+// event loop (lp set) the bytes only queue: the loop writes every connection
+// it queued to once, at the end of its round (uncork), so Valkey gets one
+// batch of all the clients that were ready together.
+func (c *upConn) send(b []byte, ps []pend, lp *loop) bool {
 	c.mu.Lock()
 	if c.dead.Load() {
 		c.mu.Unlock()
@@ -212,6 +223,12 @@ func (c *upConn) send(b []byte, ps []pend) bool {
 		for _, p := range ps {
 			c.q.push(p)
 		}
+	}
+	if lp != nil && c.raw != nil && !c.stream.Load() {
+		c.wbuf = append(c.wbuf, b...)
+		c.mu.Unlock()
+		lp.queued(c)
+		return true
 	}
 	if c.raw != nil && !c.stream.Load() {
 		switch {
@@ -244,6 +261,31 @@ func (c *upConn) send(b []byte, ps []pend) bool {
 	default:
 	}
 	return true
+}
+
+// sendLocal queues a reply the proxy made for s behind s's commands in flight
+// on c. It reports false when there are none (or c is dead): the caller then
+// writes the reply itself, after those of the dead connection's errors it is
+// still owed. The check and the queueing happen under c.mu, and the reader
+// looks for local entries after handing out replies (see dispatch), so an
+// entry can not be queued behind replies that were already handed out.
+func (c *upConn) sendLocal(s *session, reply []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead.Load() || c.stream.Load() || s.inflight.Load() == 0 {
+		return false
+	}
+	s.inflight.Add(1)
+	c.q.push(pend{s: s, local: reply})
+	c.locals.Add(1)
+	return true
+}
+
+// uncork writes what an event loop queued on c during its round.
+func (c *upConn) uncork() {
+	c.mu.Lock()
+	c.flushLocked()
+	c.mu.Unlock()
 }
 
 func (c *upConn) writeLoop() {
@@ -337,8 +379,10 @@ func (c *upConn) readLoop() {
 		if start == len(buf) {
 			buf = buf[:0]
 			start = 0
-			// One big reply must not pin its buffer for the connection's life.
-			if cap(buf) > 4*readChunk {
+			// One big reply must not pin its buffer for the connection's
+			// life; a stream of them keeps it (regrowing it for each
+			// reply would allocate several times the reply's size).
+			if cap(buf) > 4*readChunk && n < readChunk {
 				buf = make([]byte, 0, readChunk)
 			}
 		}
@@ -370,11 +414,12 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 	}
 	c.mu.Lock()
-	*ps = c.q.popN((*ps)[:0], want)
+	var got int
+	*ps, got = c.q.popReplies((*ps)[:0], want, &c.locals)
 	c.armLocked(want > 0)
 	c.flushLocked()
 	c.mu.Unlock()
-	if len(*ps) < want {
+	if got < want {
 		c.fail(errors.New("a reply came from Valkey that no command was waiting for"))
 		return false
 	}
@@ -392,6 +437,11 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	}
 	i := 0
 	for _, fr := range frames {
+		for i < len(*ps) && (*ps)[i].local != nil {
+			flushRun()
+			(*ps)[i].s.deliver((*ps)[i].local)
+			i++
+		}
 		if fr[0] == '>' {
 			flushRun()
 			// Out-of-band push (RESP3): only dedicated connections
@@ -428,8 +478,31 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		p.s.deliver(fr)
 	}
 	flushRun()
+	for ; i < len(*ps); i++ {
+		(*ps)[i].s.deliver((*ps)[i].local)
+	}
 	clear(*ps)
+	c.deliverLocals(ps)
 	return true
+}
+
+// deliverLocals hands out the local replies at the head of the queue: their
+// turn came with the replies just delivered, and sendLocal may have queued
+// one while those were being handed out.
+func (c *upConn) deliverLocals(ps *[]pend) {
+	for c.locals.Load() > 0 {
+		c.mu.Lock()
+		*ps = c.q.popLocals((*ps)[:0], &c.locals)
+		c.armLocked(true)
+		c.mu.Unlock()
+		if len(*ps) == 0 {
+			return
+		}
+		for _, p := range *ps {
+			p.s.deliver(p.local)
+		}
+		clear(*ps)
+	}
 }
 
 // flushLocked sends what sessions queued while the connection was busy. The
@@ -535,6 +608,7 @@ func (c *upConn) fail(err error) {
 	c.dead.Store(true)
 	c.err = err
 	ps := c.q.popN(nil, c.q.n)
+	c.locals.Store(0)
 	c.mu.Unlock()
 	close(c.quit)
 	c.nc.Close()
@@ -547,7 +621,11 @@ func (c *upConn) fail(err error) {
 		}
 		reply := resp.AppendError(nil, msg)
 		for _, p := range ps {
-			p.s.deliver(reply)
+			if p.local != nil {
+				p.s.deliver(p.local)
+			} else {
+				p.s.deliver(reply)
+			}
 		}
 	}
 	if c.onDead != nil {
@@ -583,6 +661,40 @@ func (q *pendQueue) push(p pend) {
 	}
 	q.buf[(q.head+q.n)%len(q.buf)] = p
 	q.n++
+}
+
+// popReplies appends to dst the entries that the next n replies answer,
+// oldest first, with the local entries among them and right after them; got
+// is how many of the n had an entry. locals is decremented per local entry.
+func (q *pendQueue) popReplies(dst []pend, n int, locals *atomic.Int32) (_ []pend, got int) {
+	for q.n > 0 {
+		p := &q.buf[q.head]
+		if p.local == nil {
+			if got == n {
+				break
+			}
+			got++
+		} else {
+			locals.Add(-1)
+		}
+		dst = append(dst, *p)
+		*p = pend{}
+		q.head = (q.head + 1) % len(q.buf)
+		q.n--
+	}
+	return dst, got
+}
+
+// popLocals appends the local entries at the head of the queue to dst.
+func (q *pendQueue) popLocals(dst []pend, locals *atomic.Int32) []pend {
+	for q.n > 0 && q.buf[q.head].local != nil {
+		dst = append(dst, q.buf[q.head])
+		q.buf[q.head] = pend{}
+		q.head = (q.head + 1) % len(q.buf)
+		q.n--
+		locals.Add(-1)
+	}
+	return dst
 }
 
 // popN appends up to n entries to dst, oldest first.

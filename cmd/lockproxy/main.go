@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/lockproxy/lockproxy/policy"
@@ -56,12 +57,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "configuration file (YAML); see config.example.yaml")
 	listen := fs.String("listen", "", "address to accept clients on, host:port (overrides the file)")
 	upstream := fs.String("upstream", "", "Valkey address, host:port (overrides the file)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until lockproxy exits")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lockproxy --config FILE [--listen ADDR] [--upstream ADDR]\n       lockproxy check-config FILE\n       lockproxy version")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "cpuprofile:", err)
+			return 1
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	cfg := policy.Default()
 	if *configPath != "" {
@@ -175,6 +189,7 @@ func proxyOptions(cfg *policy.Config, log *slog.Logger) (proxy.Options, error) {
 		MaxClients:        cfg.MaxClients,
 		OutputBufferLimit: int64(cfg.ClientOutputBufferLimit),
 		MaxPipeline:       cfg.MaxPipeline,
+		EventLoops:        cfg.EventLoops,
 		ReplyTimeout:      u.ReplyTimeout,
 		ClientIdleTimeout: cfg.ClientIdleTimeout,
 		Sentinel: proxy.SentinelOptions{

@@ -1,0 +1,351 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// An event loop serves many clients from one goroutine. With a goroutine per
+// client, every request costs that goroutine's wake-up by the runtime's
+// poller, a read that returns the command and a second read that returns
+// EAGAIN before the goroutine parks again; and each client's commands go to
+// Valkey in a write of their own. A loop asks epoll once which clients have
+// sent something, reads each of them once, and writes what they all sent to
+// each upstream connection in one batch at the end of the round. The replies
+// still go out from the upstream readers, straight to each client's socket.
+//
+// The loop's epoll descriptor is itself registered with Go's poller (an epoll
+// descriptor is readable while it has events), so a loop with nothing to do
+// parks like any goroutine: no thread sits in epoll_wait, and the loops and
+// the rest of the proxy share GOMAXPROCS fairly.
+//
+// Only sessions on shared upstream connections live in a loop. A command
+// that needs a dedicated connection (MULTI, BLPOP, SUBSCRIBE, AUTH as another
+// user...) moves its session onto a goroutine of its own before it is
+// handled (migrate), because the dial and the waits that follow would stall
+// every other client of the loop. A few rare paths still wait inside the
+// loop, briefly: dialling a shared connection the first time a pool is used,
+// fetching Valkey's command table or a movable command's keys for the lock
+// rules, and switching a session with commands in flight to another pool.
+type loop struct {
+	p    *Proxy
+	epfd int
+	evfd int      // eventfd: other goroutines wake the loop through it
+	file *os.File // epfd, as Go's poller sees it
+	rc   syscall.RawConn
+
+	mu        sync.Mutex
+	byFd      map[int32]*session
+	woken     []*session // sessions to read again: their replies caught up
+	signalled bool       // an eventfd write is pending
+	wakeAll   bool       // read every session again (shutdown)
+
+	// The loop goroutine's own.
+	evs     []unix.EpollEvent
+	ready   []*session
+	resumed []*session
+	dirty   []*upConn // connections with commands queued this round
+	done    chan struct{}
+}
+
+// wakeMark is the epoll data of the eventfd; client descriptors are >= 0.
+const wakeMark = -1
+
+// maxEvents is how many ready clients one round takes at most; the rest are
+// taken by the next round (epoll is level-triggered).
+const maxEvents = 256
+
+func newLoop(p *Proxy) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll_create1: %w", err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	fail := func(err error) (*loop, error) {
+		unix.Close(epfd)
+		unix.Close(evfd)
+		return nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: wakeMark}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
+		return fail(fmt.Errorf("epoll_ctl: %w", err))
+	}
+	// Non-blocking, so that os.NewFile hands it to Go's poller.
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		return fail(err)
+	}
+	file := os.NewFile(uintptr(epfd), "lockproxy-epoll")
+	rc, err := file.SyscallConn()
+	if err != nil {
+		file.Close()
+		unix.Close(evfd)
+		return nil, err
+	}
+	l := &loop{
+		p: p, epfd: epfd, evfd: evfd, file: file, rc: rc,
+		byFd: map[int32]*session{},
+		evs:  make([]unix.EpollEvent, maxEvents),
+		done: make(chan struct{}),
+	}
+	go l.run()
+	return l, nil
+}
+
+// add hands s to the loop. It reports false when s can not be served by a
+// loop (no plain socket: TLS): it then runs on a goroutine of its own.
+func (l *loop) add(s *session) bool {
+	if s.raw == nil {
+		return false
+	}
+	fd := -1
+	if err := s.raw.Control(func(f uintptr) { fd = int(f) }); err != nil || fd < 0 {
+		return false
+	}
+	s.fd, s.home, s.lp = fd, l, l
+	s.src = fdReader{fd: fd, o: s.p.ops}
+	s.rd.SetSource(&s.src)
+	l.mu.Lock()
+	l.byFd[int32(fd)] = s
+	l.mu.Unlock()
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		l.mu.Lock()
+		delete(l.byFd, int32(fd))
+		l.mu.Unlock()
+		s.home, s.lp = nil, nil
+		return false
+	}
+	return true
+}
+
+// remove takes s out of the loop; the loop never touches s's descriptor
+// again, so whoever serves s next may close it.
+func (l *loop) remove(s *session) {
+	l.mu.Lock()
+	delete(l.byFd, int32(s.fd))
+	l.mu.Unlock()
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
+	s.lp = nil
+}
+
+// reading turns reading s on or off (off while it waits for its replies to
+// catch up: its client is then held back by TCP, as a goroutine would be).
+func (l *loop) reading(s *session, on bool) {
+	ev := unix.EpollEvent{Fd: int32(s.fd)}
+	if on {
+		ev.Events = unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, &ev)
+}
+
+// resume asks the loop to read s again. Called from upstream readers.
+func (l *loop) resume(s *session) {
+	l.mu.Lock()
+	l.woken = append(l.woken, s)
+	l.signalLocked()
+	l.mu.Unlock()
+}
+
+// wake makes the loop read every session again: at shutdown, each then ends
+// once it has handled what it already received.
+func (l *loop) wake() {
+	l.mu.Lock()
+	l.wakeAll = true
+	l.signalLocked()
+	l.mu.Unlock()
+}
+
+func (l *loop) signalLocked() {
+	if l.signalled {
+		return
+	}
+	l.signalled = true
+	var one = [8]byte{1}
+	_, _ = unix.Write(l.evfd, one[:])
+}
+
+// queued notes that this round queued commands on c.
+func (l *loop) queued(c *upConn) {
+	for _, d := range l.dirty {
+		if d == c {
+			return
+		}
+	}
+	l.dirty = append(l.dirty, c)
+}
+
+// close stops the loop once every session has left it.
+func (l *loop) close() {
+	l.file.Close()
+	<-l.done
+	unix.Close(l.evfd)
+}
+
+func (l *loop) run() {
+	defer close(l.done)
+	idle := l.p.opts.ClientIdleTimeout
+	sweepEvery := min(max(idle/4, 10*time.Millisecond), time.Second)
+	if idle > 0 {
+		_ = l.file.SetReadDeadline(time.Now().Add(sweepEvery))
+	}
+	for {
+		n, err := l.wait()
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				l.sweep(idle)
+				_ = l.file.SetReadDeadline(time.Now().Add(sweepEvery))
+				continue
+			}
+			return // closed
+		}
+		l.round(n)
+	}
+}
+
+// wait returns how many events are in l.evs, parking in Go's poller while
+// there are none. epoll_wait is asked with a zero timeout: it never blocks
+// the thread.
+func (l *loop) wait() (int, error) {
+	n := 0
+	var werr error
+	err := l.rc.Read(func(fd uintptr) bool {
+		for {
+			m, err := unix.EpollWait(int(fd), l.evs, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				werr = err
+				return true
+			}
+			n = m
+			return m > 0
+		}
+	})
+	if err == nil {
+		err = werr
+	}
+	return n, err
+}
+
+func (l *loop) round(n int) {
+	l.ready = l.ready[:0]
+	woke, all := false, false
+	l.mu.Lock()
+	for _, ev := range l.evs[:n] {
+		if ev.Fd == wakeMark {
+			woke = true
+			continue
+		}
+		if s := l.byFd[ev.Fd]; s != nil {
+			l.ready = append(l.ready, s)
+		}
+	}
+	if woke {
+		var b [8]byte
+		_, _ = unix.Read(l.evfd, b[:])
+		l.signalled = false
+		l.resumed = append(l.resumed[:0], l.woken...)
+		clear(l.woken)
+		l.woken = l.woken[:0]
+		if all = l.wakeAll; all {
+			l.wakeAll = false
+			for _, s := range l.byFd {
+				l.resumed = append(l.resumed, s)
+			}
+		}
+	}
+	l.mu.Unlock()
+	var now time.Time
+	if l.p.opts.ClientIdleTimeout > 0 {
+		now = time.Now()
+	}
+	for _, s := range l.ready {
+		s.src.armed = true
+		s.lastRead = now
+		s.pump()
+	}
+	for _, s := range l.resumed {
+		if s.lp != l {
+			continue // ended or moved to a goroutine meanwhile
+		}
+		if !s.paused.Load() && s.waitLE.Load() >= 0 {
+			s.waitLE.Store(-1)
+			l.reading(s, true)
+		}
+		s.pump()
+	}
+	clear(l.resumed)
+	l.resumed = l.resumed[:0]
+	clear(l.ready)
+	l.uncork()
+}
+
+// uncork writes what this round queued on each upstream connection.
+func (l *loop) uncork() {
+	for _, c := range l.dirty {
+		c.uncork()
+	}
+	clear(l.dirty)
+	l.dirty = l.dirty[:0]
+}
+
+// sweep ends the sessions that sent nothing for idle while owed no reply, as
+// client_idle_timeout asks.
+func (l *loop) sweep(idle time.Duration) {
+	now := time.Now()
+	var gone []*session
+	l.mu.Lock()
+	for _, s := range l.byFd {
+		if s.inflight.Load() == 0 && !s.paused.Load() && now.Sub(s.lastRead) > idle {
+			gone = append(gone, s)
+		}
+	}
+	l.mu.Unlock()
+	for _, s := range gone {
+		if s.lp == l {
+			s.end(false)
+		}
+	}
+}
+
+// fdReader reads a loop session's socket: once per readiness the loop saw,
+// never waiting.
+type fdReader struct {
+	fd    int
+	armed bool
+	o     *ops
+}
+
+func (f *fdReader) Read(b []byte) (int, error) {
+	if !f.armed || len(b) == 0 {
+		return 0, errWouldBlock
+	}
+	f.armed = false
+	for {
+		n, err := unix.Read(f.fd, b)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, errWouldBlock
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		f.o.bytesIn.Add(int64(n))
+		return n, nil
+	}
+}
