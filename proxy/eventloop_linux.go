@@ -50,6 +50,7 @@ type loop struct {
 	// The loop goroutine's own.
 	evs     []unix.EpollEvent
 	ready   []*session
+	hup     []bool // per ready session: the socket hung up or failed
 	resumed []*session
 	dirty   []*upConn // connections with commands queued this round
 	done    chan struct{}
@@ -240,7 +241,7 @@ func (l *loop) wait() (int, error) {
 }
 
 func (l *loop) round(n int) {
-	l.ready = l.ready[:0]
+	l.ready, l.hup = l.ready[:0], l.hup[:0]
 	woke, all := false, false
 	l.mu.Lock()
 	for _, ev := range l.evs[:n] {
@@ -250,6 +251,7 @@ func (l *loop) round(n int) {
 		}
 		if s := l.byFd[ev.Fd]; s != nil {
 			l.ready = append(l.ready, s)
+			l.hup = append(l.hup, ev.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0)
 		}
 	}
 	if woke {
@@ -271,7 +273,17 @@ func (l *loop) round(n int) {
 	if l.p.opts.ClientIdleTimeout > 0 {
 		now = time.Now()
 	}
-	for _, s := range l.ready {
+	for i, s := range l.ready {
+		if s.lp != l {
+			continue
+		}
+		if l.hup[i] && s.paused.Load() {
+			// Paused, its reading is off, but epoll reports a hang-up
+			// regardless, round after round: the client is gone (or was
+			// cut off), so the replies it is owed have nowhere to go.
+			s.end(false)
+			continue
+		}
 		s.src.armed = true
 		s.lastRead = now
 		s.pump()

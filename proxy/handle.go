@@ -10,8 +10,12 @@ import (
 // handle routes one command. It returns false when the session must end
 // (QUIT).
 func (s *session) handle(cmd resp.Command) bool {
+	return s.handleKind(cmd, lookup(kinds, cmd.Args[0]))
+}
+
+// handleKind is handle for a command whose kind was looked up already.
+func (s *session) handleKind(cmd resp.Command, k kind) bool {
 	args := cmd.Args
-	k := lookup(kinds, args[0])
 	if s.ded == nil && !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset {
 		s.local(resp.AppendError(nil, errNoAuth))
 		return true
@@ -70,11 +74,11 @@ func (s *session) handle(cmd resp.Command) bool {
 // its own first, since the dial and the waits that come with it would stall
 // the loop's other clients. A case it misses still works (the loop moves the
 // session right after the command), only slower for the others.
-func (s *session) needsOwnConn(args [][]byte) bool {
+func (s *session) needsOwnConn(k kind, args [][]byte) bool {
 	if s.ded != nil {
 		return true
 	}
-	switch lookup(kinds, args[0]) {
+	switch k {
 	case kDedicated, kStream:
 		return s.authed
 	case kXRead:

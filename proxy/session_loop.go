@@ -47,12 +47,13 @@ func (s *session) pump() {
 			s.end(false)
 			return
 		}
-		if s.needsOwnConn(cmd.Args) {
+		k := lookup(kinds, cmd.Args[0])
+		if s.needsOwnConn(k, cmd.Args) {
 			s.rd.Unread()
 			s.migrate()
 			return
 		}
-		if !s.handle(cmd) {
+		if !s.handleKind(cmd, k) {
 			s.end(true)
 			return
 		}
