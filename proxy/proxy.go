@@ -260,7 +260,6 @@ func (p *Proxy) accept(nc net.Conn) {
 	lp := p.nextLoop()
 	p.mu.Unlock()
 	p.stats.clients.Add(1)
-	go s.writeLoop()
 	if lp == nil || !lp.add(s) {
 		go s.serveGo()
 	}

@@ -68,6 +68,10 @@ type session struct {
 	out       []byte
 	outClosed bool // no more output: the client is gone or over its limit
 	writing   bool // the writer goroutine is writing a batch it took from out
+	// writer is set once the writer goroutine runs: it starts the first
+	// time the socket does not take a reply at once, so an idle client
+	// costs no goroutine.
+	writer bool
 	raw       syscall.RawConn
 	wake      chan struct{}
 	stopW     chan struct{}
@@ -150,9 +154,12 @@ func (s *session) finish(graceful bool) {
 	}
 	s.outMu.Lock()
 	s.outClosed = true
+	started := s.writer
 	s.outMu.Unlock()
 	close(s.stopW)
-	<-s.writerEnd
+	if started {
+		<-s.writerEnd
+	}
 	s.nc.Close()
 	if s.ded != nil {
 		s.ded.close()
@@ -379,7 +386,14 @@ func (s *session) write(b []byte) {
 	} else {
 		s.out = append(s.out, b...)
 	}
+	start := !over && !s.writer
+	if start {
+		s.writer = true
+	}
 	s.outMu.Unlock()
+	if start {
+		go s.writeLoop()
+	}
 	if over {
 		s.p.log.Warn("disconnecting a client that does not read its replies",
 			"client", s.addr, "limit_bytes", s.p.opts.OutputBufferLimit)
