@@ -71,7 +71,7 @@ type session struct {
 	// writer is set once the writer goroutine runs: it starts the first
 	// time the socket does not take a reply at once, so an idle client
 	// costs no goroutine.
-	writer bool
+	writer    bool
 	raw       syscall.RawConn
 	wake      chan struct{}
 	stopW     chan struct{}
