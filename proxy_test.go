@@ -162,6 +162,51 @@ func TestPipelineMixedRouting(t *testing.T) {
 	}
 }
 
+// One write that moves the client between pools (SELECT, HELLO, RESET) and
+// asks the proxy about itself (INFO lockproxy), each behind commands still in
+// flight: every reply comes back in order, from the right database.
+func TestPipelineSwitchesPools(t *testing.T) {
+	for _, engine := range []struct {
+		name  string
+		loops int
+	}{{"loops", 1}, {"goroutines", -1}} {
+		t.Run(engine.name, func(t *testing.T) {
+			e := newEnv(t, proxy.Options{EventLoops: engine.loops})
+			r := dialRaw(t, e.addr)
+			slow := "local i = 0 while i < 1000000 do i = i + 1 end return i"
+			cmds := [][]string{
+				{"SET", "k", "db0"},
+				{"EVAL", slow, "0"},
+				{"SELECT", "1"},
+				{"SET", "k", "db1"},
+				{"EVAL", slow, "0"},
+				{"HELLO", "3"},
+				{"GET", "k"},
+				{"EVAL", slow, "0"},
+				{"INFO", "lockproxy"},
+				{"RESET"},
+				{"GET", "k"},
+			}
+			var batch []byte
+			for _, c := range cmds {
+				batch = resp.AppendCommandStrings(batch, c...)
+			}
+			r.send(string(batch))
+			eq(t, r.read(), "+OK\r\n")
+			eq(t, r.read(), ":1000000\r\n")
+			eq(t, r.read(), "+OK\r\n")
+			eq(t, r.read(), "+OK\r\n")
+			eq(t, r.read(), ":1000000\r\n")
+			mustContain(t, r.read(), "proto")
+			eq(t, r.read(), bulk("db1"))
+			eq(t, r.read(), ":1000000\r\n")
+			mustContain(t, r.read(), "lockproxy")
+			eq(t, r.read(), "+RESET\r\n")
+			eq(t, r.read(), bulk("db0"))
+		})
+	}
+}
+
 // Many clients pipelining at once share upstream connections; each gets its
 // own replies, in its own order.
 func TestConcurrentClientsGetOwnReplies(t *testing.T) {

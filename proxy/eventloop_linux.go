@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -43,14 +44,18 @@ type loop struct {
 
 	mu        sync.Mutex
 	byFd      map[int32]*session
-	woken     []*session // sessions to read again: their replies caught up
-	signalled bool       // an eventfd write is pending
-	wakeAll   bool       // read every session again (shutdown)
+	upFd      map[int32]*upConn // shared upstream connections this loop reads
+	closing   []*upConn         // failed ones, for the loop to close
+	woken     []*session        // sessions to read again: their replies caught up
+	signalled bool              // an eventfd write is pending
+	wakeAll   bool              // read every session again (shutdown)
 
 	// The loop goroutine's own.
 	evs     []unix.EpollEvent
 	ready   []*session
 	hup     []bool // per ready session: the socket hung up or failed
+	ups     []*upConn
+	toClose []*upConn
 	resumed []*session
 	dirty   []*upConn // connections with commands queued this round
 	done    chan struct{}
@@ -96,6 +101,7 @@ func newLoop(p *Proxy) (*loop, error) {
 	l := &loop{
 		p: p, epfd: epfd, evfd: evfd, file: file, rc: rc,
 		byFd: map[int32]*session{},
+		upFd: map[int32]*upConn{},
 		evs:  make([]unix.EpollEvent, maxEvents),
 		done: make(chan struct{}),
 	}
@@ -128,6 +134,72 @@ func (l *loop) add(s *session) bool {
 		return false
 	}
 	return true
+}
+
+// addUp makes the loop read the shared upstream connection c: its replies
+// are then handed out in the same rounds that read the clients, with no
+// goroutine hand-off between the two. It reports false when c must have a
+// reader goroutine instead.
+func (l *loop) addUp(c *upConn) bool {
+	fd := -1
+	if err := c.raw.Control(func(f uintptr) { fd = int(f) }); err != nil || fd < 0 {
+		return false
+	}
+	c.fd = fd
+	c.timer = time.AfterFunc(time.Hour, c.expire)
+	c.timer.Stop()
+	l.mu.Lock()
+	l.upFd[int32(fd)] = c
+	l.mu.Unlock()
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		l.mu.Lock()
+		delete(l.upFd, int32(fd))
+		l.mu.Unlock()
+		return false
+	}
+	c.lp = l
+	return true
+}
+
+// detach asks the loop to stop reading the failed connection c and close
+// it. Called from any goroutine, once (upConn.fail).
+func (l *loop) detach(c *upConn) {
+	l.mu.Lock()
+	l.closing = append(l.closing, c)
+	l.signalLocked()
+	l.mu.Unlock()
+}
+
+// closeUps closes the connections detached from the loop.
+func (l *loop) closeUps(cs []*upConn) {
+	for _, c := range cs {
+		l.mu.Lock()
+		delete(l.upFd, int32(c.fd))
+		l.mu.Unlock()
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+		c.nc.Close()
+	}
+}
+
+// readUp reads the upstream connection c once and hands out its replies. A
+// panic there (in a reply hook) fails c, not the loop.
+func (l *loop) readUp(c *upConn) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.p.log.Error("closing an upstream connection after an internal error",
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			c.fail(fmt.Errorf("internal error: %v", r))
+		}
+	}()
+	armed := true
+	c.readOnce(func(b []byte) (int, error) {
+		if !armed {
+			return 0, errWouldBlock
+		}
+		armed = false
+		return readFd(c.fd, b)
+	})
 }
 
 // remove takes s out of the loop; the loop never touches s's descriptor
@@ -208,7 +280,14 @@ func (l *loop) run() {
 				_ = l.file.SetReadDeadline(time.Now().Add(sweepEvery))
 				continue
 			}
-			return // closed
+			// Closed: every session has left, and every upstream
+			// connection has failed (the pools closed them first).
+			l.mu.Lock()
+			cs := l.closing
+			l.closing = nil
+			l.mu.Unlock()
+			l.closeUps(cs)
+			return
 		}
 		l.round(n)
 	}
@@ -241,7 +320,7 @@ func (l *loop) wait() (int, error) {
 }
 
 func (l *loop) round(n int) {
-	l.ready, l.hup = l.ready[:0], l.hup[:0]
+	l.ready, l.hup, l.ups = l.ready[:0], l.hup[:0], l.ups[:0]
 	woke, all := false, false
 	l.mu.Lock()
 	for _, ev := range l.evs[:n] {
@@ -252,12 +331,17 @@ func (l *loop) round(n int) {
 		if s := l.byFd[ev.Fd]; s != nil {
 			l.ready = append(l.ready, s)
 			l.hup = append(l.hup, ev.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0)
+		} else if c := l.upFd[ev.Fd]; c != nil {
+			l.ups = append(l.ups, c)
 		}
 	}
 	if woke {
 		var b [8]byte
 		_, _ = unix.Read(l.evfd, b[:])
 		l.signalled = false
+		l.toClose = append(l.toClose[:0], l.closing...)
+		clear(l.closing)
+		l.closing = l.closing[:0]
 		l.resumed = append(l.resumed[:0], l.woken...)
 		clear(l.woken)
 		l.woken = l.woken[:0]
@@ -269,6 +353,15 @@ func (l *loop) round(n int) {
 		}
 	}
 	l.mu.Unlock()
+	// Replies first: they may let paused clients read on, and the
+	// commands read below then go out behind the replies' piggy-backed
+	// writes.
+	for _, c := range l.ups {
+		if !c.dead.Load() {
+			l.readUp(c)
+		}
+	}
+	clear(l.ups)
 	var now time.Time
 	if l.p.opts.ClientIdleTimeout > 0 {
 		now = time.Now()
@@ -301,6 +394,11 @@ func (l *loop) round(n int) {
 	clear(l.resumed)
 	l.resumed = l.resumed[:0]
 	clear(l.ready)
+	if len(l.toClose) > 0 {
+		l.closeUps(l.toClose)
+		clear(l.toClose)
+		l.toClose = l.toClose[:0]
+	}
 	l.uncork()
 }
 
@@ -345,8 +443,18 @@ func (f *fdReader) Read(b []byte) (int, error) {
 		return 0, errWouldBlock
 	}
 	f.armed = false
+	n, err := readFd(f.fd, b)
+	if n > 0 {
+		f.o.bytesIn.Add(int64(n))
+	}
+	return n, err
+}
+
+// readFd reads a non-blocking socket once: EAGAIN is errWouldBlock, end of
+// stream io.EOF.
+func readFd(fd int, b []byte) (int, error) {
 	for {
-		n, err := unix.Read(f.fd, b)
+		n, err := unix.Read(fd, b)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -357,7 +465,6 @@ func (f *fdReader) Read(b []byte) (int, error) {
 		case n == 0:
 			return 0, io.EOF
 		}
-		f.o.bytesIn.Add(int64(n))
 		return n, nil
 	}
 }

@@ -23,3 +23,5 @@ func (*loop) wake()                  {}
 func (*loop) queued(*upConn)         {}
 func (*loop) uncork()                {}
 func (*loop) close()                 {}
+func (*loop) addUp(*upConn) bool     { return false }
+func (*loop) detach(*upConn)         {}

@@ -36,6 +36,7 @@ type Proxy struct {
 	listeners map[net.Listener]struct{}
 	loops     []*loop // started with the first client
 	loopNext  int
+	upNext    int
 	loopsOff  bool // none could be started: goroutines only
 
 	nextID       atomic.Uint64
@@ -291,6 +292,19 @@ func (p *Proxy) nextLoop() *loop {
 	return l
 }
 
+// upstreamLoop picks the event loop that reads a new shared upstream
+// connection; nil when there are no loops.
+func (p *Proxy) upstreamLoop() *loop {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.loops) == 0 {
+		return nil
+	}
+	l := p.loops[p.upNext%len(p.loops)]
+	p.upNext++
+	return l
+}
+
 // closeLoops stops the event loops; every session has left them by then.
 func (p *Proxy) closeLoops() {
 	p.mu.Lock()
@@ -354,8 +368,8 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	if p.stopWatcher != nil {
 		p.stopWatcher()
 	}
+	p.closePools() // before the loops: a loop closes the connections it reads
 	p.closeLoops()
-	p.closePools()
 	p.wg.Wait()
 	if p.side != nil {
 		p.side.Close()

@@ -303,6 +303,13 @@ func (s *session) flush() {
 // loop that stalls the loop's other clients: only rare paths wait there.
 func (s *session) waitDrain(le int64) {
 	if s.lp != nil && s.inflight.Load() > le {
+		if c := s.last; c != nil && c.lp == s.lp && !c.dead.Load() {
+			// The replies would come through this very loop: waiting
+			// would stall it for good. pump settles such commands
+			// before handling them, so this is a bug; it ends this
+			// client (pump recovers), not every client of the loop.
+			panic("lockproxy: a session waited for its replies inside the event loop that reads them")
+		}
 		s.lp.uncork() // what this round queued must leave before any reply can come
 	}
 	for s.inflight.Load() > le {

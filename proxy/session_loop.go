@@ -53,6 +53,16 @@ func (s *session) pump() {
 			s.migrate()
 			return
 		}
+		if settles(k) && s.inflight.Load()+int64(len(s.bpend)) > 0 {
+			// Handled once every earlier reply is in: the loop reads
+			// the replies, so it must not wait for them here.
+			s.rd.Unread()
+			s.flush()
+			if s.pause(0) {
+				return
+			}
+			continue
+		}
 		if !s.handleKind(cmd, k) {
 			s.end(true)
 			return
@@ -65,15 +75,29 @@ func (s *session) pump() {
 	s.flush()
 }
 
+// settles tells the commands that are handled only after every reply owed
+// before them: admin commands and INFO answer about what came before, and
+// SELECT, HELLO and RESET move the session to another pool, which must not
+// overtake the replies still due on the old one.
+func settles(k kind) bool {
+	switch k {
+	case kAdmin, kInfo, kSelect, kHello, kReset:
+		return true
+	}
+	return false
+}
+
 // pause stops the loop reading s until at most le of its replies are owed.
-func (s *session) pause(le int64) {
+// It reports false when that is so already (nothing paused).
+func (s *session) pause(le int64) bool {
 	s.waitLE.Store(le)
 	s.paused.Store(true)
 	if s.inflight.Load() <= le && s.paused.CompareAndSwap(true, false) {
 		s.waitLE.Store(-1)
-		return
+		return false
 	}
 	s.lp.reading(s, false)
+	return true
 }
 
 // end leaves the loop and finishes the session on a goroutine: waiting for

@@ -56,6 +56,15 @@ type upConn struct {
 
 	raw syscall.RawConn // nil for TLS: no direct writes
 
+	rr replyReader // used by one reader: readLoop, or the event loop
+
+	// A shared connection read by an event loop rather than a goroutine
+	// of its own: lp reads fd, and the reply deadline is a timer.
+	lp       *loop
+	fd       int
+	timer    *time.Timer
+	deadline time.Time // under mu
+
 	mu      sync.Mutex
 	wbuf    []byte
 	writing bool // the writer goroutine is writing a batch it took from wbuf
@@ -119,6 +128,13 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 		wake:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
 		raw:   rawConn(nc),
+	}
+	if owner == nil && c.raw != nil {
+		if lp := p.upstreamLoop(); lp != nil && lp.addUp(c) {
+			p.wg.Add(1)
+			go c.writeLoop()
+			return c, nil
+		}
 	}
 	p.wg.Add(2)
 	go c.writeLoop()
@@ -338,63 +354,84 @@ func (c *upConn) readLoop() {
 			c.fail(fmt.Errorf("internal error: %v", r))
 		}
 	}()
-	buf := make([]byte, 0, readChunk)
-	var f resp.Framer
-	start := 0
-	var frames [][]byte
-	var ps []pend
-	for {
-		// Make room: compact what is left of a partial frame to the front,
-		// and grow only while a single frame does not fit.
-		if start > 0 && (start == len(buf) || cap(buf)-len(buf) < readChunk/4) {
-			n := copy(buf, buf[start:])
-			buf = buf[:n]
-			start = 0
+	for c.readOnce(c.nc.Read) {
+	}
+}
+
+// replyReader is the read side of an upstream connection: its buffer, and
+// scratch space reused for every read.
+type replyReader struct {
+	buf    []byte
+	start  int // buf[start:] is a reply not yet complete
+	f      resp.Framer
+	frames [][]byte
+	ps     []pend
+}
+
+// readOnce reads once with read, frames the complete replies and hands them
+// out. It reports false once the connection has failed. read may answer
+// errWouldBlock (an event loop's socket with nothing more to read).
+func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
+	r := &c.rr
+	if r.buf == nil {
+		r.buf = make([]byte, 0, readChunk)
+	}
+	// Make room: compact what is left of a partial frame to the front,
+	// and grow only while a single frame does not fit.
+	if r.start > 0 && (r.start == len(r.buf) || cap(r.buf)-len(r.buf) < readChunk/4) {
+		n := copy(r.buf, r.buf[r.start:])
+		r.buf = r.buf[:n]
+		r.start = 0
+	}
+	if cap(r.buf)-len(r.buf) < readChunk/4 {
+		nb := make([]byte, len(r.buf), 2*cap(r.buf))
+		copy(nb, r.buf)
+		r.buf = nb
+	}
+	n, err := read(r.buf[len(r.buf):cap(r.buf)])
+	n = max(n, 0)
+	r.buf = r.buf[:len(r.buf)+n]
+	r.frames = r.frames[:0]
+	for r.start < len(r.buf) {
+		m, ferr := r.f.Frame(r.buf[r.start:])
+		if ferr != nil {
+			c.fail(fmt.Errorf("unreadable reply from Valkey: %w", ferr))
+			return false
 		}
-		if cap(buf)-len(buf) < readChunk/4 {
-			nb := make([]byte, len(buf), 2*cap(buf))
-			copy(nb, buf)
-			buf = nb
+		if m == 0 {
+			break
 		}
-		n, err := c.nc.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		frames = frames[:0]
-		for start < len(buf) {
-			m, ferr := f.Frame(buf[start:])
-			if ferr != nil {
-				c.fail(fmt.Errorf("unreadable reply from Valkey: %w", ferr))
-				return
-			}
-			if m == 0 {
-				break
-			}
-			frames = append(frames, buf[start:start+m])
-			start += m // the Framer starts afresh by itself
-		}
-		if len(frames) > 0 {
-			if !c.dispatch(frames, &ps) {
-				return
-			}
-		}
-		if start == len(buf) {
-			buf = buf[:0]
-			start = 0
-			// One big reply must not pin its buffer for the connection's
-			// life; a stream of them keeps it (regrowing it for each
-			// reply would allocate several times the reply's size).
-			if cap(buf) > 4*readChunk && n < readChunk {
-				buf = make([]byte, 0, readChunk)
-			}
-		}
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && !c.dead.Load() {
-				err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.ReplyTimeout)
-			}
-			c.fail(err)
-			return
+		r.frames = append(r.frames, r.buf[r.start:r.start+m])
+		r.start += m // the Framer starts afresh by itself
+	}
+	if len(r.frames) > 0 {
+		if !c.dispatch(r.frames, &r.ps) {
+			return false
 		}
 	}
+	if r.start == len(r.buf) {
+		r.buf = r.buf[:0]
+		r.start = 0
+		// One big reply must not pin its buffer for the connection's
+		// life; a stream of them keeps it (regrowing it for each
+		// reply would allocate several times the reply's size).
+		if cap(r.buf) > 4*readChunk && n < readChunk {
+			r.buf = make([]byte, 0, readChunk)
+		}
+	}
+	switch {
+	case err == nil || err == errWouldBlock:
+		return true
+	case isTimeout(err) && !c.dead.Load():
+		err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.ReplyTimeout)
+	}
+	c.fail(err)
+	return false
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // dispatch hands each frame to its session. Pending entries are popped for
@@ -562,7 +599,7 @@ func (c *upConn) retry(p pend) bool {
 func (c *upConn) armLocked(progress bool) {
 	if c.stream.Load() || c.q.n == 0 {
 		if c.armed {
-			_ = c.nc.SetReadDeadline(time.Time{})
+			c.setDeadlineLocked(time.Time{})
 			c.armed = false
 		}
 		if c.q.n == 0 {
@@ -575,12 +612,39 @@ func (c *upConn) armLocked(progress bool) {
 	}
 	wait := c.blockWait.Load()
 	if wait < 0 {
-		_ = c.nc.SetReadDeadline(time.Time{})
+		c.setDeadlineLocked(time.Time{})
 		c.armed = false
 		return
 	}
-	_ = c.nc.SetReadDeadline(time.Now().Add(c.p.opts.ReplyTimeout + time.Duration(wait)))
+	c.setDeadlineLocked(time.Now().Add(c.p.opts.ReplyTimeout + time.Duration(wait)))
 	c.armed = true
+}
+
+// setDeadlineLocked sets (or, with the zero time, clears) the time by which
+// the next reply must arrive. A connection an event loop reads has no
+// blocking read to time out: a timer fails it instead.
+func (c *upConn) setDeadlineLocked(t time.Time) {
+	if c.lp == nil {
+		_ = c.nc.SetReadDeadline(t)
+		return
+	}
+	c.deadline = t
+	if t.IsZero() {
+		c.timer.Stop()
+		return
+	}
+	c.timer.Reset(time.Until(t))
+}
+
+// expire runs when a loop-read connection's reply timer fires: the
+// connection fails if the deadline it was set for still stands.
+func (c *upConn) expire() {
+	c.mu.Lock()
+	late := c.armed && !c.deadline.IsZero() && !time.Now().Before(c.deadline)
+	c.mu.Unlock()
+	if late {
+		c.fail(fmt.Errorf("no reply within reply_timeout %s", c.p.opts.ReplyTimeout))
+	}
 }
 
 // expectBlock records that a command about to be sent may block for wait
@@ -611,7 +675,15 @@ func (c *upConn) fail(err error) {
 	c.locals.Store(0)
 	c.mu.Unlock()
 	close(c.quit)
-	c.nc.Close()
+	if c.lp != nil {
+		// The loop may be about to read the descriptor: shut the socket
+		// (a write in progress fails at once) and let the loop close it.
+		c.timer.Stop()
+		_ = c.raw.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+		c.lp.detach(c)
+	} else {
+		c.nc.Close()
+	}
 	if len(ps) > 0 {
 		var msg string
 		if c.owner != nil {
