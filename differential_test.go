@@ -20,12 +20,7 @@ import (
 // It runs once per client engine: event loops, and a goroutine per client
 // (what TLS clients and clients on dedicated connections get).
 func TestDifferential(t *testing.T) {
-	for _, engine := range []struct {
-		name  string
-		loops int
-	}{{"loops", 1}, {"goroutines", -1}} {
-		t.Run(engine.name, func(t *testing.T) { differential(t, engine.loops) })
-	}
+	eachEngine(t, differential)
 }
 
 func differential(t *testing.T, loops int) {

@@ -41,6 +41,13 @@ func newEnv(t *testing.T, opts proxy.Options, directives ...string) *env {
 	return e
 }
 
+// eachEngine runs f once per client engine, as subtests: event loops
+// (EventLoops 1) and a goroutine per client (-1).
+func eachEngine(t *testing.T, f func(t *testing.T, loops int)) {
+	t.Run("loops", func(t *testing.T) { f(t, 1) })
+	t.Run("goroutines", func(t *testing.T) { f(t, -1) })
+}
+
 func (e *env) startProxy(opts proxy.Options) {
 	e.t.Helper()
 	opts.Upstream = e.srv.Addr

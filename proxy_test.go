@@ -109,102 +109,92 @@ func TestPipelineOrder(t *testing.T) {
 // transaction that moves the client onto a dedicated connection halfway.
 // Replies come back in command order, under both client engines.
 func TestPipelineMixedRouting(t *testing.T) {
-	for _, engine := range []struct {
-		name  string
-		loops int
-	}{{"loops", 1}, {"goroutines", -1}} {
-		t.Run(engine.name, func(t *testing.T) {
-			e := newEnv(t, proxy.Options{EventLoops: engine.loops})
-			r := dialRaw(t, e.addr)
-			slow := "local i = 0 while i < 2000000 do i = i + 1 end return i"
-			cmds := [][]string{
-				{"SET", "m", "1"},
-				{"EVAL", slow, "0"},
-				{"CLIENT", "SETNAME", "pipe"},
-				{"GET", "m"},
-				{"CLIENT", "GETNAME"},
-				{"MULTI"},
-				{"INCR", "m"},
-				{"EXEC"},
-				{"GET", "m"},
-				{"CLIENT", "GETNAME"},
-				{"PING"},
+	eachEngine(t, func(t *testing.T, loops int) {
+		e := newEnv(t, proxy.Options{EventLoops: loops})
+		r := dialRaw(t, e.addr)
+		slow := "local i = 0 while i < 2000000 do i = i + 1 end return i"
+		cmds := [][]string{
+			{"SET", "m", "1"},
+			{"EVAL", slow, "0"},
+			{"CLIENT", "SETNAME", "pipe"},
+			{"GET", "m"},
+			{"CLIENT", "GETNAME"},
+			{"MULTI"},
+			{"INCR", "m"},
+			{"EXEC"},
+			{"GET", "m"},
+			{"CLIENT", "GETNAME"},
+			{"PING"},
+		}
+		want := []string{
+			"+OK\r\n",
+			":2000000\r\n",
+			"+OK\r\n",
+			bulk("1"),
+			bulk("pipe"),
+			"+OK\r\n",
+			"+QUEUED\r\n",
+			"*1\r\n:2\r\n",
+			bulk("2"),
+			bulk("pipe"),
+			"+PONG\r\n",
+		}
+		var batch []byte
+		for _, c := range cmds {
+			batch = resp.AppendCommandStrings(batch, c...)
+		}
+		other := dialRaw(t, e.addr)
+		r.send(string(batch))
+		// Another client is served meanwhile, on the same upstream
+		// connection as the first half of the batch.
+		eq(t, other.do("SET", "o", "x"), "+OK\r\n")
+		for i, w := range want {
+			if got := r.read(); got != w {
+				t.Fatalf("reply %d to %q: got %q, want %q", i, cmds[i], got, w)
 			}
-			want := []string{
-				"+OK\r\n",
-				":2000000\r\n",
-				"+OK\r\n",
-				bulk("1"),
-				bulk("pipe"),
-				"+OK\r\n",
-				"+QUEUED\r\n",
-				"*1\r\n:2\r\n",
-				bulk("2"),
-				bulk("pipe"),
-				"+PONG\r\n",
-			}
-			var batch []byte
-			for _, c := range cmds {
-				batch = resp.AppendCommandStrings(batch, c...)
-			}
-			other := dialRaw(t, e.addr)
-			r.send(string(batch))
-			// Another client is served meanwhile, on the same upstream
-			// connection as the first half of the batch.
-			eq(t, other.do("SET", "o", "x"), "+OK\r\n")
-			for i, w := range want {
-				if got := r.read(); got != w {
-					t.Fatalf("reply %d to %q: got %q, want %q", i, cmds[i], got, w)
-				}
-			}
-			eq(t, other.do("GET", "o"), bulk("x"))
-		})
-	}
+		}
+		eq(t, other.do("GET", "o"), bulk("x"))
+	})
 }
 
 // One write that moves the client between pools (SELECT, HELLO, RESET) and
 // asks the proxy about itself (INFO lockproxy), each behind commands still in
 // flight: every reply comes back in order, from the right database.
 func TestPipelineSwitchesPools(t *testing.T) {
-	for _, engine := range []struct {
-		name  string
-		loops int
-	}{{"loops", 1}, {"goroutines", -1}} {
-		t.Run(engine.name, func(t *testing.T) {
-			e := newEnv(t, proxy.Options{EventLoops: engine.loops})
-			r := dialRaw(t, e.addr)
-			slow := "local i = 0 while i < 1000000 do i = i + 1 end return i"
-			cmds := [][]string{
-				{"SET", "k", "db0"},
-				{"EVAL", slow, "0"},
-				{"SELECT", "1"},
-				{"SET", "k", "db1"},
-				{"EVAL", slow, "0"},
-				{"HELLO", "3"},
-				{"GET", "k"},
-				{"EVAL", slow, "0"},
-				{"INFO", "lockproxy"},
-				{"RESET"},
-				{"GET", "k"},
-			}
-			var batch []byte
-			for _, c := range cmds {
-				batch = resp.AppendCommandStrings(batch, c...)
-			}
-			r.send(string(batch))
-			eq(t, r.read(), "+OK\r\n")
-			eq(t, r.read(), ":1000000\r\n")
-			eq(t, r.read(), "+OK\r\n")
-			eq(t, r.read(), "+OK\r\n")
-			eq(t, r.read(), ":1000000\r\n")
-			mustContain(t, r.read(), "proto")
-			eq(t, r.read(), bulk("db1"))
-			eq(t, r.read(), ":1000000\r\n")
-			mustContain(t, r.read(), "lockproxy")
-			eq(t, r.read(), "+RESET\r\n")
-			eq(t, r.read(), bulk("db0"))
-		})
-	}
+	eachEngine(t, func(t *testing.T, loops int) {
+		e := newEnv(t, proxy.Options{EventLoops: loops})
+		r := dialRaw(t, e.addr)
+		slow := "local i = 0 while i < 1000000 do i = i + 1 end return i"
+		cmds := [][]string{
+			{"SET", "k", "db0"},
+			{"EVAL", slow, "0"},
+			{"SELECT", "1"},
+			{"SET", "k", "db1"},
+			{"EVAL", slow, "0"},
+			{"HELLO", "3"},
+			{"GET", "k"},
+			{"EVAL", slow, "0"},
+			{"INFO", "lockproxy"},
+			{"RESET"},
+			{"GET", "k"},
+		}
+		var batch []byte
+		for _, c := range cmds {
+			batch = resp.AppendCommandStrings(batch, c...)
+		}
+		r.send(string(batch))
+		eq(t, r.read(), "+OK\r\n")
+		eq(t, r.read(), ":1000000\r\n")
+		eq(t, r.read(), "+OK\r\n")
+		eq(t, r.read(), "+OK\r\n")
+		eq(t, r.read(), ":1000000\r\n")
+		mustContain(t, r.read(), "proto")
+		eq(t, r.read(), bulk("db1"))
+		eq(t, r.read(), ":1000000\r\n")
+		mustContain(t, r.read(), "lockproxy")
+		eq(t, r.read(), "+RESET\r\n")
+		eq(t, r.read(), bulk("db0"))
+	})
 }
 
 // Many clients pipelining at once share upstream connections; each gets its

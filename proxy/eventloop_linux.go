@@ -19,8 +19,9 @@ import (
 // EAGAIN before the goroutine parks again; and each client's commands go to
 // Valkey in a write of their own. A loop asks epoll once which clients have
 // sent something, reads each of them once, and writes what they all sent to
-// each upstream connection in one batch at the end of the round. The replies
-// still go out from the upstream readers, straight to each client's socket.
+// each upstream connection in one batch at the end of the round. It reads
+// the shared upstream connections too, handing each reply straight to its
+// client's socket, so nothing crosses a goroutine boundary on the way.
 //
 // The loop's epoll descriptor is itself registered with Go's poller (an epoll
 // descriptor is readable while it has events), so a loop with nothing to do
@@ -31,10 +32,12 @@ import (
 // that needs a dedicated connection (MULTI, BLPOP, SUBSCRIBE, AUTH as another
 // user...) moves its session onto a goroutine of its own before it is
 // handled (migrate), because the dial and the waits that follow would stall
-// every other client of the loop. A few rare paths still wait inside the
-// loop, briefly: dialling a shared connection the first time a pool is used,
-// fetching Valkey's command table or a movable command's keys for the lock
-// rules, and switching a session with commands in flight to another pool.
+// every other client of the loop. Commands that must follow every earlier
+// reply (settles) are put back until the loop has read those replies: waiting
+// for them here would wait for the loop itself. A few rare paths still block
+// the loop, briefly, on something else: dialling a shared connection the
+// first time a pool is used, and fetching Valkey's command table or a
+// movable command's keys for the lock rules (the side connection).
 type loop struct {
 	p    *Proxy
 	epfd int
@@ -145,7 +148,8 @@ func (l *loop) addUp(c *upConn) bool {
 	if err := c.raw.Control(func(f uintptr) { fd = int(f) }); err != nil || fd < 0 {
 		return false
 	}
-	c.fd = fd
+	// Set up before the loop can see c: it may read c at once.
+	c.fd, c.lp = fd, l
 	c.timer = time.AfterFunc(time.Hour, c.expire)
 	c.timer.Stop()
 	l.mu.Lock()
@@ -156,9 +160,9 @@ func (l *loop) addUp(c *upConn) bool {
 		l.mu.Lock()
 		delete(l.upFd, int32(fd))
 		l.mu.Unlock()
+		c.lp, c.timer = nil, nil
 		return false
 	}
-	c.lp = l
 	return true
 }
 
@@ -280,8 +284,18 @@ func (l *loop) run() {
 				_ = l.file.SetReadDeadline(time.Now().Add(sweepEvery))
 				continue
 			}
-			// Closed: every session has left, and every upstream
-			// connection has failed (the pools closed them first).
+			// Closed: every session has left, and the pools have
+			// failed their connections; any other still here fails
+			// now, so nothing waits on a reader that is gone.
+			l.mu.Lock()
+			var live []*upConn
+			for _, c := range l.upFd {
+				live = append(live, c)
+			}
+			l.mu.Unlock()
+			for _, c := range live {
+				c.fail(errClosed)
+			}
 			l.mu.Lock()
 			cs := l.closing
 			l.closing = nil
