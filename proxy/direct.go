@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"net"
 	"syscall"
 )
@@ -39,19 +38,14 @@ func tryWrite(rc syscall.RawConn, b []byte) int {
 	n := 0
 	_ = rc.Write(func(fd uintptr) bool {
 		for n < len(b) {
-			m, err := syscall.Write(int(fd), b[n:])
-			if m > 0 {
-				n += m
+			m, errno := sysWrite(int(fd), b[n:])
+			if errno == syscall.EINTR {
+				continue
 			}
-			if err != nil {
-				if errors.Is(err, syscall.EINTR) {
-					continue
-				}
+			if errno != 0 || m <= 0 {
 				break
 			}
-			if m == 0 {
-				break
-			}
+			n += m
 		}
 		return true // done: never park waiting for the socket
 	})

@@ -315,12 +315,12 @@ func (l *loop) wait() (int, error) {
 	var werr error
 	err := l.rc.Read(func(fd uintptr) bool {
 		for {
-			m, err := unix.EpollWait(int(fd), l.evs, 0)
-			if err == unix.EINTR {
+			m, errno := epollPoll(int(fd), l.evs)
+			if errno == unix.EINTR {
 				continue
 			}
-			if err != nil {
-				werr = err
+			if errno != 0 {
+				werr = errno
 				return true
 			}
 			n = m
@@ -468,15 +468,15 @@ func (f *fdReader) Read(b []byte) (int, error) {
 // stream io.EOF.
 func readFd(fd int, b []byte) (int, error) {
 	for {
-		n, err := unix.Read(fd, b)
+		n, errno := sysRead(fd, b)
 		switch {
-		case err == unix.EINTR:
+		case errno == unix.EINTR:
 			continue
-		case err == unix.EAGAIN:
+		case errno == unix.EAGAIN:
 			return 0, errWouldBlock
-		case err != nil:
-			return 0, err
-		case n == 0:
+		case errno != 0:
+			return 0, errno
+		case n == 0 && len(b) > 0:
 			return 0, io.EOF
 		}
 		return n, nil
