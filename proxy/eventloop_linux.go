@@ -136,6 +136,12 @@ func (l *loop) add(s *session) bool {
 		s.home, s.lp = nil, nil
 		return false
 	}
+	if l.p.shuttingDown.Load() {
+		// Shutdown began after the client was accepted and may have woken
+		// the loop before s was in it: s ends once it has handled what it
+		// sent.
+		l.resume(s)
+	}
 	return true
 }
 

@@ -79,7 +79,7 @@ type session struct {
 
 	lost atomic.Bool // the dedicated upstream connection died
 
-	// Event-loop mode (eventloop.go). home is the loop the session was
+	// Event-loop mode (eventloop_linux.go, session_loop.go). home is the loop the session was
 	// given at accept (nil: it runs on a goroutine of its own from the
 	// start); lp is set while that loop serves it, and only the loop
 	// touches it.
@@ -303,11 +303,12 @@ func (s *session) flush() {
 // loop that stalls the loop's other clients: only rare paths wait there.
 func (s *session) waitDrain(le int64) {
 	if s.lp != nil && s.inflight.Load() > le {
-		if c := s.last; c != nil && c.lp == s.lp && !c.dead.Load() {
-			// The replies would come through this very loop: waiting
-			// would stall it for good. pump settles such commands
-			// before handling them, so this is a bug; it ends this
-			// client (pump recovers), not every client of the loop.
+		if c := s.last; c != nil && c.lp != nil && !c.dead.Load() {
+			// The replies would come through an event loop, maybe this
+			// very one: waiting here could stall it for good. pump
+			// settles such commands before handling them, so this is a
+			// bug; it ends this client (pump recovers), not every
+			// client of the loop.
 			panic("lockproxy: a session waited for its replies inside the event loop that reads them")
 		}
 		s.lp.uncork() // what this round queued must leave before any reply can come

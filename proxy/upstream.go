@@ -33,11 +33,15 @@ type pend struct {
 }
 
 // upConn is one connection to Valkey. Any number of sessions write commands
-// into wbuf; a writer goroutine sends them in batches (Valkey then reads many
-// commands per system call, which is where a multiplexing proxy gains its
-// throughput), and a reader goroutine frames the replies and hands each to the
-// session at the head of the queue. Replies come back in the order commands
-// were written, so the queue is all the routing there is.
+// into wbuf, sent in batches (Valkey then reads many commands per system
+// call, which is where a multiplexing proxy gains its throughput): by the
+// event loop at the end of its round, by whoever finds the connection idle,
+// by the reader after it handed out replies, or by a writer goroutine for
+// what the socket did not take at once. The reader — an event loop for a
+// shared connection, a goroutine of its own otherwise — frames the replies
+// and hands each to the session at the head of the queue. Replies come back
+// in the order commands were written, so the queue is all the routing there
+// is.
 type upConn struct {
 	p     *Proxy
 	nc    net.Conn
