@@ -26,6 +26,9 @@ type env struct {
 	p    *proxy.Proxy
 	addr string // the proxy's listen address
 	done chan error
+	// upstream, when set, is where the proxy connects instead of srv
+	// (a relay in front of it).
+	upstream string
 }
 
 func quietLogger() *slog.Logger {
@@ -51,6 +54,9 @@ func eachEngine(t *testing.T, f func(t *testing.T, loops int)) {
 func (e *env) startProxy(opts proxy.Options) {
 	e.t.Helper()
 	opts.Upstream = e.srv.Addr
+	if e.upstream != "" {
+		opts.Upstream = e.upstream
+	}
 	if opts.EventLoops == 0 {
 		// LOCKPROXY_TEST_EVENT_LOOPS=-1 runs the suite with a goroutine
 		// per client instead of event loops (.ci/run does both).

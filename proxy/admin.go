@@ -21,6 +21,7 @@ type adminCmd struct {
 	max     int    // -1: any number
 	open    bool   // never needs LOCKPROXY AUTH
 	private bool   // needs LOCKPROXY AUTH even when read-only access is open
+	table   bool   // reads Valkey's command table, which may have to be fetched
 	run     func(s *session, args [][]byte) []byte
 	help    []string
 }
@@ -34,7 +35,7 @@ func init() {
 				"OUTCOME by one of: " + outcomeList() + "."}},
 		{name: "AUTH", args: "<password>", min: 1, max: 1, open: true, run: (*session).adminAuth,
 			help: []string{"Log this connection in to the admin commands (admin.password)."}},
-		{name: "CHECK", args: "<key>", min: 1, max: 1, run: (*session).adminCheck,
+		{name: "CHECK", args: "<key>", min: 1, max: 1, table: true, run: (*session).adminCheck,
 			help: []string{"Which lock rule matches <key>, and what DEL, PEXPIRE, SET and a write of a",
 				"guarded key would do, from the lock's holder and from any other client."}},
 		{name: "CONFIG", max: 0, private: true, run: (*session).adminConfig,
@@ -101,6 +102,10 @@ func (s *session) admin(cmd resp.Command) {
 	}
 	if !c.open && !s.adminAllowed(c) {
 		s.local(resp.AppendError(nil, errAdminNoAuth(c.name)))
+		return
+	}
+	if c.table && s.lp != nil && !s.p.tableReady() {
+		s.offLoop(func() { s.p.loadTable() })
 		return
 	}
 	// Every reply this client is owed comes first, so the answer sees the

@@ -34,10 +34,11 @@ import (
 // handled (migrate), because the dial and the waits that follow would stall
 // every other client of the loop. Commands that must follow every earlier
 // reply (settles) are put back until the loop has read those replies: waiting
-// for them here would wait for the loop itself. A few rare paths still block
-// the loop, briefly, on something else: dialling a shared connection the
-// first time a pool is used, and fetching Valkey's command table or a
-// movable command's keys for the lock rules (the side connection).
+// for them here would wait for the loop itself. What else could block — a
+// dial of a shared connection, fetching Valkey's command table or a movable
+// command's keys for the lock rules (the side connection) — is done off the
+// loop while the client waits alone (offLoop): one client's dial to a slow
+// or unreachable Valkey holds no other client up.
 type loop struct {
 	p    *Proxy
 	epfd int
@@ -405,7 +406,7 @@ func (l *loop) round(n int) {
 		if s.lp != l {
 			continue // ended or moved to a goroutine meanwhile
 		}
-		if !s.paused.Load() && s.waitLE.Load() >= 0 {
+		if !s.paused.Load() && s.waitLE.Load() != -1 {
 			s.waitLE.Store(-1)
 			l.reading(s, true)
 		}

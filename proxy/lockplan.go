@@ -46,6 +46,10 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		return false
 	}
 	if d.Table == nil {
+		if s.lp != nil && !s.p.tableReady() {
+			s.offLoop(func() { s.p.loadTable() })
+			return true
+		}
 		d = s.p.loadTable()
 		if d.Table == nil {
 			s.local(resp.AppendError(nil, s.p.noTableError()))
@@ -54,7 +58,23 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	}
 	plan := d.Decide(cmd.Args, s, s.keys[:0])
 	if plan.Kind == rewrite.NeedKeys {
-		keys, err := s.p.getKeys(cmd.Args)
+		var keys []keyspec.KeyWithFlags
+		var err error
+		switch m := s.movable; {
+		case m != nil && bytes.Equal(m.raw, cmd.Raw):
+			keys, err = m.keys, m.err
+			s.movable = nil
+		case s.lp != nil:
+			// A round trip on the side connection: off the loop.
+			raw, args := cloneArgs(cmd)
+			s.offLoop(func() {
+				keys, err := s.p.getKeys(args)
+				s.movable = &movableKeys{raw: raw, keys: keys, err: err}
+			})
+			return true
+		default:
+			keys, err = s.p.getKeys(cmd.Args)
+		}
 		if err != nil {
 			// Valkey will refuse the command too (bad arguments), or is
 			// unreachable: either way there is no lock to protect.
@@ -326,6 +346,38 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 	nd.Table = t
 	p.decider.Store(&nd)
 	return &nd
+}
+
+// movableKeys is COMMAND GETKEYSANDFLAGS's answer for the command raw,
+// asked off the loop.
+type movableKeys struct {
+	raw  []byte
+	keys []keyspec.KeyWithFlags
+	err  error
+}
+
+// cloneArgs copies a command out of the client's read buffer, for a job
+// that outlives the buffer's contents.
+func cloneArgs(cmd resp.Command) (raw []byte, args [][]byte) {
+	raw = bytes.Clone(cmd.Raw)
+	args = make([][]byte, len(cmd.Args))
+	for i, a := range cmd.Args {
+		args[i] = bytes.Clone(a)
+	}
+	return raw, args
+}
+
+// tableReady reports whether loadTable would return at once: the table is
+// loaded, or the last attempt failed within the reconnect backoff.
+func (p *Proxy) tableReady() bool {
+	if p.decider.Load().Table != nil {
+		return true
+	}
+	if !p.tableMu.TryLock() {
+		return false // being loaded
+	}
+	defer p.tableMu.Unlock()
+	return p.decider.Load().Table != nil || time.Since(p.tableTried) < p.opts.ReconnectBackoff
 }
 
 // getKeys asks Valkey which keys a command with movable keys touches.

@@ -73,6 +73,19 @@ func (pl *pool) conn(i int) (*upConn, error) {
 	return c, nil
 }
 
+// ready reports whether conn(i) would answer without dialling: the slot
+// has a live connection, or a dial failure still in its backoff. A slot
+// being dialled by someone else is not ready.
+func (pl *pool) ready(i int) bool {
+	sl := &pl.slots[i%len(pl.slots)]
+	if !sl.mu.TryLock() {
+		return false
+	}
+	defer sl.mu.Unlock()
+	return (sl.c != nil && !sl.c.dead.Load()) ||
+		(sl.err != nil && time.Now().Before(sl.retryAt)) || pl.p.closed.Load()
+}
+
 // sharedState is what every shared connection of key is told at connect.
 func (p *Proxy) sharedState(key poolKey) connState {
 	return connState{

@@ -87,7 +87,10 @@ type session struct {
 	lp     *loop
 	fd     int
 	src    fdReader
-	paused atomic.Bool // the loop stopped reading it until inflight <= waitLE
+	paused atomic.Bool // the loop stopped reading it until inflight <= waitLE, or a job ends (waitJob)
+	// movable is what an off-loop COMMAND GETKEYSANDFLAGS said about the
+	// command put back meanwhile (lockplan.go).
+	movable *movableKeys
 	// lastRead is when the loop last read the client (client_idle_timeout).
 	lastRead time.Time
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -63,6 +64,12 @@ func (s *session) pump() {
 			}
 			continue
 		}
+		if key, dials := s.willDial(k, cmd.Args); dials {
+			// Dialling could take up to dial_timeout (Valkey slow or
+			// unreachable): the loop's other clients must not wait.
+			s.offLoop(func() { _, _ = s.p.pool(key).conn(int(s.id)) })
+			return
+		}
 		if !s.handleKind(cmd, k) {
 			s.end(true)
 			return
@@ -98,6 +105,63 @@ func (s *session) pause(le int64) bool {
 	}
 	s.lp.reading(s, false)
 	return true
+}
+
+// waitJob in waitLE marks a session paused for an offLoop job; no number
+// of replies ends that wait.
+const waitJob = -2
+
+// offLoop puts back the command being handled and stops reading s while
+// job, which may block (a dial, a round trip on the side connection), runs
+// on a goroutine; then the loop reads s again and handles the command anew,
+// now without waiting. The loop's other clients go on meanwhile, and this
+// one waits as it would on a goroutine of its own. What job learns must be
+// kept where the second handling finds it (a pool slot, the command table,
+// s.movable).
+func (s *session) offLoop(job func()) {
+	s.rd.Unread()
+	s.flush()
+	s.waitLE.Store(waitJob)
+	s.paused.Store(true)
+	s.lp.reading(s, false)
+	home := s.home
+	go func() {
+		job()
+		if s.paused.CompareAndSwap(true, false) {
+			home.resume(s)
+		}
+	}()
+}
+
+// willDial reports whether handling a command of kind k would dial a shared
+// connection (and for which pool): the session's slot has none, or one that
+// died, and no recent dial failure to answer at once. SELECT and HELLO
+// switch pools, so they are asked about the pool they switch to.
+func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
+	if s.ded != nil || !s.authed {
+		return poolKey{}, false
+	}
+	key := s.key()
+	switch k {
+	case kAdmin, kQuit, kReset, kAuth:
+		return key, false // answered by the proxy (AUTH as another user migrated already)
+	case kSelect:
+		if len(args) == 2 {
+			if db, err := strconv.Atoi(string(args[1])); err == nil && db >= 0 {
+				key.db = db
+			}
+		}
+	case kHello:
+		if len(args) >= 2 {
+			if v, err := strconv.Atoi(string(args[1])); err == nil && (v == 2 || v == 3) {
+				key.proto = v
+			}
+		}
+	}
+	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
+		return key, false
+	}
+	return key, !s.p.pool(key).ready(int(s.id))
 }
 
 // end leaves the loop and finishes the session on a goroutine: waiting for
