@@ -7,12 +7,16 @@
 //	         that sends the same token-checked scripts itself (EVALSHA of
 //	         lockproxy's acquire and release scripts). The ratio is what
 //	         letting the proxy do it costs.
+//	transit  the same two round trips (SET NX PX, DEL) on a key no rule
+//	         matches, through the proxy and directly: what the extra hop
+//	         alone costs this client, so that release's ratio can be read
+//	         as hop plus lock handling.
 //	fenced   writes to a key a lock guards, from its holder, through the
 //	         proxy (each one a fenced script) against plain writes to an
 //	         unguarded key through the same proxy.
 //
 // It prints one tab-separated line per measurement: name, ops/s of each
-// side, and the ratio.
+// side, and the ratio. -only a (or b) runs one side, to profile it.
 package main
 
 import (
@@ -33,7 +37,8 @@ func main() {
 	clients := flag.Int("c", 50, "concurrent clients")
 	dur := flag.Duration("d", 5*time.Second, "how long each side runs")
 	rounds := flag.Int("rounds", 3, "alternating rounds per side; the median is reported")
-	mode := flag.String("mode", "release", "release | fenced")
+	mode := flag.String("mode", "release", "release | transit | fenced")
+	only := flag.String("only", "", "run one side only, a or b (for profiling one of them)")
 	flag.Parse()
 	ctx := context.Background()
 	proxy := redis.NewClient(&redis.Options{Addr: *proxyAddr, PoolSize: *clients, Protocol: 2})
@@ -78,6 +83,18 @@ func main() {
 		for _, s := range []*rewrite.Script{rewrite.Acquire, rewrite.Release} {
 			direct.ScriptLoad(ctx, s.Body)
 		}
+	case "transit":
+		// The same two round trips on a key no rule matches: what any
+		// command pays for the hop, with nothing of lock handling.
+		cycle := func(ctx context.Context, c *redis.Conn, w, i int) error {
+			k := fmt.Sprintf("bench:%d:plain", w)
+			if err := c.SetNX(ctx, k, "tok", 10*time.Second).Err(); err != nil {
+				return err
+			}
+			return c.Del(ctx, k).Err()
+		}
+		an, ac, a = "plain cycle via proxy (SET NX, DEL)", proxy, cycle
+		bn, bc, b = "plain cycle direct", direct, cycle
 	case "fenced":
 		an, ac, a = "fenced write via proxy (holder, SET guarded key)", proxy, func(ctx context.Context, c *redis.Conn, w, i int) error {
 			return c.Set(ctx, fmt.Sprintf("{b%d}:data", w), i, 0).Err()
@@ -91,8 +108,20 @@ func main() {
 	}
 	var ra, rb []float64
 	for r := 0; r < *rounds; r++ {
-		ra = append(ra, run(ctx, ac, *clients, *dur, a, *mode == "fenced"))
-		rb = append(rb, run(ctx, bc, *clients, *dur, b, false))
+		if *only != "b" {
+			ra = append(ra, run(ctx, ac, *clients, *dur, a, *mode == "fenced"))
+		}
+		if *only != "a" {
+			rb = append(rb, run(ctx, bc, *clients, *dur, b, false))
+		}
+	}
+	switch *only {
+	case "a":
+		fmt.Printf("%s\t%.0f\n", an, median(ra))
+		return
+	case "b":
+		fmt.Printf("%s\t%.0f\n", bn, median(rb))
+		return
 	}
 	ma, mb := median(ra), median(rb)
 	fmt.Printf("%s\t%.0f\t%s\t%.0f\tratio\t%.3f\n", an, ma, bn, mb, ma/mb)
