@@ -23,9 +23,10 @@ func TestDifferential(t *testing.T) {
 	eachEngine(t, differential)
 }
 
-func differential(t *testing.T, loops int) {
+func differential(t *testing.T, o proxy.Options) {
 	direct := valkeytest.Start(t)
-	e := newEnv(t, proxy.Options{PoolSize: 2, EventLoops: loops})
+	o.PoolSize = 2
+	e := newEnv(t, o)
 	const clients = 16
 	var wg sync.WaitGroup
 	errs := make(chan string, clients)

@@ -44,11 +44,15 @@ func newEnv(t *testing.T, opts proxy.Options, directives ...string) *env {
 	return e
 }
 
-// eachEngine runs f once per client engine, as subtests: event loops
-// (EventLoops 1) and a goroutine per client (-1).
-func eachEngine(t *testing.T, f func(t *testing.T, loops int)) {
-	t.Run("loops", func(t *testing.T) { f(t, 1) })
-	t.Run("goroutines", func(t *testing.T) { f(t, -1) })
+// eachEngine runs f once per client engine, as subtests, with options that
+// select it: event loops (EventLoops 1), event loops that poll before they
+// sleep (BusyPoll), and a goroutine per client (-1).
+func eachEngine(t *testing.T, f func(t *testing.T, o proxy.Options)) {
+	t.Run("loops", func(t *testing.T) { f(t, proxy.Options{EventLoops: 1}) })
+	t.Run("loops-busy-poll", func(t *testing.T) {
+		f(t, proxy.Options{EventLoops: 1, BusyPoll: 50 * time.Microsecond})
+	})
+	t.Run("goroutines", func(t *testing.T) { f(t, proxy.Options{EventLoops: -1}) })
 }
 
 func (e *env) startProxy(opts proxy.Options) {

@@ -105,11 +105,12 @@ func (g *gate) waitAccepted(what string) {
 // before that, one client's SELECT of a new database could hold every
 // client of its loop for up to dial_timeout.
 func TestSlowDialStallsOnlyItsClient(t *testing.T) {
-	eachEngine(t, func(t *testing.T, loops int) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
 		srv := valkeytest.Start(t)
 		g := newGate(t, srv.Addr)
 		e := &env{t: t, srv: srv, upstream: g.addr()}
-		e.startProxy(proxy.Options{EventLoops: loops, DialTimeout: 30 * time.Second})
+		o.DialTimeout = 30 * time.Second
+		e.startProxy(o)
 
 		b := dialRaw(t, e.addr)
 		eq(t, b.do("SET", "k", "v"), "+OK\r\n") // b's pool slot is connected
@@ -146,8 +147,8 @@ func TestSlowDialStallsOnlyItsClient(t *testing.T) {
 // COMMAND GETKEYSANDFLAGS (off the event loop), then refuses storing onto a
 // held lock and forwards the rest, pipelined behind other commands in order.
 func TestMovableKeysOntoLock(t *testing.T) {
-	eachEngine(t, func(t *testing.T, loops int) {
-		e := rulesEnv(t, rule("rewrite"), func(o *proxy.Options) { o.EventLoops = loops })
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		e := rulesEnv(t, rule("rewrite"), func(x *proxy.Options) { x.EventLoops, x.BusyPoll = o.EventLoops, o.BusyPoll })
 		holder, other := dialRaw(t, e.addr), dialRaw(t, e.addr)
 		eq(t, holder.do("SET", "m:lock", "tok", "NX", "PX", "60000"), "+OK\r\n")
 		eq(t, other.do("RPUSH", "src", "3", "1", "2"), ":3\r\n")

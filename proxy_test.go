@@ -109,8 +109,8 @@ func TestPipelineOrder(t *testing.T) {
 // transaction that moves the client onto a dedicated connection halfway.
 // Replies come back in command order, under both client engines.
 func TestPipelineMixedRouting(t *testing.T) {
-	eachEngine(t, func(t *testing.T, loops int) {
-		e := newEnv(t, proxy.Options{EventLoops: loops})
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		e := newEnv(t, o)
 		r := dialRaw(t, e.addr)
 		slow := "local i = 0 while i < 2000000 do i = i + 1 end return i"
 		cmds := [][]string{
@@ -161,8 +161,8 @@ func TestPipelineMixedRouting(t *testing.T) {
 // asks the proxy about itself (INFO lockproxy), each behind commands still in
 // flight: every reply comes back in order, from the right database.
 func TestPipelineSwitchesPools(t *testing.T) {
-	eachEngine(t, func(t *testing.T, loops int) {
-		e := newEnv(t, proxy.Options{EventLoops: loops})
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		e := newEnv(t, o)
 		r := dialRaw(t, e.addr)
 		slow := "local i = 0 while i < 1000000 do i = i + 1 end return i"
 		cmds := [][]string{

@@ -16,13 +16,16 @@ const (
 	DefaultClientOutputBufferLimit = 256 * MB
 	DefaultMaxPipeline             = 100000
 	DefaultEventLoops              = 1
-	DefaultShutdownTimeout         = 10 * time.Second
-	DefaultUpstreamAddr            = "127.0.0.1:6379"
-	DefaultPoolSize                = 2
-	DefaultDialTimeout             = 5 * time.Second
-	DefaultReplyTimeout            = 30 * time.Second
-	DefaultReconnectBackoff        = 100 * time.Millisecond
-	DefaultMaxBackoff              = 5 * time.Second
+	// MaxBusyPoll bounds busy_poll: polling longer than this between
+	// rounds keeps a core busy for latencies no client would notice.
+	MaxBusyPoll             = time.Millisecond
+	DefaultShutdownTimeout  = 10 * time.Second
+	DefaultUpstreamAddr     = "127.0.0.1:6379"
+	DefaultPoolSize         = 2
+	DefaultDialTimeout      = 5 * time.Second
+	DefaultReplyTimeout     = 30 * time.Second
+	DefaultReconnectBackoff = 100 * time.Millisecond
+	DefaultMaxBackoff       = 5 * time.Second
 )
 
 // Redacted is what [Config.Redacted] puts in place of a non-empty secret.
@@ -52,6 +55,10 @@ type Config struct {
 	// event_loops: how many event loops read clients. Default 1; -1 gives
 	// each client a goroutine of its own instead.
 	EventLoops int `yaml:"event_loops"`
+	// busy_poll: how long an event loop keeps asking for work after a
+	// round before it sleeps. 0 (the default) sleeps at once; 50us cuts a
+	// lone client's latency at the cost of CPU (see MaxBusyPoll).
+	BusyPoll time.Duration `yaml:"busy_poll"`
 	// gomaxprocs: Go's GOMAXPROCS; 0 (the default) leaves Go's own choice.
 	GOMAXPROCS int `yaml:"gomaxprocs"`
 	// shutdown_timeout: how long shutdown waits for in-flight commands.

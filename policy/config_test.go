@@ -102,6 +102,7 @@ func TestDefault(t *testing.T) {
 		{"client_output_buffer_limit", c.ClientOutputBufferLimit, 256 * MB},
 		{"max_pipeline", c.MaxPipeline, 100000},
 		{"event_loops", c.EventLoops, 1},
+		{"busy_poll", c.BusyPoll, time.Duration(0)},
 		{"gomaxprocs", c.GOMAXPROCS, 0},
 		{"shutdown_timeout", c.ShutdownTimeout, 10 * time.Second},
 		{"client_idle_timeout", c.ClientIdleTimeout, time.Duration(0)},
@@ -142,6 +143,7 @@ client_query_buffer_limit: 2MB
 client_output_buffer_limit: 1048576
 max_pipeline: 10
 event_loops: 3
+busy_poll: 50us
 gomaxprocs: 2
 shutdown_timeout: 1m30s
 client_idle_timeout: 5m
@@ -185,7 +187,7 @@ func TestParseFull(t *testing.T) {
 	want := &Config{
 		Listen: "0.0.0.0:7000", MaxClients: 50,
 		ProtoMaxBulkLen: 64 * KB, ClientQueryBufferLimit: 2 * MB, ClientOutputBufferLimit: 1 << 20,
-		MaxPipeline: 10, EventLoops: 3, GOMAXPROCS: 2,
+		MaxPipeline: 10, EventLoops: 3, BusyPoll: 50 * time.Microsecond, GOMAXPROCS: 2,
 		ShutdownTimeout: 90 * time.Second, ClientIdleTimeout: 5 * time.Minute,
 		Log: LogConfig{Level: LogDebug, Format: LogJSON, AuditMaxSize: 64 * MB, AuditKeep: 5},
 		Upstream: UpstreamConfig{
@@ -285,6 +287,12 @@ func TestParseErrors(t *testing.T) {
 			[]string{`c.yaml:2: upstream.dial_timeout: -1s is negative`}},
 		{"event loops", "event_loops: -2\n",
 			[]string{`c.yaml:1: event_loops: -2 is not a number of event loops: use 1 or more, or -1 for a goroutine per client`}},
+		{"busy poll too long", "busy_poll: 5ms\n",
+			[]string{`c.yaml:1: busy_poll: 5ms is longer than 1ms: a loop polling that long between rounds keeps a core busy for nothing; 50us is typical`}},
+		{"busy poll without loops", "event_loops: -1\nbusy_poll: 50us\n",
+			[]string{`c.yaml:2: busy_poll: 50µs has no effect with event_loops -1 (a goroutine per client): remove it, or use event loops`}},
+		{"negative busy poll", "busy_poll: -1us\n",
+			[]string{`c.yaml:1: busy_poll: -1us is negative`}},
 		{"negative count", "maxclients: -1\n",
 			[]string{`c.yaml:1: maxclients: -1 is negative (0 means the default, 10000)`}},
 		{"bool", "upstream:\n  tls:\n    enabled: yes\n",

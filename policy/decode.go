@@ -421,6 +421,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 		{"client_output_buffer_limit", d.size(&c.ClientOutputBufferLimit)},
 		{"max_pipeline", d.integer(&c.MaxPipeline)},
 		{"event_loops", d.integer(&c.EventLoops)},
+		{"busy_poll", d.duration(&c.BusyPoll)},
 		{"gomaxprocs", d.integer(&c.GOMAXPROCS)},
 		{"shutdown_timeout", d.duration(&c.ShutdownTimeout)},
 		{"client_idle_timeout", d.duration(&c.ClientIdleTimeout)},

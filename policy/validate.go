@@ -74,6 +74,12 @@ func (c *Config) validate(v *validator) {
 	if c.EventLoops < -1 {
 		v.errf("event_loops", "%d is not a number of event loops: use 1 or more, or -1 for a goroutine per client", c.EventLoops)
 	}
+	switch {
+	case c.BusyPoll > MaxBusyPoll:
+		v.errf("busy_poll", "%s is longer than %s: a loop polling that long between rounds keeps a core busy for nothing; 50us is typical", c.BusyPoll, MaxBusyPoll)
+	case c.BusyPoll > 0 && c.EventLoops == -1:
+		v.errf("busy_poll", "%s has no effect with event_loops -1 (a goroutine per client): remove it, or use event loops", c.BusyPoll)
+	}
 	nonNegative(v, "gomaxprocs", c.GOMAXPROCS, "Go's default")
 	for _, d := range []struct {
 		path string
@@ -81,6 +87,7 @@ func (c *Config) validate(v *validator) {
 	}{
 		{"shutdown_timeout", c.ShutdownTimeout},
 		{"client_idle_timeout", c.ClientIdleTimeout},
+		{"busy_poll", c.BusyPoll},
 		{"upstream.dial_timeout", c.Upstream.DialTimeout},
 		{"upstream.reply_timeout", c.Upstream.ReplyTimeout},
 		{"upstream.reconnect_backoff", c.Upstream.ReconnectBackoff},

@@ -316,11 +316,14 @@ func (l *loop) run() {
 
 // wait returns how many events are in l.evs, parking in Go's poller while
 // there are none. epoll_wait is asked with a zero timeout: it never blocks
-// the thread.
+// the thread. With busy_poll, it asks again and again for that long before
+// parking (inside Read, where the descriptor cannot be closed under it).
 func (l *loop) wait() (int, error) {
 	n := 0
 	var werr error
+	spin := l.p.opts.BusyPoll
 	err := l.rc.Read(func(fd uintptr) bool {
+		var until time.Time
 		for {
 			m, errno := epollPoll(int(fd), l.evs)
 			if errno == unix.EINTR {
@@ -330,8 +333,19 @@ func (l *loop) wait() (int, error) {
 				werr = errno
 				return true
 			}
-			n = m
-			return m > 0
+			if m > 0 {
+				n = m
+				return true
+			}
+			if spin <= 0 {
+				return false
+			}
+			now := time.Now()
+			if until.IsZero() {
+				until = now.Add(spin)
+			} else if now.After(until) {
+				return false
+			}
 		}
 	})
 	if err == nil {

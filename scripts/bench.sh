@@ -21,6 +21,9 @@
 #   BENCH_QUICK=1        smoke run: tiny N, 1 round (explicit knobs still win)
 #   BENCH_GOMAXPROCS="1 2"  GOMAXPROCS values lockproxy is run with
 #   BENCH_FILTER=REGEX   only scenarios whose name matches (grep -E)
+#   BENCH_BUSY_POLL=50us then runs the scenarios matching
+#   BENCH_BUSY_POLL_FILTER='c1|SET P1 c50' again through a proxy with that
+#                        busy_poll ("" skips it; not with PROXY_ADDR)
 #   BENCH_OUT=bench-results.tsv  machine-readable results
 #   BENCH_RUN_TIMEOUT=600 seconds before one valkey-benchmark run is killed
 #   PROXY_ADDR=host:port bench an already-running target instead of building
@@ -65,6 +68,8 @@ fi
 OUT=${BENCH_OUT:-bench-results.tsv}
 GOMAXPROCS_LIST=${BENCH_GOMAXPROCS:-1 2}
 FILTER=${BENCH_FILTER:-}
+BUSY_POLL=${BENCH_BUSY_POLL-50us}
+BUSY_POLL_FILTER=${BENCH_BUSY_POLL_FILTER:-c1|SET P1 c50}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-600}
 PROXY_ADDR=${PROXY_ADDR:-}
 PROXY_PID=${PROXY_PID:-}
@@ -247,16 +252,16 @@ start_valkey() {
   die "valkey-server did not start"
 }
 
-# start_proxy GOMAXPROCS: sets PROXY_HOST PROXY_PORT PROXY_PID.
+# start_proxy GOMAXPROCS [LOG-TAG]: sets PROXY_HOST PROXY_PORT PROXY_PID.
 start_proxy() {
-  local gmp=$1 port pid _
+  local gmp=$1 tag=${2:-} port pid _
   for _ in 1 2 3; do
     port=$(free_port)
     printf 'listen: 127.0.0.1:%s\nupstream:\n  addr: %s:%s\n%s\n' \
       "$port" "$DIRECT_HOST" "$DIRECT_PORT" "$PROXY_CONFIG_EXTRA" >"$tmp/lockproxy.yaml"
     # Started directly (no subshell), so $! is lockproxy's own pid: the one
     # whose /proc/PID/stat we read.
-    GOMAXPROCS=$gmp "$LOCKPROXY_BIN" --config "$tmp/lockproxy.yaml" >"$tmp/lockproxy-gmp$gmp.log" 2>&1 &
+    GOMAXPROCS=$gmp "$LOCKPROXY_BIN" --config "$tmp/lockproxy.yaml" >"$tmp/lockproxy-gmp$gmp$tag.log" 2>&1 &
     pid=$!
     started_pids+=("$pid")
     if wait_pong 127.0.0.1 "$port" "$pid"; then
@@ -376,6 +381,51 @@ columns=(scenario gomaxprocs clients pipeline requests rounds direct_rps proxy_r
   proxy_cpu_us_per_req direct_cpu_us_per_req)
 (IFS=$'\t'; echo "${columns[*]}") >"$results"
 
+# measure I [SUFFIX]: scenario I in alternating direct/proxy pairs against
+# the proxy at PROXY_*, its row appended to $results (named with SUFFIX).
+measure() {
+  local i=$1 name n r side sides line rps p50 p99 cpu
+  local -a args
+  name=${SCEN_NAME[i]}${2:-} n=${SCEN_N[i]}
+  eval "args=(${SCEN_ARGS[i]})"
+  : >"$tmp/direct.runs"
+  : >"$tmp/proxy.runs"
+  : >"$tmp/ratio.runs"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    # Flip the order every round so neither side always runs first.
+    if [[ ${SCEN_MODE[i]} == proxy ]]; then
+      sides="proxy"
+    elif ((r % 2)); then
+      sides="direct proxy"
+    else
+      sides="proxy direct"
+    fi
+    for side in $sides; do
+      if [[ $side == direct ]]; then
+        run_bench "$DIRECT_HOST" "$DIRECT_PORT" "$DIRECT_PID" "$n" "${args[@]}"
+      else
+        run_bench "$PROXY_HOST" "$PROXY_PORT" "$PROXY_PID" "$n" "${args[@]}"
+      fi
+      line=$(<"$tmp/last")
+      echo "$line" >>"$tmp/$side.runs"
+      read -r rps _ p50 p99 cpu <<<"$line"
+      log "$(printf '[GOMAXPROCS=%s] %-16s round %d/%d %-6s %9s rps  p50 %5sµs  p99 %5sµs  cpu/req %sµs' \
+        "$gmp" "$name" "$r" "$ROUNDS" "$side" "$rps" "$p50" "$p99" "$cpu")"
+    done
+    if [[ ${SCEN_MODE[i]} == pair ]]; then
+      # Ratio within the pair, so slow drift of the machine cancels out.
+      paste -d' ' <(tail -n 1 "$tmp/direct.runs") <(tail -n 1 "$tmp/proxy.runs") |
+        awk '{ printf "%.4f\n", ($1 > 0) ? $6 / $1 : 0 }' >>"$tmp/ratio.runs"
+    fi
+  done
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    "$name" "$gmp" "${SCEN_C[i]}" "${SCEN_P[i]}" "$n" "$ROUNDS" \
+    "$(col direct 1)" "$(col proxy 1)" "$(median <"$tmp/ratio.runs")" \
+    "$(col direct 2)" "$(col direct 3)" "$(col direct 4)" \
+    "$(col proxy 2)" "$(col proxy 3)" "$(col proxy 4)" \
+    "$(col proxy 5)" "$(col direct 5)" >>"$results"
+}
+
 for gmp in $GOMAXPROCS_LIST; do
   if ((external_proxy == 0)); then
     start_proxy "$gmp"
@@ -385,51 +435,28 @@ for gmp in $GOMAXPROCS_LIST; do
   run_bench "$DIRECT_HOST" "$DIRECT_PORT" "" "$N_WARM" -t set -n "$N_WARM" -c 50
   run_bench "$PROXY_HOST" "$PROXY_PORT" "" "$N_WARM" -t set -n "$N_WARM" -c 50
 
-  for i in "${!SCEN_NAME[@]}"; do
-    name=${SCEN_NAME[i]} n=${SCEN_N[i]}
-    eval "args=(${SCEN_ARGS[i]})"
-    : >"$tmp/direct.runs"
-    : >"$tmp/proxy.runs"
-    : >"$tmp/ratio.runs"
-    for ((r = 1; r <= ROUNDS; r++)); do
-      # Flip the order every round so neither side always runs first.
-      if [[ ${SCEN_MODE[i]} == proxy ]]; then
-        sides="proxy"
-      elif ((r % 2)); then
-        sides="direct proxy"
-      else
-        sides="proxy direct"
-      fi
-      for side in $sides; do
-        if [[ $side == direct ]]; then
-          run_bench "$DIRECT_HOST" "$DIRECT_PORT" "$DIRECT_PID" "$n" "${args[@]}"
-        else
-          run_bench "$PROXY_HOST" "$PROXY_PORT" "$PROXY_PID" "$n" "${args[@]}"
-        fi
-        line=$(<"$tmp/last")
-        echo "$line" >>"$tmp/$side.runs"
-        read -r rps _ p50 p99 cpu <<<"$line"
-        log "$(printf '[GOMAXPROCS=%s] %-16s round %d/%d %-6s %9s rps  p50 %5sµs  p99 %5sµs  cpu/req %sµs' \
-          "$gmp" "$name" "$r" "$ROUNDS" "$side" "$rps" "$p50" "$p99" "$cpu")"
-      done
-      if [[ ${SCEN_MODE[i]} == pair ]]; then
-        # Ratio within the pair, so slow drift of the machine cancels out.
-        paste -d' ' <(tail -n 1 "$tmp/direct.runs") <(tail -n 1 "$tmp/proxy.runs") |
-          awk '{ printf "%.4f\n", ($1 > 0) ? $6 / $1 : 0 }' >>"$tmp/ratio.runs"
-      fi
-    done
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-      "$name" "$gmp" "${SCEN_C[i]}" "${SCEN_P[i]}" "$n" "$ROUNDS" \
-      "$(col direct 1)" "$(col proxy 1)" "$(median <"$tmp/ratio.runs")" \
-      "$(col direct 2)" "$(col direct 3)" "$(col direct 4)" \
-      "$(col proxy 2)" "$(col proxy 3)" "$(col proxy 4)" \
-      "$(col proxy 5)" "$(col direct 5)" >>"$results"
-  done
+  for i in "${!SCEN_NAME[@]}"; do measure "$i"; done
 
   for h in "${BENCH_AFTER_HOOKS[@]}"; do "$h"; done
 
   if ((external_proxy == 0)); then
     stop_started "$PROXY_PID"
+    # The same proxy with busy_poll: what polling before sleeping buys a
+    # lone client, and what it costs many.
+    if [[ -n $BUSY_POLL ]]; then
+      saved_extra=$PROXY_CONFIG_EXTRA
+      PROXY_CONFIG_EXTRA+=$'\n'"busy_poll: $BUSY_POLL"
+      start_proxy "$gmp" -busy-poll
+      log "proxy: lockproxy with busy_poll $BUSY_POLL at $PROXY_HOST:$PROXY_PORT, pid $PROXY_PID, GOMAXPROCS=$gmp"
+      run_bench "$PROXY_HOST" "$PROXY_PORT" "" "$N_WARM" -t set -n "$N_WARM" -c 50
+      for i in "${!SCEN_NAME[@]}"; do
+        if grep -qE -- "$BUSY_POLL_FILTER" <<<"${SCEN_NAME[i]}"; then
+          measure "$i" " busy_poll=$BUSY_POLL"
+        fi
+      done
+      stop_started "$PROXY_PID"
+      PROXY_CONFIG_EXTRA=$saved_extra
+    fi
   fi
 done
 

@@ -190,6 +190,7 @@ func proxyOptions(cfg *policy.Config, log *slog.Logger) (proxy.Options, error) {
 		OutputBufferLimit: int64(cfg.ClientOutputBufferLimit),
 		MaxPipeline:       cfg.MaxPipeline,
 		EventLoops:        cfg.EventLoops,
+		BusyPoll:          cfg.BusyPoll,
 		ReplyTimeout:      u.ReplyTimeout,
 		ClientIdleTimeout: cfg.ClientIdleTimeout,
 		Sentinel: proxy.SentinelOptions{
