@@ -170,17 +170,34 @@ func evalFromSHA(cmd []byte) []byte {
 	return nil
 }
 
+// encodeScript encodes a plan as EVALSHA (or EVAL) in one allocation of
+// the right size: it runs for every lock command, and growing the buffer
+// from nothing cost more than the rest of the encoding.
 func encodeScript(plan rewrite.Plan, sha bool) []byte {
-	args := make([][]byte, 0, 3+len(plan.Keys)+len(plan.Args))
+	name, body := "EVAL", plan.Script.Body
 	if sha {
-		args = append(args, []byte("EVALSHA"), []byte(plan.Script.SHA))
-	} else {
-		args = append(args, []byte("EVAL"), []byte(plan.Script.Body))
+		name, body = "EVALSHA", plan.Script.SHA
 	}
-	args = append(args, []byte(strconv.Itoa(len(plan.Keys))))
-	args = append(args, plan.Keys...)
-	args = append(args, plan.Args...)
-	return resp.AppendCommand(nil, args...)
+	const frame = 16 // "$", up to 12 digits and two CRLFs: ample for any bulk
+	size := 3*frame + len(name) + len(body) + 20
+	for _, a := range plan.Keys {
+		size += frame + len(a)
+	}
+	for _, a := range plan.Args {
+		size += frame + len(a)
+	}
+	out := resp.AppendArrayHeader(make([]byte, 0, size), 3+len(plan.Keys)+len(plan.Args))
+	out = resp.AppendBulkString(out, name)
+	out = resp.AppendBulkString(out, body)
+	var nb [20]byte
+	out = resp.AppendBulk(out, strconv.AppendInt(nb[:0], int64(len(plan.Keys)), 10))
+	for _, a := range plan.Keys {
+		out = resp.AppendBulk(out, a)
+	}
+	for _, a := range plan.Args {
+		out = resp.AppendBulk(out, a)
+	}
+	return out
 }
 
 // apply records what a reply means for the grant table and the audit.
@@ -196,12 +213,8 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 	p := s.p
 	for i := range effects {
 		e := &effects[i]
-		ev := Event{Time: now, Client: s.addr, Name: s.nameSnapshot(), Command: e.Command, Key: string(e.Key),
-			Owner: e.Owner, Holder: e.Holder, Grant: e.Grant}
-		if e.Rule != nil {
-			ev.Rule = e.Rule.Pattern.String()
-		}
 		n, isInt := replyInt(reply)
+		// First what only updates the grant table: no event to build.
 		switch e.Kind {
 		case rewrite.Grant:
 			if !isInt {
@@ -210,7 +223,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 				continue
 			}
 			g := &grant{owner: e.Owner, value: e.Value, number: n, acquired: now, lease: e.Lease,
-				client: s.addr, name: ev.Name, rule: e.Rule}
+				client: s.addr, name: s.nameSnapshot(), rule: e.Rule}
 			switch {
 			case e.Lease > 0:
 				g.expires = now.Add(e.Lease)
@@ -232,6 +245,15 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 				p.grants.setValue(e.Key, e.Owner, e.Value, exp)
 			}
 			continue
+		case rewrite.FencedWrite:
+			continue // a write that passed its fence is not an intervention
+		}
+		ev := Event{Time: now, Client: s.addr, Name: s.nameSnapshot(), Command: e.Command, Key: string(e.Key),
+			Owner: e.Owner, Holder: e.Holder, Grant: e.Grant}
+		if e.Rule != nil {
+			ev.Rule = e.Rule.Pattern.String()
+		}
+		switch e.Kind {
 		case rewrite.Released:
 			p.released(e, now) // drops the record; hold time, lapsed
 			p.stats.rewritten.Add(1)
@@ -265,8 +287,6 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 			}
 		case rewrite.Flushed:
 			ev.Outcome = OutcomeFlushed
-		case rewrite.FencedWrite:
-			continue // a write that passed its fence is not an intervention
 		case rewrite.Unfenced:
 			p.stats.observed.Add(1)
 			ev.Outcome, ev.Detail = OutcomeObserved, "write to a guarded key without a grant of its lock"

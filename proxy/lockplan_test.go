@@ -1,0 +1,59 @@
+package proxy
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// TestEncodeScript: the sized encoding is exactly the generic one, as
+// EVALSHA and as EVAL, and evalFromSHA turns the one into the other.
+func TestEncodeScript(t *testing.T) {
+	big := bytes.Repeat([]byte("v"), 100000)
+	for _, plan := range []rewrite.Plan{
+		{Script: rewrite.Acquire, Keys: [][]byte{[]byte("a:lock"), rewrite.CounterKey([]byte("a:lock"))},
+			Args: [][]byte{[]byte("tok"), []byte("NX"), []byte("PX"), []byte("30000")}},
+		{Script: rewrite.Release, Keys: [][]byte{[]byte("plain"), []byte("b:lock"), []byte("{b:lock}:lockproxy:grants")},
+			Args: [][]byte{[]byte("DEL"), []byte("1"), big, []byte("123456789012")}},
+		{Script: rewrite.Release, Keys: nil, Args: [][]byte{{}, nil}},
+	} {
+		for _, sha := range []bool{true, false} {
+			name, body := "EVAL", plan.Script.Body
+			if sha {
+				name, body = "EVALSHA", plan.Script.SHA
+			}
+			args := [][]byte{[]byte(name), []byte(body), []byte(strconv.Itoa(len(plan.Keys)))}
+			args = append(append(args, plan.Keys...), plan.Args...)
+			want := resp.AppendCommand(nil, args...)
+			got := encodeScript(plan, sha)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("encodeScript(%s, sha=%v) =\n%q\nwant\n%q", plan.Script.SHA, sha, trunc(got), trunc(want))
+			}
+			if sha {
+				if eval := evalFromSHA(got); !bytes.Equal(eval, encodeScript(plan, false)) {
+					t.Fatalf("evalFromSHA(EVALSHA) is not the EVAL encoding:\n%q", trunc(eval))
+				}
+			}
+		}
+	}
+}
+
+func trunc(b []byte) string {
+	s := string(b)
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// TestEncodeScriptOneAllocation: the encoding's buffer is sized up front.
+func TestEncodeScriptOneAllocation(t *testing.T) {
+	plan := rewrite.Plan{Script: rewrite.Acquire, Keys: [][]byte{[]byte("a:lock"), []byte("{a:lock}:lockproxy:grants")},
+		Args: [][]byte{[]byte("tok"), []byte("NX"), []byte("PX"), []byte("30000")}}
+	if n := testing.AllocsPerRun(100, func() { encodeScript(plan, true) }); n != 1 {
+		t.Fatalf("encodeScript allocates %v times, want 1", n)
+	}
+}
