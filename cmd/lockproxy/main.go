@@ -58,6 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "", "address to accept clients on, host:port (overrides the file)")
 	upstream := fs.String("upstream", "", "Valkey address, host:port (overrides the file)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until lockproxy exits")
+	memProfile := fs.String("memprofile", "", "write an allocation profile (go tool pprof -sample_index=alloc_space) to this file when lockproxy exits")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lockproxy --config FILE [--listen ADDR] [--upstream ADDR]\n       lockproxy check-config FILE\n       lockproxy version")
 		fs.PrintDefaults()
@@ -76,6 +77,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer f.Close()
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "memprofile:", err)
+			return 1
+		}
+		defer func() {
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				fmt.Fprintln(stderr, "memprofile:", err)
+			}
+			f.Close()
+		}()
 	}
 	cfg := policy.Default()
 	if *configPath != "" {
