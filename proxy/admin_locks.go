@@ -129,7 +129,7 @@ func (p *Proxy) ownerGrants(owners []string, now time.Time) []grantView {
 	var out []grantView
 	for _, o := range owners {
 		for k := range gs.byOwner[o] {
-			if g := gs.byKey[k][o]; g != nil && g.live(now) {
+			if g, _ := gs.byKey[k].of(o); g != nil && g.live(now) {
 				out = append(out, grantView{k, *g})
 			}
 		}

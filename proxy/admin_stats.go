@@ -234,11 +234,13 @@ func (p *Proxy) contended(e *rewrite.Effect, now time.Time) {
 func (p *Proxy) granted(e *rewrite.Effect, now time.Time) {
 	o := p.ops
 	var wait time.Duration
-	k := waitKey{e.Owner, string(e.Key)}
 	o.waitMu.Lock()
-	if t, ok := o.waits[k]; ok {
-		wait = now.Sub(t)
-		delete(o.waits, k)
+	if len(o.waits) > 0 { // an uncontended grant builds no key to look up
+		k := waitKey{e.Owner, string(e.Key)}
+		if t, ok := o.waits[k]; ok {
+			wait = now.Sub(t)
+			delete(o.waits, k)
+		}
 	}
 	o.waitMu.Unlock()
 	rs := o.rule(e.Rule)

@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -97,8 +97,8 @@ func mask(v []byte) string {
 	case len(v) == 0:
 		return ""
 	case len(v) < 12:
-		return fmt.Sprintf("***(%d bytes)", len(v))
+		return "***(" + strconv.Itoa(len(v)) + " bytes)"
 	default:
-		return fmt.Sprintf("%s***(%d bytes)", v[:3], len(v))
+		return string(v[:3]) + "***(" + strconv.Itoa(len(v)) + " bytes)"
 	}
 }

@@ -29,9 +29,15 @@ func (g *grant) live(now time.Time) bool { return g.expires.IsZero() || now.Befo
 // stays so that A's late release is token-checked (and answers 0) instead of
 // being refused as coming from a stranger. Lapsed records are dropped after
 // keepLapsed; the total is capped at max, so memory stays bounded.
+//
+// A key's records are a slice, not a map by owner: nearly every lock key has
+// one record at a time, and a map per key, made at each grant and dropped at
+// each release, was most of what an acquire-release cycle allocated. An
+// owner's key set is kept while the owner lives, empty or not, for the same
+// reason; dropOwner removes it when the owner's last connection ends.
 type grants struct {
 	mu         sync.Mutex
-	byKey      map[string]map[string]*grant
+	byKey      map[string]keyGrants
 	byOwner    map[string]map[string]struct{} // owner → keys, to drop an owner's records
 	n          int
 	max        int
@@ -41,9 +47,22 @@ type grants struct {
 	lapsed     int64 // grants whose lease ran out before their release
 }
 
+// keyGrants is one key's records, at most one per owner.
+type keyGrants []*grant
+
+// of returns owner's record, and its index (-1 if none).
+func (kg keyGrants) of(owner string) (*grant, int) {
+	for i, g := range kg {
+		if g.owner == owner {
+			return g, i
+		}
+	}
+	return nil, -1
+}
+
 func newGrants(max int, keepLapsed time.Duration) *grants {
 	return &grants{
-		byKey:      map[string]map[string]*grant{},
+		byKey:      map[string]keyGrants{},
 		byOwner:    map[string]map[string]struct{}{},
 		max:        max,
 		keepLapsed: keepLapsed,
@@ -54,8 +73,8 @@ func newGrants(max int, keepLapsed time.Duration) *grants {
 func (gs *grants) get(key []byte, owner string) (*grant, bool) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	g, ok := gs.byKey[string(key)][owner]
-	return g, ok
+	g, _ := gs.byKey[string(key)].of(owner)
+	return g, g != nil
 }
 
 // holder returns an owner other than notOwner whose lease on key is running.
@@ -63,8 +82,8 @@ func (gs *grants) holder(key []byte, notOwner string, now time.Time) string {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	var best *grant
-	for o, g := range gs.byKey[string(key)] {
-		if o != notOwner && g.live(now) && (best == nil || g.number > best.number) {
+	for _, g := range gs.byKey[string(key)] {
+		if g.owner != notOwner && g.live(now) && (best == nil || g.number > best.number) {
 			best = g
 		}
 	}
@@ -79,22 +98,19 @@ func (gs *grants) holder(key []byte, notOwner string, now time.Time) string {
 func (gs *grants) put(key string, g *grant, now time.Time) bool {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	m := gs.byKey[key]
-	if _, ok := m[g.owner]; !ok {
-		if gs.n >= gs.max || now.Sub(gs.lastSweep) > time.Second {
-			gs.sweepLocked(now)
-		}
-		if gs.n >= gs.max {
-			gs.untracked++
-			return false
-		}
-		gs.n++
+	if _, i := gs.byKey[key].of(g.owner); i >= 0 {
+		gs.byKey[key][i] = g
+		return true
 	}
-	if m == nil {
-		m = map[string]*grant{}
-		gs.byKey[key] = m
+	if gs.n >= gs.max || now.Sub(gs.lastSweep) > time.Second {
+		gs.sweepLocked(now)
 	}
-	m[g.owner] = g
+	if gs.n >= gs.max {
+		gs.untracked++
+		return false
+	}
+	gs.n++
+	gs.byKey[key] = append(gs.byKey[key], g)
 	ks := gs.byOwner[g.owner]
 	if ks == nil {
 		ks = map[string]struct{}{}
@@ -107,7 +123,7 @@ func (gs *grants) put(key string, g *grant, now time.Time) bool {
 func (gs *grants) setValue(key []byte, owner string, value []byte, expires time.Time) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	if g, ok := gs.byKey[string(key)][owner]; ok {
+	if g, _ := gs.byKey[string(key)].of(owner); g != nil {
 		g.value = value
 		if !expires.IsZero() {
 			g.expires = expires
@@ -120,8 +136,8 @@ func (gs *grants) setValue(key []byte, owner string, value []byte, expires time.
 func (gs *grants) drop(key []byte, owner string, now time.Time) (lapsed bool) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	g, ok := gs.byKey[string(key)][owner]
-	if !ok {
+	g, _ := gs.byKey[string(key)].of(owner)
+	if g == nil {
 		return false
 	}
 	lapsed = !g.live(now)
@@ -139,22 +155,24 @@ func (gs *grants) dropOwner(owner string) {
 	for key := range gs.byOwner[owner] {
 		gs.removeLocked(key, owner)
 	}
+	delete(gs.byOwner, owner)
 }
 
 func (gs *grants) removeLocked(key, owner string) {
-	m := gs.byKey[key]
-	if _, ok := m[owner]; !ok {
+	kg := gs.byKey[key]
+	_, i := kg.of(owner)
+	if i < 0 {
 		return
 	}
-	delete(m, owner)
-	if len(m) == 0 {
+	if len(kg) == 1 {
 		delete(gs.byKey, key)
+	} else {
+		kg[i] = kg[len(kg)-1]
+		kg[len(kg)-1] = nil
+		gs.byKey[key] = kg[:len(kg)-1]
 	}
 	if ks := gs.byOwner[owner]; ks != nil {
-		delete(ks, key)
-		if len(ks) == 0 {
-			delete(gs.byOwner, owner)
-		}
+		delete(ks, key) // the set itself stays until dropOwner
 	}
 	gs.n--
 }
@@ -162,12 +180,23 @@ func (gs *grants) removeLocked(key, owner string) {
 // sweepLocked drops records whose lease ended more than keepLapsed ago.
 func (gs *grants) sweepLocked(now time.Time) {
 	gs.lastSweep = now
-	for key, m := range gs.byKey {
-		for owner, g := range m {
+	for key, kg := range gs.byKey {
+		var old []string
+		for _, g := range kg {
 			if !g.expires.IsZero() && now.Sub(g.expires) > gs.keepLapsed {
-				gs.lapsed++
-				gs.removeLocked(key, owner)
+				old = append(old, g.owner)
 			}
+		}
+		for _, owner := range old { // not while ranging over kg: removal reorders it
+			gs.lapsed++
+			gs.removeLocked(key, owner)
+		}
+	}
+	// Empty key sets of owners still connected are kept between grants;
+	// one whose record arrived after its owner left would stay forever.
+	for owner, ks := range gs.byOwner {
+		if len(ks) == 0 {
+			delete(gs.byOwner, owner)
 		}
 	}
 }
@@ -190,7 +219,7 @@ func (gs *grants) held(owner string) []rewrite.Held {
 	}
 	out := make([]rewrite.Held, 0, len(ks))
 	for k := range ks {
-		if g := gs.byKey[k][owner]; g != nil {
+		if g, _ := gs.byKey[k].of(owner); g != nil {
 			out = append(out, rewrite.Held{Key: []byte(k), Number: g.number})
 		}
 	}

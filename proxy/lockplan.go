@@ -258,7 +258,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 			p.released(e, now) // drops the record; hold time, lapsed
 			p.stats.rewritten.Add(1)
 			ev.Outcome, ev.Token = OutcomeRewritten, mask(e.Value)
-			ev.Detail = "token-checked release deleted " + strconv.FormatInt(n, 10) + " key(s)"
+			ev.Detail = releaseDetail(n)
 			if isInt && n == int64(e.Plain) && e.Holder != "" {
 				ev.Outcome = OutcomeSuccessorPrevented
 				ev.Detail = "the lock is now " + e.Holder + "'s; not deleted"
@@ -295,12 +295,48 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 	}
 }
 
+// releaseDetail is a rewritten release's event detail; the usual two are
+// built once.
+func releaseDetail(n int64) string {
+	switch n {
+	case 0:
+		return releasedNone
+	case 1:
+		return releasedOne
+	}
+	return "token-checked release deleted " + strconv.FormatInt(n, 10) + " key(s)"
+}
+
+var releasedNone, releasedOne = "token-checked release deleted 0 key(s)", "token-checked release deleted 1 key(s)"
+
+// replyInt reads an integer reply (:N\r\n), without the allocation of
+// strconv's string argument: it runs for every reply to a lock command.
 func replyInt(reply []byte) (int64, bool) {
-	if len(reply) < 4 || reply[0] != ':' {
+	if len(reply) < 4 || reply[0] != ':' || !bytes.HasSuffix(reply, []byte("\r\n")) {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(bytes.TrimRight(reply[1:], "\r\n")), 10, 64)
-	return n, err == nil
+	digits, neg := reply[1:len(reply)-2], false
+	if digits[0] == '-' || digits[0] == '+' {
+		neg, digits = digits[0] == '-', digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 { // 18 digits cannot overflow
+		n, err := strconv.ParseInt(string(reply[1:len(reply)-2]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return n, true
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // queueInMulti sends a command while a transaction is open. queued shapes

@@ -103,3 +103,52 @@ func BenchmarkDecide(b *testing.B) {
 		})
 	}
 }
+
+// TestDecideLockAllocs holds the lock path to its allocation budget: an
+// acquisition and a release each run for every lock cycle, and what they
+// allocate is most of what the proxy spends on one beyond forwarding. The
+// budget is what the Plan must own (its effect's copy of the key and value,
+// the counter key, the slices of the script call); the session used here
+// allocates nothing of its own. Lower-case names, as go-redis sends them,
+// must cost no more than upper-case ones.
+func TestDecideLockAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	alice := &noAllocSession{value: []byte("abc"), number: 7}
+	d := testDecider(t, plainConfig, "")
+	for _, c := range []struct {
+		args   []string
+		budget float64
+	}{
+		{[]string{"SET", "resource:lock", "abc", "NX", "PX", "30000"}, 4},
+		{[]string{"set", "resource:lock", "abc", "px", "30000", "nx"}, 4},
+		{[]string{"DEL", "resource:lock"}, 5},
+		{[]string{"del", "resource:lock"}, 5},
+		{[]string{"unlink", "resource:lock"}, 5},
+	} {
+		args := bs(c.args...)
+		scratch := make([]keyspec.Key, 0, 8)
+		var p rewrite.Plan
+		n := testing.AllocsPerRun(1000, func() { p = d.Decide(args, alice, scratch) })
+		if p.Kind != rewrite.Run {
+			t.Fatalf("Decide(%q) kind %d, want Run", c.args, p.Kind)
+		}
+		if n > c.budget {
+			t.Errorf("Decide(%q) allocates %v times per call, budget %v", c.args, n, c.budget)
+		}
+	}
+}
+
+// noAllocSession holds every lock key with one grant, allocating nothing.
+type noAllocSession struct {
+	value  []byte
+	number int64
+}
+
+func (s *noAllocSession) Owner(*policy.Rule) string { return "conn:alice" }
+func (s *noAllocSession) Grant([]byte, string) ([]byte, int64, bool) {
+	return s.value, s.number, true
+}
+func (s *noAllocSession) Holder([]byte, string) string { return "" }
+func (s *noAllocSession) Held(string) []rewrite.Held   { return nil }

@@ -94,7 +94,7 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		}
 		return Plan{}
 	}
-	name := strings.ToUpper(string(args[0]))
+	name := upperName(args[0])
 	switch {
 	case name == "SET":
 		return d.set(args, s)
@@ -187,17 +187,18 @@ func (d *Decider) set(args [][]byte, s Session) Plan {
 	r := d.Rules.Match(key)
 	owner := s.Owner(r)
 	if o.nx && !o.get {
-		sargs := make([][]byte, 0, len(args)-2)
-		sargs = append(sargs, args[2:]...)
+		// The script's ARGV is the command's own arguments after the key:
+		// they stay valid until the plan is encoded (see Plan).
+		ck, cv := clone2(key, args[2])
 		return Plan{
 			Kind:   Run,
 			Script: Acquire,
 			Keys:   [][]byte{key, d.counter(r, key)},
-			Args:   sargs,
+			Args:   args[2:],
 			Shape:  AcquireReply,
 			Effects: []Effect{{
-				Kind: Grant, Command: "SET", Key: clone(key), Rule: r, Owner: owner,
-				Value: clone(args[2]), Lease: o.lease, At: o.at,
+				Kind: Grant, Command: "SET", Key: ck, Rule: r, Owner: owner,
+				Value: cv, Lease: o.lease, At: o.at,
 			}},
 		}
 	}
@@ -241,8 +242,14 @@ func (d *Decider) setnx(args [][]byte, s Session) Plan {
 // rule's release mode and whether this client holds it. Any refusal refuses
 // the whole command, so nothing is deleted half-way.
 func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Session) Plan {
-	var plain, locks, largs [][]byte
-	var effects []Effect
+	// Sized for the common case up front: this runs for every release, and
+	// growing these slices from nothing was most of its cost. sargs is the
+	// script's ARGV: the command, the number of plain keys, then value and
+	// grant per lock key.
+	var plain [][]byte
+	locks := make([][]byte, 0, 2*len(keys))
+	sargs := make([][]byte, 2, 2+2*len(keys))
+	effects := make([]Effect, 0, len(keys))
 	for _, k := range keys {
 		key := args[k.Index]
 		r := d.Rules.Match(key)
@@ -259,24 +266,25 @@ func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Sess
 		owner := s.Owner(r)
 		holder := s.Holder(key, owner)
 		value, grant, held := s.Grant(key, owner)
-		base := Effect{Command: name, Key: clone(key), Rule: r, Owner: owner, Holder: holder}
+		base := Effect{Command: name, Rule: r, Owner: owner, Holder: holder}
 		switch {
 		case r.Release == policy.ReleaseObserve ||
 			(!held && r.UnknownOwner == policy.UnknownOwnerForward):
-			base.Kind = Observed
+			base.Kind, base.Key = Observed, clone(key)
 			effects = append(effects, base)
 			plain = append(plain, key)
 		case !held:
-			base.Kind, base.Reason = Refused, errNotOwnerRelease(name, key, r)
+			base.Kind, base.Key, base.Reason = Refused, clone(key), errNotOwnerRelease(name, key, r)
 			return Plan{Kind: Refuse, Err: base.Reason, Effects: []Effect{base}}
 		case r.Release == policy.ReleaseReject:
-			base.Kind, base.Reason = Refused, errRejectRelease(name, key, r)
+			base.Kind, base.Key, base.Reason = Refused, clone(key), errRejectRelease(name, key, r)
 			return Plan{Kind: Refuse, Err: base.Reason, Effects: []Effect{base}}
 		default: // rewrite, held
-			base.Kind, base.Grant, base.Value = Released, grant, clone(value)
+			base.Kind, base.Grant = Released, grant
+			base.Key, base.Value = clone2(key, value)
 			effects = append(effects, base)
 			locks = append(locks, key, d.counter(r, key))
-			largs = append(largs, value, itoa(grant))
+			sargs = append(sargs, value, itoa(grant))
 		}
 	}
 	for i := range effects {
@@ -285,8 +293,11 @@ func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Sess
 	if len(locks) == 0 {
 		return Plan{Effects: effects}
 	}
-	skeys := append(plain, locks...)
-	sargs := append([][]byte{[]byte(name), itoa(int64(len(plain)))}, largs...)
+	skeys := locks
+	if len(plain) > 0 {
+		skeys = append(plain, locks...)
+	}
+	sargs[0], sargs[1] = nameBytes(name), itoa(int64(len(plain)))
 	return Plan{Kind: Run, Script: Release, Keys: skeys, Args: sargs, Effects: effects}
 }
 
@@ -350,7 +361,56 @@ func isScript(name []byte) bool {
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
+// clone2 copies two slices in one allocation (a lock's key and value, kept
+// together for as long as its effect is).
+func clone2(a, b []byte) ([]byte, []byte) {
+	buf := make([]byte, len(a)+len(b))
+	n := copy(buf, a)
+	copy(buf[n:], b)
+	return buf[:n:n], buf[n:]
+}
+
+// upperName is a command's name in upper case, without allocating for the
+// commands the lock path meets most.
+func upperName(b []byte) string {
+	for _, n := range [...]struct{ lower, upper string }{
+		{"set", "SET"}, {"del", "DEL"}, {"unlink", "UNLINK"}, {"setnx", "SETNX"},
+		{"pexpire", "PEXPIRE"}, {"expire", "EXPIRE"}, {"getex", "GETEX"},
+	} {
+		if resp.EqualFold(b, n.lower) {
+			return n.upper
+		}
+	}
+	return strings.ToUpper(string(b))
+}
+
+var delName, unlinkName = []byte("DEL"), []byte("UNLINK")
+
+// nameBytes is name as a script argument; DEL and UNLINK are shared, never
+// written to.
+func nameBytes(name string) []byte {
+	switch name {
+	case "DEL":
+		return delName
+	case "UNLINK":
+		return unlinkName
+	}
+	return []byte(name)
+}
+
+// digits are itoa's answers for 0-9, shared (encoded, never written to):
+// the plain-key count of a release and early grant numbers.
+var digits = func() (d [10][]byte) {
+	for i := range d {
+		d[i] = []byte{byte('0' + i)}
+	}
+	return d
+}()
+
 func itoa(n int64) []byte {
+	if n >= 0 && n < 10 {
+		return digits[n]
+	}
 	var buf [20]byte
 	i := len(buf)
 	neg := n < 0
