@@ -7,6 +7,10 @@
 //	         that sends the same token-checked scripts itself (EVALSHA of
 //	         lockproxy's acquire and release scripts). The ratio is what
 //	         letting the proxy do it costs.
+//	scripted the same cycles through the proxy against a client that sends
+//	         those scripts itself, through the same proxy: what the rewrite
+//	         costs beyond the hop, the figure safe release's goal is set on
+//	         (the hop alone is transit's, and the foundation's, ratio).
 //	transit  the same two round trips (SET NX PX, DEL) on a key no rule
 //	         matches, through the proxy and directly: what the extra hop
 //	         alone costs this client, so that release's ratio can be read
@@ -37,7 +41,7 @@ func main() {
 	clients := flag.Int("c", 50, "concurrent clients")
 	dur := flag.Duration("d", 5*time.Second, "how long each side runs")
 	rounds := flag.Int("rounds", 3, "alternating rounds per side; the median is reported")
-	mode := flag.String("mode", "release", "release | transit | fenced")
+	mode := flag.String("mode", "release", "release | scripted | transit | fenced")
 	only := flag.String("only", "", "run one side only, a or b (for profiling one of them)")
 	flag.Parse()
 	ctx := context.Background()
@@ -56,33 +60,15 @@ func main() {
 	var ac, bc *redis.Client
 	switch *mode {
 	case "release":
-		an, ac, a = "release cycle via proxy (SET NX, DEL)", proxy, func(ctx context.Context, c *redis.Conn, w, i int) error {
-			k := fmt.Sprintf("bench:%d:lock", w)
-			if err := c.SetNX(ctx, k, "tok", 10*time.Second).Err(); err != nil {
-				return err
-			}
-			n, err := c.Del(ctx, k).Result()
-			if err == nil && n != 1 {
-				err = fmt.Errorf("release deleted %d", n)
-			}
-			return err
-		}
-		bn, bc, b = "release cycle direct (same scripts)", direct, func(ctx context.Context, c *redis.Conn, w, i int) error {
-			k := fmt.Sprintf("bench:%d:lock", w)
-			ctr := "{" + k + "}:lockproxy:grants"
-			g, err := c.EvalSha(ctx, rewrite.Acquire.SHA, []string{k, ctr}, "tok", "NX", "PX", "10000").Int64()
-			if err != nil {
-				return err
-			}
-			n, err := c.EvalSha(ctx, rewrite.Release.SHA, []string{k, ctr}, "DEL", 0, "tok", g).Int64()
-			if err == nil && n != 1 {
-				err = fmt.Errorf("release deleted %d", n)
-			}
-			return err
-		}
-		for _, s := range []*rewrite.Script{rewrite.Acquire, rewrite.Release} {
-			direct.ScriptLoad(ctx, s.Body)
-		}
+		an, ac, a = "release cycle via proxy (SET NX, DEL)", proxy, blindCycle
+		bn, bc, b = "release cycle direct (same scripts)", direct, scriptCycle("lock")
+		loadScripts(ctx, direct)
+	case "scripted":
+		an, ac, a = "release cycle via proxy (SET NX, DEL)", proxy, blindCycle
+		// On a key no rule matches, so the proxy only forwards them: the
+		// same work for Valkey and the same hop, without lock handling.
+		bn, bc, b = "same scripts via proxy (EVALSHA, no rule)", proxy, scriptCycle("mine")
+		loadScripts(ctx, direct)
 	case "transit":
 		// The same two round trips on a key no rule matches: what any
 		// command pays for the hop, with nothing of lock handling.
@@ -103,7 +89,7 @@ func main() {
 			return c.Set(ctx, fmt.Sprintf("plain:%d", w), i, 0).Err()
 		}
 	default:
-		fmt.Fprintln(os.Stderr, "lockbench: -mode is release or fenced")
+		fmt.Fprintln(os.Stderr, "lockbench: -mode is release, scripted, transit or fenced")
 		os.Exit(2)
 	}
 	var ra, rb []float64
@@ -125,6 +111,47 @@ func main() {
 	}
 	ma, mb := median(ra), median(rb)
 	fmt.Printf("%s\t%.0f\t%s\t%.0f\tratio\t%.3f\n", an, ma, bn, mb, ma/mb)
+}
+
+// blindCycle acquires and releases as a client that knows nothing of tokens.
+func blindCycle(ctx context.Context, c *redis.Conn, w, i int) error {
+	k := fmt.Sprintf("bench:%d:lock", w)
+	if err := c.SetNX(ctx, k, "tok", 10*time.Second).Err(); err != nil {
+		return err
+	}
+	n, err := c.Del(ctx, k).Result()
+	if err == nil && n != 1 {
+		err = fmt.Errorf("release deleted %d", n)
+	}
+	return err
+}
+
+// scriptCycle does blindCycle's work as lockproxy does it for that client:
+// its acquire script (SET NX and the grant counter) and its token-checked
+// release script, by EVALSHA, on keys bench:N:suffix.
+func scriptCycle(suffix string) func(context.Context, *redis.Conn, int, int) error {
+	return func(ctx context.Context, c *redis.Conn, w, i int) error {
+		k := fmt.Sprintf("bench:%d:%s", w, suffix)
+		ctr := "{" + k + "}:lockproxy:grants"
+		g, err := c.EvalSha(ctx, rewrite.Acquire.SHA, []string{k, ctr}, "tok", "NX", "PX", "10000").Int64()
+		if err != nil {
+			return err
+		}
+		n, err := c.EvalSha(ctx, rewrite.Release.SHA, []string{k, ctr}, "DEL", 0, "tok", g).Int64()
+		if err == nil && n != 1 {
+			err = fmt.Errorf("release deleted %d", n)
+		}
+		return err
+	}
+}
+
+func loadScripts(ctx context.Context, c *redis.Client) {
+	for _, s := range []*rewrite.Script{rewrite.Acquire, rewrite.Release} {
+		if err := c.ScriptLoad(ctx, s.Body).Err(); err != nil {
+			fmt.Fprintln(os.Stderr, "lockbench: SCRIPT LOAD:", err)
+			os.Exit(1)
+		}
+	}
 }
 
 // run drives fn from clients connections for d and returns operations per

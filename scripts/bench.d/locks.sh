@@ -8,6 +8,9 @@
 # cannot (a release must come from the connection that acquired):
 #   release  acquire+release cycles through the proxy (SET NX PX, DEL) against
 #            the same token-checked scripts sent directly to Valkey;
+#   scripted the same cycles against a client that sends those scripts itself
+#            through the same proxy (on a key no rule matches): what the
+#            rewrite costs beyond the hop — safe release's goal (>= 0.9);
 #   transit  the same two round trips on a key no rule matches, through the
 #            proxy and directly: the hop's share of release's ratio;
 #   fenced   a holder's writes to a guarded key (each a fenced script) against
@@ -31,7 +34,7 @@ lock_measurements() {
   fi
   local mode d=${BENCH_LOCK_SECONDS:-3}s
   [[ ${BENCH_QUICK:-} == 1 ]] && d=1s
-  for mode in release transit fenced; do
+  for mode in release scripted transit fenced; do
     log "[GOMAXPROCS=$gmp] lockbench -mode $mode -c 50 -d $d x $ROUNDS rounds"
     printf 'GOMAXPROCS=%s c50\t' "$gmp" >>"$tmp/extra.txt"
     "$tmp/lockbench" -proxy "$PROXY_HOST:$PROXY_PORT" -direct "$DIRECT_HOST:$DIRECT_PORT" \
