@@ -254,8 +254,8 @@ func (p *Proxy) granted(e *rewrite.Effect, now time.Time) {
 // how long the lock was held, and whether the release came after the lease
 // ran out.
 func (p *Proxy) released(e *rewrite.Effect, now time.Time) {
-	g, ok := p.grants.get(e.Key, e.Owner)
-	lapsed := p.grants.drop(e.Key, e.Owner, now)
+	g, lapsed := p.grants.drop(e.Key, e.Owner, now)
+	ok := g != nil
 	rs := p.ops.rule(e.Rule)
 	rs.released.Add(1)
 	p.ops.all.released.Add(1)

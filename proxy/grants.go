@@ -131,21 +131,21 @@ func (gs *grants) setValue(key []byte, owner string, value []byte, expires time.
 	}
 }
 
-// drop removes owner's record of key (after a release), reporting whether
-// its lease had already run out.
-func (gs *grants) drop(key []byte, owner string, now time.Time) (lapsed bool) {
+// drop removes owner's record of key (after a release) and returns it,
+// with whether its lease had already run out; nil if there was none.
+func (gs *grants) drop(key []byte, owner string, now time.Time) (g *grant, lapsed bool) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	g, _ := gs.byKey[string(key)].of(owner)
+	g, _ = gs.byKey[string(key)].of(owner)
 	if g == nil {
-		return false
+		return nil, false
 	}
 	lapsed = !g.live(now)
 	if lapsed {
 		gs.lapsed++
 	}
-	gs.removeLocked(string(key), owner)
-	return lapsed
+	removeLocked(gs, key, owner)
+	return g, lapsed
 }
 
 // dropOwner removes every record of an owner whose last connection ended.
@@ -153,26 +153,29 @@ func (gs *grants) dropOwner(owner string) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	for key := range gs.byOwner[owner] {
-		gs.removeLocked(key, owner)
+		removeLocked(gs, key, owner)
 	}
 	delete(gs.byOwner, owner)
 }
 
-func (gs *grants) removeLocked(key, owner string) {
-	kg := gs.byKey[key]
+// removeLocked takes the key as a string (from the table's own maps) or as
+// the bytes of a command's argument: indexing a map with string(b) does not
+// allocate, converting b to pass it would.
+func removeLocked[K string | []byte](gs *grants, key K, owner string) {
+	kg := gs.byKey[string(key)]
 	_, i := kg.of(owner)
 	if i < 0 {
 		return
 	}
 	if len(kg) == 1 {
-		delete(gs.byKey, key)
+		delete(gs.byKey, string(key))
 	} else {
 		kg[i] = kg[len(kg)-1]
 		kg[len(kg)-1] = nil
-		gs.byKey[key] = kg[:len(kg)-1]
+		gs.byKey[string(key)] = kg[:len(kg)-1]
 	}
 	if ks := gs.byOwner[owner]; ks != nil {
-		delete(ks, key) // the set itself stays until dropOwner
+		delete(ks, string(key)) // the set itself stays until dropOwner
 	}
 	gs.n--
 }
@@ -189,7 +192,7 @@ func (gs *grants) sweepLocked(now time.Time) {
 		}
 		for _, owner := range old { // not while ranging over kg: removal reorders it
 			gs.lapsed++
-			gs.removeLocked(key, owner)
+			removeLocked(gs, key, owner)
 		}
 	}
 	// Empty key sets of owners still connected are kept between grants;
