@@ -30,24 +30,53 @@ func rawConn(nc net.Conn) syscall.RawConn {
 	return rc
 }
 
-// tryWrite writes what the socket takes now, never waiting: Go keeps its
-// sockets non-blocking, so a full send buffer answers EAGAIN and the caller
-// queues the rest for its writer goroutine. Any other error is left for that
-// goroutine to meet on its own write.
-func tryWrite(rc syscall.RawConn, b []byte) int {
-	n := 0
-	_ = rc.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, errno := sysWrite(int(fd), b[n:])
-			if errno == syscall.EINTR {
-				continue
-			}
-			if errno != 0 || m <= 0 {
-				break
-			}
-			n += m
-		}
-		return true // done: never park waiting for the socket
-	})
+// directWriter writes what the socket takes now, never waiting: Go keeps
+// its sockets non-blocking, so a full send buffer answers EAGAIN and the
+// caller queues the rest for its writer goroutine. Any other error is left
+// for that goroutine to meet on its own write.
+//
+// It goes through the RawConn (which keeps the descriptor from being closed
+// and reused under the call) with a function bound once, at set-up: a
+// closure made per call escapes into RawConn.Write and cost two allocations
+// on every reply and every upstream batch. Callers serialise their writes
+// (the session's outMu, the connection's mu), which also guards b and n.
+type directWriter struct {
+	rc syscall.RawConn
+	fn func(fd uintptr) bool // w.do
+	b  []byte
+	n  int
+}
+
+// init sets w up for nc's socket; it reports false when nc has none that
+// can be written directly (TLS).
+func (w *directWriter) init(nc net.Conn) bool {
+	w.rc = rawConn(nc)
+	if w.rc == nil {
+		return false
+	}
+	w.fn = w.do
+	return true
+}
+
+// write writes what the socket takes of b now and returns how much.
+func (w *directWriter) write(b []byte) int {
+	w.b, w.n = b, 0
+	_ = w.rc.Write(w.fn)
+	n := w.n
+	w.b = nil
 	return n
+}
+
+func (w *directWriter) do(fd uintptr) bool {
+	for w.n < len(w.b) {
+		m, errno := sysWrite(int(fd), w.b[w.n:])
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 || m <= 0 {
+			break
+		}
+		w.n += m
+	}
+	return true // done: never park waiting for the socket
 }

@@ -62,6 +62,9 @@ type loop struct {
 	toClose []*upConn
 	resumed []*session
 	dirty   []*upConn // connections with commands queued this round
+	pollFn  func(fd uintptr) bool
+	waitN   int
+	waitErr error
 	done    chan struct{}
 }
 
@@ -109,6 +112,7 @@ func newLoop(p *Proxy) (*loop, error) {
 		evs:  make([]unix.EpollEvent, maxEvents),
 		done: make(chan struct{}),
 	}
+	l.pollFn = l.poll
 	go l.run()
 	return l, nil
 }
@@ -203,14 +207,17 @@ func (l *loop) readUp(c *upConn) {
 			c.fail(fmt.Errorf("internal error: %v", r))
 		}
 	}()
-	armed := true
-	c.readOnce(func(b []byte) (int, error) {
-		if !armed {
-			return 0, errWouldBlock
+	if c.loopRead == nil { // bound once: a closure per read would be allocated per read
+		c.loopRead = func(b []byte) (int, error) {
+			if !c.loopArmed {
+				return 0, errWouldBlock
+			}
+			c.loopArmed = false
+			return readFd(c.fd, b)
 		}
-		armed = false
-		return readFd(c.fd, b)
-	})
+	}
+	c.loopArmed = true
+	c.readOnce(c.loopRead)
 }
 
 // remove takes s out of the loop; the loop never touches s's descriptor
@@ -319,39 +326,44 @@ func (l *loop) run() {
 // the thread. With busy_poll, it asks again and again for that long before
 // parking (inside Read, where the descriptor cannot be closed under it).
 func (l *loop) wait() (int, error) {
-	n := 0
-	var werr error
-	spin := l.p.opts.BusyPoll
-	err := l.rc.Read(func(fd uintptr) bool {
-		var until time.Time
-		for {
-			m, errno := epollPoll(int(fd), l.evs)
-			if errno == unix.EINTR {
-				continue
-			}
-			if errno != 0 {
-				werr = errno
-				return true
-			}
-			if m > 0 {
-				n = m
-				return true
-			}
-			if spin <= 0 {
-				return false
-			}
-			now := time.Now()
-			if until.IsZero() {
-				until = now.Add(spin)
-			} else if now.After(until) {
-				return false
-			}
-		}
-	})
+	l.waitN, l.waitErr = 0, nil
+	err := l.rc.Read(l.pollFn)
 	if err == nil {
-		err = werr
+		err = l.waitErr
 	}
-	return n, err
+	return l.waitN, err
+}
+
+// poll is wait's function for RawConn.Read, bound once (l.pollFn): a
+// closure made per round would escape and be allocated every round. It
+// reports true when it has events (or an error) in l.waitN (l.waitErr),
+// false to park until the epoll descriptor is readable.
+func (l *loop) poll(fd uintptr) bool {
+	spin := l.p.opts.BusyPoll
+	var until time.Time
+	for {
+		m, errno := epollPoll(int(fd), l.evs)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			l.waitErr = errno
+			return true
+		}
+		if m > 0 {
+			l.waitN = m
+			return true
+		}
+		if spin <= 0 {
+			return false
+		}
+		now := time.Now()
+		if until.IsZero() {
+			until = now.Add(spin)
+		} else if now.After(until) {
+			return false
+		}
+	}
 }
 
 func (l *loop) round(n int) {

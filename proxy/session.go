@@ -73,6 +73,7 @@ type session struct {
 	// costs no goroutine.
 	writer    bool
 	raw       syscall.RawConn
+	dw        directWriter // writes to raw; under outMu
 	wake      chan struct{}
 	stopW     chan struct{}
 	writerEnd chan struct{}
@@ -111,7 +112,9 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	}
 	s.waitLE.Store(-1)
 	s.host, _, _ = net.SplitHostPort(s.addr)
-	s.raw = rawConn(nc)
+	if s.dw.init(nc) {
+		s.raw = s.dw.rc
+	}
 	s.connOwner = "conn:" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
 	s.rd = resp.NewReader(nc, p.opts.Limits)
@@ -379,7 +382,7 @@ func (s *session) write(b []byte) {
 	}
 	if len(s.out) == 0 && !s.writing && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
-		n := tryWrite(s.raw, b)
+		n := s.dw.write(b)
 		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
 			c.countWrite(n)
 		}

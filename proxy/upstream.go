@@ -59,6 +59,10 @@ type upConn struct {
 	armed     bool // a reply deadline is set (under mu)
 
 	raw syscall.RawConn // nil for TLS: no direct writes
+	dw  directWriter    // writes to raw; under mu
+	// Only the event loop that reads c touches these (readUp).
+	loopRead  func([]byte) (int, error)
+	loopArmed bool
 
 	rr replyReader // used by one reader: readLoop, or the event loop
 
@@ -131,7 +135,9 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 		owner: owner,
 		wake:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
-		raw:   rawConn(nc),
+	}
+	if c.dw.init(nc) {
+		c.raw = c.dw.rc
 	}
 	if owner == nil && c.raw != nil {
 		if lp := p.upstreamLoop(); lp != nil && lp.addUp(c) {
@@ -255,7 +261,7 @@ func (c *upConn) send(b []byte, ps []pend, lp *loop) bool {
 		case len(c.wbuf) == 0 && !c.writing && c.q.n <= len(ps):
 			// An idle connection: nothing queued or in flight before these
 			// bytes, so write them now, saving a hand-off to the writer.
-			n := tryWrite(c.raw, b)
+			n := c.dw.write(b)
 			b = b[n:]
 			c.armLocked(false)
 			if len(b) == 0 {
@@ -554,7 +560,7 @@ func (c *upConn) flushLocked() {
 	if len(c.wbuf) == 0 || c.writing || c.raw == nil {
 		return
 	}
-	n := tryWrite(c.raw, c.wbuf)
+	n := c.dw.write(c.wbuf)
 	c.wbuf = c.wbuf[:copy(c.wbuf, c.wbuf[n:])]
 	c.armLocked(false)
 	if len(c.wbuf) > 0 {
