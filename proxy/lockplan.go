@@ -178,15 +178,17 @@ func encodeScript(plan rewrite.Plan, sha bool) []byte {
 	if sha {
 		name, body = "EVALSHA", plan.Script.SHA
 	}
-	const frame = 16 // "$", up to 12 digits and two CRLFs: ample for any bulk
-	size := 3*frame + len(name) + len(body) + 20
+	// Exactly: a generous estimate doubled the bytes each lock command
+	// allocated, and the collector's work with them.
+	n := 3 + len(plan.Keys) + len(plan.Args)
+	size := frameLen(n) + frameLen(len(name)) + len(name) + frameLen(len(body)) + len(body) + frameLen(len(plan.Keys)) + 2
 	for _, a := range plan.Keys {
-		size += frame + len(a)
+		size += frameLen(len(a)) + len(a)
 	}
 	for _, a := range plan.Args {
-		size += frame + len(a)
+		size += frameLen(len(a)) + len(a)
 	}
-	out := resp.AppendArrayHeader(make([]byte, 0, size), 3+len(plan.Keys)+len(plan.Args))
+	out := resp.AppendArrayHeader(make([]byte, 0, size), n)
 	out = resp.AppendBulkString(out, name)
 	out = resp.AppendBulkString(out, body)
 	var nb [20]byte
@@ -198,6 +200,17 @@ func encodeScript(plan rewrite.Plan, sha bool) []byte {
 		out = resp.AppendBulk(out, a)
 	}
 	return out
+}
+
+// frameLen is the size of a RESP length header ("$12\r\n") and, for a
+// bulk, its closing CRLF: the type byte, the digits of n, two CRLFs. (An
+// array header has one CRLF: the extra two bytes are slack.)
+func frameLen(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return 1 + d + 4
 }
 
 // apply records what a reply means for the grant table and the audit.

@@ -56,6 +56,21 @@ func TestEncodeScriptOneAllocation(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { encodeScript(plan, true) }); n != 1 {
 		t.Fatalf("encodeScript allocates %v times, want 1", n)
 	}
+	// And no more than it needs: the estimate is exact but for slack,
+	// whatever the number of digits in the lengths.
+	big := plan
+	big.Args = [][]byte{bytes.Repeat([]byte("v"), 12345), []byte("NX")}
+	for _, p := range []rewrite.Plan{plan, big} {
+		for _, sha := range []bool{true, false} {
+			if n := testing.AllocsPerRun(10, func() { encodeScript(p, sha) }); n != 1 {
+				t.Errorf("encodeScript(sha=%v) allocates %v times, want 1", sha, n)
+			}
+			out := encodeScript(p, sha)
+			if cap(out) > len(out)+8 {
+				t.Errorf("encodeScript(sha=%v): %d bytes in a buffer of %d", sha, len(out), cap(out))
+			}
+		}
+	}
 }
 
 func TestReplyInt(t *testing.T) {

@@ -3,8 +3,6 @@ package rewrite
 import (
 	"time"
 
-	"github.com/lockproxy/lockproxy/resp"
-
 	"github.com/lockproxy/lockproxy/policy"
 )
 
@@ -48,17 +46,33 @@ func (s Shape) Reply(reply []byte, proto int) []byte {
 	switch s {
 	case AcquireReply:
 		if reply[0] == ':' {
-			return resp.AppendSimple(nil, "OK")
+			return replyOK
 		}
-		return resp.AppendNull(nil, proto)
+		if proto >= 3 {
+			return replyNull3
+		}
+		return replyNull2
 	case SetNXReply:
 		if reply[0] == ':' {
-			return resp.AppendInt(nil, 1)
+			return replyOne
 		}
-		return resp.AppendInt(nil, 0)
+		return replyZero
 	}
 	return reply
 }
+
+// The replies Reply makes, shared: every acquisition answers one of them.
+// Capacity equals length, so an append to one copies it first; callers
+// never write into a reply.
+var (
+	replyOK    = fixed("+OK\r\n")
+	replyNull2 = fixed("$-1\r\n")
+	replyNull3 = fixed("_\r\n")
+	replyOne   = fixed(":1\r\n")
+	replyZero  = fixed(":0\r\n")
+)
+
+func fixed(s string) []byte { b := []byte(s); return b[:len(b):len(b)] }
 
 // Plan is the decision for one command. Keys and Args may alias the
 // command's arguments: encode them before reading the next command.
