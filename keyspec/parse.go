@@ -35,6 +35,11 @@ func parseCommand(e interface{}, parent *Command) (*Command, error) {
 		return nil, fmt.Errorf("name is %T %v", f[fieldName], f[fieldName])
 	}
 	c := &Command{Name: strings.ToLower(name), Parent: parent}
+	if parent != nil {
+		c.Upper = parent.Upper
+	} else {
+		c.Upper = strings.ToUpper(name)
+	}
 	var err error
 	if c.Arity, err = intField(f, fieldArity, c.Name, "arity"); err != nil {
 		return nil, err

@@ -694,3 +694,29 @@ func TestKeysAllocFree(t *testing.T) {
 		}
 	})
 }
+
+// TestUpperNames: every command's Upper is its name in upper case, and a
+// subcommand's is its container's, as the client typed the first word.
+func TestUpperNames(t *testing.T) {
+	forEachServer(t, func(t *testing.T, env *serverEnv) {
+		n := 0
+		env.tab.Commands(func(c *Command) bool {
+			if c.Upper != strings.ToUpper(c.Name) {
+				t.Errorf("%s: Upper %q", c.Name, c.Upper)
+			}
+			for _, s := range c.Subcommands {
+				if s.Upper != c.Upper {
+					t.Errorf("%s: Upper %q, want its container's %q", s.Name, s.Upper, c.Upper)
+				}
+			}
+			n++
+			return true
+		})
+		if n < 100 {
+			t.Fatalf("only %d commands in the table", n)
+		}
+		if c := env.tab.Command(toBytes([]string{"client", "kill", "ID", "1"})); c == nil || c.Upper != "CLIENT" {
+			t.Errorf("CLIENT KILL: %+v", c)
+		}
+	})
+}

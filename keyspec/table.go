@@ -75,6 +75,10 @@ type Command struct {
 	// Name is lower case; a subcommand is named "container|sub"
 	// ("client|kill"), as COMMAND reports it.
 	Name string
+	// Upper is the name the client typed, in upper case, for messages and
+	// records: the command's, or a subcommand's container's ("CLIENT").
+	// Made once here, so that the lock path need not for every command.
+	Upper string
 	// Arity counts the command name (and, for a subcommand, the container
 	// name): N > 0 means exactly N arguments, -N at least N.
 	Arity int

@@ -161,6 +161,14 @@ func (l *loop) addUp(c *upConn) bool {
 	}
 	// Set up before the loop can see c: it may read c at once.
 	c.fd, c.lp = fd, l
+	// readUp's read, bound once: a closure made per read is allocated per read.
+	c.loopRead = func(b []byte) (int, error) {
+		if !c.loopArmed {
+			return 0, errWouldBlock
+		}
+		c.loopArmed = false
+		return readFd(c.fd, b)
+	}
 	c.timer = time.AfterFunc(time.Hour, c.expire)
 	c.timer.Stop()
 	l.mu.Lock()
@@ -207,15 +215,6 @@ func (l *loop) readUp(c *upConn) {
 			c.fail(fmt.Errorf("internal error: %v", r))
 		}
 	}()
-	if c.loopRead == nil { // bound once: a closure per read would be allocated per read
-		c.loopRead = func(b []byte) (int, error) {
-			if !c.loopArmed {
-				return 0, errWouldBlock
-			}
-			c.loopArmed = false
-			return readFd(c.fd, b)
-		}
-	}
 	c.loopArmed = true
 	c.readOnce(c.loopRead)
 }

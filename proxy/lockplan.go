@@ -180,8 +180,10 @@ func encodeScript(plan rewrite.Plan, sha bool) []byte {
 	}
 	// Exactly: a generous estimate doubled the bytes each lock command
 	// allocated, and the collector's work with them.
+	var nb [20]byte
+	numkeys := strconv.AppendInt(nb[:0], int64(len(plan.Keys)), 10)
 	n := 3 + len(plan.Keys) + len(plan.Args)
-	size := frameLen(n) + frameLen(len(name)) + len(name) + frameLen(len(body)) + len(body) + frameLen(len(plan.Keys)) + 2
+	size := frameLen(n) + frameLen(len(name)) + len(name) + frameLen(len(body)) + len(body) + frameLen(len(numkeys)) + len(numkeys)
 	for _, a := range plan.Keys {
 		size += frameLen(len(a)) + len(a)
 	}
@@ -191,8 +193,7 @@ func encodeScript(plan rewrite.Plan, sha bool) []byte {
 	out := resp.AppendArrayHeader(make([]byte, 0, size), n)
 	out = resp.AppendBulkString(out, name)
 	out = resp.AppendBulkString(out, body)
-	var nb [20]byte
-	out = resp.AppendBulk(out, strconv.AppendInt(nb[:0], int64(len(plan.Keys)), 10))
+	out = resp.AppendBulk(out, numkeys)
 	for _, a := range plan.Keys {
 		out = resp.AppendBulk(out, a)
 	}
@@ -226,7 +227,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 	p := s.p
 	for i := range effects {
 		e := &effects[i]
-		n, isInt := replyInt(reply)
+		n, isInt := resp.ReplyInt(reply)
 		// First what only updates the grant table: no event to build.
 		switch e.Kind {
 		case rewrite.Grant:
@@ -321,36 +322,6 @@ func releaseDetail(n int64) string {
 }
 
 var releasedNone, releasedOne = "token-checked release deleted 0 key(s)", "token-checked release deleted 1 key(s)"
-
-// replyInt reads an integer reply (:N\r\n), without the allocation of
-// strconv's string argument: it runs for every reply to a lock command.
-func replyInt(reply []byte) (int64, bool) {
-	if len(reply) < 4 || reply[0] != ':' || !bytes.HasSuffix(reply, []byte("\r\n")) {
-		return 0, false
-	}
-	digits, neg := reply[1:len(reply)-2], false
-	if digits[0] == '-' || digits[0] == '+' {
-		neg, digits = digits[0] == '-', digits[1:]
-	}
-	if len(digits) == 0 || len(digits) > 18 { // 18 digits cannot overflow
-		n, err := strconv.ParseInt(string(reply[1:len(reply)-2]), 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		return n, true
-	}
-	var n int64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
 
 // queueInMulti sends a command while a transaction is open. queued shapes
 // its queue-time reply (+QUEUED, or an error); atExec, if set, shapes its

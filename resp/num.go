@@ -94,6 +94,15 @@ func parseReplyInt(b []byte) (int64, bool) {
 	return int64(v), true
 }
 
+// ReplyInt reads a whole integer reply frame (":N\r\n"): the number and
+// whether reply is one. It does not allocate.
+func ReplyInt(reply []byte) (int64, bool) {
+	if len(reply) < 4 || reply[0] != ':' || reply[len(reply)-2] != '\r' || reply[len(reply)-1] != '\n' {
+		return 0, false
+	}
+	return parseReplyInt(reply[1 : len(reply)-2])
+}
+
 // maxCountDigits bounds reply lengths and element counts to 16 digits
 // (< 2^54): far beyond anything a server sends, and small enough that
 // position arithmetic (pos+n+2, 2n+1) can never overflow.

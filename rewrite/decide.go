@@ -77,14 +77,15 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	if isScript(args[0]) || isScriptAdmin(args[0]) {
 		return d.script(args, keys, s)
 	}
-	lock := false
+	// rule is the first lock key's rule; set, setnx and renew take it as
+	// their key's (they have one key, args[1]), instead of matching again.
+	var rule *policy.Rule
 	for _, k := range keys {
-		if d.Rules.Match(args[k.Index]) != nil {
-			lock = true
+		if rule = d.Rules.Match(args[k.Index]); rule != nil {
 			break
 		}
 	}
-	if !lock {
+	if rule == nil {
 		// Only a write to a guarded key needs the fence; checking that first
 		// keeps every other command free of allocations.
 		for _, k := range keys {
@@ -94,18 +95,18 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		}
 		return Plan{}
 	}
-	name := upperName(args[0])
+	name := cmd.Upper
 	switch {
 	case name == "SET":
-		return d.set(args, s)
+		return d.set(args, rule, s)
 	case name == "SETNX" && len(args) == 3:
-		return d.setnx(args, s)
+		return d.setnx(args, rule, s)
 	case name == "DEL" || name == "UNLINK":
 		return d.release(name, args, keys, s)
 	case name == "GETEX" && len(args) == 2:
 		return Plan{} // GETEX without options only reads
 	case cmd.ExpiryOnly():
-		return d.renew(name, args, s)
+		return d.renew(name, args, rule, s)
 	}
 	return d.generic(name, args, touches(args, keys), s)
 }
@@ -178,13 +179,12 @@ func (d *Decider) generic(name string, args [][]byte, keys []touch, s Session) P
 
 // set: SET ... NX is an acquisition; any other SET of a lock key is the
 // holder changing its own lock (token-checked) or an overwrite (refused).
-func (d *Decider) set(args [][]byte, s Session) Plan {
+func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 	o := parseSet(args)
 	if !o.ok {
 		return Plan{} // Valkey answers the syntax error
 	}
 	key := args[1]
-	r := d.Rules.Match(key)
 	owner := s.Owner(r)
 	if o.nx && !o.get {
 		// The script's ARGV is the command's own arguments after the key:
@@ -223,9 +223,8 @@ func (d *Decider) set(args [][]byte, s Session) Plan {
 
 // setnx: SETNX is the acquisition of old clients (no lease): the same script
 // as SET ... NX, answering SETNX's :1 or :0.
-func (d *Decider) setnx(args [][]byte, s Session) Plan {
+func (d *Decider) setnx(args [][]byte, r *policy.Rule, s Session) Plan {
 	key := args[1]
-	r := d.Rules.Match(key)
 	return Plan{
 		Kind:   Run,
 		Script: Acquire,
@@ -297,15 +296,14 @@ func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Sess
 	if len(plain) > 0 {
 		skeys = append(plain, locks...)
 	}
-	sargs[0], sargs[1] = nameBytes(name), itoa(int64(len(plain)))
+	sargs[0], sargs[1] = releaseNames[name], itoa(int64(len(plain)))
 	return Plan{Kind: Run, Script: Release, Keys: skeys, Args: sargs, Effects: effects}
 }
 
 // renew: a lease change (EXPIRE family, PERSIST, GETEX with options) runs
 // token-checked for the holder and is refused for anyone else.
-func (d *Decider) renew(name string, args [][]byte, s Session) Plan {
+func (d *Decider) renew(name string, args [][]byte, r *policy.Rule, s Session) Plan {
 	key := args[1]
-	r := d.Rules.Match(key)
 	owner := s.Owner(r)
 	e := Effect{Command: name, Key: clone(key), Rule: r, Owner: owner, Holder: s.Holder(key, owner)}
 	if r.Release == policy.ReleaseObserve {
@@ -370,33 +368,9 @@ func clone2(a, b []byte) ([]byte, []byte) {
 	return buf[:n:n], buf[n:]
 }
 
-// upperName is a command's name in upper case, without allocating for the
-// commands the lock path meets most.
-func upperName(b []byte) string {
-	for _, n := range [...]struct{ lower, upper string }{
-		{"set", "SET"}, {"del", "DEL"}, {"unlink", "UNLINK"}, {"setnx", "SETNX"},
-		{"pexpire", "PEXPIRE"}, {"expire", "EXPIRE"}, {"getex", "GETEX"},
-	} {
-		if resp.EqualFold(b, n.lower) {
-			return n.upper
-		}
-	}
-	return strings.ToUpper(string(b))
-}
-
-var delName, unlinkName = []byte("DEL"), []byte("UNLINK")
-
-// nameBytes is name as a script argument; DEL and UNLINK are shared, never
-// written to.
-func nameBytes(name string) []byte {
-	switch name {
-	case "DEL":
-		return delName
-	case "UNLINK":
-		return unlinkName
-	}
-	return []byte(name)
-}
+// releaseNames are the release script's first argument, shared (encoded,
+// never written to): release only ever runs for these two.
+var releaseNames = map[string][]byte{"DEL": []byte("DEL"), "UNLINK": []byte("UNLINK")}
 
 // digits are itoa's answers for 0-9, shared (encoded, never written to):
 // the plain-key count of a release and early grant numbers.
