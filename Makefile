@@ -23,8 +23,10 @@ run: deps
 test: deps lint
 	$(GO) test -race -count=1 ./...
 
-# valkey-benchmark direct vs through lockproxy, in one run, as ratios.
-bench: deps
+# valkey-benchmark direct vs through lockproxy, in one run, as ratios, with
+# twemproxy measured in the same rounds as the reference.
+bench:
+	scripts/deps.sh bench
 	scripts/bench.sh
 
 # Every fuzz target for FUZZTIME each (go test runs one target at a time).

@@ -31,6 +31,10 @@
 #   DIRECT_ADDR=host:port use this server as "direct" (e.g. PROXY_ADDR's
 #                        upstream) instead of a private one (DIRECT_PID likewise)
 #   LOCKPROXY_BIN=path   use this binary instead of building bin/lockproxy
+#   BENCH_REFERENCE=auto twemproxy (Debian's nutcracker) in front of the same
+#                        Valkey as a third side of every pair, when nutcracker
+#                        is installed ("twemproxy" requires it, "none" skips):
+#                        the proxy users compare with, in the same minutes
 #
 # Adding a scenario is one `scenario` line in default_scenarios below, or, to
 # keep a feature's scenarios in its own file, a scripts/bench.d/NAME.sh that
@@ -71,12 +75,17 @@ FILTER=${BENCH_FILTER:-}
 BUSY_POLL=${BENCH_BUSY_POLL-50us}
 BUSY_POLL_FILTER=${BENCH_BUSY_POLL_FILTER:-c1|SET P1 c50}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-600}
+REFERENCE=${BENCH_REFERENCE:-auto}
 PROXY_ADDR=${PROXY_ADDR:-}
 PROXY_PID=${PROXY_PID:-}
 DIRECT_ADDR=${DIRECT_ADDR:-}
 DIRECT_PID=${DIRECT_PID:-}
 CLK_TCK=$(getconf CLK_TCK)
 
+case $REFERENCE in
+  auto | twemproxy | none) ;;
+  *) echo "bench.sh: BENCH_REFERENCE must be auto, twemproxy or none, got '$REFERENCE'" >&2; exit 2 ;;
+esac
 for v in N N_LAT ROUNDS RUN_TIMEOUT; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: $v must be a positive integer, got '${!v}'" >&2; exit 2; }
 done
@@ -273,6 +282,35 @@ start_proxy() {
   die "lockproxy did not answer PING on 127.0.0.1:$port (GOMAXPROCS=$gmp)"
 }
 
+# start_twemproxy: twemproxy in front of the direct Valkey, one server
+# connection as its default; sets REF_HOST REF_PORT REF_PID. Its stats port
+# is a free one too, on loopback.
+start_twemproxy() {
+  local port stats pid _
+  for _ in 1 2 3; do
+    port=$(free_port) stats=$(free_port)
+    cat >"$tmp/twemproxy.yml" <<YML
+bench:
+  listen: 127.0.0.1:$port
+  redis: true
+  hash: fnv1a_64
+  distribution: ketama
+  auto_eject_hosts: false
+  servers:
+    - $DIRECT_HOST:$DIRECT_PORT:1
+YML
+    "$NUTCRACKER" -c "$tmp/twemproxy.yml" -s "$stats" -a 127.0.0.1 -o "$tmp/twemproxy.log" &
+    pid=$!
+    started_pids+=("$pid")
+    if wait_pong 127.0.0.1 "$port" "$pid"; then
+      REF_HOST=127.0.0.1 REF_PORT=$port REF_PID=$pid
+      return 0
+    fi
+    stop_started "$pid"
+  done
+  die "twemproxy did not answer PING on 127.0.0.1:$port (log: $tmp/twemproxy.log)"
+}
+
 direct_cli() { valkey-cli -h "$DIRECT_HOST" -p "$DIRECT_PORT" "$@"; }
 
 # cpu_ticks PID: utime+stime of the whole process (all threads), in clock
@@ -370,6 +408,20 @@ else
 fi
 log "direct: valkey at $DIRECT_HOST:$DIRECT_PORT${DIRECT_PID:+ (pid $DIRECT_PID)}"
 
+REF_HOST="" REF_PORT="" REF_PID=""
+# Debian installs it in /usr/sbin, which a user's PATH may not have.
+NUTCRACKER=$(command -v nutcracker || { [[ -x /usr/sbin/nutcracker ]] && echo /usr/sbin/nutcracker; } || true)
+if [[ $REFERENCE != none ]]; then
+  if [[ -n $NUTCRACKER ]]; then
+    start_twemproxy
+    log "reference: twemproxy $("$NUTCRACKER" -V 2>&1 | head -n 1 | awk '{print $NF}') at $REF_HOST:$REF_PORT, pid $REF_PID"
+  elif [[ $REFERENCE == twemproxy ]]; then
+    die "BENCH_REFERENCE=twemproxy, but nutcracker is not installed (apt-get install nutcracker)"
+  else
+    log "reference: none (apt-get install nutcracker to compare with twemproxy in the same run)"
+  fi
+fi
+
 for h in "${BENCH_SCENARIO_HOOKS[@]}"; do "$h"; done
 ((${#SCEN_NAME[@]} > 0)) || die "no scenario to run${FILTER:+ (BENCH_FILTER=$FILTER matched none)}"
 log "${#SCEN_NAME[@]} scenarios x $ROUNDS rounds, N=$N, N_LAT=$N_LAT, GOMAXPROCS: $GOMAXPROCS_LIST"
@@ -378,34 +430,45 @@ log "${#SCEN_NAME[@]} scenarios x $ROUNDS rounds, N=$N, N_LAT=$N_LAT, GOMAXPROCS
 results=$tmp/results.tsv
 columns=(scenario gomaxprocs clients pipeline requests rounds direct_rps proxy_rps ratio
   direct_avg_us direct_p50_us direct_p99_us proxy_avg_us proxy_p50_us proxy_p99_us
-  proxy_cpu_us_per_req direct_cpu_us_per_req)
+  proxy_cpu_us_per_req direct_cpu_us_per_req
+  ref_rps ref_ratio ref_p50_us ref_p99_us ref_cpu_us_per_req)
 (IFS=$'\t'; echo "${columns[*]}") >"$results"
 
-# measure I [SUFFIX]: scenario I in alternating direct/proxy pairs against
-# the proxy at PROXY_*, its row appended to $results (named with SUFFIX).
+# ratio_runs SIDE OUT: appends this round's SIDE/direct rps ratio to OUT.
+# Taken within the round, so slow drift of the machine cancels out.
+ratio_runs() {
+  paste -d' ' <(tail -n 1 "$tmp/direct.runs") <(tail -n 1 "$tmp/$1.runs") |
+    awk '{ printf "%.4f\n", ($1 > 0) ? $6 / $1 : 0 }' >>"$2"
+}
+
+# measure I [SUFFIX]: scenario I in alternating rounds of direct, proxy and,
+# when it runs and SUFFIX is empty, the reference (ref), against the proxy at
+# PROXY_*; its row appended to $results (named with SUFFIX).
 measure() {
-  local i=$1 name n r side sides line rps p50 p99 cpu
-  local -a args
+  local i=$1 name n r k side line rps p50 p99 cpu
+  local -a args sides
   name=${SCEN_NAME[i]}${2:-} n=${SCEN_N[i]}
   eval "args=(${SCEN_ARGS[i]})"
   : >"$tmp/direct.runs"
   : >"$tmp/proxy.runs"
+  : >"$tmp/ref.runs"
   : >"$tmp/ratio.runs"
+  : >"$tmp/refratio.runs"
   for ((r = 1; r <= ROUNDS; r++)); do
-    # Flip the order every round so neither side always runs first.
     if [[ ${SCEN_MODE[i]} == proxy ]]; then
-      sides="proxy"
-    elif ((r % 2)); then
-      sides="direct proxy"
+      sides=(proxy)
     else
-      sides="proxy direct"
+      sides=(direct proxy)
+      [[ -z $REF_PORT || -n ${2:-} ]] || sides+=(ref)
+      # Rotate the order every round so no side always runs first.
+      for ((k = 0; k < (r - 1) % ${#sides[@]}; k++)); do sides=("${sides[@]:1}" "${sides[0]}"); done
     fi
-    for side in $sides; do
-      if [[ $side == direct ]]; then
-        run_bench "$DIRECT_HOST" "$DIRECT_PORT" "$DIRECT_PID" "$n" "${args[@]}"
-      else
-        run_bench "$PROXY_HOST" "$PROXY_PORT" "$PROXY_PID" "$n" "${args[@]}"
-      fi
+    for side in "${sides[@]}"; do
+      case $side in
+        direct) run_bench "$DIRECT_HOST" "$DIRECT_PORT" "$DIRECT_PID" "$n" "${args[@]}" ;;
+        proxy) run_bench "$PROXY_HOST" "$PROXY_PORT" "$PROXY_PID" "$n" "${args[@]}" ;;
+        ref) run_bench "$REF_HOST" "$REF_PORT" "$REF_PID" "$n" "${args[@]}" ;;
+      esac
       line=$(<"$tmp/last")
       echo "$line" >>"$tmp/$side.runs"
       read -r rps _ p50 p99 cpu <<<"$line"
@@ -413,17 +476,20 @@ measure() {
         "$gmp" "$name" "$r" "$ROUNDS" "$side" "$rps" "$p50" "$p99" "$cpu")"
     done
     if [[ ${SCEN_MODE[i]} == pair ]]; then
-      # Ratio within the pair, so slow drift of the machine cancels out.
-      paste -d' ' <(tail -n 1 "$tmp/direct.runs") <(tail -n 1 "$tmp/proxy.runs") |
-        awk '{ printf "%.4f\n", ($1 > 0) ? $6 / $1 : 0 }' >>"$tmp/ratio.runs"
+      ratio_runs proxy "$tmp/ratio.runs"
+      [[ ! -s $tmp/ref.runs ]] || ratio_runs ref "$tmp/refratio.runs"
     fi
   done
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+  local -a ref=(- - - - -)
+  if [[ -s $tmp/ref.runs ]]; then
+    ref=("$(col ref 1)" "$(median <"$tmp/refratio.runs")" "$(col ref 3)" "$(col ref 4)" "$(col ref 5)")
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
     "$name" "$gmp" "${SCEN_C[i]}" "${SCEN_P[i]}" "$n" "$ROUNDS" \
     "$(col direct 1)" "$(col proxy 1)" "$(median <"$tmp/ratio.runs")" \
     "$(col direct 2)" "$(col direct 3)" "$(col direct 4)" \
     "$(col proxy 2)" "$(col proxy 3)" "$(col proxy 4)" \
-    "$(col proxy 5)" "$(col direct 5)" >>"$results"
+    "$(col proxy 5)" "$(col direct 5)" "${ref[@]}" >>"$results"
 }
 
 for gmp in $GOMAXPROCS_LIST; do
@@ -434,6 +500,7 @@ for gmp in $GOMAXPROCS_LIST; do
   # Warm-up, not measured: first connections, Go heap growth, CPU frequency.
   run_bench "$DIRECT_HOST" "$DIRECT_PORT" "" "$N_WARM" -t set -n "$N_WARM" -c 50
   run_bench "$PROXY_HOST" "$PROXY_PORT" "" "$N_WARM" -t set -n "$N_WARM" -c 50
+  [[ -z $REF_PORT ]] || run_bench "$REF_HOST" "$REF_PORT" "" "$N_WARM" -t set -n "$N_WARM" -c 50
 
   for i in "${!SCEN_NAME[@]}"; do measure "$i"; done
 
@@ -466,21 +533,28 @@ cp "$results" "$OUT"
 # LC_ALL=C makes every awk count bytes, so the one extra byte of each "µ" can
 # be padded for (w + 1) and the columns line up in a UTF-8 terminal.
 echo
-LC_ALL=C awk -F'\t' '
+# With a reference, three more columns: twemproxy's rps, its own ratio to
+# direct in the same rounds, and its p50/p99.
+LC_ALL=C awk -F'\t' -v ref="${REF_PORT:+1}" '
   function us(v) { return (v == "-") ? "-" : sprintf("%.0f", v) }
-  function row(a, b, c, d, e, f, g, h) {
-    printf "%-*s %10s %11s %11s %7s %*s %*s %*s\n", w, a, b, c, d, e,
+  function r3(v) { return (v == "-") ? "-" : sprintf("%.3f", v) }
+  function row(a, b, c, d, e, f, g, h, x, y, z) {
+    printf "%-*s %10s %11s %11s %7s %*s %*s %*s", w, a, b, c, d, e,
       15 + (f ~ /\265/), f, 15 + (g ~ /\265/), g, 10 + (h ~ /\265/), h
+    if (ref) printf " %11s %7s %*s", x, y, 15 + (z ~ /\265/), z
+    printf "\n"
   }
   NR == FNR { if (length($1) > w) w = length($1); next } # pass 1: name width
   FNR == 1 {
-    row("scenario", "GOMAXPROCS", "direct rps", "proxy rps", "ratio", "direct p50/p99", "proxy p50/p99", "proxy CPU")
-    row("", "", "", "", "px/dir", "(µs)", "(µs)", "µs/req")
+    row("scenario", "GOMAXPROCS", "direct rps", "proxy rps", "ratio", "direct p50/p99", "proxy p50/p99", "proxy CPU",
+      "twemproxy", "ratio", "twem p50/p99")
+    row("", "", "", "", "px/dir", "(µs)", "(µs)", "µs/req", "rps", "tw/dir", "(µs)")
     next
   }
   {
-    row($1, $2, us($7), us($8), ($9 == "-") ? "-" : sprintf("%.3f", $9),
-      us($11) "/" us($12), us($14) "/" us($15), ($16 == "-") ? "-" : sprintf("%.2f", $16))
+    row($1, $2, us($7), us($8), r3($9),
+      us($11) "/" us($12), us($14) "/" us($15), ($16 == "-") ? "-" : sprintf("%.2f", $16),
+      us($18), r3($19), ($20 == "-") ? "-" : us($20) "/" us($21))
   }' "$results" "$results"
 
 awk -F'\t' '
@@ -492,11 +566,20 @@ awk -F'\t' '
   $3 == 1 && $4 == 1 {
     c1 = c1 sep $14 "µs = direct " $11 "µs + " ($14 - $11) "µs added (" $1 " @ GOMAXPROCS=" $2 ")"; sep = ", "
   }
+  # The reference in the same rounds: its smallest ratio, and lockproxy
+  # against it where both ran.
+  $3 > 1 && $19 != "-" && $19 != "" {
+    if (rmin == "" || $19 + 0 < rmin + 0) { rmin = $19; rat = $1 " @ GOMAXPROCS=" $2 }
+    if ($19 > 0) { v = $9 / $19; if (vmin == "" || v < vmin) vmin = v; if (vmax == "" || v > vmax) vmax = v }
+  }
   END {
     printf "\nsummary: smallest proxy/direct throughput ratio %s (%s); c1 p50 through the proxy: %s\n",
       (min == "") ? "-" : sprintf("%.3f", min), (at == "") ? "-" : at, (c1 == "") ? "-" : c1
+    if (rmin != "")
+      printf "reference: smallest twemproxy/direct ratio in the same rounds %.3f (%s); proxy ratio over twemproxy ratio, per row, %.2f-%.2f\n",
+        rmin, rat, vmin, vmax
   }' "$results"
-echo "ratio: median over $ROUNDS round(s) of proxy/direct rps within each pair; other columns: per-side medians"
+echo "ratio: median over $ROUNDS round(s) of proxy/direct rps within each round; other columns: per-side medians"
 if [[ -s $tmp/extra.txt ]]; then
   echo
   cat "$tmp/extra.txt"

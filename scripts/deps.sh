@@ -3,10 +3,13 @@
 # valkey-server 8 (Debian bookworm-backports), valkey-tools (valkey-cli,
 # valkey-benchmark), valkey-sentinel, and redis-server 7.0 (the second
 # server the tests run against). Does nothing when all are present.
+# `deps.sh bench` also installs nutcracker (twemproxy), the reference proxy
+# `make bench` measures beside lockproxy; the tests do not need it.
 # Needs root (or sudo) for apt-get on Debian 12.
 set -euo pipefail
 
 need=()
+[ "${1:-}" = bench ] && { command -v nutcracker >/dev/null || [ -x /usr/sbin/nutcracker ] || need+=(nutcracker); }
 command -v valkey-server >/dev/null || need+=(valkey-server)
 command -v valkey-cli >/dev/null || need+=(valkey-tools)
 command -v valkey-sentinel >/dev/null || need+=(valkey-sentinel)
@@ -44,7 +47,7 @@ done
 [ ${#redis[@]} -gt 0 ] && $sudo apt-get install -y -qq "${redis[@]}" >/dev/null
 # Packaged services may start on install; lockproxy's tests start their own
 # servers on free ports, and `make run` starts one only when none answers.
-for svc in valkey-server redis-server valkey-sentinel; do
+for svc in valkey-server redis-server valkey-sentinel nutcracker; do
   $sudo service "$svc" stop >/dev/null 2>&1 || true
 done
 echo "deps: installed ${need[*]}"
