@@ -242,6 +242,15 @@ wait_pong() {
   return 1
 }
 
+# started PID PORT: PID, just started on loopback PORT, is one of ours
+# (cleanup stops it); true once it answers PING there, else it is stopped.
+started() {
+  started_pids+=("$1")
+  wait_pong 127.0.0.1 "$2" "$1" && return 0
+  stop_started "$1"
+  return 1
+}
+
 # start_valkey: sets DIRECT_HOST DIRECT_PORT DIRECT_PID.
 start_valkey() {
   local port pid _
@@ -251,12 +260,10 @@ start_valkey() {
     valkey-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
       --dir "$tmp/valkey" --daemonize no >"$tmp/valkey.log" 2>&1 &
     pid=$!
-    started_pids+=("$pid")
-    if wait_pong 127.0.0.1 "$port" "$pid"; then
+    if started "$pid" "$port"; then
       DIRECT_HOST=127.0.0.1 DIRECT_PORT=$port DIRECT_PID=$pid
       return 0
     fi
-    stop_started "$pid"
   done
   die "valkey-server did not start"
 }
@@ -272,12 +279,10 @@ start_proxy() {
     # whose /proc/PID/stat we read.
     GOMAXPROCS=$gmp "$LOCKPROXY_BIN" --config "$tmp/lockproxy.yaml" >"$tmp/lockproxy-gmp$gmp$tag.log" 2>&1 &
     pid=$!
-    started_pids+=("$pid")
-    if wait_pong 127.0.0.1 "$port" "$pid"; then
+    if started "$pid" "$port"; then
       PROXY_HOST=127.0.0.1 PROXY_PORT=$port PROXY_PID=$pid
       return 0
     fi
-    stop_started "$pid"
   done
   die "lockproxy did not answer PING on 127.0.0.1:$port (GOMAXPROCS=$gmp)"
 }
@@ -301,12 +306,10 @@ bench:
 YML
     "$NUTCRACKER" -c "$tmp/twemproxy.yml" -s "$stats" -a 127.0.0.1 -o "$tmp/twemproxy.log" &
     pid=$!
-    started_pids+=("$pid")
-    if wait_pong 127.0.0.1 "$port" "$pid"; then
+    if started "$pid" "$port"; then
       REF_HOST=127.0.0.1 REF_PORT=$port REF_PID=$pid
       return 0
     fi
-    stop_started "$pid"
   done
   die "twemproxy did not answer PING on 127.0.0.1:$port (log: $tmp/twemproxy.log)"
 }
