@@ -571,7 +571,7 @@ awk -F'\t' '
   }
   # The reference in the same rounds: its smallest ratio, and lockproxy
   # against it where both ran.
-  $3 > 1 && $19 != "-" && $19 != "" {
+  $3 > 1 && $19 != "-" {
     if (rmin == "" || $19 + 0 < rmin + 0) { rmin = $19; rat = $1 " @ GOMAXPROCS=" $2 }
     if ($19 > 0) { v = $9 / $19; if (vmin == "" || v < vmin) vmin = v; if (vmax == "" || v > vmax) vmax = v }
   }

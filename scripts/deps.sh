@@ -35,16 +35,18 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 fi
 $sudo apt-get update -qq
+# Valkey from bookworm-backports; the rest (redis-server, nutcracker) from
+# bookworm itself.
 valkey=()
-redis=()
+plain=()
 for p in "${need[@]}"; do
   case $p in
     valkey-*) valkey+=("$p") ;;
-    *) redis+=("$p") ;;
+    *) plain+=("$p") ;;
   esac
 done
 [ ${#valkey[@]} -gt 0 ] && $sudo apt-get install -y -qq -t bookworm-backports "${valkey[@]}" >/dev/null
-[ ${#redis[@]} -gt 0 ] && $sudo apt-get install -y -qq "${redis[@]}" >/dev/null
+[ ${#plain[@]} -gt 0 ] && $sudo apt-get install -y -qq "${plain[@]}" >/dev/null
 # Packaged services may start on install; lockproxy's tests start their own
 # servers on free ports, and `make run` starts one only when none answers.
 for svc in valkey-server redis-server valkey-sentinel nutcracker; do
