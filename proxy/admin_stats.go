@@ -250,22 +250,20 @@ func (p *Proxy) granted(e *rewrite.Effect, now time.Time) {
 	o.all.wait.observe(wait)
 }
 
-// released drops the record of a release that ran token-checked and records
-// how long the lock was held, and whether the release came after the lease
-// ran out.
-func (p *Proxy) released(e *rewrite.Effect, now time.Time) {
-	g, lapsed := p.grants.drop(e.Key, e.Owner, now)
-	ok := g != nil
+// released counts a release that ran token-checked: how long the lock was
+// held and whether the release came after the lease ran out, as the
+// Release script read them from the owner's record.
+func (p *Proxy) released(e *rewrite.Effect) {
 	rs := p.ops.rule(e.Rule)
 	rs.released.Add(1)
 	p.ops.all.released.Add(1)
-	if lapsed {
+	if e.Lapsed {
 		rs.lapsed.Add(1)
 		p.ops.all.lapsed.Add(1)
 	}
-	if ok {
-		rs.hold.observe(now.Sub(g.acquired))
-		p.ops.all.hold.observe(now.Sub(g.acquired))
+	if e.Held >= 0 {
+		rs.hold.observe(e.Held)
+		p.ops.all.hold.observe(e.Held)
 	}
 }
 
@@ -497,17 +495,7 @@ func (p *Proxy) upstreamConns() int64 {
 	return n
 }
 
-// lapsedTotal is every grant whose lease ran out before its release: the
-// late releases, and the records dropped long after their lease ended
-// without any release.
-func (p *Proxy) lapsedTotal() int64 {
-	p.grants.mu.Lock()
-	defer p.grants.mu.Unlock()
-	return p.grants.lapsed
-}
-
-func (p *Proxy) untrackedTotal() int64 {
-	p.grants.mu.Lock()
-	defer p.grants.mu.Unlock()
-	return p.grants.untracked
-}
+// lapsedTotal is every release through this instance that came after its
+// grant's lease ran out. (A lease that runs out with no release at all is
+// Valkey's to expire: no instance sees it.)
+func (p *Proxy) lapsedTotal() int64 { return p.ops.all.lapsed.Load() }

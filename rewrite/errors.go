@@ -15,6 +15,10 @@ import (
 //	TOKENRELEASE  a blind release under `release: reject`
 //	LOCKED        a command that would overwrite or remove a lock
 //	              (SET without NX, GETSET, RENAME, FLUSHALL under on_flush: reject, ...)
+//	              or write one of lockproxy's own keys
+//	UNFENCED      a write to a guarded key without a grant of its lock
+//	STALE         a fenced write with a superseded token (worded by the
+//	              Fenced script itself, which knows the numbers)
 
 // canonicalRelease is the release every refusal points to.
 const canonicalRelease = `EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`
@@ -50,6 +54,10 @@ func errLocked(cmd string, key []byte, r *policy.Rule) string {
 		cmd, quoteKey(key), ruleName(r), canonicalRelease)
 }
 
+func errOwnKey(cmd string, key []byte) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s on %s: it is one of lockproxy's own keys (a grant counter, owner records or fencing marks), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO", cmd, quoteKey(key))
+}
+
 func errFlush(cmd string) string {
 	return fmt.Sprintf("LOCKED lockproxy refused %s: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config", cmd)
 }
@@ -57,4 +65,9 @@ func errFlush(cmd string) string {
 func errMixedFence(cmd string, key []byte) string {
 	return fmt.Sprintf("LOCKED lockproxy refused %s: it deletes lock keys together with %s, a key a lock guards, whose delete must pass the lock's fence; send the guarded keys in a command of their own",
 		cmd, quoteKey(key))
+}
+
+func errUnfenced(cmd string, key []byte, r *policy.Rule) string {
+	return "UNFENCED lockproxy refused " + cmd + " on " + quoteKey(key) + " (" + ruleName(r) +
+		", unfenced_writes: reject): the key is guarded by a lock and this client holds no grant of it; acquire the lock (SET <lock> <token> NX PX <ms>) before writing, or set unfenced_writes: allow"
 }
