@@ -307,7 +307,6 @@ func (t Template) any(src, baseGlob string, glob bool) string {
 	return string(b)
 }
 
-
 // globMiddle returns the part of a glob's source between its literal prefix
 // and suffix, widened by the tag braces given back to {base} (keep bytes of
 // each side). Braces are plain characters in a glob, so they are copied as

@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"context"
 	"errors"
 	"log/slog"
 	"net"
