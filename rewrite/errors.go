@@ -34,9 +34,9 @@ func ruleName(r *policy.Rule) string {
 	return fmt.Sprintf("rule %d %q", r.Index+1, r.Pattern.String())
 }
 
-func errNotOwnerRelease(cmd string, key []byte, r *policy.Rule) string {
-	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): this connection acquired no lock on it through lockproxy, so it may be another client's lock; release with the token you acquired it with: %s",
-		cmd, quoteKey(key), ruleName(r), canonicalRelease)
+func errNotOwnerRelease(cmd string, key []byte, r *policy.Rule, owner string) string {
+	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): Valkey holds no grant of it to this client (owner %s, session: %s), so it may be another client's lock; release with the token you acquired it with: %s",
+		cmd, quoteKey(key), ruleName(r), owner, r.Session, canonicalRelease)
 }
 
 func errRejectRelease(cmd string, key []byte, r *policy.Rule) string {
@@ -44,9 +44,9 @@ func errRejectRelease(cmd string, key []byte, r *policy.Rule) string {
 		cmd, quoteKey(key), ruleName(r), canonicalRelease)
 }
 
-func errNotOwnerRenew(cmd string, key []byte, r *policy.Rule) string {
-	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): only the client that acquired the lock through lockproxy may change its lease; acquire it with SET key token NX PX ms first",
-		cmd, quoteKey(key), ruleName(r))
+func errNotOwnerRenew(cmd string, key []byte, r *policy.Rule, owner string) string {
+	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): Valkey holds no grant of it to this client (owner %s, session: %s), and only the client that acquired the lock through lockproxy may change its lease; acquire it with SET key token NX PX ms first",
+		cmd, quoteKey(key), ruleName(r), owner, r.Session)
 }
 
 func errLocked(cmd string, key []byte, r *policy.Rule) string {

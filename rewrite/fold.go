@@ -106,9 +106,9 @@ func foldError(effects []Effect, reply []byte) []byte {
 	switch string(line[:sp]) {
 	case "NOTOWNER":
 		if e.Kind == Renewed {
-			msg = errNotOwnerRenew(e.Command, e.Key, e.Rule)
+			msg = errNotOwnerRenew(e.Command, e.Key, e.Rule, e.Owner)
 		} else {
-			msg = errNotOwnerRelease(e.Command, e.Key, e.Rule)
+			msg = errNotOwnerRelease(e.Command, e.Key, e.Rule, e.Owner)
 		}
 	case "TOKENRELEASE":
 		msg = errRejectRelease(e.Command, e.Key, e.Rule)
