@@ -37,30 +37,37 @@ func newScript(name, body string) *Script {
 // Times are Valkey's own clock (TIME), so every lockproxy instance in front
 // of one Valkey agrees on them.
 
-// prelude holds the functions the lock scripts share. Valkey runs each
-// script on its own, so each body carries them.
-const prelude = `local function now_ms()
+// The functions the lock scripts share, one constant each: Valkey runs each
+// script on its own, so each body carries the ones it calls (and only
+// those: defining a function costs a closure at every run).
+const (
+	fnNow = `local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function parse(v)
+`
+	fnParse = `local function parse(v)
   if not v then return nil end
   local g, a, e, val = string.match(v, '^(%d+) (%d+) (%d+) (.*)$')
   if not g then return nil end
   return {g = g, a = tonumber(a), e = tonumber(e), v = val}
 end
-local function put(rk, owner, r)
+`
+	fnPut = `local function put(rk, owner, r)
   redis.call('HSET', rk, owner, r.g .. ' ' .. string.format('%d', r.a) .. ' ' .. string.format('%d', r.e) .. ' ' .. r.v)
 end
-local function lease_end(key, now)
+`
+	fnLeaseEnd = `local function lease_end(key, now)
   local pttl = redis.call('PTTL', key)
   if pttl > 0 then return now + pttl end
   return 0
 end
-local function current(key, ck, r)
+`
+	fnCurrent = `local function current(key, ck, r)
   return r ~= nil and redis.call('GET', key) == r.v and redis.call('GET', ck) == r.g
 end
-local function holder(key, ck, rk, notowner)
+`
+	fnHolder = `local function holder(key, ck, rk, notowner)
   local all = redis.call('HGETALL', rk)
   local v, g = redis.call('GET', key), redis.call('GET', ck)
   for i = 1, #all, 2 do
@@ -69,7 +76,12 @@ local function holder(key, ck, rk, notowner)
   end
   return ''
 end
-local function settle(rk, now, keep, taker)
+`
+	// settle keeps a records hash true after a change: records lapsed
+	// keep ms ago go, every record but taker's is marked lapsed now when
+	// taker just took the lock, and the hash expires keep after its latest
+	// lease end (never, while it records a lock without a lease).
+	fnSettle = `local function settle(rk, now, keep, taker)
   local all = redis.call('HGETALL', rk)
   local last, forever = 0, false
   for i = 1, #all, 2 do
@@ -93,6 +105,7 @@ local function settle(rk, now, keep, taker)
   end
 end
 `
+)
 
 // Acquire runs the client's SET ... NX (any expiry form, GET, KEEPTTL) or
 // SETNX and, only when it took the lock, mints the next grant number and
@@ -108,7 +121,7 @@ end
 // word (pcall, not call, which would add the script's name). If the counter
 // cannot be incremented (it holds something else), the lock just taken is
 // given back, so no grant goes unrecorded.
-var Acquire = newScript("acquire", prelude+`local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
+var Acquire = newScript("acquire", fnNow+fnParse+fnPut+fnLeaseEnd+fnSettle+`local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
 if type(r) == 'table' and r.err then return r end
 local taken = (r ~= false)
 if ARGV[3] == 'get' then taken = (r == false) end
@@ -119,8 +132,15 @@ if type(grant) == 'table' and grant.err then
   return grant
 end
 local now = now_ms()
-put(KEYS[3], ARGV[1], {g = tostring(grant), a = now, e = lease_end(KEYS[1], now), v = ARGV[4]})
-settle(KEYS[3], now, tonumber(ARGV[2]), ARGV[1])
+local rec = {g = tostring(grant), a = now, e = lease_end(KEYS[1], now), v = ARGV[4]}
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  -- The usual case: no other record to mark lapsed or prune.
+  put(KEYS[3], ARGV[1], rec)
+  if rec.e > 0 then redis.call('PEXPIREAT', KEYS[3], rec.e + tonumber(ARGV[2])) end
+else
+  put(KEYS[3], ARGV[1], rec)
+  settle(KEYS[3], now, tonumber(ARGV[2]), ARGV[1])
+end
 return {grant, r}`)
 
 // Release is DEL/UNLINK made safe. Every lock key is judged first, and a
@@ -149,7 +169,7 @@ return {grant, r}`)
 // time since the caller's grant (-1 without a record); lapsed 1 when the
 // caller's lease had run out; grant the caller's (0 without a record). A refusal is the error "NOTOWNER <i>" or
 // "TOKENRELEASE <i>" (i: which lock), which the proxy words.
-var Release = newScript("release", prelude+`local n = tonumber(ARGV[2])
+var Release = newScript("release", fnNow+fnParse+fnCurrent+fnHolder+`local n = tonumber(ARGV[2])
 local keep = tonumber(ARGV[3])
 local now = now_ms()
 local plan = {}
@@ -213,7 +233,7 @@ return out`)
 //
 // Reply: {1 when it ran (0 when superseded), the command's reply}; the
 // refusal is the error "<code> 1", which the proxy words.
-var Holder = newScript("holder", prelude+`local rec = parse(redis.call('HGET', KEYS[3], ARGV[1]))
+var Holder = newScript("holder", fnNow+fnParse+fnPut+fnLeaseEnd+fnCurrent+fnSettle+`local rec = parse(redis.call('HGET', KEYS[3], ARGV[1]))
 if not rec then return redis.error_reply(ARGV[4] .. ' 1') end
 if not current(KEYS[1], KEYS[2], rec) then
   if ARGV[3] == '0' then return {0, 0} end
@@ -259,7 +279,7 @@ return {1, reply}`)
 // type for RESP3 clients (a double stays a double); one limit remains: a
 // null array (LPOP key count on a missing key) comes back as a null bulk to
 // RESP2 clients.
-var Fenced = newScript("fenced", prelude+`redis.setresp(3)
+var Fenced = newScript("fenced", fnParse+`redis.setresp(3)
 local owner, n = ARGV[1], tonumber(ARGV[2])
 local ki, ai = 1, 3
 local marks, tokens = {}, {}
