@@ -233,19 +233,15 @@ func TestClientNameSiblingFailedReleaseKeepsNewerGrant(t *testing.T) {
 	})
 }
 
-// maxGrants is main's cap on the proxy's grant table; the design with the
-// records in Valkey has no such table (drop this option if it goes).
-const maxGrants = 8
-
 // Case 6. Locks without expiry (SETNX, SET NX without a lease) are held
 // and released however many there are.
-// Main: their records were never swept, and past MaxGrants new grants went
+// Before: the proxy's grant table never swept their records, and past its
+// cap (proxy.Options.MaxGrants, 8 in this test then) new grants went
 // unrecorded, so those holders' DELs were refused (NOTOWNER).
 func TestLocksWithoutExpiryHaveNoTableCap(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		o.MaxGrants = maxGrants
 		e := lockEnv(t, rule("rewrite"), o)
-		const n = 3 * maxGrants
+		const n = 24
 		holders := make([]*raw, n)
 		for i := range holders {
 			holders[i] = dialRaw(t, e.addr)

@@ -24,7 +24,7 @@ func FuzzDecide(f *testing.F) {
 		scripts[s] = true
 	}
 	f.Fuzz(func(t *testing.T, who byte, line string) {
-		alice, bob, carol := sessions(testWorld())
+		alice, bob, carol := sessions()
 		s := []*fakeSession{alice, bob, carol}[int(who)%3]
 		var args [][]byte
 		if line != "" {

@@ -19,7 +19,7 @@ import (
 // guarded key is forwarded unfenced.
 func TestRegressionFenceBypassWithLockKey(t *testing.T) {
 	d := testDecider(t, testConfig, "")
-	_, bob, _ := sessions(testWorld())
+	_, bob, _ := sessions()
 	for _, args := range [][]string{
 		{"DEL", "other:lock", "{r}:data"},
 		{"COPY", "{r}:flock", "{r}:data", "REPLACE"},
@@ -37,7 +37,7 @@ func TestRegressionFenceBypassWithLockKey(t *testing.T) {
 // goes unchecked.
 func TestRegressionDecideKeysSkipsFencing(t *testing.T) {
 	d := testDecider(t, testConfig, "")
-	_, bob, _ := sessions(testWorld())
+	_, bob, _ := sessions()
 	args := bs("SORT", "src", "STORE", "{r}:data")
 	if p := d.Decide(args, bob, nil); p.Kind != rewrite.NeedKeys {
 		t.Fatalf("Decide: %s, want NeedKeys", planKinds[p.Kind])
@@ -58,7 +58,7 @@ func TestRegressionDecideKeysSkipsFencing(t *testing.T) {
 // trip.
 func TestRegressionReadOnlyNeedKeys(t *testing.T) {
 	d := testDecider(t, testConfig, "")
-	alice, _, _ := sessions(testWorld())
+	alice, _, _ := sessions()
 	for _, args := range [][]string{
 		{"SORT_RO", "mylist"},
 		{"SORT_RO", "mylist", "BY", "w_*", "GET", "o_*"},
@@ -107,7 +107,7 @@ func TestRegressionFencedReplyTypes(t *testing.T) {
 // (p1 deleted, the lock already gone) as a successor deletion.
 func TestRegressionForwardedDELPlainCount(t *testing.T) {
 	d := testDecider(t, testConfig, "")
-	alice, _, _ := sessions(testWorld())
+	alice, _, _ := sessions()
 	p := d.Decide(bs("DEL", "p1", "obs:a"), alice, nil)
 	if p.Kind != rewrite.Forward || len(p.Effects) != 1 {
 		t.Fatalf("plan %+v", p)
