@@ -339,6 +339,10 @@ func TestAdminMetricsMatchAudit(t *testing.T) {
 		`lockproxy_upstream_connections{kind="dedicated"}`:             0,
 		`lockproxy_build_info{version="dev"}`:                          1,
 		`lockproxy_admin_auth_failures_total`:                          0,
+		`lockproxy_admin_auth_rate_limited_total`:                      0,
+		`lockproxy_maxclients`:                                         10000,
+		`lockproxy_upstream_dials_total{result="error"}`:               0,
+		`lockproxy_config_last_reload_successful`:                      1,
 	} {
 		if got := metric(t, m, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
@@ -686,6 +690,10 @@ func TestReloadUnderLoad(t *testing.T) {
 	m := metrics(t, e)
 	eq(t, metric(t, m, `lockproxy_config_reloads_total{result="ok"}`), 11.0)
 	eq(t, metric(t, m, `lockproxy_config_reloads_total{result="error"}`), 11.0)
+	eq(t, metric(t, m, `lockproxy_config_last_reload_successful`), 0.0)
+	writeFile(t, path, good)
+	admin(t, c, "RELOAD")
+	eq(t, metric(t, metrics(t, e), `lockproxy_config_last_reload_successful`), 1.0)
 }
 
 // A change a reload cannot apply is reported, and the rest applies.

@@ -28,6 +28,10 @@ type ops struct {
 	authed    sync.Map // *session → struct{}: sessions that gave LOCKPROXY AUTH
 
 	authFailures atomic.Int64
+	authLimited  atomic.Int64 // AUTH attempts refused by the failure limit
+
+	// Dials of shared upstream connections, by result.
+	dials, dialErrors atomic.Int64
 
 	// Per-rule counters, by the rule's pattern (so they survive a reload
 	// that keeps the pattern), and totals across rules.
