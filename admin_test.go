@@ -44,6 +44,7 @@ func fileEnv(t *testing.T, yaml string, mod ...func(*proxy.Options)) (*env, stri
 	}
 	opts := proxy.Options{
 		Rules: rules, OnFlush: cfg.OnFlush, AdminPassword: cfg.Admin.Password,
+		AdminUsers: cfg.Admin.Users, AdminOpenRead: cfg.Admin.OpenRead,
 		Config: cfg, ConfigPath: path, ConfigOverride: override, Version: "test",
 	}
 	for _, m := range mod {
@@ -548,7 +549,7 @@ func TestAdminOpenRead(t *testing.T) {
 func TestAdminNoPassword(t *testing.T) {
 	e, _ := fileEnv(t, abRules)
 	r := dialRaw(t, e.addr)
-	eq(t, r.do("LOCKPROXY", "AUTH", "x"), "-ERR LOCKPROXY AUTH called, but no admin password is configured (admin.password); every LOCKPROXY subcommand is open\r\n")
+	eq(t, r.do("LOCKPROXY", "AUTH", "x"), "-ERR LOCKPROXY AUTH called, but no admin password or users are configured (admin.password, admin.users); every LOCKPROXY subcommand is open\r\n")
 	for _, sub := range []string{"STATS", "AUDIT", "LOCKS", "SESSIONS", "CONFIG", "RELOAD"} {
 		if got := r.do("LOCKPROXY", sub); got[0] != '*' {
 			t.Fatalf("%s without a password: %q", sub, got)

@@ -35,6 +35,11 @@ func (s *session) info(cmd resp.Command) bool {
 		s.forward(cmd.Raw, nil)
 		return true
 	}
+	// With admin users set, the section is theirs to read, as STATS is.
+	if msg := s.infoDenied(); msg != "" {
+		s.local(resp.AppendError(nil, msg))
+		return true
+	}
 	if len(rest) == 1 {
 		s.settle()
 		s.local(appendInfo(nil, s.p.infoSection(), s.proto))
@@ -55,6 +60,16 @@ func (s *session) info(cmd resp.Command) bool {
 		return appendInfo(nil, append(text, p.infoSection()...), proto)
 	})
 	return true
+}
+
+// infoDenied is the error for INFO lockproxy on this connection, or "".
+// Under admin.password alone the section stays open, as it always was;
+// admin.users make it follow the read role.
+func (s *session) infoDenied() string {
+	if !s.p.ops.logins.Load().named {
+		return ""
+	}
+	return s.adminDenied("INFO lockproxy", false, false)
 }
 
 // appendInfo encodes INFO text as Valkey does: a bulk string in RESP2, a
