@@ -2,6 +2,7 @@ package lockproxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -135,15 +136,8 @@ func admin(t *testing.T, c *redis.Client, args ...any) any {
 // and labels as printed ("lockproxy_grants_total{rule=\"*:lock\"}").
 func metrics(t *testing.T, e *env) map[string]float64 {
 	t.Helper()
-	srv := httptest.NewServer(e.p.MetricsHandler())
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(res.Body)
+	sc := bufio.NewScanner(bytes.NewReader(scrape(t, e)))
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" || line[0] == '#' {
@@ -157,6 +151,23 @@ func metrics(t *testing.T, e *env) map[string]float64 {
 		out[line[:i]] = v
 	}
 	return out
+}
+
+// scrape returns what the proxy's /metrics serves.
+func scrape(t *testing.T, e *env) []byte {
+	t.Helper()
+	srv := httptest.NewServer(e.p.MetricsHandler())
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
 
 func metric(t *testing.T, m map[string]float64, series string) float64 {

@@ -1,9 +1,8 @@
 package lockproxy_test
 
 import (
+	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,15 +19,8 @@ import (
 // it serves (a histogram by its _bucket, _sum and _count) with its labels.
 func exported(t *testing.T, e *env) map[string][]string {
 	t.Helper()
-	srv := httptest.NewServer(e.p.MetricsHandler())
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
 	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(res.Body)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(scrape(t, e)))
 	if err != nil {
 		t.Fatal(err)
 	}
