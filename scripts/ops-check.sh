@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o bin/lockproxy ./cmd/lockproxy
+promtool --version 2>&1 | sed -n 1p
+systemd-analyze --version | sed -n 1p
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
