@@ -136,7 +136,7 @@ func (s *session) adminDenied(what string, private, operate bool) string {
 	}
 	if v, ok := s.p.ops.authed.Load(s); ok {
 		login := v.(adminLogin)
-		if operate && !may(login.role, policy.AdminOperate) {
+		if operate && login.role != policy.AdminOperate {
 			return errAdminNoPerm(what, login.user, login.role)
 		}
 		return ""
@@ -191,7 +191,7 @@ func (s *session) adminAuth(args [][]byte) []byte {
 		o.authed.Delete(s)
 		limited := o.authLimit.failed(s.host)
 		s.p.log.Warn("wrong LOCKPROXY AUTH user or password", "client", s.addr, "client_name", s.nameSnapshot(),
-			"user", clip(user, 64), "rate_limited", limited)
+			"user", clip(user, 64), "limit_reached", limited)
 		if l.named {
 			return resp.AppendError(nil, errAdminWrongUserPass)
 		}

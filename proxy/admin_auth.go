@@ -79,8 +79,3 @@ type adminLogin struct {
 	user string
 	role policy.AdminRole
 }
-
-// may reports whether role r may run what needs role need.
-func may(r, need policy.AdminRole) bool {
-	return r == policy.AdminOperate || need == policy.AdminRead
-}
