@@ -160,8 +160,8 @@ type AdminConfig struct {
 	// Password for the proxy's admin commands. Empty = no admin password set.
 	Password string `yaml:"password"`
 	// OpenRead lets every client run the read-only LOCKPROXY subcommands
-	// (AUDIT, LOCKS, STATS, SESSIONS, CHECK) without the password; CONFIG
-	// and RELOAD still need it.
+	// (AUDIT, LOCKS, STATS, SESSIONS, CHECK, and INFO lockproxy) without a
+	// login; CONFIG and RELOAD still need one.
 	OpenRead bool `yaml:"open_read"`
 	// Users are named admin logins (LOCKPROXY AUTH <name> <password>), each
 	// with a role. Password, when also set, is one more user, "default",
