@@ -23,11 +23,16 @@ import (
 type ops struct {
 	started time.Time
 
-	// adminPass is the admin password ("" = none); swapped on reload.
-	adminPass atomic.Pointer[string]
-	authed    sync.Map // *session → struct{}: sessions that gave LOCKPROXY AUTH
+	// logins are the admin credentials in force; swapped on reload.
+	logins    atomic.Pointer[adminLogins]
+	authed    sync.Map // *session → adminLogin: sessions that gave LOCKPROXY AUTH
+	authLimit *authLimiter
 
 	authFailures atomic.Int64
+	authLimited  atomic.Int64 // AUTH attempts refused by the failure limit
+
+	// Dials of shared upstream connections, by result.
+	dials, dialErrors atomic.Int64
 
 	// Per-rule counters, by the rule's pattern (so they survive a reload
 	// that keeps the pattern), and totals across rules.
@@ -183,9 +188,8 @@ func (o *ops) eachRule(f func(label string, rs *ruleStats)) {
 }
 
 func newOps(opts *Options) (*ops, error) {
-	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}}
-	pass := opts.AdminPassword
-	o.adminPass.Store(&pass)
+	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
+	o.logins.Store(newAdminLogins(opts.AdminPassword, opts.AdminUsers))
 	opts.Logger = slog.New(&countingHandler{h: opts.Logger.Handler(), o: o})
 	if opts.AuditFile != "" {
 		a, err := openAudit(opts.AuditFile, opts.AuditFileMaxBytes, opts.AuditFileKeep)

@@ -91,9 +91,15 @@ type Options struct {
 	// AdminPassword, when set, is what LOCKPROXY AUTH must be given before
 	// any LOCKPROXY subcommand but HELP and AUTH (admin.password).
 	AdminPassword string
+	// AdminUsers are named admin logins (admin.users): LOCKPROXY AUTH
+	// <name> <password>, each with a role. AdminPassword, when also set, is
+	// one more user, "default", with role operate. With users set, INFO
+	// lockproxy needs a login too.
+	AdminUsers []policy.AdminUser
 	// AdminOpenRead opens the read-only LOCKPROXY subcommands (AUDIT, LOCKS,
-	// STATS, SESSIONS, CHECK, FENCE) to every client even when AdminPassword
-	// is set; CONFIG and RELOAD still need LOCKPROXY AUTH.
+	// STATS, SESSIONS, CHECK, FENCE, and INFO lockproxy) to every client even
+	// when AdminPassword or AdminUsers is set; CONFIG and RELOAD still need
+	// LOCKPROXY AUTH.
 	AdminOpenRead bool
 	// ConfigPath is the configuration file LOCKPROXY RELOAD and
 	// [Proxy.Reload] read again; empty = reload is not available.

@@ -135,7 +135,7 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 		return err
 	}
 	opts.AdminPassword, opts.Version, opts.LogLevel = cfg.Admin.Password, versionString(), level
-	opts.AdminOpenRead = cfg.Admin.OpenRead
+	opts.AdminUsers, opts.AdminOpenRead = cfg.Admin.Users, cfg.Admin.OpenRead
 	opts.AuditFile, opts.AuditFileMaxBytes, opts.AuditFileKeep = cfg.Log.AuditFile, int64(cfg.Log.AuditMaxSize), cfg.Log.AuditKeep
 	opts.Config, opts.ConfigPath, opts.ConfigOverride = cfg, configPath, override
 	p, err := proxy.New(opts)
