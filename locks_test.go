@@ -385,9 +385,11 @@ func TestSiblingConnectionIsStranger(t *testing.T) {
 	eq(t, c1.Del(ctx, "sib:lock").Val(), int64(1))
 }
 
-// A holder's records go when its connection ends: a reconnected session is
-// a stranger (fail closed), and the lock expires by its lease.
-func TestRecordsEndWithConnection(t *testing.T) {
+// Under session: connection the owner is the connection: once it ends, no
+// client can present that owner again — a reconnected client is a
+// stranger (fail closed) although the holder's record is still in Valkey,
+// and the lock ends by its lease.
+func TestConnectionOwnerEndsWithConnection(t *testing.T) {
 	e := rulesEnv(t, rule("rewrite"))
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "gone:lock", "t", "NX", "PX", "30000"), "+OK\r\n")
@@ -398,4 +400,10 @@ func TestRecordsEndWithConnection(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	mustContain(t, b.do("DEL", "gone:lock"), "-NOTOWNER")
+	d := e.direct()
+	eq(t, d.Get(ctx, "gone:lock").Val(), "t")
+	eq(t, d.HLen(ctx, "{gone:lock}:lockproxy:owners").Val(), int64(1))
+	if ttl := d.PTTL(ctx, "gone:lock").Val(); ttl <= 0 {
+		t.Fatalf("the lock has no lease left to end by: PTTL %v", ttl)
+	}
 }

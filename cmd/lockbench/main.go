@@ -133,8 +133,12 @@ func blindCycle(ctx context.Context, c *redis.Conn, w, i int) error {
 func scriptCycle(suffix string) func(context.Context, *redis.Conn, int, int) error {
 	return func(ctx context.Context, c *redis.Conn, w, i int) error {
 		k := fmt.Sprintf("bench:%d:%s", w, suffix)
-		ctr := "{" + k + "}:lockproxy:grants"
-		recs := "{" + k + "}:lockproxy:owners"
+		ctr, recs := string(rewrite.CounterKey([]byte(k))), string(rewrite.RecordsKey([]byte(k)))
+		if suffix != "lock" {
+			// Through the proxy lockproxy's own keys are refused to
+			// clients: the same work under names of the benchmark's.
+			ctr, recs = "{"+k+"}:bench:grants", "{"+k+"}:bench:owners"
+		}
 		owner := fmt.Sprintf("conn:bench-%d", w)
 		reply, err := c.EvalSha(ctx, rewrite.Acquire.SHA, []string{k, ctr, recs}, owner, 600000, "", "tok", "NX", "PX", "10000").Slice()
 		if err != nil {
