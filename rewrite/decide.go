@@ -215,7 +215,9 @@ func (d *Decider) generic(name string, args [][]byte, keys []touch, s Session) P
 			}
 		}
 		p := d.fence(args, plain, s)
-		p.Effects = append(effects, p.Effects...)
+		// The fence's effects first: the Fenced script numbers its
+		// checks ("UNFENCED i") in the order of these effects.
+		p.Effects = append(p.Effects, effects...)
 		return p
 	}
 	return Plan{Effects: effects}

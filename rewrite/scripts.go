@@ -132,7 +132,7 @@ if type(grant) == 'table' and grant.err then
   return grant
 end
 local now = now_ms()
-local rec = {g = tostring(grant), a = now, e = lease_end(KEYS[1], now), v = ARGV[4]}
+local rec = {g = string.format('%d', grant), a = now, e = lease_end(KEYS[1], now), v = ARGV[4]}
 if redis.call('EXISTS', KEYS[3]) == 0 then
   -- The usual case: no other record to mark lapsed or prune.
   put(KEYS[3], ARGV[1], rec)
@@ -169,7 +169,7 @@ return {grant, r}`)
 // time since the caller's grant (-1 without a record); lapsed 1 when the
 // caller's lease had run out; grant the caller's (0 without a record). A refusal is the error "NOTOWNER <i>" or
 // "TOKENRELEASE <i>" (i: which lock), which the proxy words.
-var Release = newScript("release", fnNow+fnParse+fnCurrent+fnHolder+`local n = tonumber(ARGV[2])
+var Release = newScript("release", fnNow+fnParse+fnPut+fnCurrent+fnHolder+fnSettle+`local n = tonumber(ARGV[2])
 local keep = tonumber(ARGV[3])
 local now = now_ms()
 local plan = {}
@@ -206,6 +206,13 @@ for i = 1, #plan do
     held, grant, head, size = now - rec.a, tonumber(rec.g), string.sub(rec.v, 1, 3), #rec.v
     if rec.e > 0 and rec.e <= now then lapsed = 1 end
     redis.call('HDEL', KEYS[k + 2], ARGV[2 + 2 * i])
+  end
+  if redis.call('PTTL', KEYS[k + 2]) == -1 then
+    -- The records had no expiry (a lock without a lease): if that lock is
+    -- gone now, so is every claim to it, and the hash must expire.
+    local gone = nil
+    if redis.call('EXISTS', KEYS[k]) == 0 then gone = '' end
+    settle(KEYS[k + 2], now, keep, gone)
   end
   out[#out + 1] = what
   out[#out + 1] = who
@@ -244,6 +251,8 @@ if type(reply) == 'table' and reply.err then return reply end
 local now = now_ms()
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HDEL', KEYS[3], ARGV[1])
+  -- Without an expiry the hash would keep the other (lapsed) records forever.
+  if redis.call('PTTL', KEYS[3]) == -1 then settle(KEYS[3], now, tonumber(ARGV[2]), '') end
   return {1, reply}
 end
 if string.upper(ARGV[5]) == 'SET' then rec.v = ARGV[6] end
@@ -286,35 +295,37 @@ local marks, tokens = {}, {}
 for i = 1, n do
   local cands, mode, unfenced, name = tonumber(ARGV[ai]), ARGV[ai + 1], ARGV[ai + 2], ARGV[ai + 3]
   ai = ai + 4
-  local token, at = nil, nil
+  -- token is the number, tok its digits as recorded: tostring would
+  -- print a number past 14 digits as 1.2345678901235e+14.
+  local token, tok, at = nil, nil, nil
   for c = 1, cands do
     local r = parse(redis.call('HGET', KEYS[ki + 1], owner))
-    if r and (not token or tonumber(r.g) > token) then token, at = tonumber(r.g), ki end
+    if r and (not token or tonumber(r.g) > token) then token, tok, at = tonumber(r.g), r.g, ki end
     ki = ki + 3
   end
   if not token then
     if unfenced == 'reject' then return redis.error_reply('UNFENCED ' .. i) end
     tokens[i] = '-'
   elseif mode == 'current' then
-    local latest = tonumber(redis.call('GET', KEYS[at]) or '0')
-    if token ~= latest then
-      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. token .. ': the lock was granted again since, to token ' .. latest .. '; acquire the lock again before writing')
+    local latest = redis.call('GET', KEYS[at]) or '0'
+    if token ~= tonumber(latest) then
+      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. tok .. ': the lock was granted again since, to token ' .. latest .. '; acquire the lock again before writing')
     end
-    tokens[i] = tostring(token)
+    tokens[i] = tok
   else
-    local high = tonumber(redis.call('HGET', KEYS[at + 2], name) or '0')
-    if token < high then
-      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. token .. ': it has already accepted token ' .. high .. '; acquire the lock again before writing')
+    local high = redis.call('HGET', KEYS[at + 2], name) or '0'
+    if token < tonumber(high) then
+      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. tok .. ': it has already accepted token ' .. high .. '; acquire the lock again before writing')
     end
-    marks[#marks + 1] = {KEYS[at + 2], name, token}
-    tokens[i] = tostring(token)
+    marks[#marks + 1] = {KEYS[at + 2], name, token, tok}
+    tokens[i] = tok
   end
 end
 local reply = redis.pcall(unpack(ARGV, ai))
 if type(reply) == 'table' and reply.err then return reply end
 for _, m in ipairs(marks) do
   local high = tonumber(redis.call('HGET', m[1], m[2]) or '0')
-  if m[3] > high then redis.call('HSET', m[1], m[2], m[3]) end
+  if m[3] > high then redis.call('HSET', m[1], m[2], m[4]) end
 end
 return {table.concat(tokens, ' '), reply}`)
 
