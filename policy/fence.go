@@ -407,3 +407,31 @@ func hashTag(key string) string {
 	}
 	return key[i+1 : i+1+j]
 }
+
+// Notes says what check-config should tell about the rules that is not an
+// error: today, the fence guards that also match the rule's own fence
+// counter or its hash of highest tokens. Those keys stay lockproxy's —
+// clients' writes to them are refused, so the guard never applies to them.
+func (rs *Rules) Notes() []string {
+	var out []string
+	for i := range rs.All() {
+		r := &rs.All()[i]
+		f := r.Fencing
+		if f == nil {
+			continue
+		}
+		lock := []byte(sample(r.Pattern.src))
+		counter := f.CounterKey(r, lock)
+		for j, g := range f.Guards {
+			guard := CompileAny(string(g.Expand(nil, lock, r.FenceBase(lock), true)))
+			for _, own := range [][]byte{counter, append(append([]byte(nil), counter...), HighSuffix...)} {
+				if guard.Match(own) {
+					out = append(out, fmt.Sprintf("rule %d %q: guards[%d] %q also matches the lock's fence counter %q (or its %q mark); those are lockproxy's keys: clients' writes to them are refused (LOCKED) and the guard does not apply to them",
+						r.Index+1, r.Pattern.src, j, g.src, f.Counter.src, HighSuffix))
+					break
+				}
+			}
+		}
+	}
+	return out
+}
