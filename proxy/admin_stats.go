@@ -42,6 +42,9 @@ type ops struct {
 	// First contention of each (owner, key) still waiting to acquire.
 	waitMu sync.Mutex
 	waits  map[waitKey]time.Time
+	// waitSwept is when a full waits table was last swept: at most once a
+	// second, so a flood of contended acquisitions does not sweep it each.
+	waitSwept time.Time
 
 	bytesIn, bytesOut atomic.Int64
 	logWarn, logError atomic.Int64
@@ -220,15 +223,16 @@ func (p *Proxy) contended(e *rewrite.Effect, now time.Time) {
 	if _, ok := o.waits[k]; ok {
 		return
 	}
-	if len(o.waits) >= maxWaits {
+	if len(o.waits) >= maxWaits && now.Sub(o.waitSwept) >= time.Second {
+		o.waitSwept = now
 		for wk, t := range o.waits {
 			if now.Sub(t) > 10*time.Minute {
 				delete(o.waits, wk)
 			}
 		}
-		if len(o.waits) >= maxWaits {
-			return
-		}
+	}
+	if len(o.waits) >= maxWaits {
+		return // full: this wait goes unmeasured
 	}
 	o.waits[k] = now
 }
