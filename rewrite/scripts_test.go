@@ -410,17 +410,22 @@ func scriptScenarios(now time.Time) []sscenario {
 			do(intR(0), "EXISTS", res, resRecs),
 			do(bulkR("1"), "GET", ctr(res)),
 		}},
-		sscenario{name: "holder: GETEX", script: rewrite.Holder, protos: both, gap: "getex", steps: []sstep{
+		sscenario{name: "holder: GETEX", script: rewrite.Holder, protos: both, steps: []sstep{
 			as(A, okR, "SET", res, "abc", "NX", "PX", "30000"),
 			fx(as(A, bulkR("abc"), "GETEX", res, "PX", "5000"), "Renewed GETEX key=resource:lock rule=0 owner=conn:A acted"),
 			pttl(res, 4000, 5000),
 			as(A, bulkR("abc"), "GETEX", res, "PERSIST"),
 			do(intR(-1), "PTTL", res),
 			refused(B, "NOTOWNER", "GETEX", res, "PX", "5000"),
+			rec(res, "conn:A", 1, "abc", -1),
+			do(intR(-1), "PTTL", resRecs),
+			as(A, bulkR("abc"), "GETEX", res, "PX", "30000"),
+			pttl(resRecs, keepMS+29000, keepMS+30000),
 		}},
 		sscenario{name: "holder: the stale holder after a successor changes nothing", script: rewrite.Holder, protos: both, steps: []sstep{
 			as(A, okR, "SET", res, "abc", "NX", "PX", shortPX),
-			lapse(wait, fx(as(A, intR(0), "PEXPIRE", res, "30000"), "Renewed PEXPIRE key=resource:lock rule=0 owner=conn:A")),
+			lapse(wait, fx(as(A, nullR, "GETEX", res, "PX", "30000"), "Renewed GETEX key=resource:lock rule=0 owner=conn:A")),
+			as(A, intR(0), "PEXPIRE", res, "30000"),
 			as(B, okR, "SET", res, "xyz", "NX", "PX", "30000"),
 			as(A, intR(0), "PEXPIRE", res, "30000"),
 			as(A, intR(0), "PERSIST", res),
@@ -534,11 +539,19 @@ func scriptScenarios(now time.Time) []sscenario {
 			as(A, staleCurrent("{a}:adata", 1, 2), "SET", "{a}:adata", "by 1"),
 			do(bulkR("by 2"), "GET", "{a}:adata"),
 		}},
-		sscenario{name: "fenced: MSET of two guarded keys", script: rewrite.Fenced, protos: both, gap: "mset", steps: []sstep{
+		sscenario{name: "fenced: MSET of two guarded keys", script: rewrite.Fenced, protos: both, steps: []sstep{
 			as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"),
 			fx(as(A, okR, "MSET", data, "1", "{r}:items:2", "2"),
 				"FencedWrite MSET key={r}:data rule=5 owner=conn:A grant=1", "FencedWrite MSET key={r}:items:2 rule=5 owner=conn:A grant=1"),
 			do(pairsR(data, "1", "{r}:items:2", "1"), "HGETALL", "{r}:fence:high"),
+		}},
+		sscenario{name: "fenced: COPY from a lock onto a guarded key is fenced", script: rewrite.Fenced, gap: "copy", steps: []sstep{
+			as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"),
+			fx(refused(C, "UNFENCED", "COPY", "{r}:flock", data, "REPLACE"), "Refused COPY key={r}:data rule=5 owner=conn:C"),
+			do(intR(0), "EXISTS", data),
+			fx(as(A, intR(1), "COPY", "{r}:flock", data, "REPLACE"), "FencedWrite COPY key={r}:data rule=5 owner=conn:A grant=1"),
+			do(bulkR("A"), "GET", data),
+			do(bulkR("1"), "HGET", "{r}:fence:high", data),
 		}},
 		sscenario{name: "fenced: a failing command leaves the highest unchanged", script: rewrite.Fenced, protos: both, steps: []sstep{
 			as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"),
@@ -558,7 +571,7 @@ func scriptScenarios(now time.Time) []sscenario {
 			as(A, bulkR("v"), "SET", data, "w", "GET"),
 			do(bulkR("1"), "HGET", "{r}:fence:high", data),
 		}},
-		sscenario{name: "fenced: an observed lock overwritten together with a guarded key", script: rewrite.Fenced, protos: both, gap: "mset", steps: []sstep{
+		sscenario{name: "fenced: an observed lock overwritten together with a guarded key", script: rewrite.Fenced, protos: both, steps: []sstep{
 			// The Fenced script's "UNFENCED i" names the i-th check; the
 			// refusal must name the guarded key, not the observed lock.
 			fx(sstep{who: C, args: []string{"MSET", "obs:a", "1", data, "2"}, want: errR(`UNFENCED lockproxy refused MSET on "{r}:data" (rule 6 "{*}:flock", unfenced_writes: reject): the key is guarded by a lock and this client holds no grant of it; acquire the lock (SET <lock> <token> NX PX <ms>) before writing, or set unfenced_writes: allow`)},
