@@ -118,7 +118,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	default: // EVALSHA_RO, FCALL_RO: Valkey refuses their writes
 		return Plan{}
 	}
-	if !lock && !rep.Named() {
+	if !lock && !rep.Named() && len(rep.Flushes) == 0 && rep.Anywhere() == nil {
 		return Plan{}
 	}
 	return d.judgeScript(cmd, rep, skeys, sargs, s)
@@ -205,23 +205,35 @@ func (d *Decider) judgeScript(cmd string, rep *scriptcheck.Report, keys, argv []
 			}
 		}
 	}
-	var effects []Effect
-	for _, l := range locks {
-		refuse := false
-		switch l.v {
-		case scriptcheck.Blind:
-			switch l.rule.Scripts {
-			case policy.ScriptsReject:
-				refuse = true
-			case policy.ScriptsObserve:
-			default:
-				refuse = l.rule.Release != policy.ReleaseObserve
+	if p, refused := d.scriptFlush(cmd, rep); refused {
+		return p
+	}
+	if site := rep.Anywhere(); site != nil {
+		// A key the analysis cannot name may be a lock of any rule: the
+		// strictest rule decides.
+		all := d.Rules.All()
+		for i := range all {
+			l := scriptLock{rule: &all[i], v: site.Verdict, site: site}
+			if scriptRefuses(l) {
+				reason := errScriptAnywhere(cmd, rep, l)
+				e := Effect{Kind: Refused, Command: cmd, Rule: l.rule, Owner: s.Owner(l.rule), Reason: reason}
+				return Plan{Kind: Refuse, Err: reason, Effects: []Effect{e}}
 			}
-		case scriptcheck.Unknown:
-			refuse = l.rule.Scripts == policy.ScriptsReject
-		default:
+		}
+		if len(locks) == 0 && len(all) > 0 {
+			l := scriptLock{rule: &all[0], v: site.Verdict, site: site}
+			locks = append(locks, l)
+		}
+	}
+	var effects []Effect
+	if len(rep.Flushes) > 0 && rep.Flushes[0].Verdict == scriptcheck.Blind {
+		effects = append(effects, Effect{Kind: Flushed, Command: cmd})
+	}
+	for _, l := range locks {
+		if l.v != scriptcheck.Blind && l.v != scriptcheck.Unknown {
 			continue // guarded, acquire: forwarded unchanged
 		}
+		refuse := scriptRefuses(l)
 		owner := s.Owner(l.rule)
 		e := Effect{Command: cmd, Key: clone(l.key), Rule: l.rule, Owner: owner}
 		if refuse {
@@ -233,6 +245,36 @@ func (d *Decider) judgeScript(cmd string, rep *scriptcheck.Report, keys, argv []
 		effects = append(effects, e)
 	}
 	return Plan{Effects: effects}
+}
+
+// scriptRefuses reports whether a rule refuses a blind or unknown script:
+// blind ones under scripts: reject, and by default unless the rule's
+// release mode is observe; unknown ones under scripts: reject.
+func scriptRefuses(l scriptLock) bool {
+	switch l.v {
+	case scriptcheck.Blind:
+		switch l.rule.Scripts {
+		case policy.ScriptsReject:
+			return true
+		case policy.ScriptsObserve:
+			return false
+		}
+		return l.rule.Release != policy.ReleaseObserve
+	case scriptcheck.Unknown:
+		return l.rule.Scripts == policy.ScriptsReject
+	}
+	return false
+}
+
+// scriptFlush: a script that calls FLUSHALL, FLUSHDB or SWAPDB (or a
+// command whose name is not a literal, which may be one) follows on_flush,
+// as the command sent on its own does.
+func (d *Decider) scriptFlush(cmd string, rep *scriptcheck.Report) (Plan, bool) {
+	if len(rep.Flushes) == 0 || d.OnFlush != policy.FlushReject {
+		return Plan{}, false
+	}
+	reason := errScriptFlush(cmd, rep, &rep.Flushes[0])
+	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: cmd, Reason: reason}}}, true
 }
 
 // unseenScript: EVALSHA of a SHA1, or FCALL of a function, that lockproxy
