@@ -235,7 +235,7 @@ type analyzer struct {
 	lib     bool
 	globals *scope
 	sites   []Site
-	flushes []Site // FLUSHALL, FLUSHDB, SWAPDB calls
+	flushes []Site     // FLUSHALL, FLUSHDB, SWAPDB calls
 	log     []logEntry // assignments, to undo one branch before analysing the other
 	steps   int
 	depth   int
