@@ -2,6 +2,7 @@ package lockproxy_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +75,92 @@ func refusal(msg string) bool {
 		}
 	}
 	return false
+}
+
+// The function cache learns only what Valkey accepted: a refused load, a
+// restore, a flush inside a discarded transaction and names differing in
+// case each let a blind function delete a lock before.
+func TestScriptFunctionsLearnedFromReplies(t *testing.T) {
+	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n    unknown_sha: allow\n")
+	c := e.client()
+	d := e.direct()
+	blindLib := "#!lua name=a\nredis.register_function('f', function(keys) return redis.call('DEL', keys[1]) end)"
+	guardedF := "redis.register_function('f', function(keys, args)\n  if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end\n  return 0\nend)"
+	fcallRefused := func(t *testing.T, name string) {
+		t.Helper()
+		d.Set(ctx, "res:lock", "theirs", time.Minute)
+		err := c.FCall(ctx, name, []string{"res:lock"}, "x").Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "BLINDSCRIPT ") {
+			t.Fatalf("FCALL %s: %v", name, err)
+		}
+		eq(t, d.Get(ctx, "res:lock").Val(), "theirs")
+	}
+	eq(t, c.FunctionLoad(ctx, blindLib).Val(), "a")
+	fcallRefused(t, "f")
+
+	t.Run("load refused: another library defines f", func(t *testing.T) {
+		err := c.FunctionLoadReplace(ctx, "#!lua name=b\n"+guardedF).Err()
+		if err == nil || !strings.Contains(err.Error(), "already exists") {
+			t.Fatalf("load: %v", err)
+		}
+		fcallRefused(t, "f")
+	})
+	t.Run("replacement fails at load time", func(t *testing.T) {
+		if err := c.FunctionLoadReplace(ctx, "#!lua name=a\n"+guardedF+"\nerror('not today')").Err(); err == nil {
+			t.Fatal("load with error accepted")
+		}
+		fcallRefused(t, "f")
+	})
+	t.Run("flush in a discarded transaction", func(t *testing.T) {
+		r := dialRaw(t, e.addr)
+		eq(t, r.do("MULTI"), "+OK\r\n")
+		eq(t, r.do("FUNCTION", "FLUSH"), "+QUEUED\r\n")
+		eq(t, r.do("DISCARD"), "+OK\r\n")
+		fcallRefused(t, "f")
+	})
+	t.Run("delete in an aborted transaction", func(t *testing.T) {
+		r := dialRaw(t, e.addr)
+		eq(t, r.do("MULTI"), "+OK\r\n")
+		eq(t, r.do("FUNCTION", "DELETE", "a"), "+QUEUED\r\n")
+		mustContain(t, r.do("NOSUCHCOMMAND"), "-ERR")
+		mustContain(t, r.do("EXEC"), "-EXECABORT")
+		fcallRefused(t, "f")
+	})
+	t.Run("pipelined load and call", func(t *testing.T) {
+		d.FunctionFlush(ctx)
+		c.FunctionFlush(ctx)
+		d.Set(ctx, "res:lock", "theirs", time.Minute)
+		r := dialRaw(t, e.addr)
+		r.send(string(redisCmd("FUNCTION", "LOAD", blindLib)) + string(redisCmd("FCALL", "f", "1", "res:lock")))
+		eq(t, r.read(), bulk("a"))
+		mustContain(t, r.read(), "-BLINDSCRIPT")
+		eq(t, d.Get(ctx, "res:lock").Val(), "theirs")
+	})
+	t.Run("restore", func(t *testing.T) {
+		c.FunctionFlush(ctx)
+		// Loaded straight into Valkey, dumped, flushed: restored through
+		// lockproxy. The body is long enough for Valkey to compress it.
+		long := blindLib + "\n-- " + strings.Repeat("padding padding ", 40)
+		d.FunctionLoad(ctx, long)
+		dump := d.FunctionDump(ctx).Val()
+		d.FunctionFlush(ctx)
+		eq(t, c.FunctionRestore(ctx, dump).Val(), "OK")
+		fcallRefused(t, "f")
+		// FLUSH policy: the old libraries go.
+		c.FunctionFlush(ctx)
+		eq(t, c.FunctionLoad(ctx, "#!lua name=z\n"+strings.Replace(guardedF, "'f'", "'g'", 1)).Val(), "z")
+		d.FunctionFlush(ctx)
+		d.FunctionLoad(ctx, blindLib)
+		dump = d.FunctionDump(ctx).Val()
+		eq(t, c.Do(ctx, "FUNCTION", "RESTORE", dump, "FLUSH").Val(), "OK")
+		fcallRefused(t, "f")
+		d.Set(ctx, "res:lock", "theirs", time.Minute)
+		mustContain(t, fmt.Sprint(c.FCall(ctx, "g", []string{"res:lock"}, "theirs").Err()), "Function not found")
+	})
+	t.Run("names differing only in case", func(t *testing.T) {
+		c.FunctionFlush(ctx)
+		eq(t, c.FunctionLoad(ctx, "#!lua name=c\nredis.register_function('g', function(keys) return redis.call('DEL', keys[1]) end)\n"+strings.Replace(guardedF, "'f'", "'G'", 1)).Val(), "c")
+		fcallRefused(t, "G")
+		fcallRefused(t, "g")
+	})
 }

@@ -99,6 +99,9 @@ func describePlan(d *rewrite.Decider, cs *checkSession, cmd []string) string {
 		args[i] = []byte(a)
 	}
 	plan := d.Decide(args, cs, nil)
+	if plan.Learn != nil {
+		plan.Learn(false) // only imagined: nothing to learn
+	}
 	switch plan.Kind {
 	case rewrite.Refuse:
 		return "refused: " + plan.Err

@@ -75,12 +75,21 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	}
 	switch plan.Kind {
 	case rewrite.Forward:
-		if len(plan.Effects) == 0 {
+		if len(plan.Effects) == 0 && plan.Learn == nil {
 			return false
 		}
-		effects := plan.Effects
+		effects, learn := plan.Effects, plan.Learn
+		hook := func(reply []byte) []byte {
+			s.apply(effects, reply)
+			if learn != nil {
+				learn(accepted(reply))
+			}
+			return reply
+		}
 		if s.ded != nil && s.inMulti {
-			s.queueInMulti(cmd.Raw, nil, func(reply []byte) []byte { s.apply(effects, reply); return reply })
+			// Learned at EXEC, from the command's own element: a discarded
+			// or aborted transaction teaches nothing.
+			s.queueInMulti(cmd.Raw, nil, hook)
 			return true
 		}
 		if lookup(kinds, cmd.Args[0]) != kForward {
@@ -89,7 +98,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 			s.apply(effects, nil)
 			return false
 		}
-		s.forward(cmd.Raw, func(reply []byte) []byte { s.apply(effects, reply); return reply })
+		s.forward(cmd.Raw, hook)
 	case rewrite.Refuse:
 		s.apply(plan.Effects, nil)
 		msg := plan.Err
@@ -300,6 +309,12 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 		}
 		p.record(ev, e) // ring, log line, counters by rule and outcome, audit file
 	}
+}
+
+// accepted reports whether a reply says Valkey carried the command out
+// (anything but an error).
+func accepted(reply []byte) bool {
+	return len(reply) > 0 && reply[0] != '-' && reply[0] != '!'
 }
 
 // refusedBy reports whether a script refused the command (Fold turned one

@@ -52,6 +52,11 @@ type Plan struct {
 	Shape   Shape
 	Err     string
 	Effects []Effect
+	// Learn, when set, is called with the command's reply once Valkey has
+	// answered it (for a queued command: with its element of EXEC's
+	// reply), with whether Valkey accepted it: the script cache learns a
+	// FUNCTION LOAD, DELETE, FLUSH or RESTORE only then.
+	Learn func(accepted bool)
 }
 
 // EffectKind says what to record once the reply is known.

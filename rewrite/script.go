@@ -42,13 +42,16 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	name := args[0]
 	switch {
 	case resp.EqualFold(name, "script"):
+		// A script is named by its body's SHA1: learning it before Valkey
+		// answers cannot give a SHA1 a verdict that is not its body's (a
+		// body Valkey refuses is one no EVALSHA can run).
 		if c != nil && len(args) == 3 && resp.EqualFold(args[1], "load") {
 			c.Learn(args[2])
 		}
 		return Plan{}
 	case resp.EqualFold(name, "function"):
 		if c != nil {
-			learnFunctions(c, args)
+			return learnFunctions(c, args)
 		}
 		return Plan{}
 	}
@@ -125,23 +128,30 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 }
 
 // learnFunctions: FUNCTION LOAD [REPLACE] body, FUNCTION DELETE lib,
-// FUNCTION FLUSH.
-func learnFunctions(c *scriptcheck.Cache, args [][]byte) {
+// FUNCTION FLUSH, FUNCTION RESTORE payload [policy]: proposed now, learned
+// when Valkey's reply says it took them (see scriptcheck.FunctionChange).
+func learnFunctions(c *scriptcheck.Cache, args [][]byte) Plan {
 	if len(args) < 2 {
-		return
+		return Plan{}
 	}
+	var ch *scriptcheck.FunctionChange
 	switch {
 	case resp.EqualFold(args[1], "load") && len(args) >= 3:
-		replace := false
-		for _, a := range args[2 : len(args)-1] {
-			replace = replace || resp.EqualFold(a, "replace")
-		}
-		c.LoadLibrary(args[len(args)-1], replace)
+		ch = c.ProposeLoad(args[len(args)-1])
 	case resp.EqualFold(args[1], "delete") && len(args) == 3:
-		c.DeleteLibrary(args[2])
+		ch = c.ProposeDelete(args[2])
 	case resp.EqualFold(args[1], "flush"):
-		c.FlushFunctions()
+		ch = c.ProposeFlush()
+	case resp.EqualFold(args[1], "restore") && len(args) >= 3:
+		policy := ""
+		if len(args) >= 4 {
+			policy = string(args[3])
+		}
+		ch = c.ProposeRestore(args[2], policy)
+	default:
+		return Plan{}
 	}
+	return Plan{Learn: func(accepted bool) { c.Settle(ch, accepted) }}
 }
 
 // numkeys parses EVAL's numkeys against the arguments that follow it.

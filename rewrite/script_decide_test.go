@@ -148,22 +148,35 @@ func TestDecideScriptsLearned(t *testing.T) {
 	decide("EVAL_RO", ro, "1", "x")
 	checkScriptPlan(t, decide("EVALSHA", scriptcheck.SHA1(ro), "1", "srej:x"), scriptCase{})
 
-	// Functions: per function, FCALL by name, any letter case.
-	checkScriptPlan(t, decide("FUNCTION", "LOAD", library), scriptCase{})
+	// Functions: per function, FCALL by name, any letter case. A
+	// FUNCTION command is learned once Valkey accepted it (Learn).
+	learn := func(accepted bool, args ...string) {
+		t.Helper()
+		p := decide(args...)
+		if p.Learn == nil || p.Kind != rewrite.Forward {
+			t.Fatalf("%v: plan %+v", args, p)
+		}
+		p.Learn(accepted)
+	}
+	learn(true, "FUNCTION", "LOAD", library)
 	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x", "t"), scriptCase{})
 	checkScriptPlan(t, decide("FCALL", "FORCE", "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT",
 		errHas: []string{`function "force" (library "locks")`, "line 7 (DEL)"}})
-	// A LOAD without REPLACE of a known library changes nothing (Valkey
-	// refuses it); with REPLACE it does.
+	// A load Valkey refuses (no REPLACE of a known library) changes
+	// nothing; until its reply, the worse of the two verdicts holds.
 	guardedForce := strings.Replace(library, "return redis.call('DEL', keys[1])\nend)", "return 0\nend)", 1)
-	decide("FUNCTION", "LOAD", guardedForce)
+	p := decide("FUNCTION", "LOAD", guardedForce)
 	checkScriptPlan(t, decide("FCALL", "force", "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
-	decide("FUNCTION", "LOAD", "REPLACE", guardedForce)
+	p.Learn(false)
+	checkScriptPlan(t, decide("FCALL", "force", "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
+	learn(true, "FUNCTION", "LOAD", "REPLACE", guardedForce)
 	checkScriptPlan(t, decide("FCALL", "force", "1", "resource:lock"), scriptCase{})
-	decide("FUNCTION", "DELETE", "locks")
+	learn(false, "FUNCTION", "DELETE", "locks")
+	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{})
+	learn(true, "FUNCTION", "DELETE", "locks")
 	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "UNCHECKEDSCRIPT"})
-	decide("FUNCTION", "LOAD", library)
-	decide("FUNCTION", "FLUSH")
+	learn(true, "FUNCTION", "LOAD", library)
+	learn(true, "FUNCTION", "FLUSH")
 	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "UNCHECKEDSCRIPT"})
 
 	// Without a cache: EVAL is still checked, EVALSHA is unseen.
