@@ -560,6 +560,7 @@ func (d *decoder) fence(n *yaml.Node, path string, f *FenceConfig) {
 		{"counter", str(d, &f.Counter)},
 		{"guards", d.stringList(&f.Guards, "key templates")},
 		{"check", str(d, &f.Check)},
+		{"mark", str(d, &f.Mark)},
 		{"unfenced_writes", str(d, &f.UnfencedWrites)},
 	})
 }

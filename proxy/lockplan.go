@@ -128,8 +128,9 @@ func (s *session) run(plan rewrite.Plan) {
 	proto := s.proto
 	effects := plan.Effects
 	shape := plan.Shape
+	sc := plan.Script
 	hook := func(reply []byte) []byte {
-		out := rewrite.Fold(shape, effects, reply, proto)
+		out := rewrite.Fold(shape, effects, sc.Unwrap(reply), proto)
 		s.apply(effects, out)
 		return out
 	}
@@ -141,9 +142,10 @@ func (s *session) run(plan rewrite.Plan) {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
-	if s.rd.Buffered() > 0 {
+	if s.rd.Buffered() > 0 || sc.FirstUse() {
 		// More commands are already here behind this one: EVAL needs no
-		// retry that could overtake them.
+		// retry that could overtake them. A wrapper's first use: EVAL
+		// loads it.
 		s.forward(encodeScript(plan, false), hook)
 		return
 	}
@@ -159,15 +161,14 @@ func evalFromSHA(cmd []byte) []byte {
 	shaAt := hdr + len("$7\r\nEVALSHA\r\n$40\r\n")
 	sha := string(cmd[shaAt : shaAt+40])
 	rest := cmd[shaAt+42:]
-	for _, sc := range rewrite.Scripts {
-		if sc.SHA == sha {
-			out := append([]byte(nil), cmd[:hdr]...)
-			out = resp.AppendBulk(out, []byte("EVAL"))
-			out = resp.AppendBulk(out, []byte(sc.Body))
-			return append(out, rest...)
-		}
+	sc := rewrite.ScriptBySHA(sha)
+	if sc == nil {
+		return nil
 	}
-	return nil
+	out := append([]byte(nil), cmd[:hdr]...)
+	out = resp.AppendBulk(out, []byte("EVAL"))
+	out = resp.AppendBulk(out, []byte(sc.Body))
+	return append(out, rest...)
 }
 
 // encodeScript encodes a plan as EVALSHA (or EVAL) in one allocation of

@@ -40,6 +40,9 @@ const (
 	HolderReply
 	// FencedReply: the command's own reply, from the Fenced script.
 	FencedReply
+	// ScriptReply: the reply of a client's script run in its wrapper:
+	// the script's own (lockproxy's refusals worded).
+	ScriptReply
 )
 
 // Plan is the decision for one command. Keys and Args may alias the

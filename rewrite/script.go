@@ -81,12 +81,13 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	}
 	var rep *scriptcheck.Report
 	var cmd string
+	var body scriptBody
 	switch {
 	case resp.EqualFold(name, "evalsha"):
 		cmd = "EVALSHA"
 		if c != nil {
 			if e := c.Lookup(args[1]); e != nil {
-				rep = e.Report()
+				rep, body.s = e.Report(), e.Body()
 			}
 		}
 		if rep == nil {
@@ -96,7 +97,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 			return d.unseenScript("EVALSHA", args[1], false, skeys, s)
 		}
 	case resp.EqualFold(name, "eval"):
-		cmd = "EVAL"
+		cmd, body.b = "EVAL", args[1]
 		if c != nil {
 			rep = c.Learn(args[1]).Report()
 		} else {
@@ -121,10 +122,10 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	default: // EVALSHA_RO, FCALL_RO: Valkey refuses their writes
 		return Plan{}
 	}
-	if !lock && !rep.Named() && len(rep.Flushes) == 0 && rep.Anywhere() == nil {
+	if !lock && !rep.Named() && len(rep.Flushes) == 0 && rep.Anywhere() == nil && !d.writesGuarded(rep, skeys) {
 		return Plan{}
 	}
-	return d.judgeScript(cmd, rep, skeys, sargs, s)
+	return d.judgeScript(cmd, body, rep, skeys, sargs, s)
 }
 
 // learnFunctions: FUNCTION LOAD [REPLACE] body, FUNCTION DELETE lib,
@@ -191,7 +192,59 @@ type scriptLock struct {
 	site *scriptcheck.Site
 }
 
-func (d *Decider) judgeScript(cmd string, rep *scriptcheck.Report, keys, argv [][]byte, s Session) Plan {
+// writesGuarded reports whether the script may write a key it receives
+// that a lock guards.
+func (d *Decider) writesGuarded(rep *scriptcheck.Report, keys [][]byte) bool {
+	if !d.Rules.Fenced() {
+		return false
+	}
+	for i, k := range keys {
+		if rep.Writes(i+1) && guarded(d.Rules, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// scriptWrites lists the keys, not lock keys, that the script may write:
+// those of KEYS some call may change, and the names its calls build.
+func (d *Decider) scriptWrites(rep *scriptcheck.Report, keys, argv [][]byte) []touch {
+	var out []touch
+	for i, k := range keys {
+		if rep.Writes(i+1) && d.Rules.Match(k) == nil {
+			out = append(out, touch{key: k, flags: keyspec.KeyRW})
+		}
+	}
+	if rep.Named() {
+		var names [][]byte
+		for j := range rep.Sites {
+			if site := &rep.Sites[j]; site.Target.Named() {
+				for _, n := range site.Target.Names(keys, argv, names[:0]) {
+					if d.Rules.Match(n) == nil {
+						out = append(out, touch{key: bytes.Clone(n), flags: keyspec.KeyRW})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// scriptBody is a script's text: the EVAL's argument, or the cache's copy
+// (converted to a string only when a wrapper is made of it).
+type scriptBody struct {
+	s string
+	b []byte
+}
+
+func (sb scriptBody) String() string {
+	if sb.b != nil {
+		return string(sb.b)
+	}
+	return sb.s
+}
+
+func (d *Decider) judgeScript(cmd string, body scriptBody, rep *scriptcheck.Report, keys, argv [][]byte, s Session) Plan {
 	var buf [4]scriptLock
 	locks := buf[:0]
 	for i, k := range keys {
@@ -253,6 +306,18 @@ func (d *Decider) judgeScript(cmd string, rep *scriptcheck.Report, keys, argv []
 		}
 		e.Kind, e.Reason = Observed, observedScript(rep, l)
 		effects = append(effects, e)
+	}
+	if d.Rules.Fenced() {
+		if fc := d.fenceChecks(cmd, d.scriptWrites(rep, keys, argv), s); fc != nil {
+			if cmd == "FCALL" || (body.s == "" && body.b == nil) {
+				// A function's code lives in its library: there is no
+				// body to put behind the check.
+				reason := errFencedFunction(cmd, rep, fc.effects[0].Key, fc.effects[0].Rule)
+				e := Effect{Kind: Refused, Command: cmd, Key: fc.effects[0].Key, Rule: fc.effects[0].Rule, Owner: fc.effects[0].Owner, Reason: reason}
+				return Plan{Kind: Refuse, Err: reason, Effects: []Effect{e}}
+			}
+			return wrapPlan(body, rep.SHA, keys, argv, fc, effects)
+		}
 	}
 	return Plan{Effects: effects}
 }

@@ -89,6 +89,13 @@ func errScriptAnywhere(cmd string, rep *scriptcheck.Report, l scriptLock) string
 		cmd, reportName(rep), where(l.site), ruleName(l.rule), why)
 }
 
+// errFencedFunction: an FCALL of a function that writes a key a lock
+// guards: lockproxy fences the writes of EVAL scripts only.
+func errFencedFunction(cmd string, rep *scriptcheck.Report, key []byte, r *policy.Rule) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s of %s: it may write %s, a key a lock of %s guards, and lockproxy checks the fencing token of such writes only for scripts sent with EVAL or EVALSHA (it runs them behind the check); send the function's body with EVAL, or write the key with plain commands",
+		cmd, reportName(rep), quoteKey(key), ruleName(r))
+}
+
 // errScriptFlush: a script that calls FLUSHALL, FLUSHDB or SWAPDB, or may
 // (its command name is not a literal), under on_flush: reject.
 func errScriptFlush(cmd string, rep *scriptcheck.Report, site *scriptcheck.Site) string {

@@ -62,6 +62,9 @@ func (e *Entry) Report() *Report {
 	return e.rep
 }
 
+// Body is the script's text; "" for one too large to keep.
+func (e *Entry) Body() string { return e.body }
+
 func (e *Entry) touch() {
 	if !e.used.Load() {
 		e.used.Store(true)
@@ -202,4 +205,3 @@ func (c *Cache) evict(keep *Entry) bool {
 	}
 	return false
 }
-

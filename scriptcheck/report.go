@@ -280,6 +280,21 @@ func (r *Report) Key(i int) (Verdict, *Site) {
 	return at.Verdict, at
 }
 
+// Writes reports whether some call may change KEYS[i] (1-based): every
+// site is a delete, expiry change, overwrite or creation, or a call the
+// analysis cannot read.
+func (r *Report) Writes(i int) bool {
+	if r.Err != "" {
+		return true
+	}
+	for j := range r.Sites {
+		if r.Sites[j].Target.covers(i) {
+			return true
+		}
+	}
+	return false
+}
+
 // Overall is the worst verdict over every site (Guarded when none).
 func (r *Report) Overall() Verdict {
 	if r.Err != "" {

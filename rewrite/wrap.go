@@ -1,0 +1,160 @@
+package rewrite
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+)
+
+// A client's script that writes keys a lock guards runs inside a wrapper:
+// lockproxy's check first, then the client's body, in one script, so one
+// atomic step. The wrapper is the client's own text with a prologue put
+// in front of its first line, on that same line, and "end" plus a tail
+// call after its last:
+//
+//	[#!lua ... line, kept first]
+//	<prologue, no newline>local function __lockproxy_body(...) <line 1 of the body>
+//	<line 2 of the body>
+//	...
+//	end return __lockproxy_body(...)
+//
+// Why the client cannot tell the difference:
+//
+//   - Every line of the body keeps its number, so Valkey's errors name the
+//     same user_script:LINE; the SHA1 in error messages is the wrapper's,
+//     and Unwrap puts the client's back (both are 40 hex digits: a RESP3
+//     blob error keeps its length).
+//   - The body runs as a function called in a tail call with the chunk's
+//     own arguments (...): its return value is the script's, its errors
+//     propagate unchanged, error(msg, 2) finds no caller line as at the
+//     top of a script, and its locals, upvalues and return statements mean
+//     what they meant at the top.
+//   - KEYS and ARGV are the client's: lockproxy's keys and arguments come
+//     after them, and the prologue moves them into its own locals and
+//     clears them from the two tables (from the end, so # gives the
+//     client's counts) before the body starts. The prologue's helpers are
+//     locals of a do block: the body cannot see them.
+//   - A "#!lua" first line (flags=..., the script's RESP and replication
+//     mode) stays the first line, so Valkey applies the same flags; the
+//     prologue makes no call that redis.setresp or redis.set_repl affects
+//     later, and a script without writes (flags=no-writes) is never
+//     wrapped.
+//
+// What differs: the prologue's own reads and writes (HGET of the owner
+// records, HSET of a fence mark) run before the body, and a refusal
+// (STALE, UNFENCED) returns before any of it.
+//
+// Lua's limits are the client's too: the body's top-level locals become a
+// function's (the same limit of 200), and it gains no upvalue the client
+// did not have.
+
+// wrapPrologue checks the fence: the tail of ARGV is lockproxy's (its last
+// element the number of lockproxy's arguments, the one before it the
+// number of lockproxy's keys at the end of KEYS); then fence (see Fenced)
+// and the marks, before the body runs: a mark recorded for a write that
+// then fails is one no lower token could pass anyway, as a successor
+// holds it.
+var wrapPrologue = oneLine(`local __lockproxy
+do
+` + fnParse + fnFence + fnMark + `local L = tonumber(ARGV[#ARGV])
+local a0, nk = #ARGV - L, tonumber(ARGV[#ARGV - 1])
+local k0 = #KEYS - nk
+local K, A = {}, {}
+for i = 1, nk do K[i] = KEYS[k0 + i] end
+for i = 1, L - 2 do A[i] = ARGV[a0 + i] end
+for i = #KEYS, k0 + 1, -1 do KEYS[i] = nil end
+for i = #ARGV, a0 + 1, -1 do ARGV[i] = nil end
+local e, _, marks = fence(K, A, 1, 3, A[1], tonumber(A[2]))
+if e then __lockproxy = e else mark(marks) end
+end
+if __lockproxy then return __lockproxy end
+local function __lockproxy_body(...) `)
+
+const wrapEpilogue = "\nend return __lockproxy_body(...)"
+
+// oneLine joins a comment-free Lua text into one line.
+func oneLine(lua string) string {
+	return strings.Join(strings.Fields(lua), " ") + " "
+}
+
+// wrapBody is the wrapper of a client's script body.
+func wrapBody(body string) string {
+	var b strings.Builder
+	b.Grow(len(wrapPrologue) + len(body) + len(wrapEpilogue) + 1)
+	if strings.HasPrefix(body, "#!") {
+		line, rest, _ := strings.Cut(body, "\n")
+		b.WriteString(line)
+		b.WriteByte('\n')
+		body = rest
+	}
+	b.WriteString(wrapPrologue)
+	b.WriteString(body)
+	b.WriteString(wrapEpilogue)
+	return b.String()
+}
+
+// maxWrappers bounds the wrappers kept; past it the cache starts over
+// (each is rebuilt from its client's body on its next use).
+const maxWrappers = 1024
+
+var wrappers = struct {
+	sync.Mutex
+	byClient map[string]*Script // by the client script's SHA1
+	bySHA    map[string]*Script // by the wrapper's own
+}{byClient: map[string]*Script{}, bySHA: map[string]*Script{}}
+
+// wrapped returns the wrapper of a client's script, made once per script.
+func wrapped(body scriptBody, clientSHA string) *Script {
+	wrappers.Lock()
+	defer wrappers.Unlock()
+	if w := wrappers.byClient[clientSHA]; w != nil {
+		return w
+	}
+	if len(wrappers.byClient) >= maxWrappers {
+		wrappers.byClient = map[string]*Script{}
+		wrappers.bySHA = map[string]*Script{}
+	}
+	w := newScript("wrapper of "+clientSHA, wrapBody(body.String()))
+	w.Client = clientSHA
+	wrappers.byClient[clientSHA] = w
+	wrappers.bySHA[w.SHA] = w
+	return w
+}
+
+// ScriptBySHA finds a script lockproxy sends by its SHA1 (for the EVAL
+// that follows a NOSCRIPT): one of Scripts, or a wrapper still cached.
+func ScriptBySHA(sha string) *Script {
+	for _, sc := range Scripts {
+		if sc.SHA == sha {
+			return sc
+		}
+	}
+	wrappers.Lock()
+	defer wrappers.Unlock()
+	return wrappers.bySHA[sha]
+}
+
+// Unwrap gives a wrapper's reply the client's script's SHA1 where Valkey
+// named the wrapper's (in error messages). Other scripts' replies pass.
+func (sc *Script) Unwrap(reply []byte) []byte {
+	if sc.Client == "" || len(reply) == 0 || (reply[0] != '-' && reply[0] != '!') {
+		return reply
+	}
+	if !bytes.Contains(reply, []byte(sc.SHA)) {
+		return reply
+	}
+	return bytes.ReplaceAll(reply, []byte(sc.SHA), []byte(sc.Client))
+}
+
+// wrapPlan runs a client's script (body, as EVAL or EVALSHA of it would)
+// inside its wrapper with the checks of fc: KEYS and ARGV are the
+// client's, then lockproxy's (see wrapPrologue).
+func wrapPlan(body scriptBody, clientSHA string, keys, argv [][]byte, fc *fenceCheck, effects []Effect) Plan {
+	w := wrapped(body, clientSHA)
+	skeys := make([][]byte, 0, len(keys)+len(fc.keys))
+	skeys = append(append(skeys, keys...), fc.keys...)
+	sargs := make([][]byte, 0, len(argv)+len(fc.args)+2)
+	sargs = append(append(sargs, argv...), fc.args...)
+	sargs = append(sargs, itoa(int64(len(fc.keys))), itoa(int64(len(fc.args)+2)))
+	return Plan{Kind: Run, Script: w, Keys: skeys, Args: sargs, Shape: ScriptReply, Effects: append(fc.effects, effects...)}
+}

@@ -1,0 +1,113 @@
+package lockproxy_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 18, item 2: a script's write to a guarded key passes the same
+// fence as a plain write, in the same atomic step and before anything of
+// the script runs.
+func TestScriptFencedWrites(t *testing.T) {
+	for _, check := range []string{"current", "highest"} {
+		t.Run(check, func(t *testing.T) {
+			e := rulesEnv(t, fenceRule(check, "reject"))
+			d := e.direct()
+			a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+			write := "redis.call('INCR', 'ran:' .. ARGV[2])\nredis.call('SET', KEYS[1], ARGV[1])\nreturn 'written'"
+			eq(t, a.do("SET", "{o}:lock", "a", "NX", "PX", "100"), "+OK\r\n")
+			eq(t, a.do("EVAL", write, "1", "{o}:data", "by-a", "a"), bulk("written"))
+			time.Sleep(150 * time.Millisecond) // a stalls past its lease
+			eq(t, b.do("SET", "{o}:lock", "b", "NX", "PX", "10000"), "+OK\r\n")
+			eq(t, b.do("EVAL", write, "1", "{o}:data", "by-b", "b"), bulk("written"))
+			got := a.do("EVAL", write, "1", "{o}:data", "late-a", "a2")
+			mustContain(t, got, "-STALE lockproxy refused a write to {o}:data with fencing token 1")
+			eq(t, d.Get(ctx, "{o}:data").Val(), "by-b")
+			eq(t, d.Exists(ctx, "ran:a2").Val(), int64(0)) // nothing of the script ran
+			// The same through EVALSHA, as client libraries send it.
+			sha := sha1hex(write)
+			mustContain(t, a.do("EVALSHA", sha, "1", "{o}:data", "late-a", "a3"), "-STALE")
+			eq(t, b.do("EVALSHA", sha, "1", "{o}:data", "by-b2", "b2"), bulk("written"))
+			eq(t, d.Get(ctx, "{o}:data").Val(), "by-b2")
+			eq(t, d.Exists(ctx, "ran:a3").Val(), int64(0))
+			// A writer without a grant: unfenced_writes: reject.
+			mustContain(t, dialRaw(t, e.addr).do("EVAL", write, "1", "{o}:data", "x", "c"), "-UNFENCED lockproxy refused EVAL on \"{o}:data\"")
+			eq(t, d.Exists(ctx, "ran:c").Val(), int64(0))
+			// A key it names itself from ARGV is fenced too.
+			named := "return redis.call('SET', ARGV[1], 'x')"
+			mustContain(t, a.do("EVAL", named, "0", "{o}:items"), "-STALE")
+			eq(t, b.do("EVAL", named, "0", "{o}:items"), "+OK\r\n")
+			// Scripts writing no guarded key are not wrapped: EVALSHA of
+			// the client's own SHA1.
+			eq(t, a.do("EVAL", "return redis.call('SET', KEYS[1], 'x')", "1", "{o}:free"), "+OK\r\n")
+		})
+	}
+}
+
+// check: highest marks per lock by default: after B wrote {o1}:balance
+// with a newer token, stale A cannot write {o1}:ledger either; mark: key
+// keeps one mark per key.
+func TestFenceMarkPerLock(t *testing.T) {
+	for _, tc := range []struct {
+		mark   string
+		ledger string // A's write to {o1}:items after B wrote {o1}:data
+	}{{"lock", "-STALE lockproxy refused a write to {o1}:items with fencing token 1: the keys its lock guards have already accepted token 2"}, {"key", ":1\r\n"}} {
+		t.Run(tc.mark, func(t *testing.T) {
+			e := rulesEnv(t, fenceRule("highest", "reject", tc.mark))
+			a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+			eq(t, a.do("SET", "{o1}:lock", "a", "NX", "PX", "100"), "+OK\r\n") // token 1
+			time.Sleep(150 * time.Millisecond)
+			eq(t, b.do("SET", "{o1}:lock", "b", "NX", "PX", "10000"), "+OK\r\n") // token 2
+			eq(t, b.do("SET", "{o1}:data", "35"), "+OK\r\n")
+			mustContain(t, a.do("RPUSH", "{o1}:items", "34"), tc.ledger)
+			mustContain(t, a.do("SET", "{o1}:data", "34"), "-STALE")
+		})
+	}
+}
+
+// The wrapper a fenced script runs in answers what the script answers
+// alone, byte for byte: replies, runtime errors with their line numbers
+// and the client's SHA1, redis.error_reply, pcall, RESP3, #!lua flags.
+func TestScriptWrappedByteForByte(t *testing.T) {
+	e := rulesEnv(t, fenceRule("current", "allow"))
+	for _, body := range []string{
+		"redis.call('SET', KEYS[1], ARGV[1])\nreturn {1, 'two', {3}, false, redis.status_reply('OK')}",
+		"redis.call('SET', KEYS[1], 'x')\nlocal t = nil\nreturn t.field",
+		"redis.call('SET', KEYS[1], 'x')\n\n\nreturn redis.call('INCR', KEYS[1])",
+		"redis.call('SET', KEYS[1], 'x')\nreturn redis.error_reply('MYERR custom text')",
+		"return redis.pcall('HSET', KEYS[1], 'f')",
+		"redis.call('SET', KEYS[1], 'x')\nerror('plain')",
+		"redis.call('SET', KEYS[1], 'x')\nerror({err = 'TABLE err'})",
+		"redis.call('SET', KEYS[1], 'x')\nreturn error('level two', 2)",
+		"redis.setresp(3)\nredis.call('SET', KEYS[1], '1.5')\nreturn {redis.call('HGETALL', 'nosuch'), redis.call('INCRBYFLOAT', KEYS[1], '1')}",
+		"redis.call('SET', KEYS[1], 'x')\nreturn {#KEYS, #ARGV, KEYS[1], ARGV[#ARGV], select('#', ...)}",
+		"#!lua flags=allow-cross-slot-keys\nredis.call('SET', KEYS[1], 'x')\nreturn redis.call('GET', 'elsewhere')",
+		"#!lua\nredis.call('SET', KEYS[1], 'x')\nreturn undefined_global",
+		"local n = 0\nfor i = 1, 3 do n = n + i end\nredis.call('SET', KEYS[1], n)\nreturn n -- no newline at the end",
+	} {
+		for _, proto := range []string{"2", "3"} {
+			direct, proxied := dialRaw(t, e.srv.Addr), dialRaw(t, e.addr)
+			direct.do("HELLO", proto)
+			proxied.do("HELLO", proto)
+			want := direct.do("EVAL", body, "1", "{w}:data", "v1", "v2")
+			got := proxied.do("EVAL", body, "1", "{w}:data", "v1", "v2")
+			if got != want {
+				t.Errorf("RESP%s %q:\n got %q\nwant %q", proto, body, got, want)
+			}
+			// EVALSHA of the client's SHA1: the same again.
+			if g := proxied.do("EVALSHA", sha1hex(body), "1", "{w}:data", "v1", "v2"); g != want {
+				t.Errorf("EVALSHA RESP%s %q:\n got %q\nwant %q", proto, body, g, want)
+			}
+		}
+	}
+	if !strings.Contains(dialRaw(t, e.addr).do("EVAL", "redis.call('SET', KEYS[1], 'x')\nreturn t.x", "1", "{w}:data"), "user_script:2:") {
+		t.Fatal("line number")
+	}
+	// Each body ran wrapped through the proxy: Valkey holds the 13
+	// clients' scripts (sent directly), 14 wrappers and lockproxy's own 4.
+	info := e.direct().Info(ctx, "memory").Val()
+	if !strings.Contains(info, "number_of_cached_scripts:31\r\n") {
+		t.Fatalf("cached scripts: %s", info[strings.Index(info, "number_of_cached_scripts"):][:32])
+	}
+}
