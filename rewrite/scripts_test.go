@@ -1009,8 +1009,8 @@ var answerAlice = &fakeSession{conn: "conn:alice", name: "name:app", addr: "10.0
 func runAnswerCases(t *testing.T, cases []answerCase) {
 	srv := valkeytest.Start(t)
 	d := testDecider(t, testConfig, "")
-	s := answerAlice
 	for _, proto := range []int{2, 3} {
+		s := &fakeSession{conn: answerAlice.conn, name: answerAlice.name, addr: answerAlice.addr, proto: proto}
 		rc := dialRaw(t, srv.Addr, proto)
 		for _, c := range cases {
 			p := d.Decide(bs(c.args...), s, nil)
