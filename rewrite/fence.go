@@ -12,7 +12,7 @@ import (
 // (policy.Fencing.GuardingLocks), checks its token, and applies
 // unfenced_writes to a writer with none.
 func (d *Decider) fence(args [][]byte, keys []touch, s Session) Plan {
-	fc := d.fenceChecks(upper(args[0]), keys, s)
+	fc := d.fenceChecks(upper(args[0]), keys, s, itoa(int64(s.Proto())))
 	if fc == nil {
 		return Plan{}
 	}
@@ -25,16 +25,17 @@ func (d *Decider) fence(args [][]byte, keys []touch, s Session) Plan {
 
 // fenceCheck is the fence of a write, as the fence function of the
 // scripts takes it (see Fenced): per candidate lock its counter, records
-// and marks in keys; the owner, the number of checks and each check in
-// args; a FencedWrite effect per check, in order.
+// and marks in keys; the owner, (the client's protocol,) the number of
+// checks and each check in args; a FencedWrite effect per check, in order.
 type fenceCheck struct {
 	keys, args [][]byte
 	effects    []Effect
 }
 
 // fenceChecks lists the checks the writes among keys must pass; nil when
-// no key written is guarded. name is the command, for the effects.
-func (d *Decider) fenceChecks(name string, keys []touch, s Session) *fenceCheck {
+// no key written is guarded. name is the command, for the effects; proto,
+// when set, goes after the owner (the Fenced script's ARGV[2]).
+func (d *Decider) fenceChecks(name string, keys []touch, s Session, proto []byte) *fenceCheck {
 	type check struct {
 		rule  *policy.Rule
 		key   []byte
@@ -66,10 +67,14 @@ func (d *Decider) fenceChecks(name string, keys []touch, s Session) *fenceCheck 
 	// different scopes is checked as the first's owner).
 	owner := s.Owner(checks[0].rule)
 	fc := &fenceCheck{
-		args:    make([][]byte, 0, 2+4*len(checks)+len(keys)+2),
+		args:    make([][]byte, 0, 3+4*len(checks)+len(keys)+2),
 		effects: make([]Effect, 0, len(checks)),
 	}
-	fc.args = append(fc.args, []byte(owner), itoa(int64(len(checks))))
+	fc.args = append(fc.args, []byte(owner))
+	if proto != nil {
+		fc.args = append(fc.args, proto)
+	}
+	fc.args = append(fc.args, itoa(int64(len(checks))))
 	for _, c := range checks {
 		f := c.rule.Fencing
 		for _, lock := range c.locks {

@@ -308,7 +308,7 @@ func (d *Decider) judgeScript(cmd string, body scriptBody, rep *scriptcheck.Repo
 		effects = append(effects, e)
 	}
 	if d.Rules.Fenced() {
-		if fc := d.fenceChecks(cmd, d.scriptWrites(rep, keys, argv), s); fc != nil {
+		if fc := d.fenceChecks(cmd, d.scriptWrites(rep, keys, argv), s, nil); fc != nil {
 			if cmd == "FCALL" || (body.s == "" && body.b == nil) {
 				// A function's code lives in its library: there is no
 				// body to put behind the check.
