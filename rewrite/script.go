@@ -307,19 +307,50 @@ func (d *Decider) judgeScript(cmd string, body scriptBody, rep *scriptcheck.Repo
 		e.Kind, e.Reason = Observed, observedScript(rep, l)
 		effects = append(effects, e)
 	}
+	var fc *fenceCheck
 	if d.Rules.Fenced() {
-		if fc := d.fenceChecks(cmd, d.scriptWrites(rep, keys, argv), s, nil); fc != nil {
-			if cmd == "FCALL" || (body.s == "" && body.b == nil) {
-				// A function's code lives in its library: there is no
-				// body to put behind the check.
-				reason := errFencedFunction(cmd, rep, fc.effects[0].Key, fc.effects[0].Rule)
-				e := Effect{Kind: Refused, Command: cmd, Key: fc.effects[0].Key, Rule: fc.effects[0].Rule, Owner: fc.effects[0].Owner, Reason: reason}
-				return Plan{Kind: Refuse, Err: reason, Effects: []Effect{e}}
-			}
-			return wrapPlan(body, rep.SHA, keys, argv, fc, effects)
-		}
+		fc = d.fenceChecks(cmd, d.scriptWrites(rep, keys, argv), s, nil)
+	}
+	nobody := cmd == "FCALL" || (body.s == "" && body.b == nil)
+	if fc != nil && nobody {
+		// A function's code lives in its library: there is no body to
+		// put behind the check.
+		reason := errFencedFunction(cmd, rep, fc.effects[0].Key, fc.effects[0].Rule)
+		e := Effect{Kind: Refused, Command: cmd, Key: fc.effects[0].Key, Rule: fc.effects[0].Rule, Owner: fc.effects[0].Owner, Reason: reason}
+		return Plan{Kind: Refuse, Err: reason, Effects: []Effect{e}}
+	}
+	var acq *acquisitions
+	if !nobody {
+		acq = d.scriptAcquisitions(rep, keys, s)
+	}
+	if fc != nil || acq != nil {
+		return wrapPlan(body, rep.SHA, keys, argv, fc, acq, effects)
 	}
 	return Plan{Effects: effects}
+}
+
+// scriptAcquisitions lists the lock keys among KEYS the script may take,
+// release or renew (any it may change), for the wrapper to keep their
+// owner records true: a grant for a lock it took, the caller's record
+// dropped with a lock it released, moved with a lease it changed. Nil when
+// there are none. The owner is the first lock's (as for a command's
+// fence).
+func (d *Decider) scriptAcquisitions(rep *scriptcheck.Report, keys [][]byte, s Session) *acquisitions {
+	var acq *acquisitions
+	for i, k := range keys {
+		r := d.Rules.Match(k)
+		if r == nil || !rep.Writes(i+1) {
+			continue
+		}
+		if v, _ := rep.Key(i + 1); v != scriptcheck.Guarded && v != scriptcheck.Acquire {
+			continue // blind or unknown, observed: forwarded as it came
+		}
+		if acq == nil {
+			acq = &acquisitions{owner: []byte(s.Owner(r)), keep: d.keep()}
+		}
+		acq.keys = d.lockKeys(acq.keys, r, k)
+	}
+	return acq
 }
 
 // scriptRefuses reports whether a rule refuses a blind or unknown script:

@@ -52,8 +52,11 @@ func TestDecideScripts(t *testing.T) {
 	alice, _, _ := sessions()
 	blindSHA := scriptcheck.SHA1(blindRelease)
 	for _, c := range []scriptCase{
-		{name: "guarded release passes", args: []string{"EVAL", guardedRelease, "1", "resource:lock", "abc"}},
-		{name: "acquire passes", args: []string{"eval", acquireScript, "1", "new:lock", "t", "100"}},
+		// Guarded and acquire scripts that change a lock run in their
+		// wrapper, which keeps the owner records true (issue 18).
+		{name: "guarded release runs wrapped", args: []string{"EVAL", guardedRelease, "1", "resource:lock", "abc"}, kind: rewrite.Run},
+		// Run in its wrapper, which mints the grant (issue 18).
+		{name: "acquire runs wrapped", args: []string{"eval", acquireScript, "1", "new:lock", "t", "100"}, kind: rewrite.Run},
 		{name: "blind release refused", args: []string{"EVAL", blindRelease, "1", "resource:lock"}, kind: rewrite.Refuse,
 			code: "BLINDSCRIPT", errHas: []string{"script " + blindSHA, "line 2 (DEL) deletes lock key \"resource:lock\"", "KEYS[1]", `rule 1 "*:lock"`, "redis.call('GET',KEYS[1])==ARGV[1]"},
 			effects: []string{"Refused resource:lock"}},
@@ -142,7 +145,7 @@ func TestDecideScriptsLearned(t *testing.T) {
 	checkScriptPlan(t, decide("evalsha", strings.ToUpper(blindSHA), "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
 	// Learned from EVAL (the NOSCRIPT fallback of client libraries).
 	checkScriptPlan(t, decide("EVAL", guardedRelease, "1", "queue:1", "t"), scriptCase{})
-	checkScriptPlan(t, decide("EVALSHA", guardedSHA, "1", "srej:x", "t"), scriptCase{})
+	checkScriptPlan(t, decide("EVALSHA", guardedSHA, "1", "srej:x", "t"), scriptCase{kind: rewrite.Run}) // wrapped
 	// Learned from EVAL_RO too.
 	ro := "return redis.call('GET', KEYS[1])"
 	decide("EVAL_RO", ro, "1", "x")
@@ -187,7 +190,8 @@ func TestDecideScriptsLearned(t *testing.T) {
 }
 
 // TestDecideScriptNoAlloc: an EVALSHA of a known script costs no garbage,
-// with a lock key or without.
+// without a lock key or with one it does not change (a guarded or acquire
+// script that changes a lock runs wrapped: that plan is built per call).
 func TestDecideScriptNoAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -199,9 +203,8 @@ func TestDecideScriptNoAlloc(t *testing.T) {
 	sha := scriptcheck.SHA1(guardedRelease)
 	for _, args := range [][]string{
 		{"EVALSHA", sha, "1", "queue:1", "t"},
-		{"EVALSHA", sha, "1", "resource:lock", "t"},
 		{"EVALSHA", scriptcheck.SHA1(blindRelease), "1", "queue:1"},
-		{"EVAL", guardedRelease, "1", "resource:lock", "t"},
+		{"EVAL", "return redis.call('GET', KEYS[1])", "1", "resource:lock"},
 	} {
 		a := bs(args...)
 		scratch := make([]keyspec.Key, 0, 8)

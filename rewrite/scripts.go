@@ -158,6 +158,21 @@ end
   return nil, tokens, marks, ai
 end
 `
+	// fnGrant mints the next grant of a lock just taken and writes the
+	// taker's record, as Acquire does (see there).
+	fnGrant = `local function grant_to(key, ck, rk, owner, keep, v)
+  local g = redis.call('INCR', ck)
+  local now = now_ms()
+  local rec = {g = string.format('%d', g), a = now, e = lease_end(key, now), v = v}
+  put(rk, owner, rec)
+  if redis.call('HLEN', rk) == 1 then
+    if rec.e > 0 then redis.call('PEXPIREAT', rk, rec.e + keep) else redis.call('PERSIST', rk) end
+  else
+    settle(rk, now, keep, owner)
+  end
+  return g
+end
+`
 	// fnMark records the marks fence returned, once the write is done.
 	fnMark = `local function mark(marks)
   for _, m in ipairs(marks) do

@@ -48,15 +48,19 @@ import (
 // function's (the same limit of 200), and it gains no upvalue the client
 // did not have.
 
-// wrapPrologue checks the fence: the tail of ARGV is lockproxy's (its last
-// element the number of lockproxy's arguments, the one before it the
-// number of lockproxy's keys at the end of KEYS); then fence (see Fenced)
-// and the marks, before the body runs: a mark recorded for a write that
-// then fails is one no lower token could pass anyway, as a successor
-// holds it.
-var wrapPrologue = oneLine(`local __lockproxy
+// wrapPrologue takes lockproxy's keys and arguments off the end of KEYS
+// and ARGV (the last element of ARGV is the number of lockproxy's
+// arguments, the one before it the number of lockproxy's keys), checks the
+// fence, and notes which of the locks the script may take exist. Its
+// arguments: the number of fence keys and of fence arguments, the fence's
+// arguments (see Fenced, without the protocol), then, for acquisitions,
+// the owner, keep_lapsed and the number of locks; its keys: the fence's,
+// then (lock, counter, records) per lock. The marks are recorded before
+// the body runs: a mark recorded for a write that then fails is one no
+// lower token could pass anyway, as a successor holds it.
+var wrapPrologue = oneLine(`local __lockproxy, __lockproxy_after
 do
-` + fnParse + fnFence + fnMark + `local L = tonumber(ARGV[#ARGV])
+` + fnNow + fnParse + fnPut + fnLeaseEnd + fnSettle + fnFence + fnMark + fnGrant + `local L = tonumber(ARGV[#ARGV])
 local a0, nk = #ARGV - L, tonumber(ARGV[#ARGV - 1])
 local k0 = #KEYS - nk
 local K, A = {}, {}
@@ -64,23 +68,70 @@ for i = 1, nk do K[i] = KEYS[k0 + i] end
 for i = 1, L - 2 do A[i] = ARGV[a0 + i] end
 for i = #KEYS, k0 + 1, -1 do KEYS[i] = nil end
 for i = #ARGV, a0 + 1, -1 do ARGV[i] = nil end
-local e, _, marks = fence(K, A, 1, 3, A[1], tonumber(A[2]))
+local nfk, nfa = tonumber(A[1]), tonumber(A[2])
+if nfa > 0 then
+local e, _, marks = fence(K, A, 1, 5, A[3], tonumber(A[4]))
 if e then __lockproxy = e else mark(marks) end
+end
+local g = 3 + nfa
+if not __lockproxy and A[g] then
+local owner, keep, n, before = A[g], tonumber(A[g + 1]), tonumber(A[g + 2]), {}
+local function value(key)
+if redis.call('EXISTS', key) == 0 then return false end
+if redis.call('TYPE', key).ok == 'string' then return redis.call('GET', key) end
+return ''
+end
+for i = 1, n do before[i] = value(K[nfk + 3 * i - 2]) end
+__lockproxy_after = function()
+for i = 1, n do
+local k = nfk + 3 * i - 2
+local key, ck, rk = K[k], K[k + 1], K[k + 2]
+local now = value(key)
+if not before[i] then
+if now then grant_to(key, ck, rk, owner, keep, now) end
+else
+local rec = parse(redis.call('HGET', rk, owner))
+if rec and rec.v == before[i] and redis.call('GET', ck) == rec.g then
+local t = now_ms()
+if not now then
+redis.call('HDEL', rk, owner)
+if redis.call('PTTL', rk) == -1 then settle(rk, t, keep, '') end
+elseif now ~= rec.v or lease_end(key, t) ~= rec.e then
+rec.v, rec.e = now, lease_end(key, t)
+put(rk, owner, rec)
+settle(rk, t, keep, nil)
+end
+end
+end
+end
+end
+end
 end
 if __lockproxy then return __lockproxy end
 local function __lockproxy_body(...) `)
 
-const wrapEpilogue = "\nend return __lockproxy_body(...)"
+// The two endings: a tail call when nothing is left to do after the body
+// (its errors and error levels exactly the script's own), or the
+// acquisitions' grants after it.
+const (
+	wrapTail    = "\nend return __lockproxy_body(...)"
+	wrapAcquire = "\nend local __lockproxy_r = __lockproxy_body(...) __lockproxy_after() return __lockproxy_r"
+)
 
 // oneLine joins a comment-free Lua text into one line.
 func oneLine(lua string) string {
 	return strings.Join(strings.Fields(lua), " ") + " "
 }
 
-// wrapBody is the wrapper of a client's script body.
-func wrapBody(body string) string {
+// wrapBody is the wrapper of a client's script body; acquire: with the
+// grants of the locks it takes after it.
+func wrapBody(body string, acquire bool) string {
+	end := wrapTail
+	if acquire {
+		end = wrapAcquire
+	}
 	var b strings.Builder
-	b.Grow(len(wrapPrologue) + len(body) + len(wrapEpilogue) + 1)
+	b.Grow(len(wrapPrologue) + len(body) + len(end) + 1)
 	if strings.HasPrefix(body, "#!") {
 		line, rest, _ := strings.Cut(body, "\n")
 		b.WriteString(line)
@@ -89,7 +140,7 @@ func wrapBody(body string) string {
 	}
 	b.WriteString(wrapPrologue)
 	b.WriteString(body)
-	b.WriteString(wrapEpilogue)
+	b.WriteString(end)
 	return b.String()
 }
 
@@ -103,20 +154,25 @@ var wrappers = struct {
 	bySHA    map[string]*Script // by the wrapper's own
 }{byClient: map[string]*Script{}, bySHA: map[string]*Script{}}
 
-// wrapped returns the wrapper of a client's script, made once per script.
-func wrapped(body scriptBody, clientSHA string) *Script {
+// wrapped returns the wrapper of a client's script, made once per script
+// and ending.
+func wrapped(body scriptBody, clientSHA string, acquire bool) *Script {
+	id := clientSHA
+	if acquire {
+		id += "+acquire"
+	}
 	wrappers.Lock()
 	defer wrappers.Unlock()
-	if w := wrappers.byClient[clientSHA]; w != nil {
+	if w := wrappers.byClient[id]; w != nil {
 		return w
 	}
 	if len(wrappers.byClient) >= maxWrappers {
 		wrappers.byClient = map[string]*Script{}
 		wrappers.bySHA = map[string]*Script{}
 	}
-	w := newScript("wrapper of "+clientSHA, wrapBody(body.String()))
+	w := newScript("wrapper of "+clientSHA, wrapBody(body.String(), acquire))
 	w.Client = clientSHA
-	wrappers.byClient[clientSHA] = w
+	wrappers.byClient[id] = w
 	wrappers.bySHA[w.SHA] = w
 	return w
 }
@@ -147,14 +203,39 @@ func (sc *Script) Unwrap(reply []byte) []byte {
 }
 
 // wrapPlan runs a client's script (body, as EVAL or EVALSHA of it would)
-// inside its wrapper with the checks of fc: KEYS and ARGV are the
-// client's, then lockproxy's (see wrapPrologue).
-func wrapPlan(body scriptBody, clientSHA string, keys, argv [][]byte, fc *fenceCheck, effects []Effect) Plan {
-	w := wrapped(body, clientSHA)
-	skeys := make([][]byte, 0, len(keys)+len(fc.keys))
-	skeys = append(append(skeys, keys...), fc.keys...)
-	sargs := make([][]byte, 0, len(argv)+len(fc.args)+2)
-	sargs = append(append(sargs, argv...), fc.args...)
-	sargs = append(sargs, itoa(int64(len(fc.keys))), itoa(int64(len(fc.args)+2)))
-	return Plan{Kind: Run, Script: w, Keys: skeys, Args: sargs, Shape: ScriptReply, Effects: append(fc.effects, effects...)}
+// inside its wrapper: with the checks of fc (nil: none), and the grants
+// of acq (nil: none). KEYS and ARGV are the client's, then lockproxy's
+// (see wrapPrologue).
+func wrapPlan(body scriptBody, clientSHA string, keys, argv [][]byte, fc *fenceCheck, acq *acquisitions, effects []Effect) Plan {
+	w := wrapped(body, clientSHA, acq != nil)
+	var fkeys, fargs [][]byte
+	if fc != nil {
+		fkeys, fargs, effects = fc.keys, fc.args, append(fc.effects, effects...)
+	}
+	skeys := make([][]byte, 0, len(keys)+len(fkeys)+3*len(acq.locks()))
+	skeys = append(append(skeys, keys...), fkeys...)
+	sargs := make([][]byte, 0, len(argv)+len(fargs)+7)
+	sargs = append(append(sargs, argv...), itoa(int64(len(fkeys))), itoa(int64(len(fargs))))
+	sargs = append(sargs, fargs...)
+	if acq != nil {
+		skeys = append(skeys, acq.keys...)
+		sargs = append(sargs, acq.owner, acq.keep, itoa(int64(len(acq.keys)/3)))
+	}
+	nk, na := len(skeys)-len(keys), len(sargs)-len(argv)+2
+	sargs = append(sargs, itoa(int64(nk)), itoa(int64(na)))
+	return Plan{Kind: Run, Script: w, Keys: skeys, Args: sargs, Shape: ScriptReply, Effects: effects}
+}
+
+// acquisitions are the locks a script may take: (lock, counter, records)
+// per lock in keys, and who takes them.
+type acquisitions struct {
+	keys        [][]byte
+	owner, keep []byte
+}
+
+func (a *acquisitions) locks() [][]byte {
+	if a == nil {
+		return nil
+	}
+	return a.keys
 }

@@ -295,6 +295,19 @@ func (r *Report) Writes(i int) bool {
 	return false
 }
 
+// Creates reports whether the script may create KEYS[i] (1-based): a
+// call that creates it (SET NX, SETNX, HSETNX, ...) or that writes it
+// while it is known not to exist (an acquisition).
+func (r *Report) Creates(i int) bool {
+	for j := range r.Sites {
+		s := &r.Sites[j]
+		if s.Target.covers(i) && s.Target.Kind != TargetAny && (s.Op == OpCreate || s.Verdict == Acquire) {
+			return true
+		}
+	}
+	return false
+}
+
 // Overall is the worst verdict over every site (Guarded when none).
 func (r *Report) Overall() Verdict {
 	if r.Err != "" {
