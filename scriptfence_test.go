@@ -1,6 +1,7 @@
 package lockproxy_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,3 +112,52 @@ func TestScriptWrappedByteForByte(t *testing.T) {
 		t.Fatalf("cached scripts: %s", info[strings.Index(info, "number_of_cached_scripts"):][:32])
 	}
 }
+
+// Issue 18, item 4: fenced commands keep their meaning. A blocking write
+// to a guarded key is refused with a sentence (inside the fence check it
+// would answer at once instead of waiting); commands past Lua's unpack
+// limit run.
+func TestFencedBlockingRefused(t *testing.T) {
+	e := rulesEnv(t, fenceRule("current", "reject"))
+	a := dialRaw(t, e.addr)
+	eq(t, a.do("SET", "{q}:lock", "a", "NX", "PX", "30000"), "+OK\r\n")
+	mustContain(t, a.do("BLPOP", "{q}:items", "5"), "-LOCKED lockproxy refused BLPOP: it writes \"{q}:items\", a key a lock guards")
+	mustContain(t, a.do("BLMOVE", "{q}:items", "{q}:data", "LEFT", "RIGHT", "1"), "-LOCKED lockproxy refused BLMOVE")
+	eq(t, a.do("LPOP", "{q}:items"), "$-1\r\n") // the non-blocking form is fenced as usual
+	eq(t, a.do("BLPOP", "{q}:free", "0.01"), "*-1\r\n") // not guarded: blocks as Valkey does
+}
+
+// Commands past Lua's unpack limit (about 8000 values) run through the
+// fence and the release as Valkey runs them.
+func TestFencedUnpackLimit(t *testing.T) {
+	e := rulesEnv(t, fenceRule("current", "reject"))
+	d := e.direct()
+	a := dialRaw(t, e.addr)
+	eq(t, a.do("SET", "{q}:lock", "a", "NX", "PX", "30000"), "+OK\r\n")
+	// MSET of ~4,000 keys, one guarded.
+	args := []string{"MSET", "{q}:data", "v"}
+	for i := range 4000 {
+		args = append(args, "{q}:plain:"+itoa(i), "x")
+	}
+	eq(t, a.do(args...), "+OK\r\n")
+	eq(t, d.Get(ctx, "{q}:plain:3999").Val(), "x")
+	eq(t, d.Get(ctx, "{q}:data").Val(), "v")
+	// The holder's DEL of 8,000 plain keys and its lock.
+	del := []string{"DEL"}
+	for i := range 8000 {
+		d.Set(ctx, "p:"+itoa(i), "x", 0)
+		del = append(del, "p:"+itoa(i))
+	}
+	eq(t, a.do(append(del, "{q}:lock")...), ":8001\r\n")
+	eq(t, d.Exists(ctx, "{q}:lock", "p:0", "p:7999").Val(), int64(0))
+	// RPUSH of 9,000 values to a guarded list: one command, in parts.
+	eq(t, a.do("SET", "{q}:lock", "a2", "NX", "PX", "30000"), "+OK\r\n")
+	push := []string{"RPUSH", "{q}:items"}
+	for i := range 9000 {
+		push = append(push, itoa(i))
+	}
+	eq(t, a.do(push...), ":9000\r\n")
+	eq(t, d.LIndex(ctx, "{q}:items", 8999).Val(), "8999")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

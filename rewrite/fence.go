@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
 )
 
@@ -21,6 +22,25 @@ func (d *Decider) fence(args [][]byte, keys []touch, s Session) Plan {
 		skeys = append(skeys, k.key)
 	}
 	return Plan{Kind: Run, Script: Fenced, Keys: skeys, Args: append(fc.args, args...), Shape: FencedReply, Effects: fc.effects}
+}
+
+// blocks reports whether a command may block (Valkey's "blocking" flag;
+// XREAD and XREADGROUP only with BLOCK). The fence check runs the write
+// inside a script, where nothing blocks: BLPOP would answer nil at once
+// instead of waiting, so a blocking write to a guarded key is refused.
+func blocks(cmd *keyspec.Command, args [][]byte) bool {
+	if !cmd.Flags.Has(keyspec.Blocking) {
+		return false
+	}
+	if cmd.Upper == "XREAD" || cmd.Upper == "XREADGROUP" {
+		return hasArg(args, "block")
+	}
+	return true
+}
+
+func refuseBlocking(name string, key []byte) Plan {
+	reason := errFencedBlocking(name, key)
+	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: name, Key: clone(key), Reason: reason}}}
 }
 
 // fenceCheck is the fence of a write, as the fence function of the

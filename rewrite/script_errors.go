@@ -96,6 +96,13 @@ func errFencedFunction(cmd string, rep *scriptcheck.Report, key []byte, r *polic
 		cmd, reportName(rep), quoteKey(key), ruleName(r))
 }
 
+// errFencedBlocking: a blocking command that writes a guarded key (the
+// fence check cannot wait).
+func errFencedBlocking(cmd string, key []byte) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s: it writes %s, a key a lock guards, and the fence check that write must pass runs it where it cannot block (it would answer at once instead of waiting); use the command's non-blocking form (LPOP for BLPOP, XREADGROUP without BLOCK, ...) and retry, holding the lock",
+		cmd, quoteKey(key))
+}
+
 // errScriptFlush: a script that calls FLUSHALL, FLUSHDB or SWAPDB, or may
 // (its command name is not a literal), under on_flush: reject.
 func errScriptFlush(cmd string, rep *scriptcheck.Report, site *scriptcheck.Site) string {

@@ -173,6 +173,37 @@ end
   return g
 end
 `
+	// fnRun runs the command A[from], A[from + 1], ... Lua cannot unpack
+	// more than about 8000 values into a call, so a longer command is run
+	// in parts, where its reply composes: DEL, UNLINK, EXISTS and TOUCH of
+	// many keys (the counts added), MSET (its OK), and SADD, SREM, HDEL,
+	// HSET (counts added), RPUSH and LPUSH (the last length) of many
+	// values. The parts run in one script, so they are one step still.
+	fnRun = `local function run(A, from)
+  local last = #A
+  if last - from < 4000 then return redis.pcall(unpack(A, from, last)) end
+  local cmd = string.upper(A[from])
+  local keyed, sum
+  if cmd == 'DEL' or cmd == 'UNLINK' or cmd == 'EXISTS' or cmd == 'TOUCH' then keyed, sum = false, true
+  elseif cmd == 'MSET' then keyed, sum = false, false
+  elseif cmd == 'SADD' or cmd == 'SREM' or cmd == 'HDEL' or cmd == 'HSET' then keyed, sum = true, true
+  elseif cmd == 'RPUSH' or cmd == 'LPUSH' then keyed, sum = true, false
+  else
+    return redis.error_reply('ERR lockproxy cannot run ' .. cmd .. ' with ' .. (last - from) .. ' arguments inside its fence check (Lua passes at most about 8000 values to a call); send it in parts')
+  end
+  local i, total, reply = from + 1, 0, nil
+  if keyed then i = from + 2 end
+  while i <= last do
+    local j = math.min(i + 3999, last)
+    if keyed then reply = redis.pcall(A[from], A[from + 1], unpack(A, i, j)) else reply = redis.pcall(A[from], unpack(A, i, j)) end
+    if type(reply) == 'table' and reply.err then return reply end
+    if sum then total = total + reply end
+    i = j + 1
+  end
+  if sum then return total end
+  return reply
+end
+`
 	// fnMark records the marks fence returned, once the write is done.
 	fnMark = `local function mark(marks)
   for _, m in ipairs(marks) do
@@ -269,7 +300,10 @@ for i = 1, (#KEYS - n) / 3 do
   plan[i] = {plan[i], rec}
 end
 local deleted = 0
-if n > 0 then deleted = redis.call(ARGV[1], unpack(KEYS, 1, n)) end
+for i = 1, n, 4000 do
+  -- In parts: Lua cannot unpack more than about 8000 values into a call.
+  deleted = deleted + redis.call(ARGV[1], unpack(KEYS, i, math.min(i + 3999, n)))
+end
 local out = {0}
 for i = 1, #plan do
   local k = n + 3 * i - 2
@@ -372,10 +406,10 @@ return {1, reply}`)
 // reaches RESP2 clients as a null bulk, and a null inside an array
 // (BITFIELD ... OVERFLOW FAIL) ends the array early for RESP3 clients, as
 // RESP3's null becomes Lua's nil.
-var Fenced = newScript("fenced", fnParse+fnFence+fnMark+`if ARGV[2] == '3' then redis.setresp(3) end
+var Fenced = newScript("fenced", fnParse+fnFence+fnMark+fnRun+`if ARGV[2] == '3' then redis.setresp(3) end
 local e, tokens, marks, ai = fence(KEYS, ARGV, 1, 4, ARGV[1], tonumber(ARGV[3]))
 if e then return e end
-local reply = redis.pcall(unpack(ARGV, ai))
+local reply = run(ARGV, ai)
 if type(reply) == 'table' and reply.err then return reply end
 mark(marks)
 return {table.concat(tokens, ' '), reply}`)
