@@ -123,7 +123,7 @@ func TestFencedBlockingRefused(t *testing.T) {
 	eq(t, a.do("SET", "{q}:lock", "a", "NX", "PX", "30000"), "+OK\r\n")
 	mustContain(t, a.do("BLPOP", "{q}:items", "5"), "-LOCKED lockproxy refused BLPOP: it writes \"{q}:items\", a key a lock guards")
 	mustContain(t, a.do("BLMOVE", "{q}:items", "{q}:data", "LEFT", "RIGHT", "1"), "-LOCKED lockproxy refused BLMOVE")
-	eq(t, a.do("LPOP", "{q}:items"), "$-1\r\n") // the non-blocking form is fenced as usual
+	eq(t, a.do("LPOP", "{q}:items"), "$-1\r\n")         // the non-blocking form is fenced as usual
 	eq(t, a.do("BLPOP", "{q}:free", "0.01"), "*-1\r\n") // not guarded: blocks as Valkey does
 }
 
