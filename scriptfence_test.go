@@ -161,3 +161,31 @@ func TestFencedUnpackLimit(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// The wrapper's second form (a script that may take, release or renew a
+// lock: grants and records after the body) answers byte for byte too.
+func TestScriptAcquireWrappedByteForByte(t *testing.T) {
+	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	for _, body := range []string{
+		"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', 10000) then return redis.status_reply('OK') end\nreturn false",
+		"if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end\nlocal t = nil\nreturn t.x",
+		"if redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n  return redis.error_reply('TAKEN but no')\nend\nreturn {1, 'two', {3.5}}",
+		"redis.setresp(3)\nif redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[1]) end\nreturn {redis.call('HGETALL', 'nosuch'), {double = 1.5}}",
+		"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\nreturn {#KEYS, #ARGV, ARGV[1]}",
+		"#!lua\nif redis.call('SET', KEYS[1], ARGV[1], 'NX') then error('after taking it') end\nreturn 0",
+	} {
+		for _, proto := range []string{"2", "3"} {
+			direct, proxied := dialRaw(t, e.srv.Addr), dialRaw(t, e.addr)
+			direct.do("HELLO", proto)
+			proxied.do("HELLO", proto)
+			direct.do("DEL", "d:lock")
+			want := direct.do("EVAL", body, "1", "d:lock", "tok")
+			e.direct().Del(ctx, "d:lock")
+			got := proxied.do("EVAL", body, "1", "d:lock", "tok")
+			if got != want {
+				t.Errorf("RESP%s %q:\n got %q\nwant %q", proto, body, got, want)
+			}
+			e.direct().Del(ctx, "d:lock")
+		}
+	}
+}
