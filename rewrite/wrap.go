@@ -48,19 +48,24 @@ import (
 // function's (the same limit of 200), and it gains no upvalue the client
 // did not have.
 
-// wrapPrologue takes lockproxy's keys and arguments off the end of KEYS
-// and ARGV (the last element of ARGV is the number of lockproxy's
+// The wrapper's prologue takes lockproxy's keys and arguments off the end
+// of KEYS and ARGV (the last element of ARGV is the number of lockproxy's
 // arguments, the one before it the number of lockproxy's keys), checks the
-// fence, and notes which of the locks the script may take exist. Its
-// arguments: the number of fence keys and of fence arguments, the fence's
-// arguments (see Fenced, without the protocol), then, for acquisitions,
-// the owner, keep_lapsed and the number of locks; its keys: the fence's,
-// then (lock, counter, records) per lock. The marks are recorded before
-// the body runs: a mark recorded for a write that then fails is one no
-// lower token could pass anyway, as a successor holds it.
-var wrapPrologue = oneLine(`local __lockproxy, __lockproxy_after
+// fence, and notes the value (or absence) of each lock the script may
+// change. Its arguments: the number of fence keys and of fence arguments,
+// the fence's arguments (see Fenced, without the protocol), then, for the
+// locks, the owner, keep_lapsed and the number of locks; its keys: the
+// fence's, then (lock, counter, records) per lock. The marks are recorded
+// before the body runs: a mark recorded for a write that then fails is
+// one no lower token could pass anyway, as a successor holds it.
+//
+// Each wrapper carries only the parts it uses (a function defined is a
+// closure made at every run): the fence, the locks, or both.
+func wrapPrologue(fence, locks bool) string {
+	var b strings.Builder
+	b.WriteString(`local __lockproxy, __lockproxy_after
 do
-` + fnNow + fnParse + fnPut + fnLeaseEnd + fnSettle + fnFence + fnMark + fnGrant + `local L = tonumber(ARGV[#ARGV])
+local L = tonumber(ARGV[#ARGV])
 local a0, nk = #ARGV - L, tonumber(ARGV[#ARGV - 1])
 local k0 = #KEYS - nk
 local K, A = {}, {}
@@ -69,20 +74,25 @@ for i = 1, L - 2 do A[i] = ARGV[a0 + i] end
 for i = #KEYS, k0 + 1, -1 do KEYS[i] = nil end
 for i = #ARGV, a0 + 1, -1 do ARGV[i] = nil end
 local nfk, nfa = tonumber(A[1]), tonumber(A[2])
-if nfa > 0 then
-local e, _, marks = fence(K, A, 1, 5, A[3], tonumber(A[4]))
+`)
+	b.WriteString(fnParse)
+	if fence {
+		b.WriteString(fnFence + fnMark + `local e, _, marks = fence(K, A, 1, 5, A[3], tonumber(A[4]))
 if e then __lockproxy = e else mark(marks) end
-end
-local g = 3 + nfa
-if not __lockproxy and A[g] then
+`)
+	}
+	if locks {
+		b.WriteString(fnNow + fnPut + fnLeaseEnd + fnSettle + fnGrant + `local g = 3 + nfa
+if not __lockproxy then
 local owner, keep, n, before = A[g], tonumber(A[g + 1]), tonumber(A[g + 2]), {}
 local function value(key)
-if redis.call('EXISTS', key) == 0 then return false end
-if redis.call('TYPE', key).ok == 'string' then return redis.call('GET', key) end
-return ''
+local v = redis.pcall('GET', key)
+if type(v) == 'table' then return '' end
+return v
 end
 for i = 1, n do before[i] = value(K[nfk + 3 * i - 2]) end
 __lockproxy_after = function()
+redis.set_repl(redis.REPL_ALL)
 for i = 1, n do
 local k = nfk + 3 * i - 2
 local key, ck, rk = K[k], K[k + 1], K[k + 2]
@@ -106,16 +116,20 @@ end
 end
 end
 end
-end
+`)
+	}
+	b.WriteString(`end
 if __lockproxy then return __lockproxy end
 local function __lockproxy_body(...) `)
+	return oneLine(b.String())
+}
 
 // The two endings: a tail call when nothing is left to do after the body
-// (its errors and error levels exactly the script's own), or the
-// acquisitions' grants after it.
+// (its errors and error levels exactly the script's own), or the locks'
+// records after it.
 const (
-	wrapTail    = "\nend return __lockproxy_body(...)"
-	wrapAcquire = "\nend local __lockproxy_r = __lockproxy_body(...) __lockproxy_after() return __lockproxy_r"
+	wrapTail  = "\nend return __lockproxy_body(...)"
+	wrapLocks = "\nend local __lockproxy_r = __lockproxy_body(...) __lockproxy_after() return __lockproxy_r"
 )
 
 // oneLine joins a comment-free Lua text into one line.
@@ -123,22 +137,23 @@ func oneLine(lua string) string {
 	return strings.Join(strings.Fields(lua), " ") + " "
 }
 
-// wrapBody is the wrapper of a client's script body; acquire: with the
-// grants of the locks it takes after it.
-func wrapBody(body string, acquire bool) string {
+// wrapBody is the wrapper of a client's script body, with the fence check
+// and, after the body, the records of the locks it may change.
+func wrapBody(body string, fence, locks bool) string {
 	end := wrapTail
-	if acquire {
-		end = wrapAcquire
+	if locks {
+		end = wrapLocks
 	}
+	pro := wrapPrologue(fence, locks)
 	var b strings.Builder
-	b.Grow(len(wrapPrologue) + len(body) + len(end) + 1)
+	b.Grow(len(pro) + len(body) + len(end) + 1)
 	if strings.HasPrefix(body, "#!") {
 		line, rest, _ := strings.Cut(body, "\n")
 		b.WriteString(line)
 		b.WriteByte('\n')
 		body = rest
 	}
-	b.WriteString(wrapPrologue)
+	b.WriteString(pro)
 	b.WriteString(body)
 	b.WriteString(end)
 	return b.String()
@@ -149,17 +164,25 @@ func wrapBody(body string, acquire bool) string {
 const maxWrappers = 1024
 
 var wrappers = struct {
-	sync.Mutex
-	byClient map[string]*Script // by the client script's SHA1
+	sync.RWMutex
+	byClient map[wrapID]*Script // by the client script's SHA1 and the form
 	bySHA    map[string]*Script // by the wrapper's own
-}{byClient: map[string]*Script{}, bySHA: map[string]*Script{}}
+}{byClient: map[wrapID]*Script{}, bySHA: map[string]*Script{}}
+
+type wrapID struct {
+	sha          string
+	fence, locks bool
+}
 
 // wrapped returns the wrapper of a client's script, made once per script
-// and ending.
-func wrapped(body scriptBody, clientSHA string, acquire bool) *Script {
-	id := clientSHA
-	if acquire {
-		id += "+acquire"
+// and form.
+func wrapped(body scriptBody, clientSHA string, fence, locks bool) *Script {
+	id := wrapID{clientSHA, fence, locks}
+	wrappers.RLock()
+	w := wrappers.byClient[id]
+	wrappers.RUnlock()
+	if w != nil {
+		return w
 	}
 	wrappers.Lock()
 	defer wrappers.Unlock()
@@ -167,10 +190,10 @@ func wrapped(body scriptBody, clientSHA string, acquire bool) *Script {
 		return w
 	}
 	if len(wrappers.byClient) >= maxWrappers {
-		wrappers.byClient = map[string]*Script{}
+		wrappers.byClient = map[wrapID]*Script{}
 		wrappers.bySHA = map[string]*Script{}
 	}
-	w := newScript("wrapper of "+clientSHA, wrapBody(body.String(), acquire))
+	w = newScript("wrapper of "+clientSHA, wrapBody(body.String(), fence, locks))
 	w.Client = clientSHA
 	wrappers.byClient[id] = w
 	wrappers.bySHA[w.SHA] = w
@@ -185,8 +208,8 @@ func ScriptBySHA(sha string) *Script {
 			return sc
 		}
 	}
-	wrappers.Lock()
-	defer wrappers.Unlock()
+	wrappers.RLock()
+	defer wrappers.RUnlock()
 	return wrappers.bySHA[sha]
 }
 
@@ -207,7 +230,7 @@ func (sc *Script) Unwrap(reply []byte) []byte {
 // of acq (nil: none). KEYS and ARGV are the client's, then lockproxy's
 // (see wrapPrologue).
 func wrapPlan(body scriptBody, clientSHA string, keys, argv [][]byte, fc *fenceCheck, acq *acquisitions, effects []Effect) Plan {
-	w := wrapped(body, clientSHA, acq != nil)
+	w := wrapped(body, clientSHA, fc != nil, acq != nil)
 	var fkeys, fargs [][]byte
 	if fc != nil {
 		fkeys, fargs, effects = fc.keys, fc.args, append(fc.effects, effects...)
