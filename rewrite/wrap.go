@@ -137,9 +137,10 @@ func oneLine(lua string) string {
 	return strings.Join(strings.Fields(lua), " ") + " "
 }
 
-// wrapBody is the wrapper of a client's script body, with the fence check
-// and, after the body, the records of the locks it may change.
-func wrapBody(body string, fence, locks bool) string {
+// WrapBody is the wrapper of a client's script body, with the fence check
+// and, after the body, the records of the locks it may change. Exported
+// for the offline checks (luaeval's tests run wrappers against Valkey).
+func WrapBody(body string, fence, locks bool) string {
 	end := wrapTail
 	if locks {
 		end = wrapLocks
@@ -193,7 +194,7 @@ func wrapped(body scriptBody, clientSHA string, fence, locks bool) *Script {
 		wrappers.byClient = map[wrapID]*Script{}
 		wrappers.bySHA = map[string]*Script{}
 	}
-	w = newScript("wrapper of "+clientSHA, wrapBody(body.String(), fence, locks))
+	w = newScript("wrapper of "+clientSHA, WrapBody(body.String(), fence, locks))
 	w.Client = clientSHA
 	wrappers.byClient[id] = w
 	wrappers.bySHA[w.SHA] = w
