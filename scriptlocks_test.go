@@ -207,3 +207,28 @@ func TestScriptAcquisitionFenced(t *testing.T) {
 	eq(t, c.Set(ctx, "{f}:data", "by holder", 0).Val(), "OK")
 	_ = l.Release(ctx)
 }
+
+// Issue 18, item 6: the wrapper is cached by its own SHA1 with the usual
+// NOSCRIPT fallback; EVALSHA of a body lockproxy never saw follows
+// unknown_sha as before (forwarded, unwrapped, under allow).
+func TestScriptWrapperEVALSHA(t *testing.T) {
+	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	d := e.direct()
+	c := dialRaw(t, e.addr)
+	obtain := "if redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 1 end\nreturn 0"
+	eq(t, c.do("SCRIPT", "LOAD", obtain), bulk(sha1hex(obtain)))
+	eq(t, c.do("EVALSHA", sha1hex(obtain), "1", "w:lock", "a"), ":1\r\n")
+	eq(t, grants(t, d, "w:lock"), "1")
+	d.Del(ctx, "w:lock")
+	// Valkey forgets every script: the wrapper's EVALSHA meets NOSCRIPT and
+	// is sent again as EVAL.
+	d.ScriptFlush(ctx)
+	eq(t, c.do("EVALSHA", sha1hex(obtain), "1", "w:lock", "a"), ":1\r\n")
+	eq(t, grants(t, d, "w:lock"), "2")
+	// A body only Valkey knows: forwarded as it came, no grant.
+	d.Del(ctx, "w:lock")
+	other := "if redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 2 end\nreturn 0"
+	sha := d.ScriptLoad(ctx, other).Val()
+	eq(t, c.do("EVALSHA", sha, "1", "w:lock", "b"), ":2\r\n")
+	eq(t, grants(t, d, "w:lock"), "2")
+}
