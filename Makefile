@@ -47,7 +47,8 @@ fuzz:
 # The chaos test (cmd/chaos): worker processes contend for locks through
 # lockproxy while they stall, are SIGSTOPped and the proxy and Valkey restart,
 # then the same run against plain Valkey; prints the checker's totals.
-# CHAOS_DURATION per run (default 60s); CHAOS_ARGS for more flags.
+# CHAOS_DURATION per run (default 60s); CHAOS_ARGS for more flags
+# (CHAOS_ARGS=-instances=2: two lockproxy processes, one kill -9ed at random).
 chaos: deps
 	$(GO) build -o bin/chaos ./cmd/chaos
 	bin/chaos -duration $(or $(CHAOS_DURATION),60s) $(CHAOS_ARGS)

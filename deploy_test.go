@@ -195,7 +195,7 @@ func TestDeployQueriesUseExportedMetrics(t *testing.T) {
 	for _, want := range []string{"lockproxy_lock_events_total", "lockproxy_grants_total", "lockproxy_refusals_total",
 		"lockproxy_lock_hold_seconds_bucket", "lockproxy_lock_wait_seconds_bucket", "lockproxy_upstream_connections",
 		"lockproxy_upstream_dials_total", "lockproxy_clients", "lockproxy_maxclients", "lockproxy_successor_deletions_total",
-		"lockproxy_stale_fenced_writes_refused_total", "lockproxy_grants_untracked_total", "lockproxy_config_last_reload_successful"} {
+		"lockproxy_stale_fenced_writes_refused_total", "lockproxy_config_last_reload_successful"} {
 		if !used[want] {
 			t.Errorf("the dashboard does not show %s", want)
 		}

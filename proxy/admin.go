@@ -202,7 +202,20 @@ func (s *session) adminAuth(args [][]byte) []byte {
 }
 
 func (s *session) adminStats([][]byte) []byte {
-	return encode(nil, s.p.statsFields(), s.proto)
+	// locks_held is Valkey's: the locks of this database whose key still
+	// holds a recorded grant, whichever instance granted them (a SCAN, so
+	// STATS only, not INFO or /metrics, which monitoring polls).
+	var held any = "unknown"
+	if locks, err := s.p.readLocks(s.db, nil); err == nil {
+		n := int64(0)
+		for i := range locks {
+			if locks[i].current {
+				n++
+			}
+		}
+		held = n
+	}
+	return encode(nil, append(s.p.statsFields(), field{"locks_held", held}), s.proto)
 }
 
 func (s *session) adminConfig([][]byte) []byte {

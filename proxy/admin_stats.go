@@ -42,6 +42,9 @@ type ops struct {
 	// First contention of each (owner, key) still waiting to acquire.
 	waitMu sync.Mutex
 	waits  map[waitKey]time.Time
+	// waitSwept is when a full waits table was last swept: at most once a
+	// second, so a flood of contended acquisitions does not sweep it each.
+	waitSwept time.Time
 
 	bytesIn, bytesOut atomic.Int64
 	logWarn, logError atomic.Int64
@@ -220,15 +223,16 @@ func (p *Proxy) contended(e *rewrite.Effect, now time.Time) {
 	if _, ok := o.waits[k]; ok {
 		return
 	}
-	if len(o.waits) >= maxWaits {
+	if len(o.waits) >= maxWaits && now.Sub(o.waitSwept) >= time.Second {
+		o.waitSwept = now
 		for wk, t := range o.waits {
 			if now.Sub(t) > 10*time.Minute {
 				delete(o.waits, wk)
 			}
 		}
-		if len(o.waits) >= maxWaits {
-			return
-		}
+	}
+	if len(o.waits) >= maxWaits {
+		return // full: this wait goes unmeasured
 	}
 	o.waits[k] = now
 }
@@ -254,22 +258,20 @@ func (p *Proxy) granted(e *rewrite.Effect, now time.Time) {
 	o.all.wait.observe(wait)
 }
 
-// released drops the record of a release that ran token-checked and records
-// how long the lock was held, and whether the release came after the lease
-// ran out.
-func (p *Proxy) released(e *rewrite.Effect, now time.Time) {
-	g, lapsed := p.grants.drop(e.Key, e.Owner, now)
-	ok := g != nil
+// released counts a release that ran token-checked: how long the lock was
+// held and whether the release came after the lease ran out, as the
+// Release script read them from the owner's record.
+func (p *Proxy) released(e *rewrite.Effect) {
 	rs := p.ops.rule(e.Rule)
 	rs.released.Add(1)
 	p.ops.all.released.Add(1)
-	if lapsed {
+	if e.Lapsed {
 		rs.lapsed.Add(1)
 		p.ops.all.lapsed.Add(1)
 	}
-	if ok {
-		rs.hold.observe(now.Sub(g.acquired))
-		p.ops.all.hold.observe(now.Sub(g.acquired))
+	if e.Held >= 0 {
+		rs.hold.observe(e.Held)
+		p.ops.all.hold.observe(e.Held)
 	}
 }
 
@@ -501,17 +503,7 @@ func (p *Proxy) upstreamConns() int64 {
 	return n
 }
 
-// lapsedTotal is every grant whose lease ran out before its release: the
-// late releases, and the records dropped long after their lease ended
-// without any release.
-func (p *Proxy) lapsedTotal() int64 {
-	p.grants.mu.Lock()
-	defer p.grants.mu.Unlock()
-	return p.grants.lapsed
-}
-
-func (p *Proxy) untrackedTotal() int64 {
-	p.grants.mu.Lock()
-	defer p.grants.mu.Unlock()
-	return p.grants.untracked
-}
+// lapsedTotal is every release through this instance that came after its
+// grant's lease ran out. (A lease that runs out with no release at all is
+// Valkey's to expire: no instance sees it.)
+func (p *Proxy) lapsedTotal() int64 { return p.ops.all.lapsed.Load() }

@@ -70,6 +70,10 @@ const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connectio
 // sending it again would run it after them.
 const errScriptFlushed = "UPSTREAM lockproxy's lock script was flushed from Valkey (SCRIPT FLUSH) while this command was in flight; it did not run: retry it"
 
+func errAdminUpstream(err error) string {
+	return "UPSTREAM lockproxy could not read the lock records from Valkey: " + oneLine(err) + "; check that Valkey is reachable and try again"
+}
+
 // Errors of the admin commands (LOCKPROXY ..., INFO lockproxy).
 
 const (

@@ -124,8 +124,6 @@ func (p *Proxy) statsFields() []field {
 		{"client_input_bytes", o.bytesIn.Load()},
 		{"client_output_bytes", o.bytesOut.Load()},
 		{"lock_rules", int64(d.Rules.Len())},
-		{"locks_held", p.liveCount(now)},
-		{"grant_records", int64(p.grants.len())},
 		{"grants", p.stats.grants.Load()},
 		{"contention", p.stats.contention.Load()},
 		{"rewritten", p.stats.rewritten.Load()},
@@ -143,7 +141,6 @@ func (p *Proxy) statsFields() []field {
 		field{"lapsed_leases", p.lapsedTotal()},
 		field{"late_releases", all.lapsed.Load()},
 		field{"stale_fenced_writes_refused", p.stats.staleRefused.Load()},
-		field{"grants_untracked", p.untrackedTotal()},
 	)
 	f = append(f, histFields("hold_time", all.hold.snapshot())...)
 	f = append(f, histFields("wait_time", all.wait.snapshot())...)

@@ -82,10 +82,7 @@ var (
 	mReloads     = desc("config_reloads_total", "Configuration reloads (SIGHUP, LOCKPROXY RELOAD), by result: ok or error.", "result")
 	mReloadOK    = desc("config_last_reload_successful", "0 while the last reload failed (the file on disk is not the configuration in force), else 1.")
 	mRules       = desc("lock_rules", "Lock rules in force.")
-	mHeld        = desc("locks_held", "Locks granted through this proxy whose lease is still running.")
-	mRecords     = desc("grant_records", "Grant records kept, including lapsed ones kept so a late release is token-checked.")
-	mUntracked   = desc("grants_untracked_total", "Grants not recorded because the grant table was full (their releases are refused as from an unknown owner).")
-	mLapsed      = desc("lapsed_leases_total", "Grants whose lease ran out before their release: late releases, and records dropped unreleased.")
+	mLapsed      = desc("lapsed_leases_total", "Releases through this instance that came after their grant's lease ran out.")
 	mGrants      = desc("grants_total", "Locks acquired through the proxy (SET NX that took the lock).", "rule")
 	mContention  = desc("contention_total", "SET NX attempts that found the lock taken.", "rule")
 	mReleases    = desc("token_checked_releases_total", "Releases (DEL, UNLINK) that ran token-checked.", "rule")
@@ -105,7 +102,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var allDescs = []*prometheus.Desc{mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
-	mLogRecords, mAuthFail, mAuthLimited, mReloads, mReloadOK, mRules, mHeld, mRecords, mUntracked, mLapsed, mGrants, mContention,
+	mLogRecords, mAuthFail, mAuthLimited, mReloads, mReloadOK, mRules, mLapsed, mGrants, mContention,
 	mReleases, mRenewals, mLateRelease, mEvents, mRefusals, mPrevented, mDeleted, mStale, mHold, mWait}
 
 type collector struct{ p *Proxy }
@@ -119,7 +116,6 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	p := c.p
 	o := p.ops
-	now := time.Now()
 	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
@@ -151,9 +147,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(mReloadOK, reloadOK)
 	d := p.decider.Load()
 	gauge(mRules, int64(d.Rules.Len()))
-	gauge(mHeld, p.liveCount(now))
-	gauge(mRecords, int64(p.grants.len()))
-	counter(mUntracked, p.untrackedTotal())
 	counter(mLapsed, p.lapsedTotal())
 
 	// Every rule in force has its series from the start, at 0.

@@ -67,13 +67,10 @@ type Options struct {
 	Rules *policy.Rules
 	// OnFlush says whether FLUSHALL/FLUSHDB pass while lock rules exist.
 	OnFlush policy.FlushPolicy
-	// MaxGrants caps the grant records kept (default 100000): past it new
-	// grants are not recorded, and their holders' releases are refused as
-	// from an unknown owner, which fails closed.
-	MaxGrants int
-	// KeepLapsed is how long a grant's record outlives its lease (default
-	// 10m), so that the old holder's late release runs token-checked and
-	// answers 0 rather than being refused.
+	// KeepLapsed is how long an owner record, kept in Valkey beside its
+	// lock, outlives the lock's lease (default 10m), so that the old
+	// holder's late release runs token-checked and answers 0 rather than
+	// being refused as a stranger's.
 	KeepLapsed time.Duration
 	// EventRing is how many lock events are kept for audit (default 1024).
 	EventRing int
@@ -159,9 +156,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	if o.MaxGrants <= 0 {
-		o.MaxGrants = 100000
 	}
 	if o.KeepLapsed <= 0 {
 		o.KeepLapsed = 10 * time.Minute

@@ -117,9 +117,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func checkConfig(path string, stdout, stderr io.Writer) int {
-	if _, err := policy.Load(path); err != nil {
+	cfg, err := policy.Load(path)
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if rules, err := policy.NewRules(cfg.Locks); err == nil {
+		for _, n := range rules.Notes() {
+			fmt.Fprintf(stdout, "%s: note: %s\n", path, n)
+		}
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
 	return 0
