@@ -13,6 +13,8 @@ import (
 
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // ops is the proxy's operational state: what the LOCKPROXY commands, INFO
@@ -104,6 +106,9 @@ func outcomeIndex(o Outcome) int {
 // with (safe release and fencing). Fenced writes the fence refuses inside
 // Valkey (STALE) are counted apart, as stale_write_refused events.
 var refusalKinds = []string{"NOTOWNER", "TOKENRELEASE", "LOCKED", "UNFENCED"}
+
+// outcome is how many events of an outcome the rule (or the total) saw.
+func (rs *ruleStats) outcome(o Outcome) int64 { return rs.outcomes[outcomeIndex(o)].Load() }
 
 func (rs *ruleStats) refusal(kind string) *atomic.Int64 {
 	rs.refusalsMu.Lock()
@@ -315,9 +320,13 @@ func refusalKind(reason string) string {
 
 // histogram is a fixed-bucket histogram of durations, written with atomics
 // only, read as a snapshot for STATS and /metrics.
+// histogram is one duration distribution: client_golang's histogram counts
+// the buckets, the sum and the count (what /metrics exports), beside the
+// smallest and largest value seen, which STATS reports and which narrow
+// its quantile estimates.
 type histogram struct {
-	counts [len(durationBuckets) + 1]atomic.Int64
-	sumNs  atomic.Int64
+	once   sync.Once
+	h      prometheus.Histogram
 	maxNs  atomic.Int64
 	minNs1 atomic.Int64 // the smallest value + 1; 0 = none yet
 }
@@ -327,14 +336,18 @@ type histogram struct {
 var durationBuckets = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 	1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
 
+func (h *histogram) hist() prometheus.Histogram {
+	h.once.Do(func() {
+		h.h = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "duration_seconds", Buckets: durationBuckets[:]})
+	})
+	return h.h
+}
+
 func (h *histogram) observe(d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
-	s := d.Seconds()
-	i := sort.SearchFloat64s(durationBuckets[:], s) // first bound >= s
-	h.counts[i].Add(1)
-	h.sumNs.Add(int64(d))
+	h.hist().Observe(d.Seconds())
 	for {
 		m := h.maxNs.Load()
 		if int64(d) <= m || h.maxNs.CompareAndSwap(m, int64(d)) {
@@ -357,16 +370,27 @@ type histSnapshot struct {
 	buckets [len(durationBuckets) + 1]uint64
 }
 
+// snapshot reads the histogram: per-bucket counts (the last one past the
+// largest bound), sum and count as client_golang holds them.
 func (h *histogram) snapshot() histSnapshot {
 	var s histSnapshot
-	for i := range h.counts {
-		s.buckets[i] = uint64(h.counts[i].Load())
-		s.count += s.buckets[i]
+	var m dto.Metric
+	if err := h.hist().Write(&m); err != nil || m.Histogram == nil {
+		return s
 	}
-	s.sum = float64(h.sumNs.Load()) / 1e9
+	var prev uint64
+	for i, b := range m.Histogram.GetBucket() {
+		if i < len(durationBuckets) {
+			s.buckets[i] = b.GetCumulativeCount() - prev
+			prev = b.GetCumulativeCount()
+		}
+	}
+	s.count = m.Histogram.GetSampleCount()
+	s.buckets[len(durationBuckets)] = s.count - prev
+	s.sum = m.Histogram.GetSampleSum()
 	s.max = float64(h.maxNs.Load()) / 1e9
-	if m := h.minNs1.Load(); m > 0 {
-		s.min = float64(m-1) / 1e9
+	if v := h.minNs1.Load(); v > 0 {
+		s.min = float64(v-1) / 1e9
 	}
 	return s
 }
