@@ -122,4 +122,3 @@ func (s histSnapshot) quantile(q float64) float64 {
 	}
 	return s.max
 }
-
