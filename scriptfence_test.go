@@ -87,20 +87,7 @@ func TestScriptWrappedByteForByte(t *testing.T) {
 		"#!lua\nredis.call('SET', KEYS[1], 'x')\nreturn undefined_global",
 		"local n = 0\nfor i = 1, 3 do n = n + i end\nredis.call('SET', KEYS[1], n)\nreturn n -- no newline at the end",
 	} {
-		for _, proto := range []string{"2", "3"} {
-			direct, proxied := dialRaw(t, e.srv.Addr), dialRaw(t, e.addr)
-			direct.do("HELLO", proto)
-			proxied.do("HELLO", proto)
-			want := direct.do("EVAL", body, "1", "{w}:data", "v1", "v2")
-			got := proxied.do("EVAL", body, "1", "{w}:data", "v1", "v2")
-			if got != want {
-				t.Errorf("RESP%s %q:\n got %q\nwant %q", proto, body, got, want)
-			}
-			// EVALSHA of the client's SHA1: the same again.
-			if g := proxied.do("EVALSHA", sha1hex(body), "1", "{w}:data", "v1", "v2"); g != want {
-				t.Errorf("EVALSHA RESP%s %q:\n got %q\nwant %q", proto, body, g, want)
-			}
-		}
+		sameReplies(t, e, body, true, "{w}:data", "v1", "v2")
 	}
 	if !strings.Contains(dialRaw(t, e.addr).do("EVAL", "redis.call('SET', KEYS[1], 'x')\nreturn t.x", "1", "{w}:data"), "user_script:2:") {
 		t.Fatal("line number")
@@ -174,18 +161,34 @@ func TestScriptAcquireWrappedByteForByte(t *testing.T) {
 		"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\nreturn {#KEYS, #ARGV, ARGV[1]}",
 		"#!lua\nif redis.call('SET', KEYS[1], ARGV[1], 'NX') then error('after taking it') end\nreturn 0",
 	} {
-		for _, proto := range []string{"2", "3"} {
-			direct, proxied := dialRaw(t, e.srv.Addr), dialRaw(t, e.addr)
-			direct.do("HELLO", proto)
-			proxied.do("HELLO", proto)
-			direct.do("DEL", "d:lock")
-			want := direct.do("EVAL", body, "1", "d:lock", "tok")
-			e.direct().Del(ctx, "d:lock")
-			got := proxied.do("EVAL", body, "1", "d:lock", "tok")
-			if got != want {
-				t.Errorf("RESP%s %q:\n got %q\nwant %q", proto, body, got, want)
-			}
-			e.direct().Del(ctx, "d:lock")
+		sameReplies(t, e, body, false, "d:lock", "tok")
+	}
+}
+
+// sameReplies runs body (with one key, then its arguments) on Valkey and
+// through the proxy, in RESP2 and RESP3, with the key deleted before
+// each, and requires the same bytes; evalsha: again by the client's SHA1
+// through the proxy.
+func sameReplies(t *testing.T, e *env, body string, evalsha bool, key string, args ...string) {
+	t.Helper()
+	call := append([]string{body, "1", key}, args...)
+	for _, proto := range []string{"2", "3"} {
+		direct, proxied := dialRaw(t, e.srv.Addr), dialRaw(t, e.addr)
+		direct.do("HELLO", proto)
+		proxied.do("HELLO", proto)
+		e.direct().Del(ctx, key)
+		want := direct.do(append([]string{"EVAL"}, call...)...)
+		e.direct().Del(ctx, key)
+		if got := proxied.do(append([]string{"EVAL"}, call...)...); got != want {
+			t.Errorf("RESP%s %q:\n got %q\nwant %q", proto, body, got, want)
 		}
+		if !evalsha {
+			continue
+		}
+		call[0] = sha1hex(body)
+		if got := proxied.do(append([]string{"EVALSHA"}, call...)...); got != want {
+			t.Errorf("EVALSHA RESP%s %q:\n got %q\nwant %q", proto, body, got, want)
+		}
+		call[0] = body
 	}
 }
