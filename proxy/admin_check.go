@@ -109,6 +109,9 @@ func describePlan(d *rewrite.Decider, cs *checkSession, cmd []string) string {
 	case rewrite.NeedKeys:
 		return "decided when sent (its keys depend on its arguments)"
 	case rewrite.Run:
+		if plan.Script.Client != "" {
+			return "runs in its wrapper (one script): lockproxy's fence check before the client's body, the owner records of the locks it takes, releases or renews after it; the client gets the script's own reply"
+		}
 		e := plan.Effects[0]
 		r := e.Rule
 		switch plan.Script {
