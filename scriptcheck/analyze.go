@@ -1389,6 +1389,11 @@ func (a *analyzer) builtin(name string, x *ast.FuncCallExpr, sc *scope, fs facts
 		return one(strConst("")) // string.sub(v, 1, 0): always "", no check
 	case name == "string.sub" && len(al.vals) > 0 && al.vals[0].kind == vRead:
 		return one(al.vals[0]) // part of the key's value, for a compare
+	case name == "string.format":
+		if v, ok := format(al); ok {
+			return one(v) // a name the proxy can rebuild
+		}
+		return one(stringFn("format", al.vals))
 	case strings.HasPrefix(name, "string."):
 		return one(stringFn(strings.TrimPrefix(name, "string."), al.vals))
 	case strings.HasPrefix(name, "cjson."), strings.HasPrefix(name, "cmsgpack."), strings.HasPrefix(name, "struct."),
@@ -1408,6 +1413,49 @@ func (a *analyzer) builtin(name string, x *ast.FuncCallExpr, sc *scope, fs facts
 		return []val{top}, top, fs, false
 	}
 	return one(data)
+}
+
+// format evaluates string.format with a constant format of plain %s and
+// %d directives (and %%) over constants, KEYS and ARGV entries: the
+// pieces of the name it builds, as .. would. Anything else is not
+// evaluated.
+func format(al argList) (val, bool) {
+	if len(al.vals) == 0 || al.spread.kind != vNil {
+		return val{}, false
+	}
+	f, ok := al.vals[0].constString()
+	if !ok || al.vals[0].kind != vStr {
+		return val{}, false
+	}
+	out, next := val{kind: vStr}, 1
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != '%' {
+			out = concat(out, strConst(string(c)))
+			continue
+		}
+		if i+1 >= len(f) {
+			return val{}, false
+		}
+		i++
+		switch f[i] {
+		case '%':
+			out = concat(out, strConst("%"))
+		case 's', 'd':
+			if next >= len(al.vals) {
+				return val{}, false
+			}
+			v := al.vals[next]
+			next++
+			if _, ok := strParts(v); !ok || (f[i] == 'd' && v.kind != vNum) {
+				return val{}, false
+			}
+			out = concat(out, v)
+		default:
+			return val{}, false
+		}
+	}
+	return out, out.kind == vStr
 }
 
 // emptyRange: string.sub's (or GETRANGE's, 0-based) bounds select nothing

@@ -293,7 +293,7 @@ func TestReportHelpers(t *testing.T) {
 // every rule; compares that always hold are no guard; flushes are listed.
 func TestSoundness(t *testing.T) {
 	for _, body := range []string{
-		"return redis.call('DEL', string.format('%s:lock', ARGV[1]))",
+		"return redis.call('DEL', string.format('%x:lock', ARGV[1]))",
 		"return redis.call('DEL', table.concat({ARGV[1], ':lock'}))",
 		"return redis.call('DEL', table.concat({'res', ':lock'}))",
 		"return redis.call('DEL', string.lower(ARGV[1]))",
@@ -363,6 +363,30 @@ func TestSoundness(t *testing.T) {
 		}
 		if got := len(Analyze(body).Flushes); got != n {
 			t.Errorf("%d flushes, want %d: %q", got, n, body)
+		}
+	}
+}
+
+// string.format of %s pieces builds a name the proxy rebuilds, as ..
+// does: judged against the rules with the actual arguments, not as a key
+// anywhere.
+func TestFormatNames(t *testing.T) {
+	r := Analyze("return redis.call('DEL', string.format('%s:lock', ARGV[1]))")
+	if r.Anywhere() != nil || !r.Named() || len(r.Sites) != 1 || r.Sites[0].Target.String() != `ARGV[1] .. ":lock"` {
+		t.Fatalf("%s", dumpSites(r))
+	}
+	n := r.Sites[0].Target.Names(nil, [][]byte{[]byte("res")}, nil)
+	if len(n) != 1 || string(n[0]) != "res:lock" {
+		t.Fatalf("%q", n)
+	}
+	for _, body := range []string{
+		"return redis.call('DEL', string.format('%5s:lock', ARGV[1]))",
+		"return redis.call('DEL', string.format(ARGV[2], ARGV[1]))",
+		"return redis.call('DEL', string.format('%s:%s', ARGV[1]))",
+		"return redis.call('DEL', string.format('%d:lock', ARGV[1]))",
+	} {
+		if Analyze(body).Anywhere() == nil {
+			t.Errorf("%q: not anywhere\n%s", body, dumpSites(Analyze(body)))
 		}
 	}
 }
