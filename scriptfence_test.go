@@ -192,3 +192,15 @@ func sameReplies(t *testing.T, e *env, body string, evalsha bool, key string, ar
 		call[0] = body
 	}
 }
+
+// A script that declares flags=no-writes runs as it came: Valkey refuses
+// its writes, and would refuse a wrapper's own (a holder's fence mark).
+func TestScriptNoWritesNotWrapped(t *testing.T) {
+	e := rulesEnv(t, fenceRule("highest", "allow"))
+	body := "#!lua flags=no-writes\nif ARGV[1] == 'w' then redis.call('SET', KEYS[1], 'x') end\nreturn redis.call('GET', KEYS[1])"
+	holder, direct := dialRaw(t, e.addr), dialRaw(t, e.srv.Addr)
+	eq(t, holder.do("SET", "{n}:lock", "h", "NX", "PX", "30000"), "+OK\r\n")
+	for _, arg := range []string{"r", "w"} {
+		eq(t, holder.do("EVAL", body, "1", "{n}:data", arg), direct.do("EVAL", body, "1", "{n}:data", arg))
+	}
+}

@@ -2,10 +2,11 @@ package rewrite
 
 import (
 	"bytes"
-	"github.com/lockproxy/lockproxy/resp"
+	"strings"
 
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/scriptcheck"
 )
 
@@ -230,6 +231,35 @@ func (d *Decider) scriptWrites(rep *scriptcheck.Report, keys, argv [][]byte) []t
 	return out
 }
 
+// noWrites reports whether a script declares flags=no-writes on its
+// "#!lua" line: Valkey runs it read-only (and would refuse the wrapper's
+// own writes).
+func noWrites(body scriptBody) bool {
+	var line string
+	switch {
+	case body.b != nil:
+		if !bytes.HasPrefix(body.b, []byte("#!")) {
+			return false
+		}
+		l, _, _ := bytes.Cut(body.b, []byte("\n"))
+		line = string(l)
+	case strings.HasPrefix(body.s, "#!"):
+		line, _, _ = strings.Cut(body.s, "\n")
+	default:
+		return false
+	}
+	for _, f := range strings.Fields(line) {
+		if flags, ok := strings.CutPrefix(f, "flags="); ok {
+			for _, fl := range strings.Split(flags, ",") {
+				if fl == "no-writes" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // scriptBody is a script's text: the EVAL's argument, or the cache's copy
 // (converted to a string only when a wrapper is made of it).
 type scriptBody struct {
@@ -310,6 +340,9 @@ func (d *Decider) judgeScript(cmd string, body scriptBody, rep *scriptcheck.Repo
 	var fc *fenceCheck
 	if d.Rules.Fenced() {
 		fc = d.fenceChecks(cmd, d.scriptWrites(rep, keys, argv), s, nil)
+	}
+	if noWrites(body) {
+		return Plan{Effects: effects} // Valkey refuses its writes: nothing to fence or record
 	}
 	nobody := cmd == "FCALL" || (body.s == "" && body.b == nil)
 	if fc != nil && nobody {
