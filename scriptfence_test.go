@@ -204,3 +204,26 @@ func TestScriptNoWritesNotWrapped(t *testing.T) {
 		eq(t, holder.do("EVAL", body, "1", "{n}:data", arg), direct.do("EVAL", body, "1", "{n}:data", arg))
 	}
 }
+
+// Inside MULTI a wrapped script is checked when EXEC runs it: a stale
+// one fails in its element and writes nothing; its siblings run.
+func TestScriptFencedInMulti(t *testing.T) {
+	e := rulesEnv(t, fenceRule("current", "reject"))
+	d := e.direct()
+	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	write := "redis.call('SET', KEYS[1], ARGV[1])\nreturn 'written'"
+	eq(t, a.do("SET", "{m}:lock", "a", "NX", "PX", "100"), "+OK\r\n")
+	time.Sleep(150 * time.Millisecond)
+	eq(t, b.do("SET", "{m}:lock", "b", "NX", "PX", "10000"), "+OK\r\n")
+	eq(t, a.do("MULTI"), "+OK\r\n")
+	eq(t, a.do("EVAL", write, "1", "{m}:data", "late-a"), "+QUEUED\r\n")
+	eq(t, a.do("SET", "{m}:free", "x"), "+QUEUED\r\n")
+	got := a.do("EXEC")
+	mustContain(t, got, "-STALE lockproxy refused a write to {m}:data with fencing token 1")
+	mustContain(t, got, "+OK\r\n")
+	eq(t, d.Exists(ctx, "{m}:data").Val(), int64(0))
+	eq(t, b.do("MULTI"), "+OK\r\n")
+	eq(t, b.do("EVAL", write, "1", "{m}:data", "by-b"), "+QUEUED\r\n")
+	eq(t, b.do("EXEC"), "*1\r\n"+bulk("written"))
+	eq(t, d.Get(ctx, "{m}:data").Val(), "by-b")
+}
