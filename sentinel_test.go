@@ -245,7 +245,7 @@ func TestSentinelFailoverCommand(t *testing.T) {
 	// The MULTI session's state lived on the old primary: it is told and
 	// closed rather than moved.
 	_, _ = tx.nc.Write(redisCmd("EXEC"))
-	expectToldAndClosed(t, "MULTI session across the failover", tx, 5*time.Second)
+	expectToldAndClosed(t, "MULTI session across the failover", tx)
 
 	time.Sleep(300 * time.Millisecond)
 	close(quit)
