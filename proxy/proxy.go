@@ -102,10 +102,11 @@ func New(opts Options) (*Proxy, error) {
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),
 		instance:  newInstanceID(),
-		events:    newEvents(opts.EventRing, opts.Logger),
+		events:    newEvents(opts.EventRing),
 	}
 	if opts.Sentinel.Master != "" {
 		if len(opts.Sentinel.Addrs) == 0 {
+			o.close()
 			return nil, errors.New("proxy: sentinel master without sentinel addresses")
 		}
 		ctx, cancel := context.WithCancel(context.Background())
