@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // validator collects the problems that need the whole decoded Config to see
@@ -83,7 +82,7 @@ func (c *Config) validate(v *validator) {
 	nonNegative(v, "gomaxprocs", c.GOMAXPROCS, "Go's default")
 	for _, d := range []struct {
 		path string
-		d    time.Duration
+		d    Duration
 	}{
 		{"shutdown_timeout", c.ShutdownTimeout},
 		{"client_idle_timeout", c.ClientIdleTimeout},

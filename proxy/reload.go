@@ -60,8 +60,8 @@ func (p *Proxy) configFromOptions() *policy.Config {
 	c := policy.Default()
 	o := &p.opts
 	c.Upstream.Addr, c.Upstream.Username, c.Upstream.Password = o.Upstream, o.Username, o.Password
-	c.Upstream.DB, c.Upstream.PoolSize, c.Upstream.DialTimeout = o.DB, o.PoolSize, o.DialTimeout
-	c.Upstream.ReconnectBackoff, c.Upstream.MaxBackoff = o.ReconnectBackoff, o.MaxBackoff
+	c.Upstream.DB, c.Upstream.PoolSize, c.Upstream.DialTimeout = o.DB, o.PoolSize, policy.Duration(o.DialTimeout)
+	c.Upstream.ReconnectBackoff, c.Upstream.MaxBackoff = policy.Duration(o.ReconnectBackoff), policy.Duration(o.MaxBackoff)
 	c.Upstream.TLS.Enabled = o.UpstreamTLS != nil
 	c.MaxClients, c.MaxPipeline = o.MaxClients, o.MaxPipeline
 	c.ClientOutputBufferLimit = policy.Size(o.OutputBufferLimit)

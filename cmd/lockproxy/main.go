@@ -182,8 +182,8 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 		p.Close()
 		return err
 	case sig := <-sigs:
-		log.Info("shutting down: no new clients; finishing replies in flight", "signal", sig.String(), "deadline", cfg.ShutdownTimeout)
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		log.Info("shutting down: no new clients; finishing replies in flight", "signal", sig.String(), "deadline", cfg.ShutdownTimeout.D())
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.D())
 		defer cancel()
 		err := p.Shutdown(ctx)
 		<-served
@@ -203,16 +203,16 @@ func proxyOptions(cfg *policy.Config, log *slog.Logger) (proxy.Options, error) {
 		Password:          u.Password,
 		DB:                u.DB,
 		PoolSize:          u.PoolSize,
-		DialTimeout:       u.DialTimeout,
-		ReconnectBackoff:  u.ReconnectBackoff,
-		MaxBackoff:        u.MaxBackoff,
+		DialTimeout:       u.DialTimeout.D(),
+		ReconnectBackoff:  u.ReconnectBackoff.D(),
+		MaxBackoff:        u.MaxBackoff.D(),
 		MaxClients:        cfg.MaxClients,
 		OutputBufferLimit: int64(cfg.ClientOutputBufferLimit),
 		MaxPipeline:       cfg.MaxPipeline,
 		EventLoops:        cfg.EventLoops,
-		BusyPoll:          cfg.BusyPoll,
-		ReplyTimeout:      u.ReplyTimeout,
-		ClientIdleTimeout: cfg.ClientIdleTimeout,
+		BusyPoll:          cfg.BusyPoll.D(),
+		ReplyTimeout:      u.ReplyTimeout.D(),
+		ClientIdleTimeout: cfg.ClientIdleTimeout.D(),
 		Sentinel: proxy.SentinelOptions{
 			Master: u.Sentinel.Master, Addrs: u.Sentinel.Addrs,
 			Username: u.Sentinel.Username, Password: u.Sentinel.Password,
