@@ -66,7 +66,7 @@ func TestStalledEventLogDoesNotStallReplies(t *testing.T) {
 		e := rulesEnv(t, rule("rewrite"), func(po *proxy.Options) {
 			po.EventLoops, po.BusyPoll = o.EventLoops, o.BusyPoll
 			po.Logger = slog.New(h)
-			po.AuditFile = file
+			po.Log.AuditFile = file
 		})
 		// Registered after the proxy's, so it runs before the proxy's
 		// shutdown, which waits for the stalled log.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -34,7 +35,7 @@ import (
 //     buffer limit at 8 MiB, cut off after about 8 MiB with the heap never
 //     more than 32 MiB above where it started.
 //   - a client that never reads 128 MiB of replies: disconnected once
-//     OutputBufferLimit (16 MiB here) is pending; live heap peak under 3x
+//     client_output_buffer_limit (16 MiB here) is pending; live heap peak under 3x
 //     that limit (the pending output, the copy append makes while it
 //     grows, the batch the writer is blocked on, the upstream read buffer),
 //     HeapInuse peak — garbage not yet collected included — under 5x;
@@ -119,7 +120,7 @@ func waitClients(t *testing.T, e *env, n int64, within time.Duration) time.Durat
 // maxclients, and gives the memory back when they leave.
 func TestBoundSlowLorisClients(t *testing.T) {
 	const n = 1000
-	e := newEnv(t, proxy.Options{MaxClients: n + 1})
+	e := newEnv(t, proxy.Options{Config: policy.Config{MaxClients: n + 1}})
 	warm := dialRaw(t, e.addr)
 	eq(t, warm.do("PING"), "+PONG\r\n") // the pool's connections are open
 	warm.nc.Close()
@@ -183,7 +184,7 @@ func TestBoundSlowLorisClients(t *testing.T) {
 func TestBoundSlowLorisIdleTimeout(t *testing.T) {
 	const n = 200
 	const idle = 300 * time.Millisecond
-	e := newEnv(t, proxy.Options{ClientIdleTimeout: idle})
+	e := newEnv(t, proxy.Options{Config: policy.Config{ClientIdleTimeout: policy.Duration(idle)}})
 	type loris struct {
 		nc     net.Conn
 		dialed time.Time
@@ -275,9 +276,8 @@ func TestBoundHugeBulkAnnounced(t *testing.T) {
 	t.Run("query_buffer_limit", func(t *testing.T) {
 		const qlimit = 8 << 20
 		opts := proxy.Options{}
-		opts.Limits = resp.DefaultLimits()
-		opts.Limits.MaxBulkLen = 4 << 30
-		opts.Limits.MaxQueryBuffer = qlimit
+		opts.ProtoMaxBulkLen = 4 << 30
+		opts.ClientQueryBufferLimit = qlimit
 		e := newEnv(t, opts)
 		heap0, _ := heapAfterGC()
 		peak := heapPeak(false)
@@ -323,12 +323,12 @@ func TestBoundHugeBulkAnnounced(t *testing.T) {
 }
 
 // A client pipelines GETs of a 1 MiB value — 128 MiB of replies — and never
-// reads. The proxy disconnects it once OutputBufferLimit is pending, and the
+// reads. The proxy disconnects it once client_output_buffer_limit is pending, and the
 // other client sharing the same upstream connection keeps being served.
 func TestBoundOutputBufferLimit(t *testing.T) {
 	const limit = 16 << 20
 	const gets = 128
-	e := newEnv(t, proxy.Options{PoolSize: 1, OutputBufferLimit: limit})
+	e := newEnv(t, proxy.Options{Config: policy.Config{ClientOutputBufferLimit: policy.Size(limit), Upstream: policy.UpstreamConfig{PoolSize: 1}}})
 	value := make([]byte, 1<<20)
 	rand.Read(value)
 	d := e.direct()
@@ -497,7 +497,7 @@ func TestBoundMaxPipeline(t *testing.T) {
 	const maxPipeline, total = 64, 5000
 	f := startFakeUpstream(t)
 	e := &env{t: t, srv: nil}
-	p, err := proxy.New(proxy.Options{Upstream: f.l.Addr().String(), PoolSize: 1, MaxPipeline: maxPipeline, Logger: quietLogger()})
+	p, err := proxy.New(proxy.Options{Config: policy.Config{MaxPipeline: maxPipeline, Upstream: policy.UpstreamConfig{Addr: f.l.Addr().String(), PoolSize: 1}}, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

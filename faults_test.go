@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -39,12 +40,7 @@ const settle = 2 * time.Second
 // faultOptions are the proxy options of the fault tests: a small reply
 // timeout and a quick reconnect, so each test takes a second or two.
 func faultOptions() proxy.Options {
-	return proxy.Options{
-		ReplyTimeout:     faultReplyTimeout,
-		ReconnectBackoff: 20 * time.Millisecond,
-		MaxBackoff:       200 * time.Millisecond,
-		DialTimeout:      time.Second,
-	}
+	return proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{ReplyTimeout: policy.Duration(faultReplyTimeout), ReconnectBackoff: policy.Duration(20 * time.Millisecond), MaxBackoff: policy.Duration(200 * time.Millisecond), DialTimeout: policy.Duration(time.Second)}}}
 }
 
 // trafficStats is what the traffic of one fault test saw.
@@ -311,7 +307,7 @@ func reportTraffic(t *testing.T, st *trafficStats, fault time.Time) {
 // replyDeadline): the victim must be answered while the stream goes on.
 func TestFaultReplyTimeoutNotPostponedByTraffic(t *testing.T) {
 	opts := faultOptions()
-	opts.PoolSize = 1 // everybody shares one upstream connection
+	opts.Upstream.PoolSize = 1 // everybody shares one upstream connection
 	e := newEnv(t, opts)
 	victim, pusher := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, victim.do("PING"), "+PONG\r\n")
@@ -419,7 +415,8 @@ func TestFaultBlockingCommandOnPausedValkey(t *testing.T) {
 func TestFaultLockSurvivesValkeyRestart(t *testing.T) {
 	opts := rulesOptions(t, rule("rewrite"))
 	fo := faultOptions()
-	opts.ReplyTimeout, opts.ReconnectBackoff, opts.MaxBackoff = fo.ReplyTimeout, fo.ReconnectBackoff, fo.MaxBackoff
+	u, fu := &opts.Upstream, fo.Upstream
+	u.ReplyTimeout, u.ReconnectBackoff, u.MaxBackoff = fu.ReplyTimeout, fu.ReconnectBackoff, fu.MaxBackoff
 	e := newEnv(t, opts, "appendonly yes", "appendfsync always")
 	holder, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, holder.do("SET", "job:lock", "holder-token", "NX", "PX", "30000"), "+OK\r\n")
@@ -509,10 +506,7 @@ func (h *logCounter) Handle(_ context.Context, r slog.Record) error {
 // dials' spacing is a lower bound (a loaded machine only spreads them out).
 func TestFaultReconnectBackoff(t *testing.T) {
 	lc := &logCounter{msg: "cannot open a shared upstream connection"}
-	opts := proxy.Options{
-		PoolSize: 1, ReconnectBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond,
-		ReplyTimeout: faultReplyTimeout, Logger: slog.New(lc),
-	}
+	opts := proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 1, ReconnectBackoff: policy.Duration(50 * time.Millisecond), MaxBackoff: policy.Duration(400 * time.Millisecond), ReplyTimeout: policy.Duration(faultReplyTimeout)}}, Logger: slog.New(lc)}
 	e := newEnv(t, opts)
 	r := dialRaw(t, e.addr)
 	eq(t, r.do("PING"), "+PONG\r\n")

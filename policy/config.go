@@ -290,13 +290,13 @@ var (
 // applied and no lock rules (a pure pass-through proxy).
 func Default() *Config {
 	c := &Config{}
-	c.applyDefaults()
+	c.ApplyDefaults()
 	return c
 }
 
-// applyDefaults replaces zero values by defaults. Negative values are left
-// for validation to report.
-func (c *Config) applyDefaults() {
+// ApplyDefaults replaces zero values by defaults, as Parse does for what a
+// file leaves out. Negative values are left for validation to report.
+func (c *Config) ApplyDefaults() {
 	setZero(&c.Listen, DefaultListen)
 	setZero(&c.MaxClients, DefaultMaxClients)
 	setZero(&c.ProtoMaxBulkLen, DefaultProtoMaxBulkLen)
@@ -374,7 +374,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	d := newDecoder(name)
 	d.decodeFile(data, c)
 	if len(d.errs) == 0 || d.root != nil {
-		c.applyDefaults()
+		c.ApplyDefaults()
 		c.resolvePaths(name)
 		v := &validator{file: name, at: d.at, skip: d.reported, errs: d.errs}
 		c.validate(v)

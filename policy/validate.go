@@ -53,7 +53,7 @@ func (v *validator) errfAt(at, path, format string, args ...any) {
 // zero values stand for their defaults, and errors carry no line numbers.
 func (c *Config) Validate() error {
 	cc := c.clone()
-	cc.applyDefaults()
+	cc.ApplyDefaults()
 	v := &validator{}
 	cc.validate(v)
 	return joinErrors(v.errs)

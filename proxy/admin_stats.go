@@ -196,11 +196,11 @@ func (o *ops) eachRule(f func(label string, rs *ruleStats)) {
 
 func newOps(opts *Options) (*ops, error) {
 	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
-	o.logins.Store(newAdminLogins(opts.AdminPassword, opts.AdminUsers))
+	o.logins.Store(newAdminLogins(opts.Admin.Password, opts.Admin.Users))
 	opts.Logger = slog.New(&countingHandler{h: opts.Logger.Handler(), o: o})
 	var audit *auditFile
-	if opts.AuditFile != "" {
-		a, err := openAudit(opts.AuditFile, opts.AuditFileMaxBytes, opts.AuditFileKeep)
+	if opts.Log.AuditFile != "" {
+		a, err := openAudit(opts.Log.AuditFile, int64(opts.Log.AuditMaxSize), opts.Log.AuditKeep)
 		if err != nil {
 			return nil, err
 		}

@@ -30,14 +30,14 @@ func (p *Proxy) MetricsHandler() http.Handler {
 }
 
 func (p *Proxy) pingUpstream(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, min(p.opts.DialTimeout, 2*time.Second))
+	ctx, cancel := context.WithTimeout(ctx, min(p.opts.Upstream.DialTimeout.D(), 2*time.Second))
 	defer cancel()
 	return p.side.Ping(ctx).Err()
 }
 
 func (p *Proxy) healthz(w http.ResponseWriter, r *http.Request) {
 	if err := p.pingUpstream(r.Context()); err != nil {
-		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream, err), http.StatusServiceUnavailable)
+		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream.Addr, err), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")
@@ -56,7 +56,7 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := p.pingUpstream(r.Context()); err != nil {
-		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream, err), http.StatusServiceUnavailable)
+		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream.Addr, err), http.StatusServiceUnavailable)
 		return
 	}
 	if d := p.decider.Load(); d.Active() && d.Table == nil && p.loadTable().Table == nil {
