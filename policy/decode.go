@@ -167,7 +167,7 @@ func (d *decoder) index(n *yaml.Node, path string, flow bool) {
 			if isNull(re) {
 				// yaml.v3 leaves an empty element out of the list: the
 				// rule or address meant there would vanish unsaid.
-				d.errAt(re, flow, p, "expected %s, got %s", elements[listName(p)], describe(re))
+				d.errAt(re, flow, p, "expected %s, got %s", element(p), describe(re))
 				continue
 			}
 			d.placeValue(e, p, flow)
@@ -286,6 +286,14 @@ var elements = map[string]string{
 	"guards": "a key template",
 }
 
+// element says what the list element at path should be.
+func element(path string) string {
+	if what, ok := elements[listName(path)]; ok {
+		return what
+	}
+	return "a value"
+}
+
 // listName is the key of the list an element path belongs to:
 // "locks" for "locks[2]", "addrs" for "upstream.sentinel.addrs[0]".
 func listName(elem string) string {
@@ -313,7 +321,7 @@ func expected(p *placed, into string) string {
 		}
 		return fmt.Sprintf("expected a list of %s, got %s", what, got)
 	case t != nil && t.Kind() == reflect.Struct && strings.HasSuffix(p.path, "]"):
-		return fmt.Sprintf("expected %s, got %s", elements[listName(p.path)], got)
+		return fmt.Sprintf("expected %s, got %s", element(p.path), got)
 	case t != nil && t.Kind() == reflect.Struct:
 		return "expected a mapping (key: value lines), got " + got
 	}
