@@ -79,15 +79,7 @@ func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
 
 // UnmarshalYAML reads a size as ParseSize does.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return valueError(n, "expected a size such as 512mb, got %s", describe(n))
-	}
-	v, err := ParseSize(n.Value)
-	if err != nil {
-		return valueError(n, "%v", err)
-	}
-	*s = v
-	return nil
+	return decodeScalar(n, s, "a size such as 512mb", ParseSize)
 }
 
 // Duration is a time.Duration written in Go syntax in the configuration
@@ -102,19 +94,28 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 // UnmarshalYAML reads a duration as parseDuration does.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return valueError(n, "expected a duration such as 10s, got %s", describe(n))
-	}
-	v, err := parseDuration(n.Value)
-	if err != nil {
-		return valueError(n, "%v", err)
-	}
-	*d = Duration(v)
-	return nil
+	return decodeScalar(n, d, "a duration such as 10s", func(s string) (Duration, error) {
+		v, err := parseDuration(s)
+		return Duration(v), err
+	})
 }
 
 // MarshalYAML writes the duration as UnmarshalYAML reads it back.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// decodeScalar is an UnmarshalYAML for a value written as one scalar: parse
+// reads it into dst, want says what a value of another shape should be.
+func decodeScalar[T any](n *yaml.Node, dst *T, want string, parse func(string) (T, error)) error {
+	if n.Kind != yaml.ScalarNode {
+		return valueError(n, "expected %s, got %s", want, describe(n))
+	}
+	v, err := parse(n.Value)
+	if err != nil {
+		return valueError(n, "%v", err)
+	}
+	*dst = v
+	return nil
+}
 
 // valueError is how an Unmarshaler reports a bad value: as one of the
 // decoding's type errors, so that the others are still reported, with the
