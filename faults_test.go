@@ -136,16 +136,27 @@ func runTraffic(t *testing.T, addr string, clients, batch int, st *trafficStats)
 }
 
 // dedicatedSessions opens a MULTI session (a transaction open on Valkey), a
-// subscriber and a client blocked in BLPOP.
+// subscriber and a client blocked in BLPOP. It returns once Valkey has all
+// three: the BLPOP, which gets no reply, is waited for in Valkey's own
+// count of blocked clients, so that a fault cannot come before its
+// connection is made.
 type dedicatedSessions struct{ multi, sub, blpop *raw }
 
-func openDedicated(t *testing.T, addr string) dedicatedSessions {
+func openDedicated(t *testing.T, e *env) dedicatedSessions {
 	t.Helper()
+	addr := e.addr
 	d := dedicatedSessions{multi: dialRaw(t, addr), sub: dialRaw(t, addr), blpop: dialRaw(t, addr)}
 	eq(t, d.multi.do("MULTI"), "+OK\r\n")
 	eq(t, d.multi.do("SET", "tx", "1"), "+QUEUED\r\n")
 	eq(t, d.sub.do("SUBSCRIBE", "news"), "*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n")
 	d.blpop.send(string(redisCmd("BLPOP", "never", "0")))
+	direct := e.direct()
+	for deadline := time.Now().Add(replyDeadline); !strings.Contains(direct.Info(ctx, "clients").Val(), "blocked_clients:1\r\n"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the BLPOP session is not blocked in Valkey after %v", replyDeadline)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return d
 }
 
@@ -179,7 +190,7 @@ func isReset(err error) bool {
 
 func TestFaultValkeyRestartMidTraffic(t *testing.T) {
 	e := newEnv(t, faultOptions())
-	d := openDedicated(t, e.addr)
+	d := openDedicated(t, e)
 	var st trafficStats
 	stop := runTraffic(t, e.addr, 12, 10, &st)
 	time.Sleep(300 * time.Millisecond)
@@ -205,7 +216,7 @@ func TestFaultValkeyRestartMidTraffic(t *testing.T) {
 
 func TestFaultValkeyKilledMidTraffic(t *testing.T) {
 	e := newEnv(t, faultOptions())
-	d := openDedicated(t, e.addr)
+	d := openDedicated(t, e)
 	var st trafficStats
 	stop := runTraffic(t, e.addr, 12, 10, &st)
 	time.Sleep(300 * time.Millisecond)
@@ -233,7 +244,7 @@ func TestFaultValkeyKilledMidTraffic(t *testing.T) {
 
 func TestFaultValkeyPausedMidTraffic(t *testing.T) {
 	e := newEnv(t, faultOptions())
-	d := openDedicated(t, e.addr)
+	d := openDedicated(t, e)
 	var st trafficStats
 	stop := runTraffic(t, e.addr, 12, 10, &st)
 	time.Sleep(300 * time.Millisecond)
