@@ -16,27 +16,11 @@ import (
 // records, in the same step as the script; releases and renewals by
 // guarded scripts move the records with them.
 
-// The scripts of node-redlock (v5: exists, then set PX on every key) and
-// of Redisson (a hash lock: hincrby of the owner field), written for
-// these tests in their shape.
+// Redisson's scripts (a hash lock: hincrby of the owner field), written
+// for these tests in their shape; node-redlock's (v5: exists, then set PX
+// on every key; a per-key token-checked release) are the analysis's
+// testdata/lua/multi_acquire.lua and multi_each_release.lua.
 const (
-	redlockAcquire = `for _, key in ipairs(KEYS) do
-  if redis.call("exists", key) == 1 then
-    return 0
-  end
-end
-for _, key in ipairs(KEYS) do
-  redis.call("set", key, ARGV[1], "PX", ARGV[2])
-end
-return #KEYS`
-	redlockRelease = `local count = 0
-for _, key in ipairs(KEYS) do
-  if redis.call("get", key) == ARGV[1] then
-    redis.call("del", key)
-    count = count + 1
-  end
-end
-return count`
 	redissonLock = `if (redis.call('exists', KEYS[1]) == 0) then
   redis.call('hincrby', KEYS[1], ARGV[2], 1);
   redis.call('pexpire', KEYS[1], ARGV[1]);
@@ -155,6 +139,7 @@ func TestScriptAcquisitionsGetGrants(t *testing.T) {
 	t.Run("node-redlock style", func(t *testing.T) {
 		c := e.client()
 		keys := []string{"nr1:lock", "nr2:lock"}
+		redlockAcquire, redlockRelease := luaFile(t, "multi_acquire.lua"), luaFile(t, "multi_each_release.lua")
 		eq(t, redis.NewScript(redlockAcquire).Run(ctx, c, keys, "tok", 10000).Val(), int64(2))
 		eq(t, grants(t, d, "nr1:lock"), "1")
 		eq(t, grants(t, d, "nr2:lock"), "1")
