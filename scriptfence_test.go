@@ -227,3 +227,15 @@ func TestScriptFencedInMulti(t *testing.T) {
 	eq(t, b.do("EXEC"), "*1\r\n"+bulk("written"))
 	eq(t, d.Get(ctx, "{m}:data").Val(), "by-b")
 }
+
+// A script the analysis cannot read is not wrapped: a syntax error reads
+// as Valkey words it for the script alone.
+func TestScriptUnparsedNotWrapped(t *testing.T) {
+	e := rulesEnv(t, fenceRule("current", "allow"))
+	for _, body := range []string{
+		"redis.call('SET', KEYS[1], 'x')\nif ARGV[1] then",
+		"redis.call('SET', KEYS[1], 'x') return (",
+	} {
+		sameReplies(t, e, body, false, "{u}:data", "a")
+	}
+}

@@ -341,8 +341,12 @@ func (d *Decider) judgeScript(cmd string, body scriptBody, rep *scriptcheck.Repo
 	if d.Rules.Fenced() {
 		fc = d.fenceChecks(cmd, d.scriptWrites(rep, keys, argv), s, nil)
 	}
-	if noWrites(body) {
-		return Plan{Effects: effects} // Valkey refuses its writes: nothing to fence or record
+	if noWrites(body) || rep.Err != "" {
+		// no-writes: Valkey refuses its writes, nothing to fence or
+		// record. A script the analysis gave up on is unknown, judged by
+		// scripts: above; it is not wrapped either, as a body that does
+		// not parse would fail differently inside the wrapper.
+		return Plan{Effects: effects}
 	}
 	nobody := cmd == "FCALL" || (body.s == "" && body.b == nil)
 	if fc != nil && nobody {
