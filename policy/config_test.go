@@ -193,7 +193,7 @@ func TestParseFull(t *testing.T) {
 		Listen: "0.0.0.0:7000", MaxClients: 50,
 		ProtoMaxBulkLen: 64 * KB, ClientQueryBufferLimit: 2 * MB, ClientOutputBufferLimit: 1 << 20,
 		MaxPipeline: 10, EventLoops: 3, BusyPoll: 50 * time.Microsecond, GOMAXPROCS: 2,
-		ShutdownTimeout: 90 * time.Second, ClientIdleTimeout: 5 * time.Minute,
+		ShutdownTimeout: 90 * time.Second, ClientIdleTimeout: 5 * time.Minute, ClusterFace: ClusterFaceHidden,
 		Log: LogConfig{Level: LogDebug, Format: LogJSON, AuditMaxSize: 64 * MB, AuditKeep: 5},
 		Upstream: UpstreamConfig{
 			Addr: "valkey.internal:6390", Username: "proxy",
@@ -273,7 +273,7 @@ func TestParseErrors(t *testing.T) {
 		{"valkey.conf spelling", "proto-max-bulk-len: 1mb\n",
 			[]string{`c.yaml:1: proto-max-bulk-len: unknown key (did you mean proto_max_bulk_len?)`}},
 		{"unknown key far from any", "upstream:\n  zzzzzzzz: 1\n",
-			[]string{`c.yaml:2: upstream.zzzzzzzz: unknown key; known keys here: addr, username, password, db, pool_size, dial_timeout, reply_timeout, reconnect_backoff, max_backoff, sentinel, tls`}},
+			[]string{`c.yaml:2: upstream.zzzzzzzz: unknown key; known keys here: addr, username, password, db, pool_size, dial_timeout, reply_timeout, reconnect_backoff, max_backoff, sentinel, cluster, tls`}},
 		{"repeated key", "listen: a:1\nlisten: b:2\n",
 			[]string{`c.yaml:2: listen: repeated; it is already set on line 1`}},
 		{"wrong type int", "maxclients: lots\n",

@@ -425,6 +425,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 		{"gomaxprocs", d.integer(&c.GOMAXPROCS)},
 		{"shutdown_timeout", d.duration(&c.ShutdownTimeout)},
 		{"client_idle_timeout", d.duration(&c.ClientIdleTimeout)},
+		{"cluster_face", str(d, &c.ClusterFace)},
 		{"log", func(n *yaml.Node, path string) {
 			d.mapping(n, path, []field{
 				{"level", str(d, &c.Log.Level)},
@@ -475,6 +476,11 @@ func (d *decoder) upstream(n *yaml.Node, path string, u *UpstreamConfig) {
 				{"username", str(d, &st.Username)},
 				{"password", str(d, &st.Password)},
 				{"addrs", d.stringList(&st.Addrs, "host:port addresses")},
+			})
+		}},
+		{"cluster", func(n *yaml.Node, path string) {
+			d.mapping(n, path, []field{
+				{"seeds", d.stringList(&u.Cluster.Seeds, "host:port addresses")},
 			})
 		}},
 		{"tls", func(n *yaml.Node, path string) {
