@@ -43,7 +43,7 @@ func TestCheckConfigCluster(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name, cfg, want string
-		code        int
+		code            int
 	}{
 		{"ok.yaml", "cluster_face: single_node\nupstream:\n  cluster:\n    seeds: [127.0.0.1:7000, 127.0.0.1:7001]\n", "ok.yaml: ok\n", 0},
 		{"both.yaml", "upstream:\n  addr: 127.0.0.1:6379\n  cluster:\n    seeds: [127.0.0.1:7000]\n",
