@@ -160,7 +160,7 @@ func (p *Proxy) statsFields() []field {
 		field{"log_warnings", o.logWarn.Load()},
 		field{"log_errors", o.logError.Load()},
 	)
-	return f
+	return append(f, p.clusterFields()...)
 }
 
 func histFields(name string, h histSnapshot) []field {

@@ -87,6 +87,9 @@ type Options struct {
 	// Sentinel, when Master is set, finds the primary through Valkey
 	// Sentinel (Upstream is then only a fallback) and follows failovers.
 	Sentinel SentinelOptions
+	// Cluster, when Seeds are set, puts the proxy in front of a Valkey
+	// Cluster (cluster.go); Upstream is then only the first address tried.
+	Cluster ClusterOptions
 
 	// AdminPassword, when set, is what LOCKPROXY AUTH must be given before
 	// any LOCKPROXY subcommand but HELP and AUTH (admin.password).

@@ -68,6 +68,9 @@ type Proxy struct {
 	master      string
 	stopWatcher context.CancelFunc
 
+	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
+	cl *clusterState
+
 	stats stats
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (admin_stats.go)
 }
@@ -95,6 +98,13 @@ func New(opts Options) (*Proxy, error) {
 		return nil, errors.New("proxy: no upstream address")
 	}
 	opts.setDefaults()
+	if len(opts.Cluster.Seeds) > 0 {
+		// Sessions of a cluster switch between nodes' connections, which
+		// waits for the replies owed, and redirects are followed where the
+		// reply arrives: both block, which an event loop must not (a later
+		// step: sessions that wait on no connection).
+		opts.EventLoops = -1
+	}
 	o, err := newOps(&opts)
 	if err != nil {
 		return nil, err
@@ -118,6 +128,9 @@ func New(opts Options) (*Proxy, error) {
 		p.stopWatcher = cancel
 		p.wg.Add(1)
 		go p.watchSentinel(ctx)
+	}
+	if len(opts.Cluster.Seeds) > 0 {
+		p.startCluster()
 	}
 	p.requireAuth = p.probeAuth()
 	p.decider.Store(&rewrite.Decider{Rules: opts.Rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed)})
@@ -145,8 +158,8 @@ func New(opts Options) (*Proxy, error) {
 		},
 	})
 	p.initConfig()
-	if p.decider.Load().Active() {
-		p.loadTable()
+	if p.decider.Load().Active() || p.cl != nil {
+		p.loadTable() // a cluster routes by keys, rules or not
 	}
 	return p, nil
 }
@@ -351,6 +364,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	if p.stopWatcher != nil {
 		p.stopWatcher()
 	}
+	p.stopCluster()
 	p.closePools() // before the loops: a loop closes the connections it reads
 	p.closeLoops()
 	p.wg.Wait()

@@ -219,6 +219,13 @@ func proxyOptions(cfg *policy.Config, log *slog.Logger) (proxy.Options, error) {
 		},
 		Logger: log,
 	}
+	if seeds := u.Cluster.Seeds; len(seeds) > 0 {
+		opts.Upstream = seeds[0]
+		opts.Cluster = proxy.ClusterOptions{Seeds: seeds}
+		if cfg.ClusterFace == policy.ClusterFaceSingleNode {
+			opts.Cluster.Face = proxy.FaceSingleNode
+		}
+	}
 	rules, err := policy.NewRules(cfg.Locks)
 	if err != nil {
 		return opts, err

@@ -1,0 +1,379 @@
+package lockproxy_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/proxy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/redis/go-redis/v9"
+)
+
+// The cluster tests share one real cluster per package run
+// (valkeytest.SharedCluster; TestMain stops it). Each uses keys of its own.
+
+// clusterEnv starts a proxy in front of the shared cluster.
+func clusterEnv(t *testing.T, opts proxy.Options) (*env, *valkeytest.Cluster) {
+	t.Helper()
+	cl := valkeytest.SharedCluster(t)
+	opts.Cluster.Seeds = cl.Seeds()
+	e := &env{t: t, srv: cl.Nodes[0]}
+	e.startProxy(opts)
+	return e, cl
+}
+
+// slotMap reads the cluster's slot map now, straight from a node.
+func slotMap(t *testing.T, cl *valkeytest.Cluster) *cluster.Map {
+	t.Helper()
+	for _, n := range cl.Nodes {
+		if n.Process() == nil {
+			continue
+		}
+		v, _, err := resp.Parse(valkeytest.Dial(t, n.Addr, 2).Do(t, "CLUSTER", "SHARDS"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cluster.FromShards(v, false, n.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	t.Fatal("no cluster node runs")
+	return nil
+}
+
+// keysOn returns n keys with the prefix whose slots node serves now.
+func keysOn(m *cluster.Map, node, prefix string, n int) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		k := prefix + strconv.Itoa(i)
+		if a, _ := m.Primary(cluster.Slot([]byte(k))); a == node {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// directTo sends a command to the node serving its key's slot, as a
+// cluster-aware client would, and returns the reply bytes.
+func directTo(t *testing.T, m *cluster.Map, key string, args ...string) string {
+	t.Helper()
+	addr, ok := m.Primary(cluster.Slot([]byte(key)))
+	if !ok {
+		t.Fatalf("no primary for %q", key)
+	}
+	return string(valkeytest.Dial(t, addr, 2).Do(t, args...))
+}
+
+// Commands reach the primary of their key's slot, and their replies are the
+// bytes that primary gives when asked directly (a differential test in
+// cluster mode): every key lands on its node, none on another.
+func TestClusterRoutingDifferential(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{})
+	m := slotMap(t, cl)
+	through := dialRaw(t, e.addr)
+	for i := range 60 {
+		k := fmt.Sprintf("route:%d", i)
+		eq(t, through.do("SET", k, "v"+strconv.Itoa(i)), "+OK\r\n")
+	}
+	for i := range 60 {
+		k := fmt.Sprintf("route:%d", i)
+		eq(t, directTo(t, m, k, "GET", k), bulk("v"+strconv.Itoa(i)))
+	}
+	// The same commands on keys of their own, through the proxy and
+	// straight to each key's node: the same bytes.
+	cmds := [][]string{
+		{"SET", "K", "v"}, {"GET", "K"}, {"INCR", "K"}, {"APPEND", "K", "x"}, {"STRLEN", "K"},
+		{"HSET", "H", "a", "1", "b", "2"}, {"HGETALL", "H"}, {"INCR", "H"}, {"LPUSH", "L", "x", "y"},
+		{"LRANGE", "L", "0", "-1"}, {"GET", "MISSING"}, {"TYPE", "H"}, {"SET", "K"},
+		{"EXPIRE", "K", "100"}, {"TTL", "K"}, {"SADD", "S", "a", "b"}, {"SCARD", "S"}, {"DEL", "K"},
+	}
+	for _, c := range cmds {
+		name := func(prefix string) []string {
+			out := append([]string(nil), c...)
+			if len(out) > 1 {
+				out[1] = prefix + out[1]
+			}
+			return out
+		}
+		pc, dc := name("diff:p:"), name("diff:d:")
+		eq(t, through.do(pc...), directTo(t, m, dc[1], dc...))
+	}
+}
+
+// Keys in several slots: DEL/UNLINK/EXISTS/TOUCH are split and summed, MGET
+// is reassembled in the order of the keys, MSET is split; anything else
+// gets Valkey's CROSSSLOT; SELECT of another database is refused as a
+// cluster refuses it; a transaction that reaches a second node is refused
+// at queue time and its EXEC aborts.
+func TestClusterCrossSlot(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{})
+	m := slotMap(t, cl)
+	c := dialRaw(t, e.addr)
+	var keys []string
+	for _, p := range m.Primaries {
+		keys = append(keys, keysOn(m, p, "xs:", 2)...)
+	}
+	mset := []string{"MSET"}
+	for i, k := range keys {
+		mset = append(mset, k, "v"+strconv.Itoa(i))
+	}
+	eq(t, c.do(mset...), "+OK\r\n")
+	for i, k := range keys {
+		eq(t, directTo(t, m, k, "GET", k), bulk("v"+strconv.Itoa(i)))
+	}
+	mget := append([]string{"MGET"}, keys[0], "xs:missing", keys[len(keys)-1], keys[1])
+	eq(t, c.do(mget...), "*4\r\n"+bulk("v0")+"$-1\r\n"+bulk("v"+strconv.Itoa(len(keys)-1))+bulk("v1"))
+	exists := append([]string{"EXISTS"}, keys...)
+	exists = append(exists, keys[0], "xs:missing")
+	eq(t, c.do(exists...), ":"+strconv.Itoa(len(keys)+1)+"\r\n") // a key named twice counts twice, as in Valkey
+	eq(t, c.do(append([]string{"TOUCH"}, keys...)...), ":"+strconv.Itoa(len(keys))+"\r\n")
+	eq(t, c.do("DEL", keys[0], keys[2], "xs:missing"), ":2\r\n")
+	eq(t, c.do(append([]string{"UNLINK"}, keys...)...), ":"+strconv.Itoa(len(keys)-2)+"\r\n")
+	for _, k := range keys {
+		eq(t, directTo(t, m, k, "EXISTS", k), ":0\r\n")
+	}
+
+	// Valkey's own CROSSSLOT, byte for byte, for a command that is not split.
+	a, b := keys[0], keys[len(keys)-1]
+	direct := directTo(t, m, a, "SUNIONSTORE", a, a, b)
+	mustContain(t, direct, "-CROSSSLOT")
+	eq(t, c.do("SUNIONSTORE", a, a, b), direct)
+	eq(t, c.do("EVAL", "return 1", "2", a, b), direct)
+	eq(t, c.do("SELECT", "1"), directTo(t, m, a, "SELECT", "1"))
+	eq(t, c.do("SELECT", "0"), "+OK\r\n")
+
+	// A transaction on the first key's node: the second node's key is
+	// refused while queued, and EXEC aborts, as Valkey's CROSSSLOT does.
+	eq(t, c.do("MULTI"), "+OK\r\n")
+	eq(t, c.do("SET", a, "1"), "+QUEUED\r\n")
+	mustContain(t, c.do("SET", b, "1"), "-CROSSSLOT this transaction's keys are on more than one cluster node")
+	mustContain(t, c.do("EXEC"), "-EXECABORT")
+	// A transaction whose keys are on one node, not the one the session's
+	// last command went to, runs there.
+	eq(t, c.do("GET", b), "$-1\r\n")
+	eq(t, c.do("MULTI"), "+OK\r\n")
+	eq(t, c.do("INCR", a), "+QUEUED\r\n")
+	eq(t, c.do("INCR", a), "+QUEUED\r\n")
+	eq(t, c.do("EXEC"), "*2\r\n:1\r\n:2\r\n")
+	// After it, the session reaches every node again.
+	eq(t, c.do("SET", b, "after"), "+OK\r\n")
+	eq(t, directTo(t, m, b, "GET", b), bulk("after"))
+	eq(t, c.do("DEL", a, b), ":2\r\n")
+}
+
+// The seed's story on a lock in every shard: A acquires with abc and
+// stalls past its lease, B acquires with xyz, A's blind DEL deletes
+// nothing, B's deletes its own lock. The lock's counter and owner records
+// live on the lock's node, in its slot.
+func TestClusterSeedStoryEveryShard(t *testing.T) {
+	e, cl := clusterEnv(t, rulesOptions(t, rule("rewrite")))
+	m := slotMap(t, cl)
+	for _, p := range m.Primaries {
+		k := keysOn(m, p, "story:", 1)[0] + ":lock"
+		for a, _ := m.Primary(cluster.Slot([]byte(k))); a != p; a, _ = m.Primary(cluster.Slot([]byte(k))) {
+			k = "x" + k
+		}
+		t.Run(p, func(t *testing.T) {
+			a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+			eq(t, a.do("SET", k, "abc", "NX", "PX", "100"), "+OK\r\n")
+			time.Sleep(150 * time.Millisecond)
+			eq(t, b.do("SET", k, "xyz", "NX", "PX", "30000"), "+OK\r\n")
+			eq(t, a.do("DEL", k), ":0\r\n")
+			eq(t, directTo(t, m, k, "GET", k), bulk("xyz"))
+			eq(t, directTo(t, m, k, "EXISTS", "{"+k+"}:lockproxy:grants"), ":1\r\n")
+			eq(t, b.do("DEL", k), ":1\r\n")
+			eq(t, directTo(t, m, k, "EXISTS", k), ":0\r\n")
+		})
+	}
+	// A multi-key DEL of a lock and a key in another slot is refused whole.
+	m0, m1 := keysOn(m, m.Primaries[0], "lk:", 1)[0]+":lock", keysOn(m, m.Primaries[1], "plain:", 1)[0]
+	c := dialRaw(t, e.addr)
+	eq(t, c.do("SET", m0, "tok", "NX", "PX", "30000"), "+OK\r\n")
+	eq(t, c.do("SET", m1, "v"), "+OK\r\n")
+	mustContain(t, c.do("DEL", m0, m1), "-CROSSSLOT DEL touches the lock or guarded key")
+	eq(t, directTo(t, m, m0, "GET", m0), bulk("tok"))
+	eq(t, directTo(t, m, m1, "GET", m1), bulk("v"))
+	eq(t, c.do("DEL", m0), ":1\r\n")
+	eq(t, c.do("DEL", m1), ":1\r\n")
+}
+
+// A slot moves to another primary while clients send commands and hold
+// locks in it (CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE in batches,
+// SETSLOT NODE): every command gets its reply — the proxy follows ASK and
+// MOVED, never passing one on — no value is lost, and the locks' holders
+// release them while strangers cannot.
+func TestClusterSlotMigrationWithLocks(t *testing.T) {
+	e, cl := clusterEnv(t, func() proxy.Options {
+		o := rulesOptions(t, rule("rewrite"))
+		o.Cluster.Refresh = time.Hour // only redirects tell the proxy the slot moved
+		return o
+	}())
+	m := slotMap(t, cl)
+	// Keys of one slot, by hash tag; locks and plain keys.
+	tag := "{mig}"
+	slot := int(cluster.Slot([]byte(tag)))
+	srcAddr, _ := m.Primary(uint16(slot))
+	var dst *valkeytest.Server
+	for _, p := range m.Primaries {
+		if p != srcAddr {
+			dst = cl.ByAddr(p)
+			break
+		}
+	}
+	holders := make([]*raw, 4)
+	for i := range holders {
+		holders[i] = dialRaw(t, e.addr)
+		eq(t, holders[i].do("SET", tag+":"+strconv.Itoa(i)+":lock", "tok"+strconv.Itoa(i), "NX", "PX", "60000"), "+OK\r\n")
+	}
+	stranger := dialRaw(t, e.addr)
+	w := dialRaw(t, e.addr)
+	for i := range 40 {
+		eq(t, w.do("SET", tag+":k"+strconv.Itoa(i), "0"), "+OK\r\n")
+	}
+	// Traffic between migration steps: every key read and incremented,
+	// the locks refused to the stranger.
+	round := 0
+	var mu sync.Mutex
+	var failures []string
+	traffic := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		round++
+		for i := range 40 {
+			k := tag + ":k" + strconv.Itoa(i)
+			if got := w.do("INCR", k); got != ":"+strconv.Itoa(round)+"\r\n" {
+				failures = append(failures, fmt.Sprintf("round %d INCR %s: %q", round, k, got))
+			}
+		}
+		for i := range holders {
+			k := tag + ":" + strconv.Itoa(i) + ":lock"
+			// Refused as a stranger's; or, while the lock's keys are
+			// on both nodes (between two MIGRATE batches), Valkey's
+			// TRYAGAIN once the proxy's retries are spent: never run.
+			if got := stranger.do("DEL", k); !strings.HasPrefix(got, "-NOTOWNER") && !strings.HasPrefix(got, "-TRYAGAIN Multiple keys") {
+				failures = append(failures, fmt.Sprintf("round %d stranger DEL %s: %q", round, k, got))
+			}
+			if got := w.do("GET", k); got != bulk("tok"+strconv.Itoa(i)) {
+				failures = append(failures, fmt.Sprintf("round %d GET %s: %q", round, k, got))
+			}
+		}
+	}
+	if err := cl.MigrateSlot(slot, dst, traffic); err != nil {
+		t.Fatal(err)
+	}
+	traffic() // after the move, on the old map: MOVED, followed
+	for _, f := range failures {
+		t.Error(f)
+	}
+	info := w.do("INFO", "lockproxy")
+	for _, f := range []string{"cluster_ask_followed", "cluster_moved_followed"} {
+		if infoInt(t, info, f) == 0 {
+			t.Errorf("%s is 0 after a migration under traffic: the redirect path did not run\n%s", f, info)
+		}
+	}
+	if round < 3 {
+		t.Fatalf("only %d rounds of traffic ran during the migration", round)
+	}
+	for i, h := range holders {
+		eq(t, h.do("DEL", tag+":"+strconv.Itoa(i)+":lock"), ":1\r\n") // the holder's release, on the new node
+	}
+	for i := range 40 {
+		eq(t, string(valkeytest.Dial(t, dst.Addr, 2).Do(t, "GET", tag+":k"+strconv.Itoa(i))), bulk(strconv.Itoa(round)))
+	}
+	eq(t, w.do("DEL", tag+":k0"), ":1\r\n")
+	// Put the slot back for the other tests' maps.
+	if err := cl.MigrateSlot(slot, cl.ByAddr(srcAddr), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cluster_face: single_node: go-redis's ClusterClient, given the proxy's
+// address, finds one node owning every slot there and sends everything to
+// the proxy; the nodes see only lockproxy's connections.
+func TestClusterSingleNodeFace(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{Cluster: proxy.ClusterOptions{Face: proxy.FaceSingleNode}})
+	m := slotMap(t, cl)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{e.addr}, MaxRedirects: 0})
+	defer cc.Close()
+	ctx := context.Background()
+	for i := range 50 {
+		k := "face:" + strconv.Itoa(i)
+		if err := cc.Set(ctx, k, i, 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+	}
+	for i := range 50 {
+		k := "face:" + strconv.Itoa(i)
+		if v, err := cc.Get(ctx, k).Int(); err != nil || v != i {
+			t.Fatalf("GET %s: %v %v", k, v, err)
+		}
+		eq(t, directTo(t, m, k, "GET", k), bulk(strconv.Itoa(i)))
+	}
+	var addrs []string
+	var amu sync.Mutex
+	if err := cc.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+		amu.Lock()
+		addrs = append(addrs, c.Options().Addr)
+		amu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(addrs)
+	if len(addrs) != 1 || addrs[0] != e.addr {
+		t.Fatalf("ClusterClient's nodes: %v, want only the proxy at %s", addrs, e.addr)
+	}
+	for _, p := range m.Primaries {
+		list, err := valkeytest.Do(p, "CLIENT", "LIST")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(list, "lib-name=go-redis") {
+			t.Errorf("a go-redis client is connected to %s itself:\n%s", p, list)
+		}
+	}
+	// The face's own answers.
+	c := dialRaw(t, e.addr)
+	eq(t, c.do("CLUSTER", "KEYSLOT", "{user1}.a"), directTo(t, m, "x", "CLUSTER", "KEYSLOT", "{user1}.a"))
+	mustContain(t, c.do("CLUSTER", "INFO"), "cluster_state:ok")
+	mustContain(t, c.do("CLUSTER", "FAILOVER"), "-ERR lockproxy answers CLUSTER SLOTS")
+	eq(t, c.do("READONLY"), "+OK\r\n")
+}
+
+// cluster_face: hidden (the default): CLUSTER commands answer as a
+// standalone server does, byte for byte.
+func TestClusterHiddenFace(t *testing.T) {
+	e, _ := clusterEnv(t, proxy.Options{})
+	standalone := valkeytest.Dial(t, valkeytest.Start(t).Addr, 2)
+	c := dialRaw(t, e.addr)
+	for _, cmd := range [][]string{{"CLUSTER", "INFO"}, {"CLUSTER", "SLOTS"}, {"CLUSTER", "KEYSLOT", "a"}, {"READONLY"}, {"READWRITE"},
+		{"ASKING"}, {"CLUSTER"}, {"CLUSTER", "FOO"}, {"CLUSTER", "INFO", "extra"}} {
+		eq(t, c.do(cmd...), string(standalone.Do(t, cmd...)))
+	}
+}
+
+// infoInt reads one integer field of an INFO reply.
+func infoInt(t *testing.T, info, name string) int64 {
+	t.Helper()
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %q", name, v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in INFO:\n%s", name, info)
+	return 0
+}

@@ -1,0 +1,257 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// ClusterOptions put the proxy in front of a Valkey Cluster.
+type ClusterOptions struct {
+	// Seeds are some of the cluster's nodes (host:port); the topology is
+	// read from them and then from every node it names. Empty: no cluster.
+	Seeds []string
+	// Face is what CLUSTER commands answer: FaceHidden (the default) as a
+	// standalone server, FaceSingleNode as one node owning every slot.
+	Face ClusterFace
+	// Refresh is how often the topology is read again when nothing asked
+	// for it sooner (a MOVED, a node that cannot be reached). Default 10s.
+	Refresh time.Duration
+}
+
+// ClusterFace is what a client sees of the cluster behind the proxy.
+type ClusterFace uint8
+
+const (
+	// FaceHidden: CLUSTER commands answer as a standalone server would, so
+	// plain clients work unchanged.
+	FaceHidden ClusterFace = iota
+	// FaceSingleNode: CLUSTER SLOTS/SHARDS/NODES/INFO/MYID answer as one
+	// node owning all 16384 slots at the address the client connected
+	// to, so cluster-aware clients send everything to the proxy.
+	FaceSingleNode
+)
+
+// clusterState is the proxy's view of the cluster: the slot map now, and
+// what keeps it current.
+type clusterState struct {
+	opts ClusterOptions
+	m    atomic.Pointer[cluster.Map]
+
+	// refresh asks the refresher to read the topology again soon.
+	refresh chan struct{}
+	stop    context.CancelFunc
+	// refreshes and disagreements count topology reads that changed the map
+	// and those a second node did not confirm (tests, metrics).
+	refreshes, disagreements atomic.Int64
+	// What redirects and splits the proxy took on for its clients.
+	moved, asked, tryAgain, splits atomic.Int64
+
+	mu      sync.Mutex
+	lastErr error // why the last refresh found no map
+
+	conns nodeConns
+}
+
+// minRefreshGap bounds how often redirects and dial failures may make the
+// proxy read the topology: a burst of MOVED during a resharding costs one
+// read, not one per command.
+const minRefreshGap = 100 * time.Millisecond
+
+// startCluster reads the topology once (a cluster that cannot be reached is
+// not an error: commands get one until it can) and starts the refresher.
+func (p *Proxy) startCluster() {
+	o := p.opts.Cluster
+	if o.Refresh <= 0 {
+		o.Refresh = 10 * time.Second
+	}
+	cl := &clusterState{opts: o, refresh: make(chan struct{}, 1)}
+	cl.conns.idle = map[nodeKey][]*nodeConn{}
+	p.cl = cl
+	p.refreshTopology()
+	ctx, cancel := context.WithCancel(context.Background())
+	cl.stop = cancel
+	p.wg.Add(1)
+	go p.refresher(ctx)
+}
+
+func (p *Proxy) stopCluster() {
+	if p.cl == nil {
+		return
+	}
+	p.cl.stop()
+	p.cl.conns.closeAll()
+}
+
+// refresher reads the topology on request and on a timer.
+func (p *Proxy) refresher(ctx context.Context) {
+	defer p.wg.Done()
+	t := time.NewTicker(p.cl.opts.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.cl.refresh:
+		}
+		p.refreshTopology()
+		select { // requests that came during the read are answered by it
+		case <-ctx.Done():
+			return
+		case <-time.After(minRefreshGap):
+		}
+	}
+}
+
+// refreshSoon asks for a topology read without waiting for it.
+func (cl *clusterState) refreshSoon() {
+	select {
+	case cl.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// slotMap returns the map now; nil before the cluster was first reached.
+func (p *Proxy) slotMap() *cluster.Map { return p.cl.m.Load() }
+
+// refreshTopology asks the nodes for the slot map and installs it when it
+// may be believed: a map unchanged from the current one needs one node's
+// word; a new one (or the first) needs a second node that says the same, so
+// one node with a stale or partitioned view cannot move the proxy's traffic
+// (envoy#8099). A cluster of a single node is its own second word.
+func (p *Proxy) refreshTopology() {
+	cl := p.cl
+	cur := cl.m.Load()
+	var candidates []string
+	if cur != nil {
+		candidates = append(candidates, cur.Nodes...)
+	}
+	for _, s := range cl.opts.Seeds {
+		if !slices.Contains(candidates, s) {
+			candidates = append(candidates, s)
+		}
+	}
+	var first *cluster.Map
+	var errs []error
+	for _, addr := range candidates {
+		m, err := p.readTopology(addr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		switch {
+		case cur != nil && m.Equal(cur):
+			p.setTopologyErr(nil)
+			return
+		case first == nil:
+			first = m
+			if len(m.Nodes) == 1 {
+				p.installMap(m)
+				return
+			}
+		case m.Equal(first):
+			p.installMap(m)
+			return
+		default:
+			cl.disagreements.Add(1)
+			p.log.Warn("two cluster nodes disagree on the slot map; waiting for a second node to confirm either", "node", addr)
+		}
+	}
+	if first != nil {
+		cl.disagreements.Add(1)
+		errs = append(errs, errors.New("no second node confirmed the slot map it gave"))
+	}
+	p.setTopologyErr(errors.Join(errs...))
+	if cur == nil {
+		p.log.Warn("cannot read the cluster's slot map yet", "seeds", cl.opts.Seeds, "err", errors.Join(errs...))
+	}
+}
+
+func (p *Proxy) installMap(m *cluster.Map) {
+	old := p.cl.m.Swap(m)
+	p.cl.refreshes.Add(1)
+	p.setTopologyErr(nil)
+	if old != nil {
+		p.log.Info("cluster slot map changed", "primaries", m.Primaries)
+	}
+}
+
+func (p *Proxy) setTopologyErr(err error) {
+	p.cl.mu.Lock()
+	p.cl.lastErr = err
+	p.cl.mu.Unlock()
+}
+
+func (p *Proxy) topologyErr() error {
+	p.cl.mu.Lock()
+	defer p.cl.mu.Unlock()
+	return p.cl.lastErr
+}
+
+// readTopology asks one node: CLUSTER SHARDS, or CLUSTER SLOTS where that
+// is refused (servers before 7.0).
+func (p *Proxy) readTopology(addr string) (*cluster.Map, error) {
+	r, err := p.nodeDo(addr, 2, resp.AppendCommandStrings(nil, "CLUSTER", "SHARDS"))
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := resp.Parse(r[0])
+	if err != nil {
+		return nil, err
+	}
+	if v.Type != '-' {
+		return cluster.FromShards(v, p.opts.UpstreamTLS != nil, addr)
+	}
+	r, err = p.nodeDo(addr, 2, resp.AppendCommandStrings(nil, "CLUSTER", "SLOTS"))
+	if err != nil {
+		return nil, err
+	}
+	if v, _, err = resp.Parse(r[0]); err != nil {
+		return nil, err
+	}
+	return cluster.FromSlots(v, addr)
+}
+
+// clusterFields are the cluster's lines of INFO lockproxy and LOCKPROXY
+// STATS; none for a single primary.
+func (p *Proxy) clusterFields() []field {
+	cl := p.cl
+	if cl == nil {
+		return nil
+	}
+	var prims, covered int64
+	if m := p.slotMap(); m != nil {
+		prims, covered = int64(len(m.Primaries)), int64(m.Covered())
+	}
+	return []field{
+		{"cluster_primaries", prims},
+		{"cluster_slots_served", covered},
+		{"cluster_map_changes", cl.refreshes.Load()},
+		{"cluster_map_unconfirmed", cl.disagreements.Load()},
+		{"cluster_moved_followed", cl.moved.Load()},
+		{"cluster_ask_followed", cl.asked.Load()},
+		{"cluster_tryagain_retries", cl.tryAgain.Load()},
+		{"cluster_split_commands", cl.splits.Load()},
+	}
+}
+
+// clusterAddr is where a connection with no slot to go by is opened (the
+// side connection, a keyless command's first connection): a primary, or a
+// seed before any map was read.
+func (p *Proxy) clusterAddr() (string, error) {
+	if m := p.slotMap(); m != nil && len(m.Primaries) > 0 {
+		return m.Primaries[0], nil
+	}
+	if len(p.cl.opts.Seeds) == 0 {
+		return "", errors.New("no cluster seeds")
+	}
+	return p.cl.opts.Seeds[0], nil
+}
