@@ -377,3 +377,28 @@ func infoInt(t *testing.T, info, name string) int64 {
 	t.Fatalf("no %s in INFO:\n%s", name, info)
 	return 0
 }
+
+// A node with a view of its own (here a one-node cluster that claims every
+// slot, listed first among the seeds) does not move the proxy's traffic:
+// a map is believed only when a second node gives the same one.
+func TestClusterMapNeedsTwoNodes(t *testing.T) {
+	rogue := valkeytest.Start(t, "cluster-enabled yes", "cluster-config-file nodes.conf")
+	rc := valkeytest.Dial(t, rogue.Addr, 2)
+	eq(t, string(rc.Do(t, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")), "+OK\r\n")
+	cl := valkeytest.SharedCluster(t)
+	e := &env{t: t, srv: rogue}
+	e.startProxy(proxy.Options{Cluster: proxy.ClusterOptions{Seeds: append([]string{rogue.Addr}, cl.Seeds()...)}})
+	m := slotMap(t, cl)
+	c := dialRaw(t, e.addr)
+	for i := range 20 {
+		k := "agree:" + strconv.Itoa(i)
+		eq(t, c.do("SET", k, "v"), "+OK\r\n")
+		eq(t, directTo(t, m, k, "GET", k), bulk("v"))
+		eq(t, c.do("DEL", k), ":1\r\n")
+	}
+	eq(t, string(rc.Do(t, "DBSIZE")), ":0\r\n")
+	info := c.do("INFO", "lockproxy")
+	if infoInt(t, info, "cluster_primaries") != 3 || infoInt(t, info, "cluster_slots_served") != 16384 {
+		t.Errorf("the proxy's map:\n%s", info)
+	}
+}

@@ -139,7 +139,7 @@ func (p *Proxy) refreshTopology() {
 			candidates = append(candidates, s)
 		}
 	}
-	var first *cluster.Map
+	var seen []*cluster.Map // maps given so far, none confirmed yet
 	var errs []error
 	for _, addr := range candidates {
 		m, err := p.readTopology(addr)
@@ -147,27 +147,28 @@ func (p *Proxy) refreshTopology() {
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 			continue
 		}
-		switch {
-		case cur != nil && m.Equal(cur):
+		if cur != nil && m.Equal(cur) {
 			p.setTopologyErr(nil)
 			return
-		case first == nil:
-			first = m
-			if len(m.Nodes) == 1 {
+		}
+		for _, o := range seen {
+			if m.Equal(o) {
 				p.installMap(m)
 				return
 			}
-		case m.Equal(first):
-			p.installMap(m)
-			return
-		default:
-			cl.disagreements.Add(1)
-			p.log.Warn("two cluster nodes disagree on the slot map; waiting for a second node to confirm either", "node", addr)
 		}
+		if len(candidates) == 1 && len(m.Nodes) == 1 {
+			p.installMap(m) // a cluster of one node, the only one named
+			return
+		}
+		if len(seen) > 0 {
+			p.log.Warn("cluster nodes disagree on the slot map; waiting for a second node to confirm one", "node", addr)
+		}
+		seen = append(seen, m)
 	}
-	if first != nil {
+	if len(seen) > 0 {
 		cl.disagreements.Add(1)
-		errs = append(errs, errors.New("no second node confirmed the slot map it gave"))
+		errs = append(errs, errors.New("no second node confirmed a slot map"))
 	}
 	p.setTopologyErr(errors.Join(errs...))
 	if cur == nil {
