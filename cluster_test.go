@@ -402,3 +402,14 @@ func TestClusterMapNeedsTwoNodes(t *testing.T) {
 		t.Errorf("the proxy's map:\n%s", info)
 	}
 }
+
+// A lock whose counter cannot share its slot (a '}' with no valid hash tag
+// before it) is refused with a sentence; its holder-to-be is told why.
+func TestClusterLockWithoutSlotRefused(t *testing.T) {
+	e, cl := clusterEnv(t, rulesOptions(t, rule("rewrite")))
+	m := slotMap(t, cl)
+	k := "bad}name:lock"
+	c := dialRaw(t, e.addr)
+	mustContain(t, c.do("SET", k, "abc", "NX", "PX", "30000"), `-CROSSSLOT lockproxy's script for "bad}name:lock" needs "bad}name:lock:lockproxy:`)
+	eq(t, directTo(t, m, k, "EXISTS", k), ":0\r\n")
+}

@@ -83,9 +83,25 @@ func statelessOwn(k kind, args [][]byte) bool {
 	return false
 }
 
-// routeKey routes by one key (a lock script's first): false, having
-// answered the client, when no primary serves its slot.
-func (s *session) routeKey(key []byte) bool { return s.routeSlot(cluster.Slot(key)) }
+// routeScript routes a lock script by its first key. Every key of a lock
+// script is in that key's slot by construction (the counter and records
+// take the lock's hash tag, or wrap the lock in one) except where the lock
+// name makes that impossible (a '}' with no valid tag before it) or a fence
+// guards a key of another slot: the script is then refused, as Valkey would
+// refuse it, with a sentence. It reports false when it answered the client.
+func (s *session) routeScript(keys [][]byte) bool {
+	if len(keys) == 0 {
+		return true
+	}
+	slot := cluster.Slot(keys[0])
+	for _, k := range keys[1:] {
+		if cluster.Slot(k) != slot {
+			s.local(resp.AppendError(nil, errClusterLockSlot(string(keys[0]), string(k))))
+			return false
+		}
+	}
+	return s.routeSlot(slot)
+}
 
 // routeSlot sets s.node to slot's primary. It reports false, having
 // answered the client, when there is none, or when the session's own

@@ -134,6 +134,10 @@ func errClusterCrossSlotLock(cmd, key string) string {
 	return fmt.Sprintf("CROSSSLOT %s touches the lock or guarded key %q and keys in other hash slots; lockproxy splits only commands without lock keys: send it once per slot, or put the keys in one slot with a hash tag", cmd, clip(key, 64))
 }
 
+func errClusterLockSlot(lock, other string) string {
+	return fmt.Sprintf("CROSSSLOT lockproxy's script for %q needs %q, which is in another hash slot, so a cluster cannot run them together; give the lock a hash tag (e.g. {name}:lock) and keep its fence guards in the same tag", clip(lock, 64), clip(other, 64))
+}
+
 func errClusterDown(slot uint16) string {
 	return fmt.Sprintf("CLUSTERDOWN no primary serves hash slot %d now (a failover or resharding in progress, or the cluster is down); lockproxy did not run the command: retry later", slot)
 }

@@ -128,8 +128,8 @@ func (s *session) run(plan rewrite.Plan) {
 		s.local(resp.AppendError(nil, errStreamLock))
 		return
 	}
-	if s.p.cl != nil && len(plan.Keys) > 0 && !s.routeKey(plan.Keys[0]) {
-		return // every key of a lock script is in its first key's slot
+	if s.p.cl != nil && !s.routeScript(plan.Keys) {
+		return
 	}
 	if s.ded != nil && s.inMulti {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
