@@ -413,3 +413,54 @@ func TestClusterLockWithoutSlotRefused(t *testing.T) {
 	mustContain(t, c.do("SET", k, "abc", "NX", "PX", "30000"), `-CROSSSLOT lockproxy's script for "bad}name:lock" needs "bad}name:lock:lockproxy:`)
 	eq(t, directTo(t, m, k, "EXISTS", k), ":0\r\n")
 }
+
+// Keyless commands about the whole keyspace reach every primary, their
+// replies folded as the command tips say: DBSIZE summed, KEYS concatenated,
+// SCRIPT LOAD and EXISTS on every node (so EVALSHA finds the script
+// wherever its keys are), FLUSHALL on all of them, and under on_flush:
+// reject refused before any node runs it.
+func TestClusterFanOut(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{})
+	m := slotMap(t, cl)
+	c := dialRaw(t, e.addr)
+	var keys []string
+	for _, p := range m.Primaries {
+		keys = append(keys, keysOn(m, p, "fan:", 2)...)
+	}
+	for _, k := range keys {
+		eq(t, c.do("SET", k, "1"), "+OK\r\n")
+	}
+	var total int64
+	for _, p := range m.Primaries {
+		r := string(valkeytest.Dial(t, p, 2).Do(t, "DBSIZE"))
+		n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(r, ":")), 10, 64)
+		total += n
+	}
+	eq(t, c.do("DBSIZE"), ":"+strconv.FormatInt(total, 10)+"\r\n")
+	got := c.do("KEYS", "fan:*")
+	for _, k := range keys {
+		mustContain(t, got, bulk(k))
+	}
+	eq(t, strings.Count(got, "fan:"), len(keys))
+	sha := c.do("SCRIPT", "LOAD", "return KEYS[1]")
+	mustContain(t, sha, "$40\r\n")
+	shaText := strings.Split(sha, "\r\n")[1]
+	for _, k := range keys {
+		eq(t, c.do("EVALSHA", shaText, "1", k), bulk(k))
+	}
+	eq(t, c.do("SCRIPT", "EXISTS", shaText, strings.Repeat("0", 40)), "*2\r\n:1\r\n:0\r\n")
+	eq(t, c.do(append([]string{"DEL"}, keys...)...), ":"+strconv.Itoa(len(keys))+"\r\n")
+
+	r := rulesEnvCluster(t, cl, "on_flush: reject\n"+rule("rewrite"))
+	rc := dialRaw(t, r.addr)
+	eq(t, rc.do("SET", keys[0], "kept"), "+OK\r\n")
+	mustContain(t, rc.do("FLUSHALL"), "-LOCKED lockproxy refused FLUSHALL")
+	eq(t, directTo(t, m, keys[0], "GET", keys[0]), bulk("kept"))
+	eq(t, rc.do("DEL", keys[0]), ":1\r\n")
+}
+
+func rulesEnvCluster(t *testing.T, _ *valkeytest.Cluster, yaml string) *env {
+	t.Helper()
+	e, _ := clusterEnv(t, rulesOptions(t, yaml))
+	return e
+}

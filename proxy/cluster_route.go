@@ -37,6 +37,14 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	}
 	keys, _ := d.Table.Keys(args, s.keys[:0])
 	s.keys = keys[:0]
+	if len(keys) == 0 && s.ded == nil && k == kForward {
+		if c := d.Table.Command(args); c != nil && !notFannedOut(args[0]) {
+			if rp, fan := fanOutPolicy(c); fan {
+				s.fanOut(cmd, rp, d)
+				return true
+			}
+		}
+	}
 	if len(keys) == 0 {
 		// Keyless (PING, INFO, SCRIPT LOAD, ...): where the session's last
 		// command went, so it need not switch connections.
