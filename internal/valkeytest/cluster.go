@@ -415,3 +415,44 @@ func (c *Cluster) MigrateSlot(slot int, dst *Server, between func()) error {
 	}
 	return c.WaitOK(30 * time.Second)
 }
+
+// ReplicaOf returns a replica of the primary p.
+func (c *Cluster) ReplicaOf(p *Server) (*Server, error) {
+	id, err := Do(p.Addr, "CLUSTER", "MYID")
+	if err != nil {
+		return nil, err
+	}
+	id = strings.TrimSpace(id)
+	out, err := Do(p.Addr, "CLUSTER", "NODES")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 4 && f[3] == id && strings.Contains(f[2], "slave") {
+			host, _, _ := strings.Cut(f[1], "@")
+			if s := c.ByAddr(host); s != nil {
+				return s, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("valkeytest: %s has no replica", p.Addr)
+}
+
+// Failover makes replica its primary's successor with CLUSTER FAILOVER (a
+// coordinated failover: the old primary stops taking writes and the replica
+// catches up first, so nothing acknowledged is lost) and waits until every
+// node agrees.
+func (c *Cluster) Failover(replica *Server) error {
+	if out, err := Do(replica.Addr, "CLUSTER", "FAILOVER"); err != nil || !strings.HasPrefix(out, "OK") {
+		return fmt.Errorf("valkeytest: CLUSTER FAILOVER on %s: %q %v", replica.Addr, out, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if role, _ := Do(replica.Addr, "ROLE"); strings.HasPrefix(role, "master\n") {
+			return c.WaitOK(30 * time.Second)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("valkeytest: %s did not become a primary", replica.Addr)
+}
