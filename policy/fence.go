@@ -151,7 +151,15 @@ func (f *Fencing) MayGuard(key []byte) bool {
 func (f *Fencing) GuardingLocks(r *Rule, key []byte) [][]byte {
 	var out [][]byte
 	for _, g := range f.Guards {
-		out = r.locksFrom(g, key, out, func(lock []byte) bool { return f.GuardsKey(r, lock, key) })
+		out = r.locksFrom(g, key, out, func(lock []byte) bool {
+			// Once each, though several guards may name it.
+			for _, l := range out {
+				if string(l) == string(lock) {
+					return false
+				}
+			}
+			return f.GuardsKey(r, lock, key)
+		})
 	}
 	return out
 }

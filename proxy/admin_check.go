@@ -90,6 +90,7 @@ type checkSession struct {
 const checkOwner = "check:this-client"
 
 func (c *checkSession) Owner(*policy.Rule) string { return checkOwner }
+func (c *checkSession) Proto() int                { return 2 }
 
 // describePlan says in words what the decider, and the script it sends,
 // do with one command from cs.

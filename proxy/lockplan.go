@@ -28,6 +28,9 @@ func (s *session) Owner(r *policy.Rule) string {
 	return s.connOwner
 }
 
+// Proto is the RESP version the client speaks, for the Fenced script.
+func (s *session) Proto() int { return s.proto }
+
 // lockPlan applies the lock rules to one command. It reports whether it
 // dealt with the command; false means "route it as usual".
 func (s *session) lockPlan(cmd resp.Command) bool {

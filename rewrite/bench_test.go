@@ -62,6 +62,7 @@ func firstWord(config string) string {
 type ownerSession struct{ owner string }
 
 func (s *ownerSession) Owner(*policy.Rule) string { return s.owner }
+func (s *ownerSession) Proto() int                { return 2 }
 
 func BenchmarkDecide(b *testing.B) {
 	alice := &ownerSession{"conn:alice"}

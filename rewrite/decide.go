@@ -23,6 +23,9 @@ type Session interface {
 	// name, or its host. The same name or host is the same owner on every
 	// lockproxy instance.
 	Owner(r *policy.Rule) string
+	// Proto is the RESP version the client speaks (2 or 3): the Fenced
+	// script converts its command's reply the same way.
+	Proto() int
 }
 
 // Decider turns commands into Plans. It is safe for concurrent use; build a

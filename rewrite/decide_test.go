@@ -144,14 +144,10 @@ func decideCases() []decideCase {
 	with := func(c decideCase, f func(*decideCase)) decideCase { f(&c); return c }
 	res := defaultLockKeys("resource:lock")
 	// The fence keys of a candidate lock: its counter, records and marks.
-	// {r}:flock is a candidate once per guard template that can produce
-	// the key: policy.Fencing.GuardingLocks does not fold repeats (both
-	// "{base}:data" and "{base}:items:*" read {r}:data back as {r}:flock's),
-	// so the Fenced script looks the same record up twice: harmless, but
-	// three keys and one lookup more than needed.
-	flock := []string{"{r}:fence", "{r}:flock:lockproxy:owners", "{r}:fence:high"}
-	flock2 := cat(flock, flock)
-	sflock2 := w("{s}:fence {s}:flock:lockproxy:owners {s}:fence:high {s}:fence {s}:flock:lockproxy:owners {s}:fence:high")
+	// {r}:flock is a candidate once, though two guard templates ("{base}:data"
+	// and "{base}:items:*") can read {r}:data back as its.
+	flock2 := []string{"{r}:fence", "{r}:flock:lockproxy:owners", "{r}:fence:high"}
+	sflock2 := w("{s}:fence {s}:flock:lockproxy:owners {s}:fence:high")
 
 	return []decideCase{
 		// Keys no rule matches are never touched.
@@ -384,30 +380,30 @@ func decideCases() []decideCase {
 		// Fencing: every write to a guarded key runs in Fenced, which
 		// finds the writer's token in the candidate lock's records (and
 		// applies unfenced_writes when there is none).
-		named(fenced(cat(flock2, w("{r}:data")), w("conn:alice 1 2 highest reject {r}:data SET {r}:data v"),
+		named(fenced(cat(flock2, w("{r}:data")), w("conn:alice 2 1 1 highest reject {r}:data SET {r}:data v"),
 			"FencedWrite SET key={r}:data rule=5 owner=conn:alice"),
 			"fenced SET (highest)", "", "SET", "{r}:data", "v"),
-		named(fenced(cat(flock2, w("{r}:data")), w("conn:bob 1 2 highest reject {r}:data SET {r}:data v"),
+		named(fenced(cat(flock2, w("{r}:data")), w("conn:bob 2 1 1 highest reject {r}:data SET {r}:data v"),
 			"FencedWrite SET key={r}:data rule=5 owner=conn:bob"),
 			"fenced SET by another client: the same plan, its own owner", "bob", "SET", "{r}:data", "v"),
-		named(fenced(cat(flock2, w("{r}:items:1")), w("conn:alice 1 2 highest reject {r}:items:1 hset {r}:items:1 f v"),
+		named(fenced(cat(flock2, w("{r}:items:1")), w("conn:alice 2 1 1 highest reject {r}:items:1 hset {r}:items:1 f v"),
 			"FencedWrite HSET key={r}:items:1 rule=5 owner=conn:alice"),
 			"fenced hset, glob guard", "", "hset", "{r}:items:1", "f", "v"),
-		named(fenced(cat(flock2, w("{r}:data")), w("conn:alice 1 2 highest reject {r}:data DEL {r}:data"),
+		named(fenced(cat(flock2, w("{r}:data")), w("conn:alice 2 1 1 highest reject {r}:data DEL {r}:data"),
 			"FencedWrite DEL key={r}:data rule=5 owner=conn:alice"),
 			"fenced DEL of a guarded key", "", "DEL", "{r}:data"),
 		named(fenced(cat(flock2, flock2, w("{r}:data {r}:items:2")),
-			w("conn:alice 2 2 highest reject {r}:data 2 highest reject {r}:items:2 MSET {r}:data 1 {r}:items:2 2"),
+			w("conn:alice 2 2 1 highest reject {r}:data 1 highest reject {r}:items:2 MSET {r}:data 1 {r}:items:2 2"),
 			"FencedWrite MSET key={r}:data rule=5 owner=conn:alice",
 			"FencedWrite MSET key={r}:items:2 rule=5 owner=conn:alice"),
 			"fenced MSET, two checks", "", "MSET", "{r}:data", "1", "{r}:items:2", "2"),
-		named(fenced(cat(sflock2, w("{s}:data")), w("conn:alice 1 2 highest reject {s}:data SET {s}:data v"),
+		named(fenced(cat(sflock2, w("{s}:data")), w("conn:alice 2 1 1 highest reject {s}:data SET {s}:data v"),
 			"FencedWrite SET key={s}:data rule=5 owner=conn:alice"),
 			"each guarded key names its own lock", "", "SET", "{s}:data", "v"),
-		named(fenced(w("{c}:cfence {c}:clock:lockproxy:owners {c}:cfence:high {c}:cdata"), w("conn:alice 1 1 current observe {c}:cdata INCR {c}:cdata"),
+		named(fenced(w("{c}:cfence {c}:clock:lockproxy:owners {c}:cfence:high {c}:cdata"), w("conn:alice 2 1 1 current observe {c}:cdata INCR {c}:cdata"),
 			"FencedWrite INCR key={c}:cdata rule=6 owner=conn:alice"),
 			"fenced INCR (current, unfenced observed)", "", "INCR", "{c}:cdata"),
-		named(fenced(w("{a}:afence {a}:alock:lockproxy:owners {a}:afence:high {a}:adata"), w("conn:bob 1 1 current allow {a}:adata SET {a}:adata v"),
+		named(fenced(w("{a}:afence {a}:alock:lockproxy:owners {a}:afence:high {a}:adata"), w("conn:bob 2 1 1 current allow {a}:adata SET {a}:adata v"),
 			"FencedWrite SET key={a}:adata rule=7 owner=conn:bob"),
 			"unfenced_writes: allow still checks a holder's token", "bob", "SET", "{a}:adata", "v"),
 		named(forward(), "read of a guarded key", "bob", "GET", "{r}:data"),

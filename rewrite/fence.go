@@ -44,8 +44,8 @@ func (d *Decider) fence(args [][]byte, keys []touch, s Session) Plan {
 	owner := s.Owner(checks[0].rule)
 	name := upper(args[0])
 	var skeys [][]byte
-	sargs := make([][]byte, 0, 2+4*len(checks)+len(args))
-	sargs = append(sargs, []byte(owner), itoa(int64(len(checks))))
+	sargs := make([][]byte, 0, 3+4*len(checks)+len(args))
+	sargs = append(sargs, []byte(owner), itoa(int64(s.Proto())), itoa(int64(len(checks))))
 	effects := make([]Effect, 0, len(checks))
 	for _, c := range checks {
 		f := c.rule.Fencing

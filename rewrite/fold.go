@@ -45,6 +45,9 @@ func Fold(shape Shape, effects []Effect, reply []byte, proto int) []byte {
 		return null(proto)
 	case ReleaseReply:
 		deleted := el.next()
+		if deleted == nil {
+			return reply // not the script's reply: the client gets it as it came
+		}
 		for i := range effects {
 			e := &effects[i]
 			switch string(bulkText(el.next())) {
@@ -161,6 +164,9 @@ func elements(reply []byte) elemIter {
 		return it
 	}
 	hdr := bytes.IndexByte(reply, '\n') + 1
+	if hdr < 3 {
+		return it // no header line: not a reply the scripts send
+	}
 	n, err := strconv.Atoi(string(bytes.TrimSuffix(reply[1:hdr], []byte("\r\n"))))
 	if err != nil || n < 0 {
 		return it

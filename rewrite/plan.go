@@ -79,8 +79,9 @@ const (
 	Flushed
 	// FencedWrite: a write to a guarded key ran in the Fenced script; Fold
 	// sets Grant to the token it was checked with (0: the writer held no
-	// grant, and unfenced_writes let it through), and STALE refusals make
-	// it Refused.
+	// grant, and unfenced_writes let it through) and turns an UNFENCED
+	// refusal into Refused. A STALE refusal, worded by the script itself,
+	// passes unchanged (the proxy counts it from the reply).
 	FencedWrite
 )
 

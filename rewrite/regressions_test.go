@@ -38,11 +38,12 @@ func TestRegressionFenceBypassWithLockKey(t *testing.T) {
 // key (ARGV: owner, number of checks, then per check the number of
 // candidate locks, the check, unfenced_writes and the key).
 func fencedChecks(p rewrite.Plan, key string) bool {
-	if p.Kind != rewrite.Run || p.Script != rewrite.Fenced || len(p.Args) < 2 {
+	// ARGV: owner, protocol, number of checks, then four words a check.
+	if p.Kind != rewrite.Run || p.Script != rewrite.Fenced || len(p.Args) < 3 {
 		return false
 	}
-	n, _ := strconv.Atoi(string(p.Args[1]))
-	for i, a := 0, 2; i < n && a+3 < len(p.Args); i, a = i+1, a+4 {
+	n, _ := strconv.Atoi(string(p.Args[2]))
+	for i, a := 0, 3; i < n && a+3 < len(p.Args); i, a = i+1, a+4 {
 		if string(p.Args[a+3]) == key {
 			return true
 		}

@@ -278,19 +278,22 @@ return {1, reply}`)
 //
 // KEYS: per candidate lock its counter, records and hash of highest tokens,
 // then the command's own keys (declared for cluster routing). ARGV[1] the
-// writer's owner, ARGV[2] the number of checks; per check: the number of
-// candidate locks, "current" or "highest", the unfenced_writes mode, the
-// guarded key's name; then the command and its arguments.
+// writer's owner, ARGV[2] the client's protocol (2 or 3), ARGV[3] the
+// number of checks; per check: the number of candidate locks, "current" or
+// "highest", the unfenced_writes mode, the guarded key's name; then the
+// command and its arguments.
 //
 // Reply: {tokens, the command's reply}, tokens one per check, space
-// separated ("-" for an unfenced write), for the audit. The command runs
-// under RESP3 conversion (redis.setresp(3)) so that its reply keeps its
-// type for RESP3 clients (a double stays a double); one limit remains: a
-// null array (LPOP key count on a missing key) comes back as a null bulk to
-// RESP2 clients.
-var Fenced = newScript("fenced", fnParse+`redis.setresp(3)
-local owner, n = ARGV[1], tonumber(ARGV[2])
-local ki, ai = 1, 3
+// separated ("-" for an unfenced write), for the audit. The command's reply
+// is converted in the client's protocol (redis.setresp), so a RESP3 client
+// keeps its types (a double stays a double). Two limits remain, both
+// Valkey's Lua conversion: a null array (LPOP key count on a missing key)
+// reaches RESP2 clients as a null bulk, and a null inside an array
+// (BITFIELD ... OVERFLOW FAIL) ends the array early for RESP3 clients, as
+// RESP3's null becomes Lua's nil.
+var Fenced = newScript("fenced", fnParse+`if ARGV[2] == '3' then redis.setresp(3) end
+local owner, n = ARGV[1], tonumber(ARGV[3])
+local ki, ai = 1, 4
 local marks, tokens = {}, {}
 for i = 1, n do
   local cands, mode, unfenced, name = tonumber(ARGV[ai]), ARGV[ai + 1], ARGV[ai + 2], ARGV[ai + 3]

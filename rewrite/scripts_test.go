@@ -1009,8 +1009,8 @@ var answerAlice = &fakeSession{conn: "conn:alice", name: "name:app", addr: "10.0
 func runAnswerCases(t *testing.T, cases []answerCase) {
 	srv := valkeytest.Start(t)
 	d := testDecider(t, testConfig, "")
-	s := answerAlice
 	for _, proto := range []int{2, 3} {
+		s := &fakeSession{conn: answerAlice.conn, name: answerAlice.name, addr: answerAlice.addr, proto: proto}
 		rc := dialRaw(t, srv.Addr, proto)
 		for _, c := range cases {
 			p := d.Decide(bs(c.args...), s, nil)
@@ -1078,6 +1078,7 @@ func TestPlansAnswerAsTheCommand(t *testing.T) {
 		{"NX", "PX", "30000"}, {"px", "30000", "nx"}, {"NX", "EX", "30"}, {"EX", "30", "NX"},
 		{"NX", "PXAT", strconv.FormatInt(time.Now().UnixMilli()+30000, 10)},
 		{"EXAT", strconv.FormatInt(time.Now().Unix()+30, 10), "NX"}, {"NX", "KEEPTTL"}, {"NX"},
+		{"NX", "GET", "PX", "30000"}, {"GET", "nx"},
 	} {
 		args := append([]string{"SET", "resource:lock", "new"}, opts...)
 		cases = append(cases,
@@ -1086,6 +1087,9 @@ func TestPlansAnswerAsTheCommand(t *testing.T) {
 		)
 	}
 	cases = append(cases,
+		answerCase{args: []string{"SETNX", "resource:lock", "new"}, setup: free, check: lockState},
+		answerCase{args: []string{"SETNX", "resource:lock", "new"}, check: lockState},
+		answerCase{args: []string{"SET", "resource:lock", "new", "NX", "GET"}, setup: [][]string{{"HSET", "resource:lock", "f", "v"}}, check: lockState},
 		answerCase{args: []string{"DEL", "resource:lock"}, check: lockState},
 		answerCase{args: []string{"UNLINK", "plain", "resource:lock", "gone"}, setup: [][]string{{"SET", "plain", "p"}}, check: [][]string{{"EXISTS", "plain", "resource:lock"}}},
 		answerCase{args: []string{"PEXPIRE", "resource:lock", "60000"}, check: lockState},

@@ -16,7 +16,10 @@ import (
 // name or the client host.
 type fakeSession struct {
 	conn, name, addr string
+	proto            int // 0: RESP2
 }
+
+func (s *fakeSession) Proto() int { return max(2, s.proto) }
 
 func (s *fakeSession) Owner(r *policy.Rule) string {
 	switch r.Session {
