@@ -3,6 +3,8 @@ package lockproxy_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -342,6 +344,16 @@ func TestClusterSingleNodeFace(t *testing.T) {
 			t.Errorf("a go-redis client is connected to %s itself:\n%s", p, list)
 		}
 	}
+	// valkey-cli -c, which follows redirects itself, meets none.
+	host, port, _ := net.SplitHostPort(e.addr)
+	for _, args := range [][]string{{"SET", "face:cli", "x"}, {"GET", "face:cli"}, {"DEL", "face:cli"}} {
+		out, err := exec.Command("valkey-cli", append([]string{"-c", "-h", host, "-p", port}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("valkey-cli -c %v: %v %s", args, err, out)
+		}
+		want := map[string]string{"SET": "OK\n", "GET": "x\n", "DEL": "1\n"}[args[0]]
+		eq(t, string(out), want)
+	}
 	// The face's own answers.
 	c := dialRaw(t, e.addr)
 	eq(t, c.do("CLUSTER", "KEYSLOT", "{user1}.a"), directTo(t, m, "x", "CLUSTER", "KEYSLOT", "{user1}.a"))
@@ -517,4 +529,17 @@ func TestClusterFailover(t *testing.T) {
 		t.Errorf("no MOVED followed after the failover:\n%s", info)
 	}
 	eq(t, w.do(append([]string{"DEL"}, keys...)...), ":"+strconv.Itoa(len(keys))+"\r\n")
+}
+
+// A fence whose counter or guards are in another slot than its lock (a lock
+// without a hash tag: "{key}:fence" is "a:mutex:fence") cannot run as one
+// script in a cluster: the acquisition is refused with a sentence, and
+// nothing is written.
+func TestClusterFenceOtherSlotRefused(t *testing.T) {
+	e, cl := clusterEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:mutex\"\n    fence:\n      counter: \"{key}:fence\"\n      guards: [\"data:{key}\"]\n"))
+	m := slotMap(t, cl)
+	c := dialRaw(t, e.addr)
+	mustContain(t, c.do("SET", "a:mutex", "tok", "NX", "PX", "30000"), `-CROSSSLOT lockproxy's script for "a:mutex" needs "a:mutex:fence", which is in another hash slot`)
+	eq(t, directTo(t, m, "a:mutex", "EXISTS", "a:mutex"), ":0\r\n")
+	eq(t, directTo(t, m, "a:mutex:fence", "EXISTS", "a:mutex:fence"), ":0\r\n")
 }
