@@ -543,3 +543,28 @@ func TestClusterFenceOtherSlotRefused(t *testing.T) {
 	eq(t, directTo(t, m, "a:mutex", "EXISTS", "a:mutex"), ":0\r\n")
 	eq(t, directTo(t, m, "a:mutex:fence", "EXISTS", "a:mutex:fence"), ":0\r\n")
 }
+
+// A blocking command waits on its key's node, and the session reaches every
+// node after it; shard channels are routed by their slot, so SSUBSCRIBE
+// and SPUBLISH meet on the channel's node and no MOVED reaches the client.
+func TestClusterBlockingAndShardChannels(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{})
+	m := slotMap(t, cl)
+	a := keysOn(m, m.Primaries[0], "blk:", 1)[0]
+	b := keysOn(m, m.Primaries[1], "blk:", 1)[0]
+	c := dialRaw(t, e.addr)
+	eq(t, c.do("RPUSH", a, "x"), ":1\r\n")
+	eq(t, c.do("BLPOP", a, "1"), "*2\r\n"+bulk(a)+bulk("x"))
+	eq(t, c.do("BLPOP", a, "0.05"), "*-1\r\n")
+	eq(t, c.do("SET", b, "y"), "+OK\r\n")
+	eq(t, directTo(t, m, b, "GET", b), bulk("y"))
+	eq(t, c.do("DEL", b), ":1\r\n")
+
+	ch := keysOn(m, m.Primaries[2], "chan:", 1)[0]
+	sub := dialRaw(t, e.addr)
+	eq(t, sub.do("SSUBSCRIBE", ch), "*3\r\n"+bulk("ssubscribe")+bulk(ch)+":1\r\n")
+	pub := dialRaw(t, e.addr)
+	eq(t, pub.do("SPUBLISH", ch, "hello"), ":1\r\n")
+	eq(t, sub.read(), "*3\r\n"+bulk("smessage")+bulk(ch)+bulk("hello"))
+	eq(t, pub.do("SSUBSCRIBE", ch, ch+"x"), directTo(t, m, ch, "SSUBSCRIBE", ch, ch+"x"))
+}

@@ -37,6 +37,9 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	}
 	keys, _ := d.Table.Keys(args, s.keys[:0])
 	s.keys = keys[:0]
+	if isShardChannelCommand(args[0]) && len(args) > 1 {
+		return s.routeShardChannels(args)
+	}
 	if len(keys) == 0 && s.ded == nil && k == kForward {
 		if c := d.Table.Command(args); c != nil && !notFannedOut(args[0]) {
 			if rp, fan := fanOutPolicy(c); fan {
@@ -70,6 +73,31 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 		s.ownMovable = true // a blocking command: its connection may be left after it
 	}
 	return false
+}
+
+// isShardChannelCommand: SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH name shard
+// channels, which Valkey places in the slot of the channel's name as if it
+// were a key (their key specs say NOT_KEY, so the table finds no keys).
+func isShardChannelCommand(name []byte) bool {
+	return resp.EqualFold(name, "ssubscribe") || resp.EqualFold(name, "sunsubscribe") || resp.EqualFold(name, "spublish")
+}
+
+// routeShardChannels routes by the channels' slot: SPUBLISH by its channel,
+// SSUBSCRIBE and SUNSUBSCRIBE by all of theirs, which must share one slot
+// as Valkey requires. It reports whether it answered the client.
+func (s *session) routeShardChannels(args [][]byte) bool {
+	chans := args[1:]
+	if resp.EqualFold(args[0], "spublish") {
+		chans = args[1:2]
+	}
+	slot := cluster.Slot(chans[0])
+	for _, c := range chans[1:] {
+		if cluster.Slot(c) != slot {
+			s.local(resp.AppendError(nil, errCrossSlot))
+			return true
+		}
+	}
+	return !s.routeSlot(slot)
 }
 
 // statelessOwn reports whether a command leaves no state on the session's
