@@ -65,6 +65,15 @@ func keysOn(m *cluster.Map, node, prefix string, n int) []string {
 	return out
 }
 
+// keysEveryPrimary returns n keys on each primary, primary by primary.
+func keysEveryPrimary(m *cluster.Map, prefix string, n int) []string {
+	var keys []string
+	for _, p := range m.Primaries {
+		keys = append(keys, keysOn(m, p, prefix, n)...)
+	}
+	return keys
+}
+
 // directTo sends a command to the node serving its key's slot, as a
 // cluster-aware client would, and returns the reply bytes.
 func directTo(t *testing.T, m *cluster.Map, key string, args ...string) string {
@@ -121,10 +130,7 @@ func TestClusterCrossSlot(t *testing.T) {
 	e, cl := clusterEnv(t, proxy.Options{})
 	m := slotMap(t, cl)
 	c := dialRaw(t, e.addr)
-	var keys []string
-	for _, p := range m.Primaries {
-		keys = append(keys, keysOn(m, p, "xs:", 2)...)
-	}
+	keys := keysEveryPrimary(m, "xs:", 2)
 	mset := []string{"MSET"}
 	for i, k := range keys {
 		mset = append(mset, k, "v"+strconv.Itoa(i))
@@ -441,10 +447,7 @@ func TestClusterFanOut(t *testing.T) {
 	e, cl := clusterEnv(t, proxy.Options{})
 	m := slotMap(t, cl)
 	c := dialRaw(t, e.addr)
-	var keys []string
-	for _, p := range m.Primaries {
-		keys = append(keys, keysOn(m, p, "fan:", 2)...)
-	}
+	keys := keysEveryPrimary(m, "fan:", 2)
 	for _, k := range keys {
 		eq(t, c.do("SET", k, "1"), "+OK\r\n")
 	}

@@ -167,11 +167,7 @@ func foldFan(rp fanReply, replies [][]byte) []byte {
 				}
 			}
 		}
-		out := resp.AppendArrayHeader(nil, len(acc))
-		for _, el := range acc {
-			out = append(out, el...)
-		}
-		return out
+		return appendArray(nil, acc)
 	}
 	// Concatenated: every reply an array (KEYS), else the first as it is.
 	var all [][]byte
@@ -182,9 +178,5 @@ func foldFan(rp fanReply, replies [][]byte) []byte {
 		}
 		all = append(all, els...)
 	}
-	out := resp.AppendArrayHeader(nil, len(all))
-	for _, el := range all {
-		out = append(out, el...)
-	}
-	return out
+	return appendArray(nil, all)
 }

@@ -177,16 +177,23 @@ func (s *session) routeSlot(slot uint16) bool {
 // later command needs (see statelessOwn), after the replies owed on it: the
 // session shares connections again, and can reach every node.
 func (s *session) leaveOwnConn() {
+	old := s.takeOwnConn()
+	s.p.stats.dedicated.Add(-1)
+	s.ownMovable = false
+	old.close()
+}
+
+// takeOwnConn detaches the session's own connection, after the replies owed
+// on it, and returns it.
+func (s *session) takeOwnConn() *upConn {
 	s.flush()
 	s.waitDrain(0)
 	old := s.ded
 	s.dedMu.Lock()
 	s.ded = nil
 	s.dedMu.Unlock()
-	s.p.stats.dedicated.Add(-1)
-	s.ownMovable = false
 	s.last = nil
-	old.close()
+	return old
 }
 
 // refuseOwnConn answers a command whose slot is on another node than the
@@ -208,21 +215,18 @@ func (s *session) refuseOwnConn(addr string) {
 // old one is closed. It reports false, having answered the client, when the
 // dial fails.
 func (s *session) moveMulti() bool {
-	s.flush()
-	s.waitDrain(0)
-	old := s.ded
-	s.dedMu.Lock()
-	s.ded = nil
-	s.dedMu.Unlock()
+	old := s.takeOwnConn()
 	if !s.goDedicated(true) {
+		// The client has the dial's error for this command; the old
+		// transaction must abort at EXEC as if Valkey had refused it.
 		s.dedMu.Lock()
 		s.ded = old
 		s.dedMu.Unlock()
+		s.queueInMulti(resp.AppendCommandStrings(nil, "LOCKPROXY-REFUSED"), func([]byte) []byte { return nil }, nil)
 		return false
 	}
 	s.p.stats.dedicated.Add(-1) // the same session's, moved
 	old.close()
-	s.last = nil
 	s.forward(resp.AppendCommandStrings(nil, "MULTI"), func([]byte) []byte { return nil })
 	return true
 }

@@ -113,27 +113,20 @@ func (s *session) split(args [][]byte, keys []keyspec.Key, sk splitKind) []byte 
 	return combine(sk, parts, replies, len(keys))
 }
 
-// combine folds the parts' replies into the one the client gets; the first
-// error among them is the reply when there is one.
+// combine folds the parts' replies into the one the client gets: counts
+// and OKs as a fan-out folds them (the first error among them is the
+// reply when there is one), MGET's values back in the order of the keys.
 func combine(sk splitKind, parts []*part, replies [][]byte, nkeys int) []byte {
+	switch sk {
+	case splitSum:
+		return foldFan(fanSum, replies)
+	case splitMSet:
+		return foldFan(fanAllOK, replies)
+	}
 	for _, r := range replies {
 		if len(r) > 0 && r[0] == '-' {
 			return r
 		}
-	}
-	switch sk {
-	case splitSum:
-		var sum int64
-		for _, r := range replies {
-			n, ok := resp.ReplyInt(r)
-			if !ok {
-				return r
-			}
-			sum += n
-		}
-		return resp.AppendInt(nil, sum)
-	case splitMSet:
-		return replies[0] // +OK, as every part said
 	}
 	vals := make([][]byte, nkeys)
 	for i, r := range replies {
@@ -145,11 +138,16 @@ func combine(sk splitKind, parts []*part, replies [][]byte, nkeys int) []byte {
 			vals[at] = els[j]
 		}
 	}
-	out := resp.AppendArrayHeader(nil, nkeys)
-	for _, v := range vals {
-		out = append(out, v...)
+	return appendArray(nil, vals)
+}
+
+// appendArray appends an array of elements already encoded.
+func appendArray(dst []byte, els [][]byte) []byte {
+	dst = resp.AppendArrayHeader(dst, len(els))
+	for _, el := range els {
+		dst = append(dst, el...)
 	}
-	return out
+	return dst
 }
 
 // elements splits an array reply into its elements' bytes, as they came.
