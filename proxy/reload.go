@@ -63,6 +63,12 @@ func (p *Proxy) configFromOptions() *policy.Config {
 	c.Upstream.DB, c.Upstream.PoolSize, c.Upstream.DialTimeout = o.DB, o.PoolSize, o.DialTimeout
 	c.Upstream.ReconnectBackoff, c.Upstream.MaxBackoff = o.ReconnectBackoff, o.MaxBackoff
 	c.Upstream.TLS.Enabled = o.UpstreamTLS != nil
+	if len(o.Cluster.Seeds) > 0 {
+		c.Upstream.Addr, c.Upstream.Cluster.Seeds = "", o.Cluster.Seeds
+		if o.Cluster.Face == FaceSingleNode {
+			c.ClusterFace = policy.ClusterFaceSingleNode
+		}
+	}
 	c.MaxClients, c.MaxPipeline = o.MaxClients, o.MaxPipeline
 	c.ClientOutputBufferLimit = policy.Size(o.OutputBufferLimit)
 	c.ProtoMaxBulkLen = policy.Size(o.Limits.MaxBulkLen)
