@@ -571,3 +571,38 @@ func TestClusterBlockingAndShardChannels(t *testing.T) {
 	eq(t, sub.read(), "*3\r\n"+bulk("smessage")+bulk(ch)+bulk("hello"))
 	eq(t, pub.do("SSUBSCRIBE", ch, ch+"x"), directTo(t, m, ch, "SSUBSCRIBE", ch, ch+"x"))
 }
+
+// A slot no primary serves: commands for it, lock commands included, get
+// CLUSTERDOWN and a sentence from the proxy and are not sent anywhere; the
+// served slots work. (A one-node cluster with half the slots assigned, its
+// only seed.)
+func TestClusterDownSlotFailsClosed(t *testing.T) {
+	node := valkeytest.Start(t, "cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-require-full-coverage no")
+	nc := valkeytest.Dial(t, node.Addr, 2)
+	eq(t, string(nc.Do(t, "CLUSTER", "ADDSLOTSRANGE", "0", "8191")), "+OK\r\n")
+	for !strings.Contains(string(nc.Do(t, "CLUSTER", "INFO")), "cluster_state:ok") {
+		time.Sleep(20 * time.Millisecond) // the node takes its new state on its next cron
+	}
+	o := rulesOptions(t, rule("rewrite"))
+	o.Cluster.Seeds = []string{node.Addr}
+	e := &env{t: t, srv: node}
+	e.startProxy(o)
+	c := dialRaw(t, e.addr)
+	var served, down string
+	for i := 0; served == "" || down == ""; i++ {
+		k := "cd:" + strconv.Itoa(i) + ":lock"
+		if cluster.Slot([]byte(k)) < 8192 {
+			served = k
+		} else {
+			down = k
+		}
+	}
+	eq(t, c.do("SET", served, "abc", "NX", "PX", "30000"), "+OK\r\n")
+	eq(t, c.do("DEL", served), ":1\r\n")
+	slot := strconv.Itoa(int(cluster.Slot([]byte(down))))
+	eq(t, c.do("SET", down, "abc", "NX", "PX", "30000"), "-CLUSTERDOWN no primary serves hash slot "+slot+" now (a failover or resharding in progress, or the cluster is down); lockproxy did not run the command: retry later\r\n")
+	mustContain(t, c.do("GET", down), "-CLUSTERDOWN no primary serves hash slot "+slot)
+	if keys := string(nc.Do(t, "KEYS", "*")); strings.Contains(keys, down) {
+		t.Errorf("the down slot's lock reached the node: %q", keys)
+	}
+}
