@@ -40,6 +40,9 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	if isShardChannelCommand(args[0]) && len(args) > 1 {
 		return s.routeShardChannels(args)
 	}
+	if len(keys) == 0 && s.ded == nil && resp.EqualFold(args[0], "scan") && s.scan(cmd) {
+		return true
+	}
 	if len(keys) == 0 && s.ded == nil && k == kForward {
 		if c := d.Table.Command(args); c != nil && !notFannedOut(args[0]) {
 			if rp, fan := fanOutPolicy(c); fan {

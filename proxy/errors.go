@@ -168,6 +168,11 @@ func errClusterOwnConn(own, node string) string {
 	return fmt.Sprintf("CROSSSLOT this client's own connection (after WATCH, SUBSCRIBE, CLIENT TRACKING or another login) is to the cluster node at %s, but this key is served by %s; use another connection for it", own, node)
 }
 
+// errClusterScanCursor: a SCAN cursor that names no primary (made up, or
+// from before the cluster lost primaries), or a node's cursor too large to
+// carry the node's place beside it.
+const errClusterScanCursor = "ERR invalid cursor: lockproxy's SCAN cursors name a cluster primary in their low 8 bits, and this one names none (or its node's cursor is too large); start the scan again from 0"
+
 func errClusterUnknownSub(sub string) string {
 	return fmt.Sprintf("ERR unknown subcommand '%s'. Try CLUSTER HELP.", clip(sub, 128))
 }
