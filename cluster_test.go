@@ -649,3 +649,27 @@ func TestClusterScan(t *testing.T) {
 	eq(t, c.do("SCAN", "x"), directTo(t, m, "x", "SCAN", "x"))
 	eq(t, c.do(append([]string{"DEL"}, keys...)...), ":"+strconv.Itoa(len(keys))+"\r\n")
 }
+
+// LOCKPROXY LOCKS reads the owner records of every primary: a lock held in
+// each shard is listed.
+func TestClusterLocksListing(t *testing.T) {
+	e, cl := clusterEnv(t, rulesOptions(t, rule("rewrite")))
+	m := slotMap(t, cl)
+	c := dialRaw(t, e.addr)
+	var locks []string
+	for _, p := range m.Primaries {
+		k := keysOn(m, p, "listed:", 1)[0] + ":lock"
+		for a, _ := m.Primary(cluster.Slot([]byte(k))); a != p; a, _ = m.Primary(cluster.Slot([]byte(k))) {
+			k = "x" + k
+		}
+		locks = append(locks, k)
+		eq(t, c.do("SET", k, "tok", "NX", "PX", "30000"), "+OK\r\n")
+	}
+	out := c.do("LOCKPROXY", "LOCKS")
+	for _, k := range locks {
+		mustContain(t, out, k)
+	}
+	for _, k := range locks {
+		eq(t, c.do("DEL", k), ":1\r\n")
+	}
+}
