@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -671,5 +672,76 @@ func TestClusterLocksListing(t *testing.T) {
 	}
 	for _, k := range locks {
 		eq(t, c.do("DEL", k), ":1\r\n")
+	}
+}
+
+// A primary stops answering (SIGSTOP) while a lock is held in its slots:
+// every command meanwhile gets its reply or an error that says it did not
+// (UPSTREAM, CLUSTERDOWN, TRYAGAIN), never a redirect nor a wrong value;
+// once the cluster has failed it over, the proxy reads the new map and the
+// holder releases its lock on the new primary while a stranger cannot.
+func TestClusterPrimaryStopped(t *testing.T) {
+	e, cl := clusterEnv(t, func() proxy.Options {
+		o := rulesOptions(t, rule("rewrite"))
+		o.ReplyTimeout, o.DialTimeout = time.Second, time.Second
+		o.Cluster.Refresh = 500 * time.Millisecond
+		return o
+	}())
+	m := slotMap(t, cl)
+	victim := cl.ByAddr(m.Primaries[2])
+	key := keysOn(m, victim.Addr, "stop:", 1)[0]
+	lock := key + ":lock"
+	for a, _ := m.Primary(cluster.Slot([]byte(lock))); a != victim.Addr; a, _ = m.Primary(cluster.Slot([]byte(lock))) {
+		lock = "x" + lock
+	}
+	holder, stranger, w := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, holder.do("SET", lock, "abc", "NX", "PX", "120000"), "+OK\r\n")
+	eq(t, w.do("SET", key, "v"), "+OK\r\n")
+	replica, err := cl.ReplicaOf(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The records reach the replica before the primary stops (a WAIT
+	// on the node, as an application that needs it would send).
+	if out, err := valkeytest.Do(victim.Addr, "WAIT", "1", "5000"); err != nil || out != "1\n" {
+		t.Fatalf("WAIT: %q %v", out, err)
+	}
+	if err := victim.Process().Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = victim.Process().Signal(syscall.SIGCONT)
+		}
+	}()
+	ok := false
+	for i := 0; i < 200 && !ok; i++ {
+		got := w.do("GET", key)
+		switch {
+		case got == bulk("v"):
+			ok = true
+		case strings.HasPrefix(got, "-UPSTREAM"), strings.HasPrefix(got, "-CLUSTERDOWN"), strings.HasPrefix(got, "-TRYAGAIN"):
+			time.Sleep(100 * time.Millisecond)
+		default:
+			t.Fatalf("GET during the failover: %q", got)
+		}
+	}
+	if !ok {
+		t.Fatal("the key never came back after the failover")
+	}
+	if role, _ := valkeytest.Do(replica.Addr, "ROLE"); !strings.HasPrefix(role, "master\n") {
+		t.Fatalf("the replica %s is not the primary: %q", replica.Addr, role)
+	}
+	mustContain(t, stranger.do("DEL", lock), "-NOTOWNER")
+	eq(t, holder.do("DEL", lock), ":1\r\n")
+	eq(t, w.do("DEL", key), ":1\r\n")
+	_ = victim.Process().Signal(syscall.SIGCONT)
+	stopped = false
+	if err := cl.WaitOK(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Failover(victim); err != nil { // back as it was
+		t.Fatal(err)
 	}
 }
