@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"log/slog"
-	"math"
 	"net"
 	"sort"
 	"strings"
@@ -104,6 +103,9 @@ func outcomeIndex(o Outcome) int {
 // with (safe release and fencing). Fenced writes the fence refuses inside
 // Valkey (STALE) are counted apart, as stale_write_refused events.
 var refusalKinds = []string{"NOTOWNER", "TOKENRELEASE", "LOCKED", "UNFENCED"}
+
+// outcome is how many events of an outcome the rule (or the total) saw.
+func (rs *ruleStats) outcome(o Outcome) int64 { return rs.outcomes[outcomeIndex(o)].Load() }
 
 func (rs *ruleStats) refusal(kind string) *atomic.Int64 {
 	rs.refusalsMu.Lock()
@@ -315,100 +317,6 @@ func refusalKind(reason string) string {
 
 // histogram is a fixed-bucket histogram of durations, written with atomics
 // only, read as a snapshot for STATS and /metrics.
-type histogram struct {
-	counts [len(durationBuckets) + 1]atomic.Int64
-	sumNs  atomic.Int64
-	maxNs  atomic.Int64
-	minNs1 atomic.Int64 // the smallest value + 1; 0 = none yet
-}
-
-// durationBuckets are upper bounds in seconds, from a fast in-process lock
-// to a long batch job.
-var durationBuckets = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-	1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
-
-func (h *histogram) observe(d time.Duration) {
-	if d < 0 {
-		d = 0
-	}
-	s := d.Seconds()
-	i := sort.SearchFloat64s(durationBuckets[:], s) // first bound >= s
-	h.counts[i].Add(1)
-	h.sumNs.Add(int64(d))
-	for {
-		m := h.maxNs.Load()
-		if int64(d) <= m || h.maxNs.CompareAndSwap(m, int64(d)) {
-			break
-		}
-	}
-	for {
-		m := h.minNs1.Load()
-		if (m != 0 && int64(d)+1 >= m) || h.minNs1.CompareAndSwap(m, int64(d)+1) {
-			break
-		}
-	}
-}
-
-type histSnapshot struct {
-	count   uint64
-	sum     float64 // seconds
-	max     float64 // seconds
-	min     float64 // seconds
-	buckets [len(durationBuckets) + 1]uint64
-}
-
-func (h *histogram) snapshot() histSnapshot {
-	var s histSnapshot
-	for i := range h.counts {
-		s.buckets[i] = uint64(h.counts[i].Load())
-		s.count += s.buckets[i]
-	}
-	s.sum = float64(h.sumNs.Load()) / 1e9
-	s.max = float64(h.maxNs.Load()) / 1e9
-	if m := h.minNs1.Load(); m > 0 {
-		s.min = float64(m-1) / 1e9
-	}
-	return s
-}
-
-func (s histSnapshot) mean() float64 {
-	if s.count == 0 {
-		return 0
-	}
-	return s.sum / float64(s.count)
-}
-
-// quantile estimates the q-quantile in seconds by linear interpolation inside
-// its bucket, narrowed to the smallest and largest values seen.
-func (s histSnapshot) quantile(q float64) float64 {
-	if s.count == 0 {
-		return 0
-	}
-	rank := q * float64(s.count)
-	var cum float64
-	for i, n := range s.buckets {
-		if n == 0 {
-			continue
-		}
-		if cum+float64(n) >= rank {
-			lo := s.min
-			if i > 0 {
-				lo = math.Max(durationBuckets[i-1], s.min)
-			}
-			hi := s.max
-			if i < len(durationBuckets) {
-				hi = math.Min(durationBuckets[i], s.max)
-			}
-			if hi < lo {
-				return hi
-			}
-			return lo + (hi-lo)*(rank-cum)/float64(n)
-		}
-		cum += float64(n)
-	}
-	return s.max
-}
-
 // countConn counts a client connection's bytes into the proxy's totals.
 type countConn struct {
 	net.Conn

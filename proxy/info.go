@@ -124,23 +124,24 @@ func (p *Proxy) statsFields() []field {
 		{"client_input_bytes", o.bytesIn.Load()},
 		{"client_output_bytes", o.bytesOut.Load()},
 		{"lock_rules", int64(d.Rules.Len())},
-		{"grants", p.stats.grants.Load()},
-		{"contention", p.stats.contention.Load()},
-		{"rewritten", p.stats.rewritten.Load()},
+		{"grants", all.grants.Load()},
+		{"contention", all.contention.Load()},
+		{"rewritten", all.released.Load() + all.renewed.Load()},
 		{"token_checked_releases", all.released.Load()},
 		{"token_checked_renewals", all.renewed.Load()},
-		{"refused", p.stats.refused.Load()},
+		{"refused", all.outcome(OutcomeRefused)},
 	}
 	for _, kc := range all.refusalCounts() {
 		f = append(f, field{"refused_" + strings.ToLower(kc.kind), kc.n})
 	}
 	f = append(f,
-		field{"observed", p.stats.observed.Load()},
-		field{"successor_deletions_prevented", p.stats.successorPrevented.Load()},
-		field{"successor_deletions", p.stats.successorDeleted.Load()},
+		// A successor deletion is an observed command too.
+		field{"observed", all.outcome(OutcomeObserved) + all.outcome(OutcomeSuccessorDeleted)},
+		field{"successor_deletions_prevented", all.prevented.Load()},
+		field{"successor_deletions", all.outcome(OutcomeSuccessorDeleted)},
 		field{"lapsed_leases", p.lapsedTotal()},
 		field{"late_releases", all.lapsed.Load()},
-		field{"stale_fenced_writes_refused", p.stats.staleRefused.Load()},
+		field{"stale_fenced_writes_refused", all.outcome(OutcomeStaleRefused)},
 	)
 	f = append(f, histFields("hold_time", all.hold.snapshot())...)
 	f = append(f, histFields("wait_time", all.wait.snapshot())...)

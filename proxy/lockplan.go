@@ -235,10 +235,8 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 			continue // did not happen: another lock key of the command was refused
 		case rewrite.Grant:
 			if e.Grant == 0 {
-				p.stats.contention.Add(1)
 				p.contended(e, now)
 			} else {
-				p.stats.grants.Add(1)
 				p.granted(e, now)
 			}
 			continue
@@ -259,49 +257,39 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 		case rewrite.Released:
 			switch e.Outcome {
 			case rewrite.OutcomeForwarded:
-				p.stats.observed.Add(1)
 				ev.Outcome, ev.Detail = OutcomeObserved, "forwarded unchecked"
 				if e.Holder != "" {
 					ev.Outcome = OutcomeSuccessorDeleted
 					ev.Detail = "deleted a lock granted to " + e.Holder
-					p.stats.successorDeleted.Add(1)
 				}
 			default:
 				p.released(e)
-				p.stats.rewritten.Add(1)
 				ev.Outcome, ev.Token = OutcomeRewritten, maskHead(e.Value, e.ValueLen)
 				ev.Detail = releaseDetail(n)
 				if e.Outcome == rewrite.OutcomeSuperseded && e.Holder != "" {
 					ev.Outcome = OutcomeSuccessorPrevented
 					ev.Detail = "the lock is now " + e.Holder + "'s; not deleted"
-					p.stats.successorPrevented.Add(1)
 				}
 			}
 		case rewrite.Renewed:
-			p.stats.rewritten.Add(1)
 			ev.Outcome = OutcomeRewritten
 			ev.Detail = "token-checked lease change"
 			if !e.Acted {
 				ev.Detail = "token-checked lease change: no longer the holder, nothing changed"
 			}
 		case rewrite.Observed:
-			p.stats.observed.Add(1)
 			ev.Outcome, ev.Detail = OutcomeObserved, e.Reason
 			if isInt && n > int64(e.Plain) && e.Holder != "" {
 				ev.Outcome = OutcomeSuccessorDeleted
 				ev.Detail = "deleted a lock granted to " + e.Holder
-				p.stats.successorDeleted.Add(1)
 			}
 		case rewrite.Refused:
-			p.stats.refused.Add(1)
 			ev.Outcome, ev.Detail = OutcomeRefused, e.Reason
 			if e.Holder != "" {
-				p.stats.successorPrevented.Add(1)
 			}
 		case rewrite.Flushed:
 			ev.Outcome = OutcomeFlushed
 		case rewrite.FencedWrite: // unfenced, under unfenced_writes: observe
-			p.stats.observed.Add(1)
 			ev.Outcome, ev.Detail = OutcomeObserved, "write to a guarded key without a grant of its lock"
 		}
 		p.record(ev, e) // ring, log line, counters by rule and outcome, audit file
@@ -453,7 +441,6 @@ func (s *session) staleWrite(effects []rewrite.Effect, reply []byte) {
 		if e.Kind != rewrite.FencedWrite {
 			continue
 		}
-		s.p.stats.staleRefused.Add(1)
 		ev := Event{Time: time.Now(), Client: s.addr, Name: s.nameSnapshot(), Command: e.Command,
 			Key: string(e.Key), Owner: e.Owner, Grant: staleToken(reply), Outcome: OutcomeStaleRefused,
 			Detail: string(bytes.TrimRight(reply[1:], "\r\n"))}

@@ -75,19 +75,13 @@ type Proxy struct {
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (admin_stats.go)
 }
 
+// stats counts connections. What lock traffic did is counted once, by rule
+// and in total, in ops (admin_stats.go): INFO, LOCKPROXY STATS and
+// /metrics all read it there.
 type stats struct {
 	clients   atomic.Int64
 	dedicated atomic.Int64
 	rejected  atomic.Int64
-
-	grants             atomic.Int64 // acquisitions through the proxy
-	contention         atomic.Int64 // SET NX that found the lock taken
-	rewritten          atomic.Int64 // releases and renewals run token-checked
-	refused            atomic.Int64
-	observed           atomic.Int64
-	successorPrevented atomic.Int64
-	successorDeleted   atomic.Int64
-	staleRefused       atomic.Int64 // fenced writes refused as stale
 }
 
 // New checks the options and probes Valkey once to learn whether it requires
