@@ -532,6 +532,10 @@ func TestClusterFailover(t *testing.T) {
 	if infoInt(t, info, "cluster_moved_followed") == 0 {
 		t.Errorf("no MOVED followed after the failover:\n%s", info)
 	}
+	// /metrics reads the same counters.
+	mt := metrics(t, e)
+	eq(t, metric(t, mt, `lockproxy_cluster_redirects_followed_total{kind="moved"}`), float64(infoInt(t, info, "cluster_moved_followed")))
+	eq(t, metric(t, mt, `lockproxy_cluster_slots_served`), 16384.0)
 	eq(t, w.do(append([]string{"DEL"}, keys...)...), ":"+strconv.Itoa(len(keys))+"\r\n")
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ClusterOptions put the proxy in front of a Valkey Cluster.
@@ -219,6 +220,39 @@ func (p *Proxy) readTopology(addr string) (*cluster.Map, error) {
 		return nil, err
 	}
 	return cluster.FromSlots(v, addr)
+}
+
+// The cluster's metrics: the same counters as clusterFields, served only
+// in front of a cluster.
+var (
+	mClusterPrimaries = desc("cluster_primaries", "Primaries in the cluster's slot map the proxy uses.")
+	mClusterSlots     = desc("cluster_slots_served", "Hash slots a primary serves in the proxy's map (16384 when the cluster is whole).")
+	mClusterMap       = desc("cluster_map_changes_total", "Slot maps installed (the first, and each change two nodes agreed on).")
+	mClusterUnconf    = desc("cluster_map_unconfirmed_total", "Topology reads after which no second node confirmed the slot map a node gave.")
+	mClusterRedirects = desc("cluster_redirects_followed_total", "MOVED and ASK replies the proxy followed for its clients, by kind.", "kind")
+	mClusterTryAgain  = desc("cluster_tryagain_retries_total", "TRYAGAIN replies retried (a multi-key command during a slot's migration).")
+	mClusterSplits    = desc("cluster_split_commands_total", "Commands split per slot or fanned out to every primary.")
+	clusterDescs      = []*prometheus.Desc{mClusterPrimaries, mClusterSlots, mClusterMap, mClusterUnconf, mClusterRedirects, mClusterTryAgain, mClusterSplits}
+)
+
+// collectCluster reports the cluster's metrics, none for a single primary.
+func (p *Proxy) collectCluster(gauge, counter func(*prometheus.Desc, int64, ...string)) {
+	cl := p.cl
+	if cl == nil {
+		return
+	}
+	var prims, covered int64
+	if m := p.slotMap(); m != nil {
+		prims, covered = int64(len(m.Primaries)), int64(m.Covered())
+	}
+	gauge(mClusterPrimaries, prims)
+	gauge(mClusterSlots, covered)
+	counter(mClusterMap, cl.refreshes.Load())
+	counter(mClusterUnconf, cl.disagreements.Load())
+	counter(mClusterRedirects, cl.moved.Load(), "moved")
+	counter(mClusterRedirects, cl.asked.Load(), "ask")
+	counter(mClusterTryAgain, cl.tryAgain.Load())
+	counter(mClusterSplits, cl.splits.Load())
 }
 
 // clusterFields are the cluster's lines of INFO lockproxy and LOCKPROXY

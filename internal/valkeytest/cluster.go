@@ -442,17 +442,29 @@ func (c *Cluster) ReplicaOf(p *Server) (*Server, error) {
 // Failover makes replica its primary's successor with CLUSTER FAILOVER (a
 // coordinated failover: the old primary stops taking writes and the replica
 // catches up first, so nothing acknowledged is lost) and waits until every
-// node agrees.
+// node agrees. A manual failover that does not complete within Valkey's
+// 5 s (the replica was still syncing) is abandoned by Valkey; it is asked
+// again, after the replica's link to its primary is up.
 func (c *Cluster) Failover(replica *Server) error {
-	if out, err := Do(replica.Addr, "CLUSTER", "FAILOVER"); err != nil || !strings.HasPrefix(out, "OK") {
-		return fmt.Errorf("valkeytest: CLUSTER FAILOVER on %s: %q %v", replica.Addr, out, err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if role, _ := Do(replica.Addr, "ROLE"); strings.HasPrefix(role, "master\n") {
-			return c.WaitOK(30 * time.Second)
+		info, _ := Do(replica.Addr, "INFO", "replication")
+		if strings.Contains(info, "master_link_status:up") {
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		if out, err := Do(replica.Addr, "CLUSTER", "FAILOVER"); err != nil || !strings.HasPrefix(out, "OK") {
+			return fmt.Errorf("valkeytest: CLUSTER FAILOVER on %s: %q %v", replica.Addr, out, err)
+		}
+		try := time.Now().Add(7 * time.Second)
+		for time.Now().Before(try) {
+			if role, _ := Do(replica.Addr, "ROLE"); strings.HasPrefix(role, "master\n") {
+				return c.WaitOK(30 * time.Second)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	return fmt.Errorf("valkeytest: %s did not become a primary", replica.Addr)
 }
