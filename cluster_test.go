@@ -178,6 +178,17 @@ func TestClusterCrossSlot(t *testing.T) {
 	eq(t, c.do("SET", b, "after"), "+OK\r\n")
 	eq(t, directTo(t, m, b, "GET", b), bulk("after"))
 	eq(t, c.do("DEL", a, b), ":2\r\n")
+
+	// WATCH opens the connection on its key's node; the transaction runs
+	// there, and a key of another node is refused on that connection.
+	w := dialRaw(t, e.addr)
+	eq(t, w.do("WATCH", b), "+OK\r\n")
+	eq(t, w.do("MULTI"), "+OK\r\n")
+	eq(t, w.do("SET", b, "watched"), "+QUEUED\r\n")
+	eq(t, w.do("EXEC"), "*1\r\n+OK\r\n")
+	eq(t, directTo(t, m, b, "GET", b), bulk("watched"))
+	mustContain(t, w.do("GET", a), "-CROSSSLOT this client's own connection")
+	eq(t, w.do("DEL", b), ":1\r\n")
 }
 
 // The seed's story on a lock in every shard: A acquires with abc and
