@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/redis/go-redis/v9"
@@ -27,7 +28,7 @@ import (
 func clusterEnv(t *testing.T, opts proxy.Options) (*env, *valkeytest.Cluster) {
 	t.Helper()
 	cl := valkeytest.SharedCluster(t)
-	opts.Cluster.Seeds = cl.Seeds()
+	opts.Upstream.Cluster.Seeds = cl.Seeds()
 	e := &env{t: t, srv: cl.Nodes[0]}
 	e.startProxy(opts)
 	return e, cl
@@ -235,7 +236,7 @@ func TestClusterSeedStoryEveryShard(t *testing.T) {
 func TestClusterSlotMigrationWithLocks(t *testing.T) {
 	e, cl := clusterEnv(t, func() proxy.Options {
 		o := rulesOptions(t, rule("rewrite"))
-		o.Cluster.Refresh = time.Hour // only redirects tell the proxy the slot moved
+		o.Upstream.Cluster.Refresh = policy.Duration(time.Hour) // only redirects tell the proxy the slot moved
 		return o
 	}())
 	m := slotMap(t, cl)
@@ -321,7 +322,7 @@ func TestClusterSlotMigrationWithLocks(t *testing.T) {
 // address, finds one node owning every slot there and sends everything to
 // the proxy; the nodes see only lockproxy's connections.
 func TestClusterSingleNodeFace(t *testing.T) {
-	e, cl := clusterEnv(t, proxy.Options{Cluster: proxy.ClusterOptions{Face: proxy.FaceSingleNode}})
+	e, cl := clusterEnv(t, proxy.Options{Config: policy.Config{ClusterFace: policy.ClusterFaceSingleNode}})
 	m := slotMap(t, cl)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{e.addr}, MaxRedirects: 0})
 	defer cc.Close()
@@ -423,7 +424,9 @@ func TestClusterMapNeedsTwoNodes(t *testing.T) {
 	eq(t, string(rc.Do(t, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")), "+OK\r\n")
 	cl := valkeytest.SharedCluster(t)
 	e := &env{t: t, srv: rogue}
-	e.startProxy(proxy.Options{Cluster: proxy.ClusterOptions{Seeds: append([]string{rogue.Addr}, cl.Seeds()...)}})
+	var o proxy.Options
+	o.Upstream.Cluster.Seeds = append([]string{rogue.Addr}, cl.Seeds()...)
+	e.startProxy(o)
 	m := slotMap(t, cl)
 	c := dialRaw(t, e.addr)
 	for i := range 20 {
@@ -505,7 +508,7 @@ func rulesEnvCluster(t *testing.T, _ *valkeytest.Cluster, yaml string) *env {
 func TestClusterFailover(t *testing.T) {
 	e, cl := clusterEnv(t, func() proxy.Options {
 		o := rulesOptions(t, rule("rewrite"))
-		o.Cluster.Refresh = time.Hour // only the redirect tells the proxy
+		o.Upstream.Cluster.Refresh = policy.Duration(time.Hour) // only the redirect tells the proxy
 		return o
 	}())
 	m := slotMap(t, cl)
@@ -600,7 +603,7 @@ func TestClusterDownSlotFailsClosed(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // the node takes its new state on its next cron
 	}
 	o := rulesOptions(t, rule("rewrite"))
-	o.Cluster.Seeds = []string{node.Addr}
+	o.Upstream.Cluster.Seeds = []string{node.Addr}
 	e := &env{t: t, srv: node}
 	e.startProxy(o)
 	c := dialRaw(t, e.addr)
@@ -698,8 +701,8 @@ func TestClusterLocksListing(t *testing.T) {
 func TestClusterPrimaryStopped(t *testing.T) {
 	e, cl := clusterEnv(t, func() proxy.Options {
 		o := rulesOptions(t, rule("rewrite"))
-		o.ReplyTimeout, o.DialTimeout = time.Second, time.Second
-		o.Cluster.Refresh = 500 * time.Millisecond
+		o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = policy.Duration(time.Second), policy.Duration(time.Second)
+		o.Upstream.Cluster.Refresh = policy.Duration(500 * time.Millisecond)
 		return o
 	}())
 	m := slotMap(t, cl)

@@ -25,7 +25,7 @@ func TestDifferential(t *testing.T) {
 
 func differential(t *testing.T, o proxy.Options) {
 	direct := valkeytest.Start(t)
-	o.PoolSize = 2
+	o.Upstream.PoolSize = 2
 	e := newEnv(t, o)
 	const clients = 16
 	var wg sync.WaitGroup

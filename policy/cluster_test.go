@@ -41,7 +41,7 @@ func TestClusterConfigErrors(t *testing.T) {
 		{"seed not host:port", "upstream:\n  cluster:\n    seeds: [127.0.0.1:7000, nohost]\n",
 			[]string{`c.yaml:3:29: upstream.cluster.seeds[1]: "nohost" is not host:port (e.g. 127.0.0.1:6379)`}},
 		{"seeds not a list", "upstream:\n  cluster:\n    seeds: 127.0.0.1:7000\n",
-			[]string{`c.yaml:3: upstream.cluster.seeds: expected a list of host:port addresses, got the value "127.0.0.1:7000"`}},
+			[]string{`c.yaml:3: upstream.cluster.seeds: expected a list of values, got the value "127.0.0.1:7000"`}},
 		{"unknown cluster key", "upstream:\n  cluster:\n    seed: [a:1]\n",
 			[]string{`c.yaml:3: upstream.cluster.seed: unknown key (did you mean seeds?)`}},
 		{"cluster and addr", "upstream:\n  addr: 127.0.0.1:6379\n  cluster:\n    seeds: [127.0.0.1:7000]\n",

@@ -10,41 +10,19 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/prometheus/client_golang/prometheus"
-)
-
-// ClusterOptions put the proxy in front of a Valkey Cluster.
-type ClusterOptions struct {
-	// Seeds are some of the cluster's nodes (host:port); the topology is
-	// read from them and then from every node it names. Empty: no cluster.
-	Seeds []string
-	// Face is what CLUSTER commands answer: FaceHidden (the default) as a
-	// standalone server, FaceSingleNode as one node owning every slot.
-	Face ClusterFace
-	// Refresh is how often the topology is read again when nothing asked
-	// for it sooner (a MOVED, a node that cannot be reached). Default 10s.
-	Refresh time.Duration
-}
-
-// ClusterFace is what a client sees of the cluster behind the proxy.
-type ClusterFace uint8
-
-const (
-	// FaceHidden: CLUSTER commands answer as a standalone server would, so
-	// plain clients work unchanged.
-	FaceHidden ClusterFace = iota
-	// FaceSingleNode: CLUSTER SLOTS/SHARDS/NODES/INFO/MYID answer as one
-	// node owning all 16384 slots at the address the client connected
-	// to, so cluster-aware clients send everything to the proxy.
-	FaceSingleNode
 )
 
 // clusterState is the proxy's view of the cluster: the slot map now, and
 // what keeps it current.
 type clusterState struct {
-	opts ClusterOptions
-	m    atomic.Pointer[cluster.Map]
+	// What upstream.cluster and cluster_face say (policy.ClusterConfig).
+	seeds []string
+	every time.Duration // the timer's period
+	face  policy.ClusterFace
+	m     atomic.Pointer[cluster.Map]
 
 	// refresh asks the refresher to read the topology again soon.
 	refresh chan struct{}
@@ -69,11 +47,8 @@ const minRefreshGap = 100 * time.Millisecond
 // startCluster reads the topology once (a cluster that cannot be reached is
 // not an error: commands get one until it can) and starts the refresher.
 func (p *Proxy) startCluster() {
-	o := p.opts.Cluster
-	if o.Refresh <= 0 {
-		o.Refresh = 10 * time.Second
-	}
-	cl := &clusterState{opts: o, refresh: make(chan struct{}, 1)}
+	c := p.opts.Upstream.Cluster
+	cl := &clusterState{seeds: c.Seeds, every: c.Refresh.D(), face: p.opts.ClusterFace, refresh: make(chan struct{}, 1)}
 	cl.conns.idle = map[nodeKey][]*nodeConn{}
 	p.cl = cl
 	p.refreshTopology()
@@ -94,7 +69,7 @@ func (p *Proxy) stopCluster() {
 // refresher reads the topology on request and on a timer.
 func (p *Proxy) refresher(ctx context.Context) {
 	defer p.wg.Done()
-	t := time.NewTicker(p.cl.opts.Refresh)
+	t := time.NewTicker(p.cl.every)
 	defer t.Stop()
 	for {
 		select {
@@ -135,7 +110,7 @@ func (p *Proxy) refreshTopology() {
 	if cur != nil {
 		candidates = append(candidates, cur.Nodes...)
 	}
-	for _, s := range cl.opts.Seeds {
+	for _, s := range cl.seeds {
 		if !slices.Contains(candidates, s) {
 			candidates = append(candidates, s)
 		}
@@ -173,7 +148,7 @@ func (p *Proxy) refreshTopology() {
 	}
 	p.setTopologyErr(errors.Join(errs...))
 	if cur == nil {
-		p.log.Warn("cannot read the cluster's slot map yet", "seeds", cl.opts.Seeds, "err", errors.Join(errs...))
+		p.log.Warn("cannot read the cluster's slot map yet", "seeds", cl.seeds, "err", errors.Join(errs...))
 	}
 }
 
@@ -285,8 +260,8 @@ func (p *Proxy) clusterAddr() (string, error) {
 	if m := p.slotMap(); m != nil && len(m.Primaries) > 0 {
 		return m.Primaries[0], nil
 	}
-	if len(p.cl.opts.Seeds) == 0 {
+	if len(p.cl.seeds) == 0 {
 		return "", errors.New("no cluster seeds")
 	}
-	return p.cl.opts.Seeds[0], nil
+	return p.cl.seeds[0], nil
 }

@@ -13,8 +13,8 @@ import (
 // an admin command's few round trips; the caller closes it.
 func (p *Proxy) nodeClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{
-		Addr: addr, Username: p.opts.Username, Password: p.opts.Password,
-		DialTimeout: p.opts.DialTimeout, Protocol: 2, PoolSize: 1, MaxRetries: 1,
+		Addr: addr, Username: p.opts.Upstream.Username, Password: p.opts.Upstream.Password,
+		DialTimeout: p.opts.Upstream.DialTimeout.D(), Protocol: 2, PoolSize: 1, MaxRetries: 1,
 		DisableIdentity: true, TLSConfig: p.opts.UpstreamTLS,
 	})
 }

@@ -54,7 +54,7 @@ func (p *Proxy) nodeDo(addr string, proto int, cmds ...[]byte) ([][]byte, error)
 		}
 		c = &nodeConn{nc: nc}
 	}
-	replies, err := c.do(cmds, p.opts.ReplyTimeout)
+	replies, err := c.do(cmds, p.opts.Upstream.ReplyTimeout.D())
 	if err != nil {
 		c.nc.Close()
 		return nil, err
@@ -74,7 +74,7 @@ func (p *Proxy) nodeDo(addr string, proto int, cmds ...[]byte) ([][]byte, error)
 // nodeDial opens a connection to a node as the shared connections are
 // opened: TLS as configured, the proxy's login, lockproxy's scripts loaded.
 func (p *Proxy) nodeDial(addr string, proto int) (net.Conn, error) {
-	d := net.Dialer{Timeout: p.opts.DialTimeout, KeepAlive: 30 * time.Second}
+	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D(), KeepAlive: 30 * time.Second}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func (p *Proxy) nodeDial(addr string, proto int) (net.Conn, error) {
 	if p.opts.UpstreamTLS != nil {
 		nc = tlsClient(nc, p.opts.UpstreamTLS)
 	}
-	_ = nc.SetDeadline(time.Now().Add(p.opts.DialTimeout))
+	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
 	st := p.sharedState(poolKey{proto: proto})
 	if err := handshake(nc, st); err != nil {
 		nc.Close()

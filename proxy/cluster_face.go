@@ -7,12 +7,13 @@ import (
 	"strconv"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
-// What clients see of the cluster (ClusterOptions.Face). Under FaceHidden the
+// What clients see of the cluster (cluster_face). Under hidden the
 // proxy is a standalone server: every CLUSTER command, READONLY, READWRITE
-// and ASKING get the error a standalone Valkey gives. Under FaceSingleNode
+// and ASKING get the error a standalone Valkey gives. Under single_node
 // it is a cluster of one node that owns every slot, at the address the
 // client connected to: a cluster-aware client then sends everything to the
 // proxy and never learns the nodes' addresses, so it neither bypasses the
@@ -33,7 +34,7 @@ func isClusterFaceCommand(name []byte) bool {
 // clusterFace answers CLUSTER, READONLY, READWRITE and ASKING.
 func (s *session) clusterFace(cmd resp.Command) {
 	args := cmd.Args
-	single := s.p.cl.opts.Face == FaceSingleNode
+	single := s.p.cl.face == policy.ClusterFaceSingleNode
 	switch {
 	case resp.EqualFold(args[0], "readonly"), resp.EqualFold(args[0], "readwrite"):
 		// Reads go to primaries whatever the client asks (a standalone

@@ -65,7 +65,7 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kReset:
-		s.proto, s.db, s.name, s.libName, s.libVer = 2, s.p.opts.DB, "", "", ""
+		s.proto, s.db, s.name, s.libName, s.libVer = 2, s.p.opts.Upstream.DB, "", "", ""
 		s.authed, s.proxyCreds = !s.p.requireAuth, false
 		s.local(resp.AppendSimple(nil, "RESET"))
 	}
@@ -342,7 +342,7 @@ func (s *session) auth(cmd resp.Command) {
 }
 
 func (s *session) matchesProxyCreds(user, pass []byte) bool {
-	o := &s.p.opts
+	o := &s.p.opts.Upstream
 	if o.Password == "" {
 		return false
 	}

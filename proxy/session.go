@@ -111,7 +111,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 		nc:        nc,
 		addr:      nc.RemoteAddr().String(),
 		proto:     2,
-		db:        p.opts.DB,
+		db:        p.opts.Upstream.DB,
 		authed:    !p.requireAuth,
 		drained:   make(chan struct{}, 1),
 		wake:      make(chan struct{}, 1),
@@ -125,7 +125,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	}
 	s.connOwner = "conn:" + p.instance + "-" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
-	s.rd = resp.NewReader(nc, p.opts.Limits)
+	s.rd = resp.NewReader(nc, p.limits)
 	s.lastRead = time.Now()
 	return s
 }
@@ -135,7 +135,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 // client has nothing in flight.
 func (s *session) beforeFill() {
 	s.flush()
-	idle := s.p.opts.ClientIdleTimeout
+	idle := s.p.opts.ClientIdleTimeout.D()
 	switch {
 	case s.p.shuttingDown.Load() || s.lost.Load():
 		_ = s.nc.SetReadDeadline(time.Now())
@@ -401,7 +401,7 @@ func (s *session) write(b []byte) {
 		}
 	}
 	// Checked before appending: the buffer never grows past the limit.
-	over := int64(len(s.out)+len(b)) > s.p.opts.OutputBufferLimit
+	over := int64(len(s.out)+len(b)) > int64(s.p.opts.ClientOutputBufferLimit)
 	if over {
 		s.outClosed = true
 		s.out = nil
@@ -418,7 +418,7 @@ func (s *session) write(b []byte) {
 	}
 	if over {
 		s.p.log.Warn("disconnecting a client that does not read its replies",
-			"client", s.addr, "limit_bytes", s.p.opts.OutputBufferLimit)
+			"client", s.addr, "limit_bytes", int64(s.p.opts.ClientOutputBufferLimit))
 		s.abort()
 		return
 	}
@@ -503,9 +503,9 @@ func (s *session) goDedicated(withCreds bool) bool {
 		name:     s.name,
 		libName:  s.libName,
 		libVer:   s.libVer,
-		username: s.p.opts.Username,
-		password: s.p.opts.Password,
-		auth:     withCreds && s.p.opts.Password != "",
+		username: s.p.opts.Upstream.Username,
+		password: s.p.opts.Upstream.Password,
+		auth:     withCreds && s.p.opts.Upstream.Password != "",
 		node:     s.node,
 	}
 	c, err := s.p.dial(st, s)

@@ -119,7 +119,7 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: p.opts.DialTimeout, KeepAlive: 30 * time.Second}
+	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D(), KeepAlive: 30 * time.Second}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {
 		p.forgetMaster()
@@ -129,7 +129,7 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 		tc := tls.Client(nc, p.opts.UpstreamTLS)
 		nc = tc
 	}
-	_ = nc.SetDeadline(time.Now().Add(p.opts.DialTimeout))
+	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
 	if err := handshake(nc, st); err != nil {
 		nc.Close()
 		return nil, err
@@ -440,7 +440,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	case err == nil || err == errWouldBlock:
 		return true
 	case isTimeout(err) && !c.dead.Load():
-		err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.ReplyTimeout)
+		err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.Upstream.ReplyTimeout.D())
 	}
 	c.fail(err)
 	return false
@@ -636,7 +636,7 @@ func (c *upConn) armLocked(progress bool) {
 		c.armed = false
 		return
 	}
-	c.setDeadlineLocked(time.Now().Add(c.p.opts.ReplyTimeout + time.Duration(wait)))
+	c.setDeadlineLocked(time.Now().Add(c.p.opts.Upstream.ReplyTimeout.D() + time.Duration(wait)))
 	c.armed = true
 }
 
@@ -663,7 +663,7 @@ func (c *upConn) expire() {
 	late := c.armed && !c.deadline.IsZero() && !time.Now().Before(c.deadline)
 	c.mu.Unlock()
 	if late {
-		c.fail(fmt.Errorf("no reply within reply_timeout %s", c.p.opts.ReplyTimeout))
+		c.fail(fmt.Errorf("no reply within reply_timeout %s", c.p.opts.Upstream.ReplyTimeout.D()))
 	}
 }
 
