@@ -216,10 +216,7 @@ func (p *Proxy) collectCluster(gauge, counter func(*prometheus.Desc, int64, ...s
 	if cl == nil {
 		return
 	}
-	var prims, covered int64
-	if m := p.slotMap(); m != nil {
-		prims, covered = int64(len(m.Primaries)), int64(m.Covered())
-	}
+	prims, covered := p.mapSize()
 	gauge(mClusterPrimaries, prims)
 	gauge(mClusterSlots, covered)
 	counter(mClusterMap, cl.refreshes.Load())
@@ -230,6 +227,14 @@ func (p *Proxy) collectCluster(gauge, counter func(*prometheus.Desc, int64, ...s
 	counter(mClusterSplits, cl.splits.Load())
 }
 
+// mapSize is how many primaries the map names and how many slots they serve.
+func (p *Proxy) mapSize() (prims, covered int64) {
+	if m := p.slotMap(); m != nil {
+		return int64(len(m.Primaries)), int64(m.Covered())
+	}
+	return 0, 0
+}
+
 // clusterFields are the cluster's lines of INFO lockproxy and LOCKPROXY
 // STATS; none for a single primary.
 func (p *Proxy) clusterFields() []field {
@@ -237,10 +242,7 @@ func (p *Proxy) clusterFields() []field {
 	if cl == nil {
 		return nil
 	}
-	var prims, covered int64
-	if m := p.slotMap(); m != nil {
-		prims, covered = int64(len(m.Primaries)), int64(m.Covered())
-	}
+	prims, covered := p.mapSize()
 	return []field{
 		{"cluster_primaries", prims},
 		{"cluster_slots_served", covered},
