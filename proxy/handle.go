@@ -29,6 +29,9 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 			return true
 		}
 	}
+	if s.p.cl != nil && s.clusterRoute(cmd, k) {
+		return true
+	}
 	if s.lockPlan(cmd) {
 		return true
 	}

@@ -45,6 +45,14 @@ type session struct {
 	authed          bool // may run commands (no AUTH needed, or AUTH given)
 	proxyCreds      bool // authenticated with the proxy's own upstream credentials
 
+	// node, in front of a cluster, is the primary of the slot of the
+	// command being handled (cluster_route.go).
+	node string
+	// ownMovable: the dedicated connection holds no state a later command
+	// needs (it was opened for MULTI or a blocking command), so in a
+	// cluster it may be left for another node's (cluster_route.go).
+	ownMovable bool
+
 	ded       *upConn // the session's own upstream connection, once it needs one
 	dedMu     sync.Mutex
 	shared    *upConn // cached shared connection for key()
@@ -139,7 +147,7 @@ func (s *session) beforeFill() {
 	}
 }
 
-func (s *session) key() poolKey { return poolKey{proto: s.proto, db: s.db} }
+func (s *session) key() poolKey { return poolKey{proto: s.proto, db: s.db, node: s.node} }
 
 // serveGo runs the session on a goroutine of its own until the client
 // leaves, breaks the protocol, or the proxy shuts down.
@@ -240,7 +248,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry})
+	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, cluster: s.clusterPend(raw)})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -498,6 +506,7 @@ func (s *session) goDedicated(withCreds bool) bool {
 		username: s.p.opts.Upstream.Username,
 		password: s.p.opts.Upstream.Password,
 		auth:     withCreds && s.p.opts.Upstream.Password != "",
+		node:     s.node,
 	}
 	c, err := s.p.dial(st, s)
 	if err != nil {

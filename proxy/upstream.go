@@ -30,6 +30,9 @@ type pend struct {
 	// handed out when the replies queued before it have been, so the
 	// session's replies stay in command order without the session waiting.
 	local []byte
+	// cluster, in front of a cluster, is what following a redirect needs
+	// (cluster_redirect.go): error replies go through it.
+	cluster *clusterCmd
 }
 
 // upConn is one connection to Valkey. Any number of sessions write commands
@@ -98,6 +101,7 @@ type connState struct {
 	auth               bool // log in with username/password
 	name               string
 	libName, libVer    string
+	node               string // in a cluster: the node to connect to
 }
 
 // replyError is an error reply Valkey gave during the handshake (for example
@@ -109,6 +113,9 @@ func (e *replyError) Error() string { return e.msg }
 // dial connects to Valkey and replays st on the new connection.
 func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 	addr, err := p.upstreamAddr()
+	if st.node != "" {
+		addr, err = st.node, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -502,7 +509,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		p := (*ps)[i]
 		i++
-		if p.hook == nil && p.retry == nil {
+		if p.hook == nil && p.retry == nil && (p.cluster == nil || fr[0] != '-') {
 			if runN > 0 && p.s == runS && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
 				run = run[:len(run)+len(fr)]
 				runN++
@@ -513,6 +520,9 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 			continue
 		}
 		flushRun()
+		if p.cluster != nil && fr[0] == '-' {
+			fr = c.p.redirected(p.cluster, fr, c.addr)
+		}
 		if p.retry != nil && bytes.HasPrefix(fr, noscript) {
 			if c.retry(p) {
 				continue
