@@ -380,6 +380,7 @@ const fencedMutexRule = `locks:
       counter: "{base}:fence"
       guards: ["{base}:*"]
       check: highest
+      mark: key
       unfenced_writes: reject
 `
 

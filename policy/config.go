@@ -228,6 +228,10 @@ type FenceConfig struct {
 	Guards         []string       `yaml:"guards"`          // key templates of the keys the lock guards
 	Check          FenceCheck     `yaml:"check"`           // default current
 	UnfencedWrites UnfencedWrites `yaml:"unfenced_writes"` // default reject
+	// Mark: where check: highest keeps the highest token accepted: one
+	// mark per lock (every key the lock guards refuses a token below the
+	// highest any of them accepted), or one per guarded key.
+	Mark FenceMark `yaml:"mark"` // default lock
 }
 
 // Enumerations. Each is a string type so the file's word is the value and
@@ -242,6 +246,7 @@ type (
 	ScriptsMode      string
 	UnknownSHAMode   string
 	FenceCheck       string
+	FenceMark        string
 	UnfencedWrites   string
 	AdminRole        string
 	ClusterFace      string
@@ -281,6 +286,9 @@ const (
 	FenceCheckCurrent FenceCheck = "current"
 	FenceCheckHighest FenceCheck = "highest"
 
+	FenceMarkLock FenceMark = "lock"
+	FenceMarkKey  FenceMark = "key"
+
 	UnfencedReject  UnfencedWrites = "reject"
 	UnfencedAllow   UnfencedWrites = "allow"
 	UnfencedObserve UnfencedWrites = "observe"
@@ -306,6 +314,7 @@ var (
 	scriptsModes   = []ScriptsMode{ScriptsReject, ScriptsObserve} // "" is allowed too
 	unknownSHAs    = []UnknownSHAMode{UnknownSHAAllow, UnknownSHAReject, UnknownSHAObserve}
 	fenceChecks    = []FenceCheck{FenceCheckCurrent, FenceCheckHighest}
+	fenceMarks     = []FenceMark{FenceMarkLock, FenceMarkKey}
 	unfencedWrites = []UnfencedWrites{UnfencedReject, UnfencedAllow, UnfencedObserve}
 	adminRoles     = []AdminRole{AdminRead, AdminOperate}
 )
@@ -376,6 +385,7 @@ func (r *LockRule) applyDefaults() {
 			r.Fence.Guards = nil
 		}
 		setZero(&r.Fence.Check, FenceCheckCurrent)
+		setZero(&r.Fence.Mark, FenceMarkLock)
 		setZero(&r.Fence.UnfencedWrites, UnfencedReject)
 	}
 }

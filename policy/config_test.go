@@ -212,7 +212,7 @@ func TestParseFull(t *testing.T) {
 			{Pattern: "*:lock", Release: ReleaseReject, Session: SessionClientName,
 				UnknownOwner: UnknownOwnerForward, Scripts: ScriptsObserve, UnknownSHA: UnknownSHAReject,
 				Fence: &FenceConfig{Counter: "{base}:fence", Guards: []string{"{base}:a", "{base}:b"},
-					Check: FenceCheckHighest, UnfencedWrites: UnfencedObserve}},
+					Check: FenceCheckHighest, Mark: FenceMarkLock, UnfencedWrites: UnfencedObserve}},
 			{Pattern: "lock:*", Release: ReleaseRewrite, Session: SessionConnection,
 				UnknownOwner: UnknownOwnerRefuse, UnknownSHA: UnknownSHAAllow},
 		},

@@ -25,6 +25,7 @@ type Fencing struct {
 	Counter        Template
 	Guards         []Template
 	Check          FenceCheck
+	Mark           FenceMark
 	UnfencedWrites UnfencedWrites
 
 	// guardAny matches every key some lock of the rule guards: each guard
@@ -258,7 +259,7 @@ func (f *Fencing) guardsOf(r *Rule, lock []byte) []*Pattern {
 
 // compileFence checks a rule's fence section against its pattern.
 func compileFence(pat *Pattern, fc *FenceConfig) (*Fencing, error) {
-	f := &Fencing{Check: fc.Check, UnfencedWrites: fc.UnfencedWrites}
+	f := &Fencing{Check: fc.Check, Mark: fc.Mark, UnfencedWrites: fc.UnfencedWrites}
 	var err error
 	if f.Counter, err = parseTemplate(fc.Counter); err != nil {
 		return nil, fmt.Errorf("counter: %v", err)

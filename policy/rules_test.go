@@ -55,7 +55,7 @@ func TestRulesDefaultsAndCopy(t *testing.T) {
 	got := r.All()
 	want0 := Rule{Index: 0, Pattern: got[0].Pattern, Release: ReleaseRewrite, Session: SessionConnection,
 		UnknownOwner: UnknownOwnerRefuse, UnknownSHA: UnknownSHAAllow,
-		Fence:   &FenceConfig{Counter: "{base}:fence", Guards: []string{"{base}"}, Check: FenceCheckCurrent, UnfencedWrites: UnfencedReject},
+		Fence:   &FenceConfig{Counter: "{base}:fence", Guards: []string{"{base}"}, Check: FenceCheckCurrent, Mark: FenceMarkLock, UnfencedWrites: UnfencedReject},
 		Fencing: got[0].Fencing}
 	if got[0].Fencing == nil || got[0].Fencing.Check != FenceCheckCurrent {
 		t.Errorf("rule 0's fence was not compiled: %+v", got[0].Fencing)

@@ -235,6 +235,7 @@ func validateLocks(v *validator, locks []LockRule) []*Pattern {
 				}
 			}
 			oneOf(v, fp+".check", f.Check, fenceChecks)
+			oneOf(v, fp+".mark", f.Mark, fenceMarks)
 			oneOf(v, fp+".unfenced_writes", f.UnfencedWrites, unfencedWrites)
 			if pats[i] != nil && f.Counter != "" {
 				if _, err := compileFence(pats[i], f); err != nil {

@@ -100,12 +100,18 @@ func describePlan(d *rewrite.Decider, cs *checkSession, cmd []string) string {
 		args[i] = []byte(a)
 	}
 	plan := d.Decide(args, cs, nil)
+	if plan.Learn != nil {
+		plan.Learn(false) // only imagined: nothing to learn
+	}
 	switch plan.Kind {
 	case rewrite.Refuse:
 		return "refused: " + plan.Err
 	case rewrite.NeedKeys:
 		return "decided when sent (its keys depend on its arguments)"
 	case rewrite.Run:
+		if plan.Script.Client != "" {
+			return "runs in its wrapper (one script): lockproxy's fence check before the client's body, the owner records of the locks it takes, releases or renews after it; the client gets the script's own reply"
+		}
 		e := plan.Effects[0]
 		r := e.Rule
 		switch plan.Script {

@@ -78,12 +78,21 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	}
 	switch plan.Kind {
 	case rewrite.Forward:
-		if len(plan.Effects) == 0 {
+		if len(plan.Effects) == 0 && plan.Learn == nil {
 			return false
 		}
-		effects := plan.Effects
+		effects, learn := plan.Effects, plan.Learn
+		hook := func(reply []byte) []byte {
+			s.apply(effects, reply)
+			if learn != nil {
+				learn(accepted(reply))
+			}
+			return reply
+		}
 		if s.ded != nil && s.inMulti {
-			s.queueInMulti(cmd.Raw, nil, func(reply []byte) []byte { s.apply(effects, reply); return reply })
+			// Learned at EXEC, from the command's own element: a discarded
+			// or aborted transaction teaches nothing.
+			s.queueInMulti(cmd.Raw, nil, hook)
 			return true
 		}
 		if lookup(kinds, cmd.Args[0]) != kForward {
@@ -92,7 +101,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 			s.apply(effects, nil)
 			return false
 		}
-		s.forward(cmd.Raw, func(reply []byte) []byte { s.apply(effects, reply); return reply })
+		s.forward(cmd.Raw, hook)
 	case rewrite.Refuse:
 		s.apply(plan.Effects, nil)
 		msg := plan.Err
@@ -122,8 +131,9 @@ func (s *session) run(plan rewrite.Plan) {
 	proto := s.proto
 	effects := plan.Effects
 	shape := plan.Shape
+	sc := plan.Script
 	hook := func(reply []byte) []byte {
-		out := rewrite.Fold(shape, effects, reply, proto)
+		out := rewrite.Fold(shape, effects, sc.Unwrap(reply), proto)
 		s.apply(effects, out)
 		return out
 	}
@@ -138,9 +148,10 @@ func (s *session) run(plan rewrite.Plan) {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
-	if s.rd.Buffered() > 0 {
+	if s.rd.Buffered() > 0 || sc.FirstUse() {
 		// More commands are already here behind this one: EVAL needs no
-		// retry that could overtake them.
+		// retry that could overtake them. A wrapper's first use: EVAL
+		// loads it.
 		s.forward(encodeScript(plan, false), hook)
 		return
 	}
@@ -156,15 +167,14 @@ func evalFromSHA(cmd []byte) []byte {
 	shaAt := hdr + len("$7\r\nEVALSHA\r\n$40\r\n")
 	sha := string(cmd[shaAt : shaAt+40])
 	rest := cmd[shaAt+42:]
-	for _, sc := range rewrite.Scripts {
-		if sc.SHA == sha {
-			out := append([]byte(nil), cmd[:hdr]...)
-			out = resp.AppendBulk(out, []byte("EVAL"))
-			out = resp.AppendBulk(out, []byte(sc.Body))
-			return append(out, rest...)
-		}
+	sc := rewrite.ScriptBySHA(sha)
+	if sc == nil {
+		return nil
 	}
-	return nil
+	out := append([]byte(nil), cmd[:hdr]...)
+	out = resp.AppendBulk(out, []byte("EVAL"))
+	out = resp.AppendBulk(out, []byte(sc.Body))
+	return append(out, rest...)
 }
 
 // encodeScript encodes a plan as EVALSHA (or EVAL) in one allocation of
@@ -294,6 +304,12 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 		}
 		p.record(ev, e) // ring, log line, counters by rule and outcome, audit file
 	}
+}
+
+// accepted reports whether a reply says Valkey carried the command out
+// (anything but an error).
+func accepted(reply []byte) bool {
+	return len(reply) > 0 && reply[0] != '-' && reply[0] != '!'
 }
 
 // refusedBy reports whether a script refused the command (Fold turned one

@@ -108,6 +108,9 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		// keeps every other command free of allocations.
 		for _, k := range keys {
 			if d.Rules.Fenced() && k.Flags.Writes() && guarded(d.Rules, args[k.Index]) {
+				if blocks(cmd, args) {
+					return refuseBlocking(cmd.Upper, args[k.Index])
+				}
 				return d.fence(args, touches(args, keys), s)
 			}
 		}

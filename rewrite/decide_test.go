@@ -31,6 +31,7 @@ locks:
       counter: "{base}:fence"
       guards: ["{base}:data", "{base}:items:*"]
       check: highest
+      mark: key
       unfenced_writes: reject
   - pattern: "{*}:clock"       # 6: EchoMQ's fence
     fence:

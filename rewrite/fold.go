@@ -78,6 +78,8 @@ func Fold(shape Shape, effects []Effect, reply []byte, proto int) []byte {
 			effects[i].Acted = acted == 1
 		}
 		return nullFor(el.next(), proto)
+	case ScriptReply:
+		return reply
 	case FencedReply:
 		tokens := bytes.Fields(bulkText(el.next()))
 		for i := range effects {

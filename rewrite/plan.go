@@ -40,6 +40,9 @@ const (
 	HolderReply
 	// FencedReply: the command's own reply, from the Fenced script.
 	FencedReply
+	// ScriptReply: the reply of a client's script run in its wrapper:
+	// the script's own (lockproxy's refusals worded).
+	ScriptReply
 )
 
 // Plan is the decision for one command. Keys and Args may alias the
@@ -52,6 +55,11 @@ type Plan struct {
 	Shape   Shape
 	Err     string
 	Effects []Effect
+	// Learn, when set, is called with the command's reply once Valkey has
+	// answered it (for a queued command: with its element of EXEC's
+	// reply), with whether Valkey accepted it: the script cache learns a
+	// FUNCTION LOAD, DELETE, FLUSH or RESTORE only then.
+	Learn func(accepted bool)
 }
 
 // EffectKind says what to record once the reply is known.

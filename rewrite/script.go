@@ -2,10 +2,11 @@ package rewrite
 
 import (
 	"bytes"
-	"github.com/lockproxy/lockproxy/resp"
+	"strings"
 
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/scriptcheck"
 )
 
@@ -42,13 +43,16 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	name := args[0]
 	switch {
 	case resp.EqualFold(name, "script"):
+		// A script is named by its body's SHA1: learning it before Valkey
+		// answers cannot give a SHA1 a verdict that is not its body's (a
+		// body Valkey refuses is one no EVALSHA can run).
 		if c != nil && len(args) == 3 && resp.EqualFold(args[1], "load") {
 			c.Learn(args[2])
 		}
 		return Plan{}
 	case resp.EqualFold(name, "function"):
 		if c != nil {
-			learnFunctions(c, args)
+			return learnFunctions(c, args)
 		}
 		return Plan{}
 	}
@@ -78,12 +82,13 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	}
 	var rep *scriptcheck.Report
 	var cmd string
+	var body scriptBody
 	switch {
 	case resp.EqualFold(name, "evalsha"):
 		cmd = "EVALSHA"
 		if c != nil {
 			if e := c.Lookup(args[1]); e != nil {
-				rep = e.Report()
+				rep, body.s = e.Report(), e.Body()
 			}
 		}
 		if rep == nil {
@@ -93,7 +98,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 			return d.unseenScript("EVALSHA", args[1], false, skeys, s)
 		}
 	case resp.EqualFold(name, "eval"):
-		cmd = "EVAL"
+		cmd, body.b = "EVAL", args[1]
 		if c != nil {
 			rep = c.Learn(args[1]).Report()
 		} else {
@@ -118,30 +123,37 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	default: // EVALSHA_RO, FCALL_RO: Valkey refuses their writes
 		return Plan{}
 	}
-	if !lock && !rep.Named() {
+	if !lock && !rep.Named() && len(rep.Flushes) == 0 && rep.Anywhere() == nil && !d.writesGuarded(rep, skeys) {
 		return Plan{}
 	}
-	return d.judgeScript(cmd, rep, skeys, sargs, s)
+	return d.judgeScript(cmd, body, rep, skeys, sargs, s)
 }
 
 // learnFunctions: FUNCTION LOAD [REPLACE] body, FUNCTION DELETE lib,
-// FUNCTION FLUSH.
-func learnFunctions(c *scriptcheck.Cache, args [][]byte) {
+// FUNCTION FLUSH, FUNCTION RESTORE payload [policy]: proposed now, learned
+// when Valkey's reply says it took them (see scriptcheck.FunctionChange).
+func learnFunctions(c *scriptcheck.Cache, args [][]byte) Plan {
 	if len(args) < 2 {
-		return
+		return Plan{}
 	}
+	var ch *scriptcheck.FunctionChange
 	switch {
 	case resp.EqualFold(args[1], "load") && len(args) >= 3:
-		replace := false
-		for _, a := range args[2 : len(args)-1] {
-			replace = replace || resp.EqualFold(a, "replace")
-		}
-		c.LoadLibrary(args[len(args)-1], replace)
+		ch = c.ProposeLoad(args[len(args)-1])
 	case resp.EqualFold(args[1], "delete") && len(args) == 3:
-		c.DeleteLibrary(args[2])
+		ch = c.ProposeDelete(args[2])
 	case resp.EqualFold(args[1], "flush"):
-		c.FlushFunctions()
+		ch = c.ProposeFlush()
+	case resp.EqualFold(args[1], "restore") && len(args) >= 3:
+		policy := ""
+		if len(args) >= 4 {
+			policy = string(args[3])
+		}
+		ch = c.ProposeRestore(args[2], policy)
+	default:
+		return Plan{}
 	}
+	return Plan{Learn: func(accepted bool) { c.Settle(ch, accepted) }}
 }
 
 // numkeys parses EVAL's numkeys against the arguments that follow it.
@@ -181,7 +193,88 @@ type scriptLock struct {
 	site *scriptcheck.Site
 }
 
-func (d *Decider) judgeScript(cmd string, rep *scriptcheck.Report, keys, argv [][]byte, s Session) Plan {
+// writesGuarded reports whether the script may write a key it receives
+// that a lock guards.
+func (d *Decider) writesGuarded(rep *scriptcheck.Report, keys [][]byte) bool {
+	if !d.Rules.Fenced() {
+		return false
+	}
+	for i, k := range keys {
+		if rep.Writes(i+1) && guarded(d.Rules, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// scriptWrites lists the keys, not lock keys, that the script may write:
+// those of KEYS some call may change, and the names its calls build.
+func (d *Decider) scriptWrites(rep *scriptcheck.Report, keys, argv [][]byte) []touch {
+	var out []touch
+	for i, k := range keys {
+		if rep.Writes(i+1) && d.Rules.Match(k) == nil {
+			out = append(out, touch{key: k, flags: keyspec.KeyRW})
+		}
+	}
+	if rep.Named() {
+		var names [][]byte
+		for j := range rep.Sites {
+			if site := &rep.Sites[j]; site.Target.Named() {
+				for _, n := range site.Target.Names(keys, argv, names[:0]) {
+					if d.Rules.Match(n) == nil {
+						out = append(out, touch{key: bytes.Clone(n), flags: keyspec.KeyRW})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// noWrites reports whether a script declares flags=no-writes on its
+// "#!lua" line: Valkey runs it read-only (and would refuse the wrapper's
+// own writes).
+func noWrites(body scriptBody) bool {
+	var line string
+	switch {
+	case body.b != nil:
+		if !bytes.HasPrefix(body.b, []byte("#!")) {
+			return false
+		}
+		l, _, _ := bytes.Cut(body.b, []byte("\n"))
+		line = string(l)
+	case strings.HasPrefix(body.s, "#!"):
+		line, _, _ = strings.Cut(body.s, "\n")
+	default:
+		return false
+	}
+	for _, f := range strings.Fields(line) {
+		if flags, ok := strings.CutPrefix(f, "flags="); ok {
+			for _, fl := range strings.Split(flags, ",") {
+				if fl == "no-writes" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// scriptBody is a script's text: the EVAL's argument, or the cache's copy
+// (converted to a string only when a wrapper is made of it).
+type scriptBody struct {
+	s string
+	b []byte
+}
+
+func (sb scriptBody) String() string {
+	if sb.b != nil {
+		return string(sb.b)
+	}
+	return sb.s
+}
+
+func (d *Decider) judgeScript(cmd string, body scriptBody, rep *scriptcheck.Report, keys, argv [][]byte, s Session) Plan {
 	var buf [4]scriptLock
 	locks := buf[:0]
 	for i, k := range keys {
@@ -205,23 +298,35 @@ func (d *Decider) judgeScript(cmd string, rep *scriptcheck.Report, keys, argv []
 			}
 		}
 	}
-	var effects []Effect
-	for _, l := range locks {
-		refuse := false
-		switch l.v {
-		case scriptcheck.Blind:
-			switch l.rule.Scripts {
-			case policy.ScriptsReject:
-				refuse = true
-			case policy.ScriptsObserve:
-			default:
-				refuse = l.rule.Release != policy.ReleaseObserve
+	if p, refused := d.scriptFlush(cmd, rep); refused {
+		return p
+	}
+	if site := rep.Anywhere(); site != nil {
+		// A key the analysis cannot name may be a lock of any rule: the
+		// strictest rule decides.
+		all := d.Rules.All()
+		for i := range all {
+			l := scriptLock{rule: &all[i], v: site.Verdict, site: site}
+			if scriptRefuses(l) {
+				reason := errScriptAnywhere(cmd, rep, l)
+				e := Effect{Kind: Refused, Command: cmd, Rule: l.rule, Owner: s.Owner(l.rule), Reason: reason}
+				return Plan{Kind: Refuse, Err: reason, Effects: []Effect{e}}
 			}
-		case scriptcheck.Unknown:
-			refuse = l.rule.Scripts == policy.ScriptsReject
-		default:
+		}
+		if len(locks) == 0 && len(all) > 0 {
+			l := scriptLock{rule: &all[0], v: site.Verdict, site: site}
+			locks = append(locks, l)
+		}
+	}
+	var effects []Effect
+	if len(rep.Flushes) > 0 && rep.Flushes[0].Verdict == scriptcheck.Blind {
+		effects = append(effects, Effect{Kind: Flushed, Command: cmd})
+	}
+	for _, l := range locks {
+		if l.v != scriptcheck.Blind && l.v != scriptcheck.Unknown {
 			continue // guarded, acquire: forwarded unchanged
 		}
+		refuse := scriptRefuses(l)
 		owner := s.Owner(l.rule)
 		e := Effect{Command: cmd, Key: clone(l.key), Rule: l.rule, Owner: owner}
 		if refuse {
@@ -232,7 +337,87 @@ func (d *Decider) judgeScript(cmd string, rep *scriptcheck.Report, keys, argv []
 		e.Kind, e.Reason = Observed, observedScript(rep, l)
 		effects = append(effects, e)
 	}
+	var fc *fenceCheck
+	if d.Rules.Fenced() {
+		fc = d.fenceChecks(cmd, d.scriptWrites(rep, keys, argv), s, nil)
+	}
+	if noWrites(body) || rep.Err != "" {
+		// no-writes: Valkey refuses its writes, nothing to fence or
+		// record. A script the analysis gave up on is unknown, judged by
+		// scripts: above; it is not wrapped either, as a body that does
+		// not parse would fail differently inside the wrapper.
+		return Plan{Effects: effects}
+	}
+	nobody := cmd == "FCALL" || (body.s == "" && body.b == nil)
+	if fc != nil && nobody {
+		// A function's code lives in its library: there is no body to
+		// put behind the check.
+		reason := errFencedFunction(cmd, rep, fc.effects[0].Key, fc.effects[0].Rule)
+		e := Effect{Kind: Refused, Command: cmd, Key: fc.effects[0].Key, Rule: fc.effects[0].Rule, Owner: fc.effects[0].Owner, Reason: reason}
+		return Plan{Kind: Refuse, Err: reason, Effects: []Effect{e}}
+	}
+	var acq *acquisitions
+	if !nobody {
+		acq = d.scriptAcquisitions(rep, keys, s)
+	}
+	if fc != nil || acq != nil {
+		return wrapPlan(body, rep.SHA, keys, argv, fc, acq, effects)
+	}
 	return Plan{Effects: effects}
+}
+
+// scriptAcquisitions lists the lock keys among KEYS the script may take,
+// release or renew (any it may change), for the wrapper to keep their
+// owner records true: a grant for a lock it took, the caller's record
+// dropped with a lock it released, moved with a lease it changed. Nil when
+// there are none. The owner is the first lock's (as for a command's
+// fence).
+func (d *Decider) scriptAcquisitions(rep *scriptcheck.Report, keys [][]byte, s Session) *acquisitions {
+	var acq *acquisitions
+	for i, k := range keys {
+		r := d.Rules.Match(k)
+		if r == nil || !rep.Writes(i+1) {
+			continue
+		}
+		if v, _ := rep.Key(i + 1); v != scriptcheck.Guarded && v != scriptcheck.Acquire {
+			continue // blind or unknown, observed: forwarded as it came
+		}
+		if acq == nil {
+			acq = &acquisitions{owner: []byte(s.Owner(r)), keep: d.keep()}
+		}
+		acq.keys = d.lockKeys(acq.keys, r, k)
+	}
+	return acq
+}
+
+// scriptRefuses reports whether a rule refuses a blind or unknown script:
+// blind ones under scripts: reject, and by default unless the rule's
+// release mode is observe; unknown ones under scripts: reject.
+func scriptRefuses(l scriptLock) bool {
+	switch l.v {
+	case scriptcheck.Blind:
+		switch l.rule.Scripts {
+		case policy.ScriptsReject:
+			return true
+		case policy.ScriptsObserve:
+			return false
+		}
+		return l.rule.Release != policy.ReleaseObserve
+	case scriptcheck.Unknown:
+		return l.rule.Scripts == policy.ScriptsReject
+	}
+	return false
+}
+
+// scriptFlush: a script that calls FLUSHALL, FLUSHDB or SWAPDB (or a
+// command whose name is not a literal, which may be one) follows on_flush,
+// as the command sent on its own does.
+func (d *Decider) scriptFlush(cmd string, rep *scriptcheck.Report) (Plan, bool) {
+	if len(rep.Flushes) == 0 || d.OnFlush != policy.FlushReject {
+		return Plan{}, false
+	}
+	reason := errScriptFlush(cmd, rep, &rep.Flushes[0])
+	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: cmd, Reason: reason}}}, true
 }
 
 // unseenScript: EVALSHA of a SHA1, or FCALL of a function, that lockproxy

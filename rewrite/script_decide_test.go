@@ -52,8 +52,11 @@ func TestDecideScripts(t *testing.T) {
 	alice, _, _ := sessions()
 	blindSHA := scriptcheck.SHA1(blindRelease)
 	for _, c := range []scriptCase{
-		{name: "guarded release passes", args: []string{"EVAL", guardedRelease, "1", "resource:lock", "abc"}},
-		{name: "acquire passes", args: []string{"eval", acquireScript, "1", "new:lock", "t", "100"}},
+		// Guarded and acquire scripts that change a lock run in their
+		// wrapper, which keeps the owner records true (issue 18).
+		{name: "guarded release runs wrapped", args: []string{"EVAL", guardedRelease, "1", "resource:lock", "abc"}, kind: rewrite.Run},
+		// Run in its wrapper, which mints the grant (issue 18).
+		{name: "acquire runs wrapped", args: []string{"eval", acquireScript, "1", "new:lock", "t", "100"}, kind: rewrite.Run},
 		{name: "blind release refused", args: []string{"EVAL", blindRelease, "1", "resource:lock"}, kind: rewrite.Refuse,
 			code: "BLINDSCRIPT", errHas: []string{"script " + blindSHA, "line 2 (DEL) deletes lock key \"resource:lock\"", "KEYS[1]", `rule 1 "*:lock"`, "redis.call('GET',KEYS[1])==ARGV[1]"},
 			effects: []string{"Refused resource:lock"}},
@@ -142,28 +145,41 @@ func TestDecideScriptsLearned(t *testing.T) {
 	checkScriptPlan(t, decide("evalsha", strings.ToUpper(blindSHA), "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
 	// Learned from EVAL (the NOSCRIPT fallback of client libraries).
 	checkScriptPlan(t, decide("EVAL", guardedRelease, "1", "queue:1", "t"), scriptCase{})
-	checkScriptPlan(t, decide("EVALSHA", guardedSHA, "1", "srej:x", "t"), scriptCase{})
+	checkScriptPlan(t, decide("EVALSHA", guardedSHA, "1", "srej:x", "t"), scriptCase{kind: rewrite.Run}) // wrapped
 	// Learned from EVAL_RO too.
 	ro := "return redis.call('GET', KEYS[1])"
 	decide("EVAL_RO", ro, "1", "x")
 	checkScriptPlan(t, decide("EVALSHA", scriptcheck.SHA1(ro), "1", "srej:x"), scriptCase{})
 
-	// Functions: per function, FCALL by name, any letter case.
-	checkScriptPlan(t, decide("FUNCTION", "LOAD", library), scriptCase{})
+	// Functions: per function, FCALL by name, any letter case. A
+	// FUNCTION command is learned once Valkey accepted it (Learn).
+	learn := func(accepted bool, args ...string) {
+		t.Helper()
+		p := decide(args...)
+		if p.Learn == nil || p.Kind != rewrite.Forward {
+			t.Fatalf("%v: plan %+v", args, p)
+		}
+		p.Learn(accepted)
+	}
+	learn(true, "FUNCTION", "LOAD", library)
 	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x", "t"), scriptCase{})
 	checkScriptPlan(t, decide("FCALL", "FORCE", "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT",
 		errHas: []string{`function "force" (library "locks")`, "line 7 (DEL)"}})
-	// A LOAD without REPLACE of a known library changes nothing (Valkey
-	// refuses it); with REPLACE it does.
+	// A load Valkey refuses (no REPLACE of a known library) changes
+	// nothing; until its reply, the worse of the two verdicts holds.
 	guardedForce := strings.Replace(library, "return redis.call('DEL', keys[1])\nend)", "return 0\nend)", 1)
-	decide("FUNCTION", "LOAD", guardedForce)
+	p := decide("FUNCTION", "LOAD", guardedForce)
 	checkScriptPlan(t, decide("FCALL", "force", "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
-	decide("FUNCTION", "LOAD", "REPLACE", guardedForce)
+	p.Learn(false)
+	checkScriptPlan(t, decide("FCALL", "force", "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
+	learn(true, "FUNCTION", "LOAD", "REPLACE", guardedForce)
 	checkScriptPlan(t, decide("FCALL", "force", "1", "resource:lock"), scriptCase{})
-	decide("FUNCTION", "DELETE", "locks")
+	learn(false, "FUNCTION", "DELETE", "locks")
+	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{})
+	learn(true, "FUNCTION", "DELETE", "locks")
 	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "UNCHECKEDSCRIPT"})
-	decide("FUNCTION", "LOAD", library)
-	decide("FUNCTION", "FLUSH")
+	learn(true, "FUNCTION", "LOAD", library)
+	learn(true, "FUNCTION", "FLUSH")
 	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "UNCHECKEDSCRIPT"})
 
 	// Without a cache: EVAL is still checked, EVALSHA is unseen.
@@ -174,7 +190,8 @@ func TestDecideScriptsLearned(t *testing.T) {
 }
 
 // TestDecideScriptNoAlloc: an EVALSHA of a known script costs no garbage,
-// with a lock key or without.
+// without a lock key or with one it does not change (a guarded or acquire
+// script that changes a lock runs wrapped: that plan is built per call).
 func TestDecideScriptNoAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -186,9 +203,8 @@ func TestDecideScriptNoAlloc(t *testing.T) {
 	sha := scriptcheck.SHA1(guardedRelease)
 	for _, args := range [][]string{
 		{"EVALSHA", sha, "1", "queue:1", "t"},
-		{"EVALSHA", sha, "1", "resource:lock", "t"},
 		{"EVALSHA", scriptcheck.SHA1(blindRelease), "1", "queue:1"},
-		{"EVAL", guardedRelease, "1", "resource:lock", "t"},
+		{"EVAL", "return redis.call('GET', KEYS[1])", "1", "resource:lock"},
 	} {
 		a := bs(args...)
 		scratch := make([]keyspec.Key, 0, 8)

@@ -17,6 +17,8 @@ import (
 //	                 tell, under `scripts: reject`; or an FCALL of a function
 //	                 whose library lockproxy has not seen, under
 //	                 `unknown_sha: reject`
+//	LOCKED           a script that calls FLUSHALL, FLUSHDB or SWAPDB (or
+//	                 a command named at run time), under on_flush: reject
 //	NOSCRIPT         an EVALSHA of a script lockproxy has not seen, under
 //	                 `unknown_sha: reject`: clients that fall back to EVAL on
 //	                 NOSCRIPT then send the body, which gets checked
@@ -74,6 +76,45 @@ func errScript(cmd string, rep *scriptcheck.Report, l scriptLock) string {
 	}
 	return fmt.Sprintf("UNCHECKEDSCRIPT lockproxy refused %s of %s: it cannot tell whether %s changes lock key %s (%s, %s, scripts: reject) only for the lock's holder%s; pass lock keys in KEYS and name commands literally, check the script with `lockproxy lint`, or set scripts: observe",
 		cmd, reportName(rep), where(site), quoteKey(l.key), targetName(site), ruleName(l.rule), why)
+}
+
+// errScriptAnywhere: a script that may change a key the analysis cannot
+// name, under a rule that refuses unknown scripts.
+func errScriptAnywhere(cmd string, rep *scriptcheck.Report, l scriptLock) string {
+	why := ""
+	if l.site.Reason != "" {
+		why = ": " + l.site.Reason
+	}
+	return fmt.Sprintf("UNCHECKEDSCRIPT lockproxy refused %s of %s: it cannot tell which keys %s changes, so it may change a lock key of %s (scripts: reject) without the lock's holder%s; pass lock keys in KEYS or build their names with .. from KEYS, ARGV and constants, name commands literally, check the script with `lockproxy lint`, or set scripts: observe",
+		cmd, reportName(rep), where(l.site), ruleName(l.rule), why)
+}
+
+// errFencedFunction: an FCALL of a function that writes a key a lock
+// guards: lockproxy fences the writes of EVAL scripts only.
+func errFencedFunction(cmd string, rep *scriptcheck.Report, key []byte, r *policy.Rule) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s of %s: it may write %s, a key a lock of %s guards, and lockproxy checks the fencing token of such writes only for scripts sent with EVAL or EVALSHA (it runs them behind the check); send the function's body with EVAL, or write the key with plain commands",
+		cmd, reportName(rep), quoteKey(key), ruleName(r))
+}
+
+// errFencedBlocking: a blocking command that writes a guarded key (the
+// fence check cannot wait).
+func errFencedBlocking(cmd string, key []byte) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s: it writes %s, a key a lock guards, and the fence check that write must pass runs it where it cannot block (it would answer at once instead of waiting); use the command's non-blocking form (LPOP for BLPOP, XREADGROUP without BLOCK, ...) and retry, holding the lock",
+		cmd, quoteKey(key))
+}
+
+// errScriptFlush: a script that calls FLUSHALL, FLUSHDB or SWAPDB, or may
+// (its command name is not a literal), under on_flush: reject.
+func errScriptFlush(cmd string, rep *scriptcheck.Report, site *scriptcheck.Site) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s of %s: %s %s, which would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config",
+		cmd, reportName(rep), where(site), flushWhat(site))
+}
+
+func flushWhat(site *scriptcheck.Site) string {
+	if site.Verdict == scriptcheck.Blind {
+		return "calls " + site.Command
+	}
+	return "calls a command whose name is not a literal, so it may be FLUSHALL, FLUSHDB or SWAPDB"
 }
 
 func targetName(site *scriptcheck.Site) string {

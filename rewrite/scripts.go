@@ -3,6 +3,7 @@ package rewrite
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"sync/atomic"
 )
 
 // Script is a Lua script lockproxy sends, with its SHA1 for EVALSHA.
@@ -10,6 +11,18 @@ type Script struct {
 	Name string
 	Body string
 	SHA  string
+	// Client is, for the wrapper of a client's script (wrap.go), that
+	// script's SHA1.
+	Client string
+	sent   atomic.Bool
+}
+
+// FirstUse reports, once, that a wrapper is sent for the first time: the
+// proxy then sends it as EVAL, which loads it into Valkey's script cache,
+// rather than an EVALSHA sure to fail. lockproxy's own scripts are loaded
+// on every upstream connection: never their first use.
+func (sc *Script) FirstUse() bool {
+	return sc.Client != "" && !sc.sent.Load() && sc.sent.CompareAndSwap(false, true)
 }
 
 func newScript(name, body string) *Script {
@@ -102,6 +115,100 @@ end
     redis.call('PERSIST', rk)
   elseif last > 0 then
     redis.call('PEXPIREAT', rk, last + keep)
+  end
+end
+`
+	// fence checks a writer's fencing tokens, one check per guarded key
+	// (see Fenced for K's and A's layout from ki and ai): it returns the
+	// refusal, or nil with the tokens (for the audit), the marks to record
+	// once the write is done, and where A's checks end. It holds no
+	// comment, so that the wrapper of a client's script (wrap.go) can
+	// carry it on one line.
+	fnFence = `local function fence(K, A, ki, ai, owner, n)
+  local marks, tokens = {}, {}
+  for i = 1, n do
+    local cands, mode, unfenced, name = tonumber(A[ai]), A[ai + 1], A[ai + 2], A[ai + 3]
+    ai = ai + 4
+    local token, tok, at = nil, nil, nil
+    for c = 1, cands do
+      local r = parse(redis.call('HGET', K[ki + 1], owner))
+      if r and (not token or tonumber(r.g) > token) then token, tok, at = tonumber(r.g), r.g, ki end
+      ki = ki + 3
+    end
+    if not token then
+      if unfenced == 'reject' then return redis.error_reply('UNFENCED ' .. i) end
+      tokens[i] = '-'
+    elseif mode == 'current' then
+      local latest = redis.call('GET', K[at]) or '0'
+      if token ~= tonumber(latest) then
+        return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. tok .. ': the lock was granted again since, to token ' .. latest .. '; acquire the lock again before writing')
+      end
+      tokens[i] = tok
+    else
+      local field, what = name, 'it has'
+      if mode == 'highest-lock' then field, what = K[at + 1], 'the keys its lock guards have' end
+      local high = redis.call('HGET', K[at + 2], field) or '0'
+      if token < tonumber(high) then
+        return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. tok .. ': ' .. what .. ' already accepted token ' .. high .. '; acquire the lock again before writing')
+      end
+      marks[#marks + 1] = {K[at + 2], field, token, tok}
+      tokens[i] = tok
+    end
+  end
+  return nil, tokens, marks, ai
+end
+`
+	// fnGrant mints the next grant of a lock just taken and writes the
+	// taker's record, as Acquire does (see there).
+	fnGrant = `local function grant_to(key, ck, rk, owner, keep, v)
+  local g = redis.call('INCR', ck)
+  local now = now_ms()
+  local rec = {g = string.format('%d', g), a = now, e = lease_end(key, now), v = v}
+  put(rk, owner, rec)
+  if redis.call('HLEN', rk) == 1 then
+    if rec.e > 0 then redis.call('PEXPIREAT', rk, rec.e + keep) else redis.call('PERSIST', rk) end
+  else
+    settle(rk, now, keep, owner)
+  end
+  return g
+end
+`
+	// fnRun runs the command A[from], A[from + 1], ... Lua cannot unpack
+	// more than about 8000 values into a call, so a longer command is run
+	// in parts, where its reply composes: DEL, UNLINK, EXISTS and TOUCH of
+	// many keys (the counts added), MSET (its OK), and SADD, SREM, HDEL,
+	// HSET (counts added), RPUSH and LPUSH (the last length) of many
+	// values. The parts run in one script, so they are one step still.
+	fnRun = `local function run(A, from)
+  local last = #A
+  if last - from < 4000 then return redis.pcall(unpack(A, from, last)) end
+  local cmd = string.upper(A[from])
+  local keyed, sum
+  if cmd == 'DEL' or cmd == 'UNLINK' or cmd == 'EXISTS' or cmd == 'TOUCH' then keyed, sum = false, true
+  elseif cmd == 'MSET' then keyed, sum = false, false
+  elseif cmd == 'SADD' or cmd == 'SREM' or cmd == 'HDEL' or cmd == 'HSET' then keyed, sum = true, true
+  elseif cmd == 'RPUSH' or cmd == 'LPUSH' then keyed, sum = true, false
+  else
+    return redis.error_reply('ERR lockproxy cannot run ' .. cmd .. ' with ' .. (last - from) .. ' arguments inside its fence check (Lua passes at most about 8000 values to a call); send it in parts')
+  end
+  local i, total, reply = from + 1, 0, nil
+  if keyed then i = from + 2 end
+  while i <= last do
+    local j = math.min(i + 3999, last)
+    if keyed then reply = redis.pcall(A[from], A[from + 1], unpack(A, i, j)) else reply = redis.pcall(A[from], unpack(A, i, j)) end
+    if type(reply) == 'table' and reply.err then return reply end
+    if sum then total = total + reply end
+    i = j + 1
+  end
+  if sum then return total end
+  return reply
+end
+`
+	// fnMark records the marks fence returned, once the write is done.
+	fnMark = `local function mark(marks)
+  for _, m in ipairs(marks) do
+    local high = tonumber(redis.call('HGET', m[1], m[2]) or '0')
+    if m[3] > high then redis.call('HSET', m[1], m[2], m[4]) end
   end
 end
 `
@@ -203,7 +310,10 @@ for i = 1, (#KEYS - n) / 3 do
   plan[i] = {plan[i], rec}
 end
 local deleted = 0
-if n > 0 then deleted = redis.call(ARGV[1], unpack(KEYS, 1, n)) end
+for i = 1, n, 4000 do
+  -- In parts: Lua cannot unpack more than about 8000 values into a call.
+  deleted = deleted + redis.call(ARGV[1], unpack(KEYS, i, math.min(i + 3999, n)))
+end
 local out = {0}
 for i = 1, #plan do
   local k = n + 3 * i - 2
@@ -277,10 +387,15 @@ return {1, reply}`)
 // newest, when several of the candidate locks are recorded for it); per
 // check:
 //
-//	current  the token must still be the lock's latest grant (the counter):
-//	         EchoMQ's attempts fence;
-//	highest  the token must be at least the highest this guarded key has
-//	         accepted, which the write then records: Kleppmann's fence.
+//	current       the token must still be the lock's latest grant (the
+//	              counter): EchoMQ's attempts fence;
+//	highest-lock  the token must be at least the highest any key the lock
+//	              guards has accepted, which the write then records
+//	              (Kleppmann's fence, one mark per lock: the field named
+//	              after the lock's owner records key, in the counter's hash
+//	              of highest tokens);
+//	highest       the same with one mark per guarded key (the field named
+//	              after the key).
 //
 // A writer with no record of any candidate lock follows unfenced_writes:
 // reject refuses ("UNFENCED <i>", which the proxy words), allow and observe
@@ -289,9 +404,9 @@ return {1, reply}`)
 // KEYS: per candidate lock its counter, records and hash of highest tokens,
 // then the command's own keys (declared for cluster routing). ARGV[1] the
 // writer's owner, ARGV[2] the client's protocol (2 or 3), ARGV[3] the
-// number of checks; per check: the number of candidate locks, "current" or
-// "highest", the unfenced_writes mode, the guarded key's name; then the
-// command and its arguments.
+// number of checks; per check: the number of candidate locks, the check,
+// the unfenced_writes mode, the guarded key's name; then the command and
+// its arguments.
 //
 // Reply: {tokens, the command's reply}, tokens one per check, space
 // separated ("-" for an unfenced write), for the audit. The command's reply
@@ -301,45 +416,12 @@ return {1, reply}`)
 // reaches RESP2 clients as a null bulk, and a null inside an array
 // (BITFIELD ... OVERFLOW FAIL) ends the array early for RESP3 clients, as
 // RESP3's null becomes Lua's nil.
-var Fenced = newScript("fenced", fnParse+`if ARGV[2] == '3' then redis.setresp(3) end
-local owner, n = ARGV[1], tonumber(ARGV[3])
-local ki, ai = 1, 4
-local marks, tokens = {}, {}
-for i = 1, n do
-  local cands, mode, unfenced, name = tonumber(ARGV[ai]), ARGV[ai + 1], ARGV[ai + 2], ARGV[ai + 3]
-  ai = ai + 4
-  -- token is the number, tok its digits as recorded: tostring would
-  -- print a number past 14 digits as 1.2345678901235e+14.
-  local token, tok, at = nil, nil, nil
-  for c = 1, cands do
-    local r = parse(redis.call('HGET', KEYS[ki + 1], owner))
-    if r and (not token or tonumber(r.g) > token) then token, tok, at = tonumber(r.g), r.g, ki end
-    ki = ki + 3
-  end
-  if not token then
-    if unfenced == 'reject' then return redis.error_reply('UNFENCED ' .. i) end
-    tokens[i] = '-'
-  elseif mode == 'current' then
-    local latest = redis.call('GET', KEYS[at]) or '0'
-    if token ~= tonumber(latest) then
-      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. tok .. ': the lock was granted again since, to token ' .. latest .. '; acquire the lock again before writing')
-    end
-    tokens[i] = tok
-  else
-    local high = redis.call('HGET', KEYS[at + 2], name) or '0'
-    if token < tonumber(high) then
-      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. tok .. ': it has already accepted token ' .. high .. '; acquire the lock again before writing')
-    end
-    marks[#marks + 1] = {KEYS[at + 2], name, token, tok}
-    tokens[i] = tok
-  end
-end
-local reply = redis.pcall(unpack(ARGV, ai))
+var Fenced = newScript("fenced", fnParse+fnFence+fnMark+fnRun+`if ARGV[2] == '3' then redis.setresp(3) end
+local e, tokens, marks, ai = fence(KEYS, ARGV, 1, 4, ARGV[1], tonumber(ARGV[3]))
+if e then return e end
+local reply = run(ARGV, ai)
 if type(reply) == 'table' and reply.err then return reply end
-for _, m in ipairs(marks) do
-  local high = tonumber(redis.call('HGET', m[1], m[2]) or '0')
-  if m[3] > high then redis.call('HSET', m[1], m[2], m[4]) end
-end
+mark(marks)
 return {table.concat(tokens, ' '), reply}`)
 
 // Scripts lists every script lockproxy sends, for tests and preloading.

@@ -44,6 +44,7 @@ func analyzeInto(r *Report, body string) {
 		a.cold()
 	}) {
 		r.setSites(a.sites)
+		r.Flushes = a.flushes
 	}
 }
 
@@ -98,17 +99,18 @@ func AnalyzeLibrary(body string) *Library {
 	}
 	for _, reg := range a.regs {
 		r := &Report{SHA: lib.SHA, Function: reg.name, Library: lib.Name}
-		a.sites = nil
+		a.sites, a.flushes = nil, nil
 		mark := len(a.log)
 		if a.protect(r, func() { a.entry(reg.fn) }) {
 			r.setSites(a.sites)
+			r.Flushes = a.flushes
 		}
 		a.rollback(mark)
 		lib.Functions[reg.name] = r
 	}
 	// Functions that escaped (stored in tables, passed around) may run
 	// from any registered function.
-	a.sites = nil
+	a.sites, a.flushes = nil, nil
 	cold := &Report{}
 	ok := a.protect(cold, a.cold)
 	for _, r := range lib.Functions {
@@ -116,8 +118,11 @@ func AnalyzeLibrary(body string) *Library {
 		case r.Err != "":
 		case !ok:
 			r.Err, r.ErrLine = cold.Err, cold.ErrLine
-		case len(a.sites) > 0:
-			r.setSites(append(append([]Site(nil), r.Sites...), a.sites...))
+		default:
+			if len(a.sites) > 0 {
+				r.setSites(append(append([]Site(nil), r.Sites...), a.sites...))
+			}
+			r.Flushes = append(r.Flushes, a.flushes...)
 		}
 	}
 	return lib
@@ -230,6 +235,7 @@ type analyzer struct {
 	lib     bool
 	globals *scope
 	sites   []Site
+	flushes []Site     // FLUSHALL, FLUSHDB, SWAPDB calls
 	log     []logEntry // assignments, to undo one branch before analysing the other
 	steps   int
 	depth   int
@@ -839,7 +845,9 @@ func (a *analyzer) expr(e ast.Expr, sc *scope, fs facts, ctx int) (val, facts, f
 		t := lt.or(rt)
 		v := val{kind: vCond, t: t, f: rf}
 		switch {
-		case lv.argLike() && (rv.argLike() || rv.plain()):
+		case lv.argLike() && (rv.argLike() || rv.constant()):
+			// ARGV[1] or 'default'. Not ARGV[1] or <a key's value>: with
+			// no ARGV[1] that compares the value with itself.
 			v = argD
 		case !lv.plain() || !rv.plain():
 			v = top
@@ -986,15 +994,21 @@ func (a *analyzer) simple(e ast.Expr, sc *scope, fs facts, ctx int) val {
 		r := a.value(x.Rhs, sc, fs, ctxValue)
 		return concat(l, r)
 	case *ast.ArithmeticOpExpr:
-		a.value(x.Lhs, sc, fs, ctxValue)
-		a.value(x.Rhs, sc, fs, ctxValue)
-		return data
+		l := a.value(x.Lhs, sc, fs, ctxValue)
+		r := a.value(x.Rhs, sc, fs, ctxValue)
+		if l.stored() || r.stored() {
+			return data
+		}
+		return val{kind: vCalc} // a number, and a key name too ("2")
 	case *ast.UnaryMinusOpExpr:
 		v := a.value(x.Expr, sc, fs, ctxValue)
 		if v.kind == vNum {
 			return val{kind: vNum, num: -v.num}
 		}
-		return data
+		if v.stored() {
+			return data
+		}
+		return val{kind: vCalc}
 	case *ast.UnaryLenOpExpr:
 		if v := a.value(x.Expr, sc, fs, ctxBind); v.kind == vKeys && v.start == 1 {
 			return val{kind: vLenKeys}
@@ -1068,7 +1082,10 @@ func (a *analyzer) index(obj, key val, line int) val {
 		if _, ok := key.constString(); ok && key.kind == vStr {
 			return nilV
 		}
-		return top
+		// Some key of KEYS, which one not followed: a fact about it is
+		// about this value only (a fresh identity).
+		a.nextID++
+		return val{kind: vIterKey, s: sym{kind: symIter, n: a.nextID}, start: obj.start, b: true}
 	case vArgv:
 		if n, ok := key.intConst(); ok {
 			return argRef(obj.start - 1 + n)
@@ -1091,7 +1108,10 @@ func (a *analyzer) index(obj, key val, line int) val {
 	case vTable:
 		return obj.tbl.get(key)
 	case vRedis:
-		s, _ := key.constString()
+		s, ok := key.constString()
+		if !ok {
+			a.fail(line, "the script reaches into the redis table with a computed name, whose effects cannot be followed")
+		}
 		switch s {
 		case "call":
 			return val{kind: vRedisCall}
@@ -1154,6 +1174,7 @@ func (a *analyzer) call(x *ast.FuncCallExpr, sc *scope, fs facts) ([]val, val, f
 	if x.Receiver != nil {
 		recv := a.value(x.Receiver, sc, fs, ctxValue)
 		al := a.argList(x.Args, sc, fs)
+		a.passed(line, x.Method, al)
 		return []val{stringFn(x.Method, append([]val{recv}, al.vals...))}, nilV, fs, false
 	}
 	fn := a.value(x.Func, sc, fs, ctxCallee)
@@ -1170,7 +1191,31 @@ func (a *analyzer) call(x *ast.FuncCallExpr, sc *scope, fs facts) ([]val, val, f
 	}
 	al := a.argList(x.Args, sc, fs)
 	taint(al)
+	if fn.kind == vTop {
+		// A function value the analysis lost track of (from select, a
+		// table it cannot follow, a parameter): it may be redis.call.
+		a.anywhere(line, "it calls a function value the analysis cannot follow, which may be redis.call")
+	}
 	return []val{top}, top, fs, false
+}
+
+// anywhere records a call that may change any key at all, received or
+// not: the proxy judges it against every rule.
+func (a *analyzer) anywhere(line int, why string) {
+	a.sites = append(a.sites, Site{Line: line, Op: OpOther, Target: Target{Kind: TargetAny}, Verdict: Unknown,
+		Reason: "cannot tell which key the script changes: " + why})
+}
+
+// passed: redis.call handed to a library function (string.gsub's
+// replacement, table.sort's comparator) is called with arguments the
+// analysis does not see.
+func (a *analyzer) passed(line int, fn string, al argList) {
+	for _, v := range append(al.vals, al.spread) {
+		if v.kind == vRedisCall || v.kind == vRedis {
+			a.anywhere(line, "it passes redis.call to "+fn)
+			return
+		}
+	}
 }
 
 // taint: tables passed where the analysis cannot follow may be changed.
@@ -1230,20 +1275,11 @@ func (a *analyzer) inlineCall(fn *fnVal, al argList, fs facts) (val, val) {
 
 // stringFn: a string function (or method) applied to args.
 func stringFn(name string, args []val) val {
-	out := data
-	for _, v := range args {
-		switch {
-		case v.kind == vTop || v.keyish():
-			switch name {
-			case "len", "byte", "find":
-				return data
-			}
-			return top
-		case v.argLike():
-			out = argD
-		}
+	switch name {
+	case "len", "byte", "find":
+		return data // numbers
 	}
-	return out
+	return derived(args)
 }
 
 func (a *analyzer) builtin(name string, x *ast.FuncCallExpr, sc *scope, fs facts) ([]val, val, facts, bool) {
@@ -1310,6 +1346,7 @@ func (a *analyzer) builtin(name string, x *ast.FuncCallExpr, sc *scope, fs facts
 		a.fail(line, "the script calls %s, whose effects cannot be followed", name)
 	case "table.insert", "table.remove", "table.sort":
 		al := a.argList(x.Args, sc, fs)
+		a.passed(line, name, al)
 		if len(al.vals) > 0 {
 			switch t := al.vals[0]; t.kind {
 			case vKeys, vArgv:
@@ -1329,12 +1366,16 @@ func (a *analyzer) builtin(name string, x *ast.FuncCallExpr, sc *scope, fs facts
 			case vKeys:
 				return one(top)
 			case vTable:
-				if v := t.tbl.any(); v.kind == vTop {
-					return one(top)
-				} else if v.kind == vArgData {
-					return one(argD)
+				elems := append([]val{}, t.tbl.pos...)
+				for _, v := range t.tbl.named {
+					elems = append(elems, v)
 				}
+				if t.tbl.dirty {
+					elems = append(elems, top)
+				}
+				return one(derived(append(elems, al.vals[1:]...)))
 			}
+			return one(derived(al.vals))
 		}
 		return one(data)
 	case "redis.register_function":
@@ -1342,17 +1383,22 @@ func (a *analyzer) builtin(name string, x *ast.FuncCallExpr, sc *scope, fs facts
 		return one(data)
 	}
 	al := a.argList(x.Args, sc, fs)
+	a.passed(line, name, al)
 	switch {
+	case name == "string.sub" && len(al.vals) > 0 && (al.vals[0].kind == vRead || al.vals[0].argLike()) && emptyRange(al.vals[1:]):
+		return one(strConst("")) // string.sub(v, 1, 0): always "", no check
 	case name == "string.sub" && len(al.vals) > 0 && al.vals[0].kind == vRead:
 		return one(al.vals[0]) // part of the key's value, for a compare
+	case name == "string.format":
+		if v, ok := format(al); ok {
+			return one(v) // a name the proxy can rebuild
+		}
+		return one(stringFn("format", al.vals))
 	case strings.HasPrefix(name, "string."):
 		return one(stringFn(strings.TrimPrefix(name, "string."), al.vals))
-	case strings.HasPrefix(name, "cjson."), strings.HasPrefix(name, "cmsgpack."), strings.HasPrefix(name, "struct."):
-		for _, v := range al.vals {
-			if v.argLike() {
-				return one(argD)
-			}
-		}
+	case strings.HasPrefix(name, "cjson."), strings.HasPrefix(name, "cmsgpack."), strings.HasPrefix(name, "struct."),
+		strings.HasPrefix(name, "bit."), strings.HasPrefix(name, "math."):
+		return one(derived(al.vals))
 	case strings.HasPrefix(name, "coroutine."):
 		taint(al)
 		for _, v := range al.vals {
@@ -1367,6 +1413,59 @@ func (a *analyzer) builtin(name string, x *ast.FuncCallExpr, sc *scope, fs facts
 		return []val{top}, top, fs, false
 	}
 	return one(data)
+}
+
+// format evaluates string.format with a constant format of plain %s and
+// %d directives (and %%) over constants, KEYS and ARGV entries: the
+// pieces of the name it builds, as .. would. Anything else is not
+// evaluated.
+func format(al argList) (val, bool) {
+	if len(al.vals) == 0 || al.spread.kind != vNil {
+		return val{}, false
+	}
+	f, ok := al.vals[0].constString()
+	if !ok || al.vals[0].kind != vStr {
+		return val{}, false
+	}
+	out, next := val{kind: vStr}, 1
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != '%' {
+			out = concat(out, strConst(string(c)))
+			continue
+		}
+		if i+1 >= len(f) {
+			return val{}, false
+		}
+		i++
+		switch f[i] {
+		case '%':
+			out = concat(out, strConst("%"))
+		case 's', 'd':
+			if next >= len(al.vals) {
+				return val{}, false
+			}
+			v := al.vals[next]
+			next++
+			if _, ok := strParts(v); !ok || (f[i] == 'd' && v.kind != vNum) {
+				return val{}, false
+			}
+			out = concat(out, v)
+		default:
+			return val{}, false
+		}
+	}
+	return out, out.kind == vStr
+}
+
+// emptyRange: string.sub's (or GETRANGE's, 0-based) bounds select nothing
+// whatever the string: constants i, j with 0 <= j < i, or j == 0.
+func emptyRange(bounds []val) bool {
+	if len(bounds) < 2 || bounds[0].kind != vNum || bounds[1].kind != vNum {
+		return false
+	}
+	i, j := bounds[0].num, bounds[1].num
+	return j == 0 || (i > 0 && j >= 0 && j < i)
 }
 
 func unpack(al argList) ([]val, val, facts, bool) {

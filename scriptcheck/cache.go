@@ -33,9 +33,13 @@ type Cache struct {
 	hand   int
 	bytes  int
 
-	fmu   sync.RWMutex
-	funcs map[string]*Report  // by lower-case function name (FCALL's lookup ignores case)
-	libs  map[string][]string // library name -> its functions' keys in funcs
+	fmu     sync.RWMutex
+	funcs   map[string]*Report  // by lower-case function name (FCALL's lookup ignores case)
+	libs    map[string][]string // library name -> its functions' keys in funcs
+	pending []*FunctionChange   // loads and restores sent, not answered yet
+	// unreadable: a FUNCTION RESTORE whose payload lockproxy could not
+	// read was accepted; any function it does not know may come from it.
+	unreadable bool
 }
 
 // Entry is one script in the cache.
@@ -57,6 +61,9 @@ func (e *Entry) Report() *Report {
 	})
 	return e.rep
 }
+
+// Body is the script's text; "" for one too large to keep.
+func (e *Entry) Body() string { return e.body }
 
 func (e *Entry) touch() {
 	if !e.used.Load() {
@@ -197,80 +204,4 @@ func (c *Cache) evict(keep *Entry) bool {
 		return true
 	}
 	return false
-}
-
-// LoadLibrary records a FUNCTION LOAD body, analysed function by function.
-// Without replace, a library or function name already known is left as it
-// is (Valkey refuses that load too).
-func (c *Cache) LoadLibrary(body []byte, replace bool) *Library {
-	lib := AnalyzeLibrary(string(body))
-	if lib.Name == "" {
-		return lib
-	}
-	c.fmu.Lock()
-	defer c.fmu.Unlock()
-	if !replace {
-		if _, ok := c.libs[lib.Name]; ok {
-			return lib
-		}
-		for name := range lib.Functions {
-			if _, ok := c.funcs[strings.ToLower(name)]; ok {
-				return lib
-			}
-		}
-	}
-	c.dropLibrary(lib.Name)
-	names := make([]string, 0, len(lib.Functions))
-	for name, r := range lib.Functions {
-		k := strings.ToLower(name)
-		c.funcs[k] = r
-		names = append(names, k)
-	}
-	c.libs[lib.Name] = names
-	// Bounded: forget whole libraries (any) until under the bound.
-	for name := range c.libs {
-		if len(c.funcs) <= c.maxFuncs {
-			break
-		}
-		if name != lib.Name {
-			c.dropLibrary(name)
-		}
-	}
-	return lib
-}
-
-func (c *Cache) dropLibrary(name string) {
-	for _, f := range c.libs[name] {
-		delete(c.funcs, f)
-	}
-	delete(c.libs, name)
-}
-
-// DeleteLibrary forgets a library (FUNCTION DELETE).
-func (c *Cache) DeleteLibrary(name []byte) {
-	c.fmu.Lock()
-	c.dropLibrary(string(name))
-	c.fmu.Unlock()
-}
-
-// FlushFunctions forgets every library (FUNCTION FLUSH).
-func (c *Cache) FlushFunctions() {
-	c.fmu.Lock()
-	c.funcs = map[string]*Report{}
-	c.libs = map[string][]string{}
-	c.fmu.Unlock()
-}
-
-// Function returns the analysis of a function by name (FCALL), or nil when
-// its library was not seen.
-func (c *Cache) Function(name []byte) *Report {
-	c.fmu.RLock()
-	r, ok := c.funcs[string(name)]
-	c.fmu.RUnlock()
-	if !ok && hasUpper(name) {
-		c.fmu.RLock()
-		r = c.funcs[strings.ToLower(string(name))]
-		c.fmu.RUnlock()
-	}
-	return r
 }

@@ -9,19 +9,26 @@ import (
 // command's reply as a value (GET's reply remembers its key, for compares).
 func (a *analyzer) redisCall(line int, al argList, fs facts) val {
 	if len(al.vals) == 0 {
-		a.unknownCall(line, "", "its command name is not a literal", al, fs, true)
+		a.unknownCall(line, "", "its command name is not a literal", al, fs)
+		a.mayFlush(line)
 		return data
 	}
 	name, ok := al.vals[0].constString()
 	args := al.from(1)
 	if !ok || al.vals[0].kind != vStr {
-		a.unknownCall(line, "", "its command name is not a literal", args, fs, true)
+		a.unknownCall(line, "", "its command name is not a literal", args, fs)
+		a.mayFlush(line)
 		return data
 	}
 	cmd := strings.ToUpper(name)
 	spec, known := commands[cmd]
 	if !known {
-		a.unknownCall(line, cmd, "lockproxy's analysis does not know the command "+cmd, args, fs, false)
+		a.unknownCall(line, cmd, "lockproxy's analysis does not know the command "+cmd, args, fs)
+		return data
+	}
+	if spec.pos == posFlush {
+		a.flushes = append(a.flushes, Site{Line: line, Command: cmd, Op: OpDelete, Target: Target{Kind: TargetAny},
+			Verdict: Blind, Reason: cmd + " deletes every key of a database, lock keys included"})
 		return data
 	}
 	v := args.vals
@@ -46,7 +53,14 @@ func (a *analyzer) redisCall(line int, al argList, fs facts) val {
 			a.site(line, cmd, k, spec.op, fs, 0, "")
 		}
 		switch cmd {
-		case "GET", "GETRANGE", "SUBSTR":
+		case "GETRANGE", "SUBSTR":
+			if s, ok := arg(1); ok && s.kind == vNum && s.num >= 0 {
+				if e, ok := arg(2); ok && e.kind == vNum && e.num >= 0 && e.num < s.num {
+					return strConst("") // an empty range: no part of the value to compare
+				}
+			}
+			return readOf(k, vRead)
+		case "GET":
 			// GETRANGE: a prefix of the value, compared with a prefix of
 			// the token (re-entrant obtain shapes).
 			return readOf(k, vRead)
@@ -167,6 +181,13 @@ func (a *analyzer) redisCall(line int, al argList, fs facts) val {
 	return data
 }
 
+// mayFlush: a command whose name is not a literal may be FLUSHALL, FLUSHDB
+// or SWAPDB.
+func (a *analyzer) mayFlush(line int) {
+	a.flushes = append(a.flushes, Site{Line: line, Op: OpOther, Target: Target{Kind: TargetAny}, Verdict: Unknown,
+		Reason: "its command name is not a literal, so it may be FLUSHALL, FLUSHDB or SWAPDB"})
+}
+
 // set: SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT n|KEEPTTL] [IFEQ v].
 func (a *analyzer) setCmd(line int, k val, args argList, fs facts) val {
 	var nx, ifeq, dynamic bool
@@ -206,15 +227,12 @@ func (a *analyzer) setCmd(line int, k val, args argList, fs facts) val {
 
 // unknownCall: a command the analysis cannot read (its name is not a
 // literal, or it is not in the table). Every argument that may name a key
-// gets an Unknown site, unless the key is guarded where the call runs.
-func (a *analyzer) unknownCall(line int, cmd, why string, al argList, fs facts, constsToo bool) {
+// gets an Unknown site, unless the key is guarded where the call runs; a
+// constant argument too (the proxy resolves the name against the rules).
+func (a *analyzer) unknownCall(line int, cmd, why string, al argList, fs facts) {
 	for _, v := range append(append([]val(nil), al.vals...), al.spread) {
 		switch v.kind {
-		case vStr:
-			if !constsToo && !v.hasPart(PartKey) && !v.hasPart(PartArg) {
-				continue
-			}
-		case vIterKey, vTop, vArgData, vKeys, vArgv:
+		case vStr, vIterKey, vTop, vArgData, vKeys, vArgv, vCalc:
 		default:
 			continue
 		}
@@ -237,9 +255,13 @@ func target(k val) (Target, sym, bool) {
 		return Target{Kind: TargetKeysFrom, Index: k.start}, sym{kind: symAll}, true
 	case vArgv:
 		return Target{Kind: TargetArgsFrom, Index: k.start}, sym{kind: symName, name: "\x00ARGV*"}, true
-	case vTop, vArgData:
+	case vTop, vArgData, vCalc:
 		return Target{Kind: TargetAny}, sym{}, true
+	case vNum:
+		return target(strConst(formatNum(k.num)))
 	}
+	// Stored data (a name read from a key) is not followed; nil, booleans
+	// and tables are no key names (Valkey refuses them as arguments).
 	return Target{}, sym{}, false
 }
 
@@ -277,6 +299,10 @@ func (a *analyzer) site(line int, cmd string, k val, op Op, fs facts, force Verd
 		case fFresh:
 			v, reason = Acquire, did+" only while it does not exist"
 		default:
+			if k.kind == vIterKey && k.b {
+				v, reason = Unknown, "cannot tell which key of KEYS "+subject+" "+op.Verb()+": its index is computed"
+				break
+			}
 			if op == OpOther {
 				v, reason = Unknown, subject+" may change "+t.String()+": "+reason
 			} else {

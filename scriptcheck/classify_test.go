@@ -287,3 +287,106 @@ func TestReportHelpers(t *testing.T) {
 		t.Fatal("step budget not enforced")
 	}
 }
+
+// Issue 18: what the analysis cannot follow may change any key at all,
+// received or not (Report.Anywhere), so that the proxy judges it against
+// every rule; compares that always hold are no guard; flushes are listed.
+func TestSoundness(t *testing.T) {
+	for _, body := range []string{
+		"return redis.call('DEL', string.format('%x:lock', ARGV[1]))",
+		"return redis.call('DEL', table.concat({ARGV[1], ':lock'}))",
+		"return redis.call('DEL', table.concat({'res', ':lock'}))",
+		"return redis.call('DEL', string.lower(ARGV[1]))",
+		"return redis.call('DEL', 'res' .. string.rep(':lock', 1))",
+		"return redis.call('DEL', string.char(114, 101, 115))",
+		"return redis.call('DEL', ARGV[1]:lower())",
+		"return redis.call('DEL', cjson.decode(ARGV[1]).k)",
+		"return redis.call('DEL', 1 + 1)",
+		"KEYS[1] = ARGV[1]\nreturn redis.call('DEL', KEYS[1])",
+		"return loadstring('return 1')()",
+		"return getfenv(0).redis.call('DEL', ARGV[1])",
+		"return rawget(_G, 'redis').call('DEL', ARGV[1])",
+		"local t = setmetatable({}, {__add = function(a, b) return redis.call('DEL', b) end})\nreturn t + ARGV[1]",
+		"local k = 'ca'\nlocal f = redis[k .. ARGV[2]]\nreturn f('DEL', ARGV[1])",
+		"return string.gsub(ARGV[1], '(%S+) (%S+)', redis.call)",
+		"return select(1, redis.call)('DEL', ARGV[1])",
+		"for k, f in pairs(redis) do if k == 'call' then f('DEL', ARGV[1]) end end",
+		"local n = 0x1p4\nreturn 1",
+		strings.Repeat(" ", MaxBody+1),
+	} {
+		if Analyze(body).Anywhere() == nil {
+			t.Errorf("no anywhere site: %.80q\n%s", body, dumpSites(Analyze(body)))
+		}
+	}
+	for _, body := range []string{
+		"return redis.call('DEL', KEYS[1])",
+		"return redis.call('DEL', ARGV[1])",
+		"return redis.call('DEL', KEYS[1] .. ':x', ARGV[1] .. 'y')",
+		"local id = redis.call('LPOP', KEYS[1])\nreturn redis.call('DEL', ARGV[1] .. id)", // stored data: not followed
+		readLua(t, "echomq_claim.lua"),
+		readLua(t, "echomq_complete.lua"),
+	} {
+		if s := Analyze(body).Anywhere(); s != nil {
+			t.Errorf("anywhere site %+v: %q", s, body)
+		}
+	}
+	for _, tc := range []struct {
+		body string
+		v    Verdict
+	}{
+		{"local v = redis.call('GET', KEYS[1])\nif v == (ARGV[1] or v) then return redis.call('DEL', KEYS[1]) end", Blind},
+		{"if redis.call('GET', KEYS[1]) == (ARGV[1] or 'x') then return redis.call('DEL', KEYS[1]) end", Guarded},
+		{"local v = redis.call('GET', KEYS[1])\nif string.sub(v, 1, 0) == string.sub(ARGV[1], 1, 0) then return redis.call('DEL', KEYS[1]) end", Blind},
+		{"if redis.call('GETRANGE', KEYS[1], 3, 1) == string.sub(ARGV[1], 3, 1) then return redis.call('DEL', KEYS[1]) end", Blind},
+		{"if redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1) == string.sub(ARGV[1], 1, tonumber(ARGV[2])) then return redis.call('DEL', KEYS[1]) end", Guarded},
+		{"local k = KEYS[tonumber(ARGV[1])]\nif redis.call('GET', k) == ARGV[2] then return redis.call('DEL', k) end", Guarded},
+	} {
+		if v, _ := Analyze(tc.body).Key(1); v != tc.v {
+			t.Errorf("%v, want %v: %q\n%s", v, tc.v, tc.body, dumpSites(Analyze(tc.body)))
+		}
+	}
+	for body, n := range map[string]int{
+		"return redis.call('FLUSHDB')":           1,
+		"return redis.call('flushall', 'ASYNC')": 1,
+		"return redis.call('SWAPDB', 0, 1)":      1,
+		"return redis.call(ARGV[1])":             1,
+		"return redis.call('DEL', KEYS[1])":      0,
+		"return redis.call('SET', KEYS[1], 'x')": 0,
+		"return redis.call(unpack(ARGV))":        1,
+		"#!lua name=l\nredis.register_function('f', function() return redis.call('FLUSHDB') end)": -1,
+	} {
+		if n < 0 {
+			if got := len(AnalyzeLibrary(body).Functions["f"].Flushes); got != 1 {
+				t.Errorf("library: %d flushes", got)
+			}
+			continue
+		}
+		if got := len(Analyze(body).Flushes); got != n {
+			t.Errorf("%d flushes, want %d: %q", got, n, body)
+		}
+	}
+}
+
+// string.format of %s pieces builds a name the proxy rebuilds, as ..
+// does: judged against the rules with the actual arguments, not as a key
+// anywhere.
+func TestFormatNames(t *testing.T) {
+	r := Analyze("return redis.call('DEL', string.format('%s:lock', ARGV[1]))")
+	if r.Anywhere() != nil || !r.Named() || len(r.Sites) != 1 || r.Sites[0].Target.String() != `ARGV[1] .. ":lock"` {
+		t.Fatalf("%s", dumpSites(r))
+	}
+	n := r.Sites[0].Target.Names(nil, [][]byte{[]byte("res")}, nil)
+	if len(n) != 1 || string(n[0]) != "res:lock" {
+		t.Fatalf("%q", n)
+	}
+	for _, body := range []string{
+		"return redis.call('DEL', string.format('%5s:lock', ARGV[1]))",
+		"return redis.call('DEL', string.format(ARGV[2], ARGV[1]))",
+		"return redis.call('DEL', string.format('%s:%s', ARGV[1]))",
+		"return redis.call('DEL', string.format('%d:lock', ARGV[1]))",
+	} {
+		if Analyze(body).Anywhere() == nil {
+			t.Errorf("%q: not anywhere\n%s", body, dumpSites(Analyze(body)))
+		}
+	}
+}

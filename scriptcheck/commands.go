@@ -9,6 +9,7 @@ const (
 	posAll                   // every argument
 	posPairs                 // arguments 1, 3, 5, ... (MSET)
 	posSpecial               // handled in redisCall
+	posFlush                 // FLUSHALL, FLUSHDB, SWAPDB: every key of a database
 )
 
 type cmdSpec struct {
@@ -55,6 +56,7 @@ func init() {
 	add(posPairs, OpOverwrite, "MSET")
 	add(posPairs, OpCreate, "MSETNX")
 	add(posFirst, OpCreate, "SETNX", "HSETNX")
+	add(posFlush, OpDelete, "FLUSHALL", "FLUSHDB", "SWAPDB")
 	// Each handled in redisCall.
 	for _, n := range []string{"SET", "GETEX", "HDEL", "DELIFEQ", "COPY", "RENAME", "RENAMENX",
 		"SMOVE", "LMOVE", "RPOPLPUSH"} {

@@ -83,8 +83,8 @@ const (
 	// TargetKeysFrom: every key from KEYS[Index] on (unpack(KEYS), loops
 	// over KEYS).
 	TargetKeysFrom
-	// TargetAny: a key the analysis cannot name; it may be any key the
-	// script receives.
+	// TargetAny: a key the analysis cannot name; it may be any key, one
+	// the script receives or not (see Report.Anywhere).
 	TargetAny
 	// TargetName: a key the script names itself, built from Parts.
 	TargetName
@@ -229,7 +229,30 @@ type Report struct {
 	// Every key is then Unknown.
 	Err     string
 	ErrLine int
+	// Flushes lists the calls of FLUSHALL, FLUSHDB and SWAPDB: they drop
+	// every lock of a database, and follow the proxy's on_flush.
+	Flushes []Site
 	named   bool
+}
+
+// Anywhere returns the worst site that may change a key the analysis
+// cannot name at all, received in KEYS or not (a name computed by a
+// function it does not evaluate, a command name that is not a literal,
+// redis.call reached in a way it cannot follow), or the reason it gave up:
+// such a script may touch a lock of any rule. Nil when there is none.
+func (r *Report) Anywhere() *Site {
+	if r.Err != "" {
+		return r.errSite()
+	}
+	var at *Site
+	for j := range r.Sites {
+		s := &r.Sites[j]
+		if s.Target.Kind == TargetAny && (s.Verdict == Blind || s.Verdict == Unknown) &&
+			(at == nil || s.Verdict.rank() > at.Verdict.rank()) {
+			at = s
+		}
+	}
+	return at
 }
 
 // Named reports whether some site is about a key the script names itself
@@ -255,6 +278,34 @@ func (r *Report) Key(i int) (Verdict, *Site) {
 		return Guarded, nil
 	}
 	return at.Verdict, at
+}
+
+// Writes reports whether some call may change KEYS[i] (1-based): every
+// site is a delete, expiry change, overwrite or creation, or a call the
+// analysis cannot read.
+func (r *Report) Writes(i int) bool {
+	if r.Err != "" {
+		return true
+	}
+	for j := range r.Sites {
+		if r.Sites[j].Target.covers(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// Creates reports whether the script may create KEYS[i] (1-based): a
+// call that creates it (SET NX, SETNX, HSETNX, ...) or that writes it
+// while it is known not to exist (an acquisition).
+func (r *Report) Creates(i int) bool {
+	for j := range r.Sites {
+		s := &r.Sites[j]
+		if s.Target.covers(i) && s.Target.Kind != TargetAny && (s.Op == OpCreate || s.Verdict == Acquire) {
+			return true
+		}
+	}
+	return false
 }
 
 // Overall is the worst verdict over every site (Guarded when none).

@@ -38,6 +38,7 @@ const (
 	vRedisCall                // redis.call; b: redis.pcall
 	vBuiltin                  // a library function (name)
 	vLib                      // a library table: string, table, cjson, ... (name)
+	vCalc                     // computed from constants by a function the analysis does not evaluate (string.char, arithmetic): may be any key's name, and is no token
 )
 
 type val struct {
@@ -100,6 +101,18 @@ func (v val) keyish() bool {
 		return true
 	case vStr:
 		return v.hasPart(PartKey)
+	}
+	return false
+}
+
+// constant: nil, a boolean, a number or a constant string.
+func (v val) constant() bool {
+	switch v.kind {
+	case vNil, vBool, vNum:
+		return true
+	case vStr:
+		_, ok := v.constString()
+		return ok
 	}
 	return false
 }
@@ -222,8 +235,12 @@ func concat(a, b val) val {
 			return top
 		}
 		return argD
+	case a.stored() || b.stored():
+		return data
+	case a.argLike() || b.argLike():
+		return argD
 	}
-	return data
+	return val{kind: vCalc}
 }
 
 func strParts(v val) ([]Part, bool) {
@@ -260,6 +277,37 @@ func (v val) plain() bool {
 		return ok
 	}
 	return false
+}
+
+// stored: a value read from the data (a reply, or computed from one). A
+// key name built from stored data is not followed (see the package
+// comment).
+func (v val) stored() bool {
+	switch v.kind {
+	case vData, vRead, vField, vFieldExists, vExists, vCreated, vMulti:
+		return true
+	}
+	return false
+}
+
+// derived is what a function the analysis does not evaluate returns from
+// args: anything when an argument may be a key the script receives, a
+// value computed from arguments (a token, or a name the proxy cannot
+// rebuild) when one is, stored data when one is, else a value computed
+// from constants.
+func derived(args []val) val {
+	out := val{kind: vCalc}
+	for _, v := range args {
+		switch {
+		case v.kind == vTop || v.keyish():
+			return top
+		case v.argLike():
+			out = argD
+		case v.stored() && out.kind == vCalc:
+			out = data
+		}
+	}
+	return out
 }
 
 // merge joins the values a variable may hold after two paths.

@@ -14,7 +14,13 @@
 #   transit  the same two round trips on a key no rule matches, through the
 #            proxy and directly: the hop's share of release's ratio;
 #   fenced   a holder's writes to a guarded key (each a fenced script) against
-#            plain writes to an unguarded key, both through the proxy.
+#            plain writes to an unguarded key, both through the proxy;
+#   script-acquire  a library's own obtain and release scripts (redislock's)
+#            through the proxy, each run in its wrapper (grant, owner record),
+#            against the same scripts sent directly (goal >= 0.85);
+#   script-fenced   a holder's scripted write to a guarded key through the
+#            proxy (the wrapper checks its token) against the same script
+#            sent directly (goal >= 0.85).
 
 PROXY_CONFIG_EXTRA+='
 locks:
@@ -34,7 +40,7 @@ lock_measurements() {
   fi
   local mode d=${BENCH_LOCK_SECONDS:-3}s
   [[ ${BENCH_QUICK:-} == 1 ]] && d=1s
-  for mode in release scripted transit fenced; do
+  for mode in release scripted transit fenced script-acquire script-fenced; do
     log "[GOMAXPROCS=$gmp] lockbench -mode $mode -c 50 -d $d x $ROUNDS rounds"
     printf 'GOMAXPROCS=%s c50\t' "$gmp" >>"$tmp/extra.txt"
     "$tmp/lockbench" -proxy "$PROXY_HOST:$PROXY_PORT" -direct "$DIRECT_HOST:$DIRECT_PORT" \

@@ -1,0 +1,77 @@
+package luaeval
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// The wrappers lockproxy runs clients' scripts in (rewrite.WrapBody), run
+// offline and on valkey-server: the same replies, the same grants and
+// records. Timestamps in the records differ between the two clocks, so
+// the records are compared by count and grant.
+func TestDifferentialWrappers(t *testing.T) {
+	srv := valkeytest.Start(t)
+	rc := dialRESP(t, srv.Addr, 2)
+	requireValkey80(t, rc)
+	lock, ctr, recs := "d:lock", "{d:lock}:lockproxy:grants", "{d:lock}:lockproxy:owners"
+	// locked runs body wrapped in its locks form: KEYS[1] the lock.
+	locked := func(body string, args ...string) []string {
+		w := rewrite.WrapBody(body, false, true)
+		out := []string{"EVAL", w, "4", lock, lock, ctr, recs}
+		out = append(out, args...)
+		return append(out, "0", "0", "conn:A", "600000", "1", "3", "7")
+	}
+	// fenced runs body wrapped in its fence form: KEYS[1] a guarded key.
+	fenced := func(body, mode, unfenced string, args ...string) []string {
+		w := rewrite.WrapBody(body, true, false)
+		out := []string{"EVAL", w, "4", "{g}:data", "{g}:fence", "{g}:lock:lockproxy:owners", "{g}:fence:high"}
+		out = append(out, args...)
+		return append(out, "3", "6", "conn:A", "1", "1", mode, unfenced, "{g}:data", "3", strconv.Itoa(2+6+2))
+	}
+	const (
+		obtain  = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', 10000) then return redis.status_reply('OK') end\nreturn false"
+		release = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\nreturn 0"
+		refresh = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], 20000) end\nreturn 0"
+		write   = "redis.call('SET', KEYS[1], ARGV[1])\nreturn {#KEYS, #ARGV, KEYS[1], ARGV[1]}"
+		broken  = "redis.call('SET', KEYS[1], ARGV[1])\nlocal t = nil\nreturn t.x"
+	)
+	steps := []step{
+		do(locked(obtain, "tok")...),
+		do("GET", ctr),
+		do("HLEN", recs),
+		do(locked(obtain, "other")...),
+		do("GET", ctr),
+		do(locked(refresh, "tok")...),
+		do("HLEN", recs),
+		do(locked(release, "other")...),
+		do("HLEN", recs),
+		do(locked(release, "tok")...),
+		do("HLEN", recs),
+		do("EXISTS", lock),
+		do(fenced(write, "current", "reject", "v")...),
+		do(fenced(write, "current", "allow", "v")...),
+		do("GET", "{g}:data"),
+		do("SET", "{g}:fence", "4"),
+		do("HSET", "{g}:lock:lockproxy:owners", "conn:A", "3 0 0 x"),
+		do(fenced(write, "current", "reject", "w")...),
+		do(fenced(write, "highest-lock", "reject", "w")...),
+		do("HGETALL", "{g}:fence:high"),
+		do("HSET", "{g}:fence:high", "{g}:lock:lockproxy:owners", "9"),
+		do(fenced(write, "highest-lock", "reject", "z")...),
+		do("GET", "{g}:data"),
+		do("SET", "{g}:fence", "3"),
+		{args: fenced(broken, "current", "allow", "v"), cmp: vmErrShape},
+	}
+	rc.Do(t, "FLUSHALL")
+	st := New()
+	for i, s := range steps {
+		want := rc.Do(t, s.args...)
+		got := st.DoProto(2, s.args...)
+		if msg := compareReplies(s.cmp, got, want); msg != "" {
+			t.Errorf("step %d %.60q:\n luaeval: %q\n valkey:  %q\n %s", i, s.args, got, want, msg)
+		}
+	}
+}
