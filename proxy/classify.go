@@ -34,6 +34,10 @@ const (
 	kAdmin
 	// kInfo: INFO; the proxy answers INFO lockproxy, forwards the rest.
 	kInfo
+	// kServer: SCRIPT, FUNCTION and SHUTDOWN, whose KILL, STATS and
+	// SHUTDOWN itself go on a connection of their own (busy.go); the rest
+	// is kForward.
+	kServer
 )
 
 // kinds lists every command that is not kForward. Blocking commands are the
@@ -83,6 +87,10 @@ var kinds = map[string]kind{
 
 	"lockproxy": kAdmin,
 	"info":      kInfo,
+
+	"script":   kServer,
+	"function": kServer,
+	"shutdown": kServer,
 }
 
 // clientKind is the same for CLIENT subcommands. SETNAME, GETNAME and SETINFO

@@ -28,6 +28,10 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 		if s.info(cmd) {
 			return true
 		}
+	case kServer:
+		if forBusyServer(args) {
+			return s.busyCommand(cmd)
+		}
 	}
 	if s.lockPlan(cmd) {
 		return true
@@ -36,7 +40,7 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 		return s.handleDedicated(cmd)
 	}
 	switch k {
-	case kForward:
+	case kForward, kServer:
 		s.forward(cmd.Raw, nil)
 	case kDedicated, kStream:
 		if s.goDedicated(true) {
@@ -207,6 +211,7 @@ func (s *session) hello(cmd resp.Command) {
 			s.authed, s.proxyCreds = true, true
 		} else {
 			if s.goDedicated(s.proxyCreds) {
+				s.ownLogin = true
 				if ver == 2 || ver == 3 {
 					s.proto = ver
 				}
@@ -334,6 +339,7 @@ func (s *session) auth(cmd resp.Command) {
 		return
 	}
 	if s.goDedicated(s.proxyCreds) {
+		s.ownLogin = true
 		s.forward(cmd.Raw, nil)
 	}
 }

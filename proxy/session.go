@@ -44,6 +44,9 @@ type session struct {
 	libName, libVer string
 	authed          bool // may run commands (no AUTH needed, or AUTH given)
 	proxyCreds      bool // authenticated with the proxy's own upstream credentials
+	// ownLogin: an AUTH as another user went to the dedicated connection,
+	// so Valkey may know this session as someone else than the proxy.
+	ownLogin bool
 
 	ded       *upConn // the session's own upstream connection, once it needs one
 	dedMu     sync.Mutex
@@ -92,6 +95,9 @@ type session struct {
 	// movable is what an off-loop COMMAND GETKEYSANDFLAGS said about the
 	// command put back meanwhile (lockplan.go).
 	movable *movableKeys
+	// shot is what an off-loop one-off connection answered to the command
+	// put back meanwhile (busy.go).
+	shot *oneShot
 	// lastRead is when the loop last read the client (client_idle_timeout).
 	lastRead time.Time
 }

@@ -98,6 +98,9 @@ type connState struct {
 	auth               bool // log in with username/password
 	name               string
 	libName, libVer    string
+	// bare: no lockproxy scripts (a one-off connection for a command that
+	// must run while Valkey is busy, when SCRIPT LOAD would be refused).
+	bare bool
 }
 
 // replyError is an error reply Valkey gave during the handshake (for example
@@ -108,26 +111,10 @@ func (e *replyError) Error() string { return e.msg }
 
 // dial connects to Valkey and replays st on the new connection.
 func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
-	addr, err := p.upstreamAddr()
+	nc, addr, err := p.connect(st)
 	if err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: p.opts.DialTimeout, KeepAlive: 30 * time.Second}
-	nc, err := d.Dial("tcp", addr)
-	if err != nil {
-		p.forgetMaster()
-		return nil, err
-	}
-	if p.opts.UpstreamTLS != nil {
-		tc := tls.Client(nc, p.opts.UpstreamTLS)
-		nc = tc
-	}
-	_ = nc.SetDeadline(time.Now().Add(p.opts.DialTimeout))
-	if err := handshake(nc, st); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	_ = nc.SetDeadline(time.Time{})
 	c := &upConn{
 		p:     p,
 		nc:    nc,
@@ -150,6 +137,31 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 	go c.writeLoop()
 	go c.readLoop()
 	return c, nil
+}
+
+// connect opens a connection to Valkey (the primary now, with Sentinel) and
+// replays st on it.
+func (p *Proxy) connect(st connState) (net.Conn, string, error) {
+	addr, err := p.upstreamAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	d := net.Dialer{Timeout: p.opts.DialTimeout, KeepAlive: 30 * time.Second}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		p.forgetMaster()
+		return nil, "", err
+	}
+	if p.opts.UpstreamTLS != nil {
+		nc = tls.Client(nc, p.opts.UpstreamTLS)
+	}
+	_ = nc.SetDeadline(time.Now().Add(p.opts.DialTimeout))
+	if err := handshake(nc, st); err != nil {
+		nc.Close()
+		return nil, "", err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nc, addr, nil
 }
 
 // handshake sends the commands that make a new connection equal to the
@@ -186,6 +198,9 @@ func handshake(nc net.Conn, st connState) error {
 	// Load lockproxy's own scripts, so its EVALSHAs find them; a user not
 	// allowed to (ACL) still gets them by EVAL on NOSCRIPT.
 	for _, sc := range rewrite.Scripts {
+		if st.bare {
+			break
+		}
 		optional[len(cmds)] = true
 		cmds = append(cmds, []string{"SCRIPT", "LOAD", sc.Body})
 	}
@@ -200,31 +215,39 @@ func handshake(nc net.Conn, st connState) error {
 		return err
 	}
 	buf := make([]byte, 0, 4096)
-	var f resp.Framer
 	for i := range cmds {
-		for {
-			n, err := f.Frame(buf)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				if buf[0] == '-' && !optional[i] {
-					return &replyError{msg: string(bytes.TrimRight(buf[1:n], "\r\n"))}
-				}
-				buf = append(buf[:0], buf[n:]...)
-				break
-			}
-			if len(buf) == cap(buf) {
-				buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
-			}
-			m, err := nc.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+m]
-			if err != nil && m == 0 {
-				return err
-			}
+		var n int
+		var err error
+		if buf, n, err = readReply(nc, buf); err != nil {
+			return err
 		}
+		if buf[0] == '-' && !optional[i] {
+			return &replyError{msg: string(bytes.TrimRight(buf[1:n], "\r\n"))}
+		}
+		buf = append(buf[:0], buf[n:]...)
 	}
 	return nil
+}
+
+// readReply reads from nc into buf until buf starts with a whole reply, and
+// returns buf (grown as needed) and that reply's length. A blocking read: only
+// for connections no reader goroutine or loop serves yet.
+func readReply(nc net.Conn, buf []byte) ([]byte, int, error) {
+	var f resp.Framer
+	for {
+		n, err := f.Frame(buf)
+		if err != nil || n > 0 {
+			return buf, n, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, max(len(buf), 4096))...)[:len(buf)]
+		}
+		m, err := nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil && m == 0 {
+			return buf, 0, err
+		}
+	}
 }
 
 func userOrDefault(u string) string {
