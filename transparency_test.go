@@ -1,6 +1,12 @@
 package lockproxy_test
 
 import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,5 +100,67 @@ func TestBusyScriptShutdownNoSave(t *testing.T) {
 		if err := e.srv.Process().Signal(syscall.Signal(0)); err == nil {
 			_, _ = e.srv.Process().Wait()
 		}
+	})
+}
+
+// valkey-cli --rdb reads a full resynchronisation through the proxy: after
+// +FULLRESYNC, the RDB payload has no CRLF after it, and the connection is
+// a byte pipe from then on.
+func TestSyncRDBThroughProxy(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		e := newEnv(t, o, "repl-diskless-sync-delay 0")
+		d := e.direct()
+		for i := 0; i < 100; i++ {
+			if err := d.Set(ctx, fmt.Sprintf("synckey:%d", i), strings.Repeat("v", i*10), 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eq(t, d.Do(ctx, "FUNCTION", "LOAD", "REPLACE", "#!lua name=synclib\nredis.register_function('syncfn', function() return 1 end)").Val(), "synclib")
+		host, port, _ := net.SplitHostPort(e.addr)
+		for _, flag := range []string{"--rdb", "--functions-rdb"} {
+			file := filepath.Join(t.TempDir(), "dump.rdb")
+			out, err := exec.Command("valkey-cli", "-h", host, "-p", port, flag, file).CombinedOutput()
+			if err != nil {
+				t.Fatalf("valkey-cli %s: %v\n%s", flag, err, out)
+			}
+			rdb, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(rdb, []byte("REDIS")) && !bytes.HasPrefix(rdb, []byte("VALKEY")) {
+				t.Fatalf("%s: not an RDB file: %.40q", flag, rdb)
+			}
+			if !bytes.Contains(rdb, []byte("synclib")) {
+				t.Fatalf("%s: the function library is not in the RDB", flag)
+			}
+			if has := bytes.Contains(rdb, []byte("synckey:99")); has != (flag == "--rdb") {
+				t.Fatalf("%s: keys in the RDB: %v", flag, has)
+			}
+		}
+		// A replica's view: after the RDB, the commands Valkey propagates
+		// arrive on the same connection, and the replica's REPLCONF ACKs
+		// go up it.
+		r := dialRaw(t, e.addr)
+		r.send("PSYNC ? -1\r\n")
+		var got []byte
+		chunk := make([]byte, 4096)
+		_ = r.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for !bytes.Contains(got, []byte("\r\n$5\r\nafter\r\n")) {
+			n, err := r.nc.Read(chunk)
+			got = append(got, chunk[:n]...)
+			if err != nil {
+				t.Fatalf("replication stream: %v (read %q)", err, got)
+			}
+			if bytes.Contains(got, []byte("synclib")) && !bytes.Contains(got, []byte("pipekey")) {
+				r.send(string(redisCmd("REPLCONF", "ACK", "0")))
+				if err := d.Set(ctx, "pipekey", "after", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if !bytes.HasPrefix(got, []byte("+FULLRESYNC ")) {
+			t.Fatalf("PSYNC: %.60q", got)
+		}
+		eq(t, dialRaw(t, e.addr).do("PING"), "+PONG\r\n")
 	})
 }

@@ -22,6 +22,10 @@ const (
 	// one with commands (SUBSCRIBE confirms once per channel, MONITOR never
 	// stops), so the connection forwards replies as they arrive.
 	kStream
+	// kSync: SYNC and PSYNC; like kStream, and what follows is not RESP
+	// any more but a replication stream: the connection becomes a byte
+	// pipe both ways.
+	kSync
 	// kXRead: dedicated only with BLOCK (a blocking read), shared otherwise.
 	kXRead
 	kHello
@@ -75,8 +79,11 @@ var kinds = map[string]kind{
 	"punsubscribe": kStream,
 	"sunsubscribe": kStream,
 	"monitor":      kStream,
-	"sync":         kStream,
-	"psync":        kStream,
+	"sync":         kSync,
+	"psync":        kSync,
+	// REPLCONF (capa eof, rdb-only, ...) configures the replication
+	// stream of the connection that sends it.
+	"replconf": kDedicated,
 
 	"hello":  kHello,
 	"select": kSelect,

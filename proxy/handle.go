@@ -42,7 +42,7 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 	switch k {
 	case kForward, kServer:
 		s.forward(cmd.Raw, nil)
-	case kDedicated, kStream:
+	case kDedicated, kStream, kSync:
 		if s.goDedicated(true) {
 			return s.handleDedicated(cmd)
 		}
@@ -83,7 +83,7 @@ func (s *session) needsOwnConn(k kind, args [][]byte) bool {
 		return true
 	}
 	switch k {
-	case kDedicated, kStream:
+	case kDedicated, kStream, kSync:
 		return s.authed
 	case kXRead:
 		return s.authed && hasBlockArg(args)
@@ -116,11 +116,16 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		return false
 	case kStream:
 		if !s.ded.stream.Load() {
-			s.goStream()
+			s.goStream(false)
 		}
+	case kSync:
+		s.goStream(true)
+		s.forward(cmd.Raw, nil)
+		s.flush()
+		return true
 	case kClient:
 		if len(args) >= 3 && resp.EqualFold(args[1], "reply") && !resp.EqualFold(args[2], "on") && !s.ded.stream.Load() {
-			s.goStream()
+			s.goStream(false)
 		}
 		if len(args) == 3 && resp.EqualFold(args[1], "setname") && validName(args[2]) {
 			s.setName(string(args[2]))

@@ -222,6 +222,32 @@ func (s *session) loop() (graceful bool) {
 		if !s.handle(cmd) {
 			return true
 		}
+		if s.ded != nil && s.ded.pipe.Load() {
+			s.pipeClient()
+			return true
+		}
+	}
+}
+
+// pipeClient copies what the client sends to its dedicated connection as
+// it is, once that has become a replication stream (SYNC, PSYNC: a replica
+// sends REPLCONF ACKs, and nothing it sends is the proxy's business), until
+// either side ends.
+func (s *session) pipeClient() {
+	c := s.ded
+	_ = s.nc.SetReadDeadline(time.Time{})
+	if b := s.rd.Take(); len(b) > 0 && !c.send(b, nil, nil) {
+		return
+	}
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := s.nc.Read(buf)
+		if n > 0 && !c.send(buf[:n], nil, nil) {
+			return
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -481,7 +507,7 @@ func (s *session) upstreamLost(c *upConn, err error) {
 	if errors.Is(err, errClosed) || s.lost.Swap(true) {
 		return
 	}
-	if c.stream.Load() {
+	if c.stream.Load() && !c.pipe.Load() {
 		s.push(resp.AppendError(nil, errDedicatedLost(c.addr, err)))
 	}
 	_ = s.nc.SetReadDeadline(time.Now())
@@ -518,10 +544,11 @@ func (s *session) goDedicated(withCreds bool) bool {
 }
 
 // goStream puts the dedicated connection into stream mode, after every reply
-// owed so far has arrived.
-func (s *session) goStream() {
+// owed so far has arrived; with pipe, into a byte pipe.
+func (s *session) goStream(pipe bool) {
 	s.flush()
 	s.waitDrain(0)
+	s.ded.pipe.Store(pipe)
 	s.ded.stream.Store(true)
 }
 

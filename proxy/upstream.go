@@ -52,7 +52,11 @@ type upConn struct {
 	// one-to-one with commands (SUBSCRIBE, MONITOR, CLIENT REPLY OFF): every
 	// frame then goes straight to the owner, in arrival order.
 	stream atomic.Bool
-	dead   atomic.Bool
+	// pipe is set (with stream) once a replication stream starts (SYNC,
+	// PSYNC): the bytes are no longer RESP frames (the RDB payload has no
+	// CRLF after it), so they go to the owner as they arrive.
+	pipe atomic.Bool
+	dead atomic.Bool
 	// blockWait is how long the blocking commands in flight may wait on the
 	// server (nanoseconds; -1 forever): the reply deadline allows for it.
 	blockWait atomic.Int64
@@ -425,6 +429,10 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	n = max(n, 0)
 	r.buf = r.buf[:len(r.buf)+n]
 	r.frames = r.frames[:0]
+	if c.pipe.Load() && r.start < len(r.buf) {
+		c.owner.push(r.buf[r.start:])
+		r.start = len(r.buf)
+	}
 	for r.start < len(r.buf) {
 		m, ferr := r.f.Frame(r.buf[r.start:])
 		if ferr != nil {
