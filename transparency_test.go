@@ -3,6 +3,7 @@ package lockproxy_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/proxy"
+	"github.com/lockproxy/lockproxy/resp"
 )
 
 // The end-to-end tests of issue 16: what a client sees through lockproxy is
@@ -162,5 +164,58 @@ func TestSyncRDBThroughProxy(t *testing.T) {
 			t.Fatalf("PSYNC: %.60q", got)
 		}
 		eq(t, dialRaw(t, e.addr).do("PING"), "+PONG\r\n")
+	})
+}
+
+// A client that half-closes its connection (shutdown(SHUT_WR)) right after
+// its commands still receives every reply, as from Valkey, then the end of
+// the stream.
+func TestHalfCloseGetsEveryReply(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		e := newEnv(t, o)
+		for _, tc := range []struct {
+			name string
+			cmds []string // each a whole command, inline
+			want []string // the replies, each a prefix
+		}{
+			{"pipeline", nil, nil},
+			{"multi", []string{"MULTI"}, []string{"+OK"}},
+			{"subscribe", []string{"SUBSCRIBE half"}, []string{"*3\r\n$9\r\nsubscribe\r\n$4\r\nhalf\r\n:1\r\n"}},
+			{"client-id", []string{"CLIENT ID"}, []string{":"}},
+			{"set-then-blpop", []string{"SET halfk v", "BLPOP halfl 0"}, []string{"+OK"}},
+		} {
+			if tc.name == "pipeline" {
+				for i := 1; i <= 100; i++ {
+					tc.cmds = append(tc.cmds, "INCR halfctr")
+					tc.want = append(tc.want, fmt.Sprintf(":%d\r\n", i))
+				}
+			}
+			t.Run(tc.name, func(t *testing.T) {
+				for round := 0; round < 10; round++ {
+					e.direct().Del(ctx, "halfctr")
+					r := dialRaw(t, e.addr)
+					r.send(strings.Join(tc.cmds, "\r\n") + "\r\n")
+					if err := r.nc.(*net.TCPConn).CloseWrite(); err != nil {
+						t.Fatal(err)
+					}
+					_ = r.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+					all, err := io.ReadAll(r.nc)
+					if err != nil {
+						t.Fatalf("round %d: %v after %q", round, err, all)
+					}
+					rest := string(all)
+					for i, w := range tc.want {
+						if !strings.HasPrefix(rest, w) {
+							t.Fatalf("round %d: reply %d: want %q, have %.80q", round, i, w, rest)
+						}
+						r.buf, r.f = []byte(rest), resp.Framer{}
+						rest = rest[len(r.read()):]
+					}
+					if rest != "" {
+						t.Fatalf("round %d: more than the replies owed: %.80q", round, rest)
+					}
+				}
+			})
+		}
 	})
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime/debug"
 	"strconv"
@@ -82,6 +83,10 @@ type session struct {
 	writerEnd chan struct{}
 
 	lost atomic.Bool // the dedicated upstream connection died
+	// inputEnded: the client ended its side of the connection (it may have
+	// only half-closed it): like Valkey, the proxy still sends every reply
+	// to what it read, then closes.
+	inputEnded atomic.Bool
 
 	// Event-loop mode (eventloop_linux.go, session_loop.go). home is the loop the session was
 	// given at accept (nil: it runs on a goroutine of its own from the
@@ -162,6 +167,16 @@ func (s *session) serveGo() {
 func (s *session) finish(graceful bool) {
 	s.flush()
 	if graceful {
+		if c := s.ded; c != nil && s.inputEnded.Load() {
+			// Pass the end of input on: Valkey answers what it read,
+			// then closes, as it would for the client itself (a blocked
+			// BLPOP, a subscription end there, unanswered).
+			c.closeWrite()
+			select {
+			case <-c.quit:
+			case <-s.p.force:
+			}
+		}
 		s.waitDrain(0)
 	}
 	s.outMu.Lock()
@@ -215,6 +230,9 @@ func (s *session) loop() (graceful bool) {
 				s.local(resp.AppendError(nil, errProtocol(pe.Error())))
 				return true
 			case s.p.shuttingDown.Load() || s.lost.Load():
+				return true
+			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+				s.inputEnded.Store(true)
 				return true
 			}
 			return false
@@ -386,7 +404,9 @@ func (s *session) deliver(b []byte) { s.deliverN(b, 1) }
 
 // deliverN is deliver for n consecutive replies in b.
 func (s *session) deliverN(b []byte, n int) {
-	s.write(b)
+	if len(b) > 0 {
+		s.write(b)
+	}
 	if n := s.inflight.Add(-int64(n)); n <= s.waitLE.Load() {
 		select {
 		case s.drained <- struct{}{}:
@@ -507,7 +527,7 @@ func (s *session) upstreamLost(c *upConn, err error) {
 	if errors.Is(err, errClosed) || s.lost.Swap(true) {
 		return
 	}
-	if c.stream.Load() && !c.pipe.Load() {
+	if c.stream.Load() && !c.pipe.Load() && !s.inputEnded.Load() {
 		s.push(resp.AppendError(nil, errDedicatedLost(c.addr, err)))
 	}
 	_ = s.nc.SetReadDeadline(time.Now())

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"strconv"
 
@@ -42,6 +43,10 @@ func (s *session) pump() {
 				// Valkey answers a protocol error and closes; so do we,
 				// after every reply still owed.
 				s.local(resp.AppendError(nil, errProtocol(pe.Error())))
+				s.end(true)
+				return
+			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+				s.inputEnded.Store(true)
 				s.end(true)
 				return
 			}

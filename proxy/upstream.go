@@ -86,6 +86,10 @@ type upConn struct {
 	// only when there are some.
 	locals atomic.Int32
 
+	// endWrite: shut the sending side once wbuf is written (the client
+	// half-closed its connection; under mu).
+	endWrite bool
+
 	wake chan struct{}
 	quit chan struct{}
 	// onDead is called once, after the connection failed and its pending
@@ -353,7 +357,11 @@ func (c *upConn) writeLoop() {
 		c.mu.Lock()
 		buf, c.wbuf = c.wbuf, buf[:0]
 		c.writing = len(buf) > 0
+		end := len(buf) == 0 && c.endWrite
 		c.mu.Unlock()
+		if end {
+			c.shutWrite()
+		}
 		if len(buf) > 0 {
 			if _, err := c.nc.Write(buf); err != nil {
 				c.fail(err)
@@ -361,7 +369,7 @@ func (c *upConn) writeLoop() {
 			}
 			c.mu.Lock()
 			c.writing = false
-			more := len(c.wbuf) > 0
+			more := len(c.wbuf) > 0 || c.endWrite
 			c.armLocked(false)
 			c.mu.Unlock()
 			if more {
@@ -733,6 +741,11 @@ func (c *upConn) fail(err error) {
 			msg = errUpstreamLost(c.addr, err)
 		}
 		reply := resp.AppendError(nil, msg)
+		if c.owner != nil && c.owner.inputEnded.Load() {
+			// Valkey closed the connection the client half-closed: what
+			// it left unanswered stays so, as it would directly.
+			reply = nil
+		}
 		for _, p := range ps {
 			if p.local != nil {
 				p.s.deliver(p.local)
@@ -747,6 +760,30 @@ func (c *upConn) fail(err error) {
 	if c.owner != nil {
 		c.owner.upstreamLost(c, err)
 	}
+}
+
+// closeWrite shuts the sending side of c once everything queued on it is
+// written: Valkey then answers what it read and closes its side.
+func (c *upConn) closeWrite() {
+	c.mu.Lock()
+	c.endWrite = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *upConn) shutWrite() {
+	if c.raw != nil {
+		_ = c.raw.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_WR) })
+		return
+	}
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	c.close()
 }
 
 // close ends a connection nobody needs any more.
