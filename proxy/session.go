@@ -69,9 +69,9 @@ type session struct {
 	drained  chan struct{}
 
 	outMu     sync.Mutex
-	out       []byte
+	out       outQueue
 	outClosed bool // no more output: the client is gone or over its limit
-	writing   bool // the writer goroutine is writing a batch it took from out
+	writing   int  // bytes of a batch the writer goroutine took from out and is writing
 	// writer is set once the writer goroutine runs: it starts the first
 	// time the socket does not take a reply at once, so an idle client
 	// costs no goroutine.
@@ -425,14 +425,15 @@ func (s *session) push(b []byte) { s.write(b) }
 // write appends to the output buffer. A client whose unread output passes the
 // limit is disconnected, as Valkey's client-output-buffer-limit does: the
 // alternative is the proxy's memory growing without bound, or every other
-// client on the same upstream connection waiting for this one.
+// client on the same upstream connection waiting for this one. The limit
+// counts every byte held for the client: queued, and being written.
 func (s *session) write(b []byte) {
 	s.outMu.Lock()
 	if s.outClosed {
 		s.outMu.Unlock()
 		return
 	}
-	if len(s.out) == 0 && !s.writing && s.raw != nil {
+	if s.out.len() == 0 && s.writing == 0 && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
 		n := s.dw.write(b)
 		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
@@ -444,13 +445,13 @@ func (s *session) write(b []byte) {
 			return
 		}
 	}
-	// Checked before appending: the buffer never grows past the limit.
-	over := int64(len(s.out)+len(b)) > s.p.opts.OutputBufferLimit
+	// Checked before appending: the bytes held never pass the limit.
+	over := int64(s.out.len()+s.writing+len(b)) > s.p.opts.OutputBufferLimit
 	if over {
 		s.outClosed = true
-		s.out = nil
+		s.out.drop()
 	} else {
-		s.out = append(s.out, b...)
+		s.out.add(b)
 	}
 	start := !over && !s.writer
 	if start {
@@ -474,7 +475,17 @@ func (s *session) write(b []byte) {
 
 func (s *session) writeLoop() {
 	defer close(s.writerEnd)
-	var buf []byte
+	// writev straight to the socket where there is one (the counting
+	// wrapper would turn it into one write per chunk).
+	var w io.Writer = s.nc
+	count := func(int) {}
+	if u, ok := s.nc.(interface {
+		unwrap() net.Conn
+		countWrite(int)
+	}); ok {
+		w, count = u.unwrap(), u.countWrite
+	}
+	var batch, held [][]byte
 	for {
 		stop := false
 		select {
@@ -483,21 +494,28 @@ func (s *session) writeLoop() {
 			stop = true
 		}
 		s.outMu.Lock()
-		buf, s.out = s.out, buf[:0]
-		s.writing = len(buf) > 0
+		s.writing = s.out.len()
+		batch = s.out.take(batch[:0])
 		s.outMu.Unlock()
-		if len(buf) > 0 {
-			if _, err := s.nc.Write(buf); err != nil {
+		if len(batch) > 0 {
+			// WriteTo consumes batch; held keeps the chunks for reuse.
+			held = append(held[:0], batch...)
+			bufs := net.Buffers(batch)
+			n, err := bufs.WriteTo(w)
+			count(int(n))
+			held = recycle(held)
+			if err != nil {
 				s.outMu.Lock()
 				s.outClosed = true
-				s.out = nil
+				s.writing = 0
+				s.out.drop()
 				s.outMu.Unlock()
 				s.abort()
 				return
 			}
 			s.outMu.Lock()
-			s.writing = false
-			more := len(s.out) > 0
+			s.writing = 0
+			more := s.out.len() > 0
 			s.outMu.Unlock()
 			if more {
 				select {
@@ -506,12 +524,9 @@ func (s *session) writeLoop() {
 				}
 			}
 		}
-		if cap(buf) > 1<<20 {
-			buf = nil
-		}
 		if stop {
 			s.outMu.Lock()
-			rest := len(s.out)
+			rest := s.out.len()
 			s.outMu.Unlock()
 			if rest == 0 {
 				return
