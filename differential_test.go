@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -157,4 +158,142 @@ func replay(t *testing.T, addr string, cmds []diffCmd) [][]byte {
 		i += n
 	}
 	return out
+}
+
+// step is one command of a scripted sequence and how to compare its reply.
+type step struct {
+	args []string
+	// none: the command gets no reply (CLIENT REPLY OFF, SKIP).
+	none bool
+	// mask, when set, rewrites both replies before they are compared: for
+	// the fields that differ by nature (connection ids, addresses, ages).
+	mask func(string) string
+}
+
+func cmd(args ...string) step { return step{args: args} }
+
+// seqCase is a named sequence of steps, run on one fresh connection.
+type seqCase struct {
+	name  string
+	steps []step
+}
+
+// TestDifferentialSequences runs connection-state sequences — SELECT and
+// HELLO argument parsing, RESET, CLIENT introspection, MONITOR, CLIENT
+// REPLY, busy scripts, SYNC — against Valkey directly and through the proxy
+// (lock rules on), one command at a time, and compares each reply byte for
+// byte after masking what differs by nature.
+func TestDifferentialSequences(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		for _, sc := range diffSequences {
+			t.Run(sc.name, func(t *testing.T) {
+				direct := valkeytest.Start(t)
+				opts := rulesOptions(t, rule("rewrite"))
+				opts.EventLoops, opts.BusyPoll = o.EventLoops, o.BusyPoll
+				e := newEnv(t, opts)
+				want := runSteps(t, direct.Addr, sc.steps)
+				got := runSteps(t, e.addr, sc.steps)
+				for i, st := range sc.steps {
+					w, g := want[i], got[i]
+					if st.mask != nil {
+						w, g = st.mask(w), st.mask(g)
+					}
+					if w != g {
+						t.Fatalf("step %d %q:\n proxy:  %q\n direct: %q", i, st.args, g, w)
+					}
+				}
+			})
+		}
+	})
+}
+
+// runSteps sends each step and reads its reply; a step with none is
+// followed by PING whose +PONG shows no reply came before it.
+func runSteps(t *testing.T, addr string, steps []step) []string {
+	r := dialRaw(t, addr)
+	out := make([]string, len(steps))
+	for i, st := range steps {
+		r.send(string(redisCmd(st.args...)))
+		if !st.none {
+			out[i] = r.read()
+		}
+	}
+	return out
+}
+
+var diffSequences = []seqCase{
+	{"select-number-forms", []step{
+		cmd("SELECT", "01"), cmd("SET", "seq", "in0"), cmd("SELECT", "+1"), cmd("GET", "seq"),
+		cmd("SELECT", "-0"), cmd("SELECT", " 1"), cmd("SELECT", "1 "), cmd("SELECT", "1"),
+		cmd("GET", "seq"), cmd("SELECT", "-1"), cmd("SELECT", "00"), cmd("GET", "seq"),
+	}},
+	{"hello-number-forms", []step{
+		cmd("HELLO", "03"), cmd("GET", "missing"), cmd("HELLO", "+3"), cmd("GET", "missing"),
+		cmd("HELLO", "4"), cmd("HELLO", "3x"), cmd("HELLO", "-3"), cmd("GET", "missing"),
+	}},
+	{"reset-arity", []step{cmd("RESET", "x"), cmd("RESET"), cmd("PING")}},
+	{"reset-shared", []step{
+		cmd("SELECT", "2"), cmd("SET", "r", "in2"), cmd("CLIENT", "SETNAME", "rn"),
+		cmd("CLIENT", "SETINFO", "LIB-NAME", "rl"), {args: []string{"HELLO", "3"}, mask: maskHello},
+		cmd("GET", "missing"), cmd("RESET"), cmd("GET", "missing"), cmd("GET", "r"),
+		cmd("CLIENT", "GETNAME"), cmd("SELECT", "2"), cmd("GET", "r"),
+	}},
+	{"reset-dedicated", []step{
+		{args: []string{"HELLO", "3", "SETNAME", "rd"}, mask: maskHello}, {args: []string{"CLIENT", "ID"}, mask: maskInt},
+		cmd("SELECT", "3"), cmd("SET", "r", "in3"), cmd("MULTI"), cmd("SET", "a", "1"), cmd("RESET"),
+		cmd("GET", "missing"), cmd("EXEC"), cmd("GET", "r"), cmd("GET", "a"), cmd("CLIENT", "GETNAME"),
+		cmd("SELECT", "3"), cmd("GET", "r"), cmd("SET", "d:lock", "v", "NX"), cmd("SET", "d:lock", "w", "NX"),
+	}},
+	{"reset-subscribed", []step{
+		cmd("SUBSCRIBE", "ch1", "ch2"), {args: []string{"SUBSCRIBE", "ch3"}}, cmd("RESET"),
+		cmd("PING"), cmd("GET", "missing"), cmd("SET", "x:lock", "v", "NX"), cmd("GET", "x:lock"),
+	}},
+	{"reset-resp3-subscribed", []step{
+		{args: []string{"HELLO", "3"}, mask: maskHello}, cmd("SUBSCRIBE", "ch1"), cmd("RESET"),
+		cmd("PING"), cmd("GET", "missing"),
+	}},
+	{"reset-monitor", []step{cmd("MONITOR"), cmd("RESET"), cmd("PING"), cmd("GET", "missing")}},
+	{"reset-reply-off", []step{
+		{args: []string{"CLIENT", "REPLY", "OFF"}, none: true}, {args: []string{"SET", "a", "1"}, none: true},
+		cmd("RESET"), cmd("GET", "a"),
+	}},
+	{"reset-tracking", []step{
+		{args: []string{"HELLO", "3"}, mask: maskHello}, cmd("CLIENT", "TRACKING", "ON"), cmd("GET", "t"),
+		cmd("RESET"), cmd("CLIENT", "TRACKINGINFO"),
+	}},
+	{"reset-no-evict-no-touch", []step{
+		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
+		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+	}},
+	{"setname-nul", []step{
+		cmd("CLIENT", "SETNAME", "ab\x00c d"), cmd("CLIENT", "GETNAME"),
+		cmd("CLIENT", "SETNAME", "a b"), cmd("CLIENT", "GETNAME"),
+	}},
+}
+
+// Masks for what differs by nature between two servers and connections.
+var (
+	reInt       = regexp.MustCompile(`^:\d+\r\n$`)
+	reHelloID   = regexp.MustCompile(`(\$2\r\nid\r\n:)\d+`)
+	reHelloVer  = regexp.MustCompile(`(\$7\r\nversion\r\n\$)\d+\r\n[^\r]*`)
+	reInfoField = regexp.MustCompile(`\b(id|addr|laddr|fd|age|idle|qbuf|qbuf-free|argv-mem|multi-mem|obl|oll|omem|tot-mem|tot-net-in|tot-net-out|tot-cmds|io-thread)=\S*`)
+	reBulkLen   = regexp.MustCompile(`^([$=])\d+\r\n`)
+)
+
+func maskInt(s string) string {
+	if reInt.MatchString(s) {
+		return ":N\r\n"
+	}
+	return s
+}
+
+func maskHello(s string) string {
+	return reHelloVer.ReplaceAllString(reHelloID.ReplaceAllString(s, "${1}N"), "${1}V")
+}
+
+// maskClientInfo keeps CLIENT INFO's and CLIENT LIST's field names, order and
+// the values that are the client's own state (name, db, flags, cmd, user,
+// lib-name, resp...), and masks the ones that differ by nature.
+func maskClientInfo(s string) string {
+	return reBulkLen.ReplaceAllString(reInfoField.ReplaceAllString(s, "$1=?"), "${1}N\r\n")
 }

@@ -219,3 +219,38 @@ func TestHalfCloseGetsEveryReply(t *testing.T) {
 		}
 	})
 }
+
+// RESET clears the client name as Valkey does, and with it the name's hold
+// on its lock records (session: client_name): a later connection that takes
+// the same name is not the owner of what was acquired under it before.
+func TestResetReleasesNameOwner(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		opts := rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n    session: client_name\n    unknown_owner: refuse\n")
+		opts.EventLoops, opts.BusyPoll = o.EventLoops, o.BusyPoll
+		e := newEnv(t, opts)
+		a := dialRaw(t, e.addr)
+		eq(t, a.do("CLIENT", "SETNAME", "worker-a"), "+OK\r\n")
+		eq(t, a.do("SET", "r:lock", "abc", "NX", "PX", "30000"), "+OK\r\n")
+		eq(t, a.do("RESET"), "+RESET\r\n")
+		eq(t, a.do("CLIENT", "GETNAME"), "$-1\r\n")
+		b := dialRaw(t, e.addr)
+		eq(t, b.do("CLIENT", "SETNAME", "worker-a"), "+OK\r\n")
+		mustContain(t, b.do("DEL", "r:lock"), "-NOTOWNER")
+		eq(t, e.direct().Get(ctx, "r:lock").Val(), "abc")
+	})
+}
+
+// RESET also ends a LOCKPROXY AUTH admin login.
+func TestResetEndsAdminLogin(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		o.AdminPassword = "s3cret"
+		e := newEnv(t, o)
+		r := dialRaw(t, e.addr)
+		eq(t, r.do("LOCKPROXY", "AUTH", "s3cret"), "+OK\r\n")
+		if got := r.do("LOCKPROXY", "STATS"); strings.HasPrefix(got, "-") {
+			t.Fatalf("LOCKPROXY STATS after AUTH: %q", got)
+		}
+		eq(t, r.do("RESET"), "+RESET\r\n")
+		mustContain(t, r.do("LOCKPROXY", "STATS"), "-NOAUTH")
+	})
+}

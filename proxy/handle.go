@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"crypto/subtle"
-	"strconv"
+	"sync/atomic"
 
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -66,8 +66,11 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kReset:
-		s.proto, s.db, s.name, s.libName, s.libVer = 2, s.p.opts.DB, "", "", ""
-		s.authed, s.proxyCreds = !s.p.requireAuth, false
+		if len(args) != 1 {
+			s.local(resp.AppendError(nil, errWrongArgs("reset")))
+			return true
+		}
+		s.reset()
 		s.local(resp.AppendSimple(nil, "RESET"))
 	}
 	return true
@@ -132,19 +135,50 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		}
 	case kHello:
 		// Track the protocol and name: replies are shaped for the
-		// protocol, and the name may be a lock owner.
-		if len(args) >= 2 {
-			if v, err := strconv.Atoi(string(args[1])); err == nil && (v == 2 || v == 3) {
-				s.proto = v
+		// protocol, and the name may be a lock owner. Only what Valkey
+		// accepted counts.
+		if len(args) >= 2 && !s.inMulti {
+			if !s.askDedicated(cmd.Raw) {
+				return true
+			}
+			if v, ok := string2ll(args[1]); ok && (v == 2 || v == 3) {
+				s.proto = int(v)
 			}
 			for i := 2; i+1 < len(args); i++ {
-				if resp.EqualFold(args[i], "setname") && validName(args[i+1]) {
+				if resp.EqualFold(args[i], "setname") {
 					s.setName(string(args[i+1]))
 				}
 			}
+			return true
+		}
+	case kSelect:
+		if len(args) == 2 && !s.inMulti {
+			if s.askDedicated(cmd.Raw) {
+				db, _ := string2ll(args[1])
+				s.db = int(db)
+			}
+			return true
 		}
 	case kReset:
-		s.inMulti, s.multiShape = false, nil
+		if len(args) != 1 {
+			s.local(resp.AppendError(nil, errWrongArgs("reset")))
+			return true
+		}
+		s.reset()
+		if c := s.ded; c.stream.Load() {
+			// Valkey ends the subscriptions, MONITOR and CLIENT REPLY
+			// OFF: from its +RESET on, replies pair with commands again
+			// (upConn.dispatch), and nothing is sent before it arrives.
+			c.resets.Add(1)
+			s.forward(cmd.Raw, nil)
+			s.flush()
+			select {
+			case <-c.unstream:
+			case <-c.quit:
+			case <-s.p.force:
+			}
+			return true
+		}
 	}
 	if wait, ok := blockingWait(args); ok {
 		s.ded.expectBlock(wait)
@@ -176,6 +210,26 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	return true
 }
 
+// askDedicated sends raw on the dedicated connection and waits for the
+// reply, reporting whether Valkey accepted the command: the session's state
+// then follows what Valkey did. In stream mode, where replies do not pair
+// with commands, it only sends and reports true for the caller to apply what
+// the command asked.
+func (s *session) askDedicated(raw []byte) bool {
+	if s.ded.stream.Load() {
+		s.forward(raw, nil)
+		return true
+	}
+	var ok atomic.Bool
+	s.forward(raw, func(reply []byte) []byte {
+		ok.Store(len(reply) > 0 && reply[0] != '-')
+		return reply
+	})
+	s.flush()
+	s.waitDrain(0)
+	return ok.Load()
+}
+
 // hello handles HELLO [protover [AUTH user pass] [SETNAME name]] on shared
 // connections. A plain protocol switch, with or without SETNAME, stays
 // shared: the session moves to the shared pool of the new protocol and the
@@ -191,9 +245,10 @@ func (s *session) hello(cmd resp.Command) {
 		s.forward(cmd.Raw, nil)
 		return
 	}
-	ver, err := strconv.Atoi(string(args[1]))
+	v, ok := string2ll(args[1])
+	ver := int(v)
 	var user, pass, name []byte
-	hasAuth, hasName, ok := false, false, err == nil
+	hasAuth, hasName := false, false
 	for i := 2; ok && i < len(args); i++ {
 		switch {
 		case resp.EqualFold(args[i], "auth") && i+2 < len(args):
@@ -253,13 +308,13 @@ func (s *session) selectDB(cmd resp.Command) {
 		s.forward(cmd.Raw, nil)
 		return
 	}
-	db, err := strconv.Atoi(string(args[1]))
-	if err != nil || db < 0 {
-		s.forward(cmd.Raw, nil)
+	n, ok := string2ll(args[1])
+	if !ok || n < 0 || n > 1<<31-1 {
+		s.forward(cmd.Raw, nil) // Valkey's error, and no switch
 		return
 	}
 	old := s.db
-	s.db = db
+	s.db = int(n)
 	if _, err := s.p.pool(s.key()).conn(int(s.id)); err != nil {
 		s.db = old
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
@@ -364,9 +419,13 @@ func (s *session) matchesProxyCreds(user, pass []byte) bool {
 }
 
 // validName is Valkey's rule for client names and library info: printable
-// ASCII without spaces.
+// ASCII without spaces. Valkey checks the value as a C string, up to its
+// first NUL byte, and keeps the whole of it.
 func validName(b []byte) bool {
 	for _, c := range b {
+		if c == 0 {
+			return true
+		}
 		if c < '!' || c > '~' {
 			return false
 		}

@@ -32,22 +32,8 @@ type session struct {
 	nameA     atomic.Pointer[string] // name, readable from upstream readers
 	keys      []keyspec.Key          // scratch for key extraction
 
-	// A transaction in progress on the dedicated connection: the shaper of
-	// each queued command's EXEC element (nil for commands left as they are).
-	inMulti    bool
-	multiShape []func([]byte) []byte
-
-	// Connection state the proxy keeps itself while the session shares
-	// upstream connections, and replays onto a dedicated one.
-	proto           int
-	db              int
-	name            string
-	libName, libVer string
-	authed          bool // may run commands (no AUTH needed, or AUTH given)
-	proxyCreds      bool // authenticated with the proxy's own upstream credentials
-	// ownLogin: an AUTH as another user went to the dedicated connection,
-	// so Valkey may know this session as someone else than the proxy.
-	ownLogin bool
+	// The client's connection state (connstate.go).
+	clientState
 
 	ded       *upConn // the session's own upstream connection, once it needs one
 	dedMu     sync.Mutex
@@ -109,17 +95,15 @@ type session struct {
 
 func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	s := &session{
-		p:         p,
-		id:        id,
-		nc:        nc,
-		addr:      nc.RemoteAddr().String(),
-		proto:     2,
-		db:        p.opts.DB,
-		authed:    !p.requireAuth,
-		drained:   make(chan struct{}, 1),
-		wake:      make(chan struct{}, 1),
-		stopW:     make(chan struct{}),
-		writerEnd: make(chan struct{}),
+		p:           p,
+		id:          id,
+		nc:          nc,
+		addr:        nc.RemoteAddr().String(),
+		clientState: clientState{proto: 2, db: p.opts.DB, authed: !p.requireAuth},
+		drained:     make(chan struct{}, 1),
+		wake:        make(chan struct{}, 1),
+		stopW:       make(chan struct{}),
+		writerEnd:   make(chan struct{}),
 	}
 	s.waitLE.Store(-1)
 	s.host, _, _ = net.SplitHostPort(s.addr)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -152,14 +151,14 @@ func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
 		return key, false // answered by the proxy (AUTH as another user migrated already)
 	case kSelect:
 		if len(args) == 2 {
-			if db, err := strconv.Atoi(string(args[1])); err == nil && db >= 0 {
-				key.db = db
+			if db, ok := string2ll(args[1]); ok && db >= 0 && db <= 1<<31-1 {
+				key.db = int(db)
 			}
 		}
 	case kHello:
 		if len(args) >= 2 {
-			if v, err := strconv.Atoi(string(args[1])); err == nil && (v == 2 || v == 3) {
-				key.proto = v
+			if v, ok := string2ll(args[1]); ok && (v == 2 || v == 3) {
+				key.proto = int(v)
 			}
 		}
 	}

@@ -56,7 +56,12 @@ type upConn struct {
 	// PSYNC): the bytes are no longer RESP frames (the RDB payload has no
 	// CRLF after it), so they go to the owner as they arrive.
 	pipe atomic.Bool
-	dead atomic.Bool
+	// resets counts the RESETs sent in stream mode whose +RESET has not
+	// come: with the last, replies pair with commands again, and unstream
+	// tells the session.
+	resets   atomic.Int32
+	unstream chan struct{}
+	dead     atomic.Bool
 	// blockWait is how long the blocking commands in flight may wait on the
 	// server (nanoseconds; -1 forever): the reply deadline allows for it.
 	blockWait atomic.Int64
@@ -130,6 +135,9 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 		owner: owner,
 		wake:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
+	}
+	if owner != nil {
+		c.unstream = make(chan struct{}, 1)
 	}
 	if c.dw.init(nc) {
 		c.raw = c.dw.rc
@@ -490,6 +498,13 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	if c.stream.Load() {
 		for _, fr := range frames {
 			c.owner.push(fr)
+			if c.resets.Load() > 0 && string(fr) == "+RESET\r\n" && c.resets.Add(-1) == 0 {
+				c.stream.Store(false)
+				select {
+				case c.unstream <- struct{}{}:
+				default:
+				}
+			}
 		}
 		return true
 	}
