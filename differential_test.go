@@ -261,6 +261,24 @@ var diffSequences = []seqCase{
 		{args: []string{"HELLO", "3"}, mask: maskHello}, cmd("CLIENT", "TRACKING", "ON"), cmd("GET", "t"),
 		cmd("RESET"), cmd("CLIENT", "TRACKINGINFO"),
 	}},
+	{"client-reply-skip-lock", []step{
+		{args: []string{"CLIENT", "REPLY", "SKIP"}, none: true}, {args: []string{"SET", "x:lock", "v", "NX", "PX", "10000"}, none: true},
+		cmd("PING"), cmd("SET", "x:lock", "w", "NX"),
+		{args: []string{"CLIENT", "REPLY", "SKIP"}, none: true}, {args: []string{"SET", "x:lock", "w"}, none: true},
+		cmd("PING"), {args: []string{"CLIENT", "REPLY", "SKIP"}, none: true}, {args: []string{"CLIENT", "REPLY", "ON"}},
+		cmd("CLIENT", "REPLY", "BOGUS"), cmd("CLIENT", "REPLY"),
+	}},
+	{"client-reply-off-local", []step{
+		{args: []string{"CLIENT", "REPLY", "OFF"}, none: true}, {args: []string{"CLIENT", "SETNAME", "nn"}, none: true},
+		{args: []string{"CLIENT", "GETNAME"}, none: true}, {args: []string{"GET", "missing"}, none: true},
+		{args: []string{"CLIENT", "REPLY", "SKIP"}, none: true}, {args: []string{"SELECT", "1"}, none: true},
+		{args: []string{"SET", "y:lock", "v", "NX"}, none: true},
+		cmd("CLIENT", "REPLY", "ON"), cmd("CLIENT", "GETNAME"), cmd("GET", "y:lock"), cmd("DEL", "y:lock"),
+	}},
+	{"client-reply-subscribed", []step{
+		cmd("SUBSCRIBE", "ch"), {args: []string{"CLIENT", "REPLY", "OFF"}, none: true},
+		{args: []string{"PING"}, none: true}, cmd("CLIENT", "REPLY", "ON"), cmd("PING"),
+	}},
 	{"reset-no-evict-no-touch", []step{
 		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
 		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},

@@ -114,7 +114,6 @@ var clientKinds = map[string]kind{
 	"no-evict":      kDedicated,
 	"no-touch":      kDedicated,
 	"capa":          kDedicated,
-	"reply":         kDedicated, // kStream for OFF and SKIP, decided in session
 	"import-source": kDedicated,
 }
 

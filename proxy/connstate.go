@@ -1,5 +1,7 @@
 package proxy
 
+import "github.com/lockproxy/lockproxy/resp"
+
 // clientState is what Valkey would hold for a client if it had a connection
 // of its own (connState, in upstream.go, is what a fresh upstream connection
 // is told of it). The proxy keeps it for every session, shared or
@@ -26,6 +28,13 @@ type clientState struct {
 
 	// CLIENT NO-EVICT and NO-TOUCH, as the client set them.
 	noEvict, noTouch bool
+
+	// CLIENT REPLY: OFF, or SKIP armed for the next command. The proxy
+	// applies it itself, to Valkey's replies and its own alike (pend.mute),
+	// so it costs no dedicated connection and replies keep pairing with
+	// commands; mute is the decision for the command being handled.
+	replyOff, replySkip bool
+	mute                bool
 }
 
 // reset is what RESET does to a connection (Valkey's clearClientConnectionState):
@@ -38,6 +47,7 @@ func (s *session) reset() {
 	s.authed, s.proxyCreds, s.ownLogin = !s.p.requireAuth, false, false
 	s.inMulti, s.multiShape = false, nil
 	s.noEvict, s.noTouch = false, false
+	s.replyOff, s.replySkip, s.mute = false, false, false
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }
 
@@ -77,4 +87,33 @@ func string2ll(b []byte) (int64, bool) {
 		return int64(v), true
 	}
 	return 0, false
+}
+
+// clientReply applies CLIENT REPLY ON|OFF|SKIP as Valkey does: ON is
+// answered +OK (even after OFF or SKIP), OFF and SKIP are not answered. It
+// reports false for any other argument, which Valkey refuses.
+func (s *session) clientReply(mode []byte) bool {
+	if !s.clientReplyState(mode) {
+		return false
+	}
+	if resp.EqualFold(mode, "on") {
+		s.local(resp.AppendSimple(nil, "OK"))
+	}
+	return true
+}
+
+// clientReplyState is clientReply's change of state; SKIP does nothing
+// while OFF.
+func (s *session) clientReplyState(mode []byte) bool {
+	switch {
+	case resp.EqualFold(mode, "on"):
+		s.replyOff, s.replySkip, s.mute = false, false, false
+	case resp.EqualFold(mode, "off"):
+		s.replyOff = true
+	case resp.EqualFold(mode, "skip"):
+		s.replySkip = !s.replyOff
+	default:
+		return false
+	}
+	return true
 }

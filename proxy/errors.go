@@ -58,7 +58,7 @@ func errNoCommandTable(addr string, err error) string {
 
 // errStreamLock: on a connection in subscribe/monitor mode replies no longer
 // pair with commands, so the proxy cannot shape a script's reply there.
-const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connection that is subscribed, monitoring or has CLIENT REPLY off; use another connection for locks"
+const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connection that is subscribed or monitoring; use another connection for locks"
 
 // errScriptFlushed: a SCRIPT FLUSH removed lockproxy's script while a lock
 // command was in flight with more of the client's commands behind it;

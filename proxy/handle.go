@@ -13,8 +13,22 @@ func (s *session) handle(cmd resp.Command) bool {
 	return s.handleKind(cmd, lookup(kinds, cmd.Args[0]))
 }
 
-// handleKind is handle for a command whose kind was looked up already.
+// handleKind is handle for a command whose kind was looked up already. It
+// decides whether the command's reply is muted (CLIENT REPLY): a command
+// put back to be handled again later (offLoop) keeps an armed SKIP for then.
 func (s *session) handleKind(cmd resp.Command, k kind) bool {
+	skip := s.replySkip
+	s.mute, s.replySkip, s.putBack = s.replyOff || skip, false, false
+	ok := s.route(cmd, k)
+	if s.putBack {
+		s.replySkip = s.replySkip || skip
+	}
+	s.mute = false
+	return ok
+}
+
+// route handles one command.
+func (s *session) route(cmd resp.Command, k kind) bool {
 	args := cmd.Args
 	if s.ded == nil && !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset {
 		s.local(resp.AppendError(nil, errNoAuth))
@@ -127,8 +141,17 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		s.flush()
 		return true
 	case kClient:
-		if len(args) >= 3 && resp.EqualFold(args[1], "reply") && !resp.EqualFold(args[2], "on") && !s.ded.stream.Load() {
-			s.goStream(false)
+		if len(args) == 3 && resp.EqualFold(args[1], "reply") && !s.inMulti {
+			if s.ded.stream.Load() {
+				// Replies do not pair with commands here: Valkey
+				// applies it, the proxy only to its own replies.
+				s.forward(cmd.Raw, nil)
+				s.clientReplyState(args[2])
+				return true
+			}
+			if s.clientReply(args[2]) {
+				return true
+			}
 		}
 		if len(args) == 3 && resp.EqualFold(args[1], "setname") && validName(args[2]) {
 			s.setName(string(args[2]))
@@ -341,6 +364,7 @@ func (s *session) client(cmd resp.Command) {
 		}
 		s.setName(string(args[2]))
 		s.local(resp.AppendSimple(nil, "OK"))
+	case resp.EqualFold(sub, "reply") && len(args) == 3 && s.clientReply(args[2]):
 	case resp.EqualFold(sub, "getname") && len(args) == 2:
 		if s.name == "" {
 			s.local(resp.AppendNull(nil, s.proto))

@@ -89,6 +89,9 @@ type session struct {
 	// shot is what an off-loop one-off connection answered to the command
 	// put back meanwhile (busy.go).
 	shot *oneShot
+	// putBack: the command being handled was put back, to be handled
+	// again (offLoop).
+	putBack bool
 	// lastRead is when the loop last read the client (client_idle_timeout).
 	lastRead time.Time
 }
@@ -274,7 +277,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry})
+	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -325,8 +328,10 @@ func (s *session) flush() {
 		}
 		s.waitDrain(0)
 		reply := resp.AppendError(nil, s.p.lostErrorText(c))
-		for range s.bpend {
-			s.write(reply)
+		for _, p := range s.bpend {
+			if !p.mute {
+				s.write(reply)
+			}
 		}
 	} else {
 		s.last = c
@@ -372,6 +377,9 @@ func (s *session) waitDrain(le int64) {
 // still owed, so replies stay in command order: with commands in flight,
 // the reply queues behind them on their connection.
 func (s *session) local(reply []byte) {
+	if s.mute {
+		return
+	}
 	s.flush()
 	if s.ded == nil || !s.ded.stream.Load() {
 		if s.last != nil && s.last.sendLocal(s, reply) {

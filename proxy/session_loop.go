@@ -124,6 +124,7 @@ const waitJob = -2
 // s.movable).
 func (s *session) offLoop(job func()) {
 	s.rd.Unread()
+	s.putBack = true
 	s.flush()
 	s.waitLE.Store(waitJob)
 	s.paused.Store(true)

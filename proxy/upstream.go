@@ -30,6 +30,9 @@ type pend struct {
 	// handed out when the replies queued before it have been, so the
 	// session's replies stay in command order without the session waiting.
 	local []byte
+	// mute: the client asked for no reply to this command (CLIENT REPLY
+	// OFF or SKIP): the reply is taken, and its hook run, but not sent.
+	mute bool
 }
 
 // upConn is one connection to Valkey. Any number of sessions write commands
@@ -556,7 +559,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		p := (*ps)[i]
 		i++
-		if p.hook == nil && p.retry == nil {
+		if p.hook == nil && p.retry == nil && !p.mute {
 			if runN > 0 && p.s == runS && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
 				run = run[:len(run)+len(fr)]
 				runN++
@@ -575,6 +578,9 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		if p.hook != nil {
 			fr = p.hook(fr)
+		}
+		if p.mute {
+			fr = nil
 		}
 		p.s.deliver(fr)
 	}
@@ -638,7 +644,7 @@ func (c *upConn) retry(p pend) bool {
 	c.mu.Lock()
 	ok := !c.dead.Load() && p.s.inflight.Load() == 1
 	if ok {
-		c.q.push(pend{s: p.s, hook: p.hook})
+		c.q.push(pend{s: p.s, hook: p.hook, mute: p.mute})
 		c.wbuf = append(c.wbuf, eval...)
 	}
 	c.mu.Unlock()
@@ -762,9 +768,12 @@ func (c *upConn) fail(err error) {
 			reply = nil
 		}
 		for _, p := range ps {
-			if p.local != nil {
+			switch {
+			case p.local != nil:
 				p.s.deliver(p.local)
-			} else {
+			case p.mute:
+				p.s.deliver(nil)
+			default:
 				p.s.deliver(reply)
 			}
 		}
