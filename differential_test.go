@@ -279,6 +279,11 @@ var diffSequences = []seqCase{
 		cmd("SUBSCRIBE", "ch"), {args: []string{"CLIENT", "REPLY", "OFF"}, none: true},
 		{args: []string{"PING"}, none: true}, cmd("CLIENT", "REPLY", "ON"), cmd("PING"),
 	}},
+	{"subscribed-resp2-errors-first", []step{
+		cmd("SET", "s:lock", "v", "NX"), cmd("SUBSCRIBE", "ch"), cmd("DEL", "s:lock"), cmd("SET", "s:lock", "w", "NX"),
+		cmd("CLIENT", "SETNAME", "sub"), cmd("SELECT", "1"), cmd("INFO", "server"), cmd("MONITOR"), cmd("PING"),
+		cmd("UNSUBSCRIBE"), cmd("CLIENT", "GETNAME"),
+	}},
 	{"reset-no-evict-no-touch", []step{
 		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
 		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
@@ -294,7 +299,7 @@ var (
 	reInt       = regexp.MustCompile(`^:\d+\r\n$`)
 	reHelloID   = regexp.MustCompile(`(\$2\r\nid\r\n:)\d+`)
 	reHelloVer  = regexp.MustCompile(`(\$7\r\nversion\r\n\$)\d+\r\n[^\r]*`)
-	reInfoField = regexp.MustCompile(`\b(id|addr|laddr|fd|age|idle|qbuf|qbuf-free|argv-mem|multi-mem|obl|oll|omem|tot-mem|tot-net-in|tot-net-out|tot-cmds|io-thread)=\S*`)
+	reInfoField = regexp.MustCompile(`\b(id|addr|laddr|fd|age|idle|qbuf|qbuf-free|argv-mem|multi-mem|obl|oll|omem|tot-mem|tot-net-in|tot-net-out|tot-cmds|io-thread|rbs|rbp)=\S*`)
 	reBulkLen   = regexp.MustCompile(`^([$=])\d+\r\n`)
 )
 

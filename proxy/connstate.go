@@ -35,6 +35,11 @@ type clientState struct {
 	// commands; mute is the decision for the command being handled.
 	replyOff, replySkip bool
 	mute                bool
+
+	// subscribed: a SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE went to the dedicated
+	// connection and no UNSUBSCRIBE since, so Valkey surely counts at least
+	// one subscription (after an UNSUBSCRIBE it may or may not).
+	subscribed bool
 }
 
 // reset is what RESET does to a connection (Valkey's clearClientConnectionState):
@@ -48,6 +53,7 @@ func (s *session) reset() {
 	s.inMulti, s.multiShape = false, nil
 	s.noEvict, s.noTouch = false, false
 	s.replyOff, s.replySkip, s.mute = false, false, false
+	s.subscribed = false
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }
 
@@ -116,4 +122,36 @@ func (s *session) clientReplyState(mode []byte) bool {
 		return false
 	}
 	return true
+}
+
+// refusedInSubscribe reports whether Valkey will refuse the command because
+// the connection is subscribed in RESP2, where only (P|S)SUBSCRIBE,
+// (P|S)UNSUBSCRIBE, PING, QUIT and RESET are allowed. Such a command goes to
+// Valkey as it is, so its error is the client's answer, before any of the
+// proxy's (a lock refusal) and without any change of state.
+func (s *session) refusedInSubscribe(k kind, args [][]byte) bool {
+	if !s.subscribed || s.proto != 2 {
+		return false
+	}
+	switch k {
+	case kQuit, kReset:
+		return false
+	case kStream:
+		return resp.EqualFold(args[0], "monitor")
+	}
+	return !resp.EqualFold(args[0], "ping")
+}
+
+// subscribing notes what a subscribe-family command does to subscribed.
+func (s *session) subscribing(args [][]byte) {
+	switch name := args[0]; {
+	case hasSuffixFold(name, "unsubscribe"):
+		s.subscribed = false
+	case len(args) > 1 && hasSuffixFold(name, "subscribe"):
+		s.subscribed = true
+	}
+}
+
+func hasSuffixFold(b []byte, suffix string) bool {
+	return len(b) >= len(suffix) && resp.EqualFold(b[len(b)-len(suffix):], suffix)
 }

@@ -47,6 +47,10 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 			return s.busyCommand(cmd)
 		}
 	}
+	if s.ded != nil && s.refusedInSubscribe(k, args) {
+		s.forward(cmd.Raw, nil) // Valkey's error
+		return true
+	}
 	if s.lockPlan(cmd) {
 		return true
 	}
@@ -135,6 +139,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		if !s.ded.stream.Load() {
 			s.goStream(false)
 		}
+		s.subscribing(args)
 	case kSync:
 		s.goStream(true)
 		s.forward(cmd.Raw, nil)
