@@ -284,6 +284,23 @@ var diffSequences = []seqCase{
 		cmd("CLIENT", "SETNAME", "sub"), cmd("SELECT", "1"), cmd("INFO", "server"), cmd("MONITOR"), cmd("PING"),
 		cmd("UNSUBSCRIBE"), cmd("CLIENT", "GETNAME"),
 	}},
+	{"client-info-shapes", []step{
+		cmd("CLIENT", "SETNAME", "cn"), cmd("CLIENT", "SETINFO", "LIB-NAME", "ln"), cmd("CLIENT", "SETINFO", "LIB-VER", "1.0"),
+		cmd("SELECT", "2"), cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"),
+		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo}, {args: []string{"CLIENT", "LIST"}, mask: maskClientInfo},
+		cmd("CLIENT", "LIST", "TYPE", "pubsub"), cmd("CLIENT", "LIST", "TYPE", "foo"), cmd("CLIENT", "LIST", "ID", "abc"),
+		cmd("CLIENT", "LIST", "ID", "999999"), cmd("CLIENT", "LIST", "BOGUS"),
+		cmd("CLIENT", "KILL", "1.2.3.4:5"), cmd("CLIENT", "KILL", "ID", "0"), cmd("CLIENT", "KILL", "ID", "99999"),
+		cmd("CLIENT", "KILL", "TYPE", "foo"), cmd("CLIENT", "KILL", "MAXAGE", "x"), cmd("CLIENT", "KILL", "foo", "bar"),
+		cmd("CLIENT", "KILL", "ID"), cmd("CLIENT", "KILL", "ID", "1", "SKIPME"), cmd("CLIENT", "NO-EVICT", "maybe"),
+		cmd("CLIENT", "ID", "x"), cmd("CLIENT", "NO-EVICT", "OFF"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+	}},
+	{"client-info-resp3-subscribed", []step{
+		{args: []string{"HELLO", "3"}, mask: maskHello}, {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+		cmd("SUBSCRIBE", "ch"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+		{args: []string{"CLIENT", "LIST", "TYPE", "pubsub"}, mask: maskClientInfo},
+	}},
+	{"client-info-monitor", []step{cmd("MONITOR"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo}}},
 	{"reset-no-evict-no-touch", []step{
 		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
 		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},

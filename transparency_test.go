@@ -254,3 +254,57 @@ func TestResetEndsAdminLogin(t *testing.T) {
 		mustContain(t, r.do("LOCKPROXY", "STATS"), "-NOAUTH")
 	})
 }
+
+// CLIENT ID, KILL and LIST are about the proxy's own clients: CLIENT KILL ID
+// closes exactly the client with that id, CLIENT KILL TYPE normal closes the
+// proxy's other clients and no upstream connection, and the killer goes on.
+func TestClientKillClosesProxyClients(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		o.PoolSize = 1
+		e := newEnv(t, o)
+		a, b, killer := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+		for _, r := range []*raw{a, b, killer} {
+			eq(t, r.do("PING"), "+PONG\r\n") // the shared upstream connection, dialled
+		}
+		eq(t, b.do("CLIENT", "SETNAME", "bee"), "+OK\r\n")
+		id := strings.TrimSpace(a.do("CLIENT", "ID")[1:])
+		mustContain(t, killer.do("CLIENT", "LIST", "ID", id), "id="+id+" addr="+a.nc.LocalAddr().String()+" ")
+		d := e.direct()
+		upstream := len(strings.Split(strings.TrimSpace(d.ClientList(ctx).Val()), "\n"))
+		eq(t, killer.do("CLIENT", "KILL", "ID", id), ":1\r\n")
+		a.expectClosed()
+		eq(t, b.do("PING"), "+PONG\r\n")
+		eq(t, killer.do("CLIENT", "KILL", "ADDR", b.nc.LocalAddr().String(), "TYPE", "pubsub"), ":0\r\n")
+		eq(t, killer.do("CLIENT", "KILL", "TYPE", "normal"), ":1\r\n")
+		b.expectClosed()
+		eq(t, killer.do("PING"), "+PONG\r\n")
+		// The proxy's upstream connections are all still there (the
+		// direct client's own connection is counted both times).
+		eq(t, len(strings.Split(strings.TrimSpace(d.ClientList(ctx).Val()), "\n")), upstream)
+		eq(t, killer.do("CLIENT", "KILL", killer.nc.LocalAddr().String()), "+OK\r\n")
+		killer.expectClosed()
+	})
+}
+
+// When Valkey drops a client's dedicated connection, the client is told with
+// an error reply before the proxy closes it, even with nothing in flight.
+func TestDedicatedLostIsTold(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		e := newEnv(t, o)
+		r := dialRaw(t, e.addr)
+		eq(t, r.do("WATCH", "lostkey"), "+OK\r\n") // a dedicated connection
+		d := e.direct()
+		var victim string
+		for _, line := range strings.Split(d.ClientList(ctx).Val(), "\n") {
+			if strings.Contains(line, " cmd=watch ") {
+				victim = strings.TrimPrefix(strings.Fields(line)[0], "id=")
+			}
+		}
+		if victim == "" {
+			t.Fatal("no upstream connection ran the WATCH")
+		}
+		eq(t, d.Do(ctx, "CLIENT", "KILL", "ID", victim).Val(), int64(1))
+		mustContain(t, r.read(), "-UPSTREAM lockproxy lost this client's own connection")
+		r.expectClosed()
+	})
+}

@@ -105,14 +105,10 @@ var kinds = map[string]kind{
 // clients send them on every new connection, so they must not cost a
 // dedicated connection); the rest of this list is per-connection state.
 var clientKinds = map[string]kind{
-	"id":            kDedicated,
-	"info":          kDedicated,
 	"tracking":      kDedicated,
 	"trackinginfo":  kDedicated,
 	"getredir":      kDedicated,
 	"caching":       kDedicated,
-	"no-evict":      kDedicated,
-	"no-touch":      kDedicated,
 	"capa":          kDedicated,
 	"import-source": kDedicated,
 }

@@ -19,7 +19,8 @@ type clientState struct {
 	proxyCreds      bool // authenticated with the proxy's own upstream credentials
 	// ownLogin: an AUTH as another user went to the dedicated connection,
 	// so Valkey may know this session as someone else than the proxy.
-	ownLogin bool
+	ownLogin  bool
+	loginUser string // the user of that AUTH
 
 	// A transaction in progress on the dedicated connection: the shaper of
 	// each queued command's EXEC element (nil for commands left as they are).
@@ -40,6 +41,8 @@ type clientState struct {
 	// connection and no UNSUBSCRIBE since, so Valkey surely counts at least
 	// one subscription (after an UNSUBSCRIBE it may or may not).
 	subscribed bool
+	// monitor, replica (SYNC, PSYNC) and tracking: for CLIENT LIST's flags.
+	monitor, replica, tracking bool
 }
 
 // reset is what RESET does to a connection (Valkey's clearClientConnectionState):
@@ -53,7 +56,8 @@ func (s *session) reset() {
 	s.inMulti, s.multiShape = false, nil
 	s.noEvict, s.noTouch = false, false
 	s.replyOff, s.replySkip, s.mute = false, false, false
-	s.subscribed = false
+	s.subscribed, s.monitor, s.tracking = false, false, false
+	s.loginUser = ""
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }
 

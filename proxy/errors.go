@@ -14,7 +14,15 @@ const (
 		"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate " +
 		"the client and select the RESP protocol version at the same time"
 	errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+	// CLIENT LIST and CLIENT KILL, answered by the proxy about its clients.
+	errSyntax       = "ERR syntax error"
+	errClientID     = "ERR Invalid client ID"
+	errClientIDKill = "ERR client-id should be greater than 0"
+	errNoSuchClient = "ERR No such client"
+	errMaxAge       = "ERR maxage is not an integer or out of range"
 )
+
+func errClientType(t string) string { return fmt.Sprintf("ERR Unknown client type '%s'", t) }
 
 func errProtocol(msg string) string { return "ERR " + msg }
 

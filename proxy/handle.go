@@ -19,11 +19,16 @@ func (s *session) handle(cmd resp.Command) bool {
 func (s *session) handleKind(cmd resp.Command, k kind) bool {
 	skip := s.replySkip
 	s.mute, s.replySkip, s.putBack = s.replyOff || skip, false, false
+	s.noteCommand(cmd.Args)
+	inMulti := s.inMulti
 	ok := s.route(cmd, k)
 	if s.putBack {
 		s.replySkip = s.replySkip || skip
 	}
 	s.mute = false
+	if k != kForward || inMulti || s.inMulti {
+		s.publish() // the state CLIENT LIST shows may have changed
+	}
 	return ok
 }
 
@@ -77,7 +82,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	case kSelect:
 		s.selectDB(cmd)
 	case kClient:
-		s.client(cmd)
+		return s.client(cmd)
 	case kAuth:
 		s.auth(cmd)
 	case kQuit:
@@ -140,7 +145,10 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			s.goStream(false)
 		}
 		s.subscribing(args)
+		s.monitor = s.monitor || resp.EqualFold(args[0], "monitor")
 	case kSync:
+		s.replica = true
+		s.publish()
 		s.goStream(true)
 		s.forward(cmd.Raw, nil)
 		s.flush()
@@ -158,8 +166,16 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 				return true
 			}
 		}
-		if len(args) == 3 && resp.EqualFold(args[1], "setname") && validName(args[2]) {
-			s.setName(string(args[2]))
+		if !s.inMulti {
+			if handled, keep := s.clientSelf(args); handled {
+				return keep
+			}
+			if len(args) == 2 && resp.EqualFold(args[1], "unpause") {
+				return s.busyCommand(cmd)
+			}
+		}
+		if len(args) >= 3 && resp.EqualFold(args[1], "tracking") {
+			s.tracking = resp.EqualFold(args[2], "on")
 		}
 	case kHello:
 		// Track the protocol and name: replies are shaped for the
@@ -299,7 +315,7 @@ func (s *session) hello(cmd resp.Command) {
 			s.authed, s.proxyCreds = true, true
 		} else {
 			if s.goDedicated(s.proxyCreds) {
-				s.ownLogin = true
+				s.ownLogin, s.loginUser = true, string(user)
 				if ver == 2 || ver == 3 {
 					s.proto = ver
 				}
@@ -351,61 +367,30 @@ func (s *session) selectDB(cmd resp.Command) {
 	s.forward(cmd.Raw, nil)
 }
 
-// client handles CLIENT subcommands: the ones every client library sends at
-// connect are answered from session state; per-connection ones need a
-// dedicated connection; the rest (KILL, LIST, PAUSE, ...) are forwarded.
-func (s *session) client(cmd resp.Command) {
+// client handles CLIENT subcommands on shared connections: the ones about
+// the client itself are answered by the proxy (clientSelf), CLIENT UNPAUSE
+// goes on a connection of its own (writes paused by CLIENT PAUSE may be
+// queued ahead of it on a shared one), per-connection ones (TRACKING,
+// CACHING, ...) need a dedicated connection, the rest is forwarded. It
+// reports false when the session must end.
+func (s *session) client(cmd resp.Command) bool {
 	args := cmd.Args
-	if len(args) < 2 {
-		s.forward(cmd.Raw, nil)
-		return
+	if handled, keep := s.clientSelf(args); handled {
+		return keep
 	}
-	sub := args[1]
 	switch {
-	case resp.EqualFold(sub, "setname") && len(args) == 3:
-		if !validName(args[2]) {
-			s.local(resp.AppendError(nil, errClientName))
-			return
-		}
-		s.setName(string(args[2]))
-		s.local(resp.AppendSimple(nil, "OK"))
-	case resp.EqualFold(sub, "reply") && len(args) == 3 && s.clientReply(args[2]):
-	case resp.EqualFold(sub, "getname") && len(args) == 2:
-		if s.name == "" {
-			s.local(resp.AppendNull(nil, s.proto))
-		} else {
-			s.local(resp.AppendBulk(nil, []byte(s.name)))
-		}
-	case resp.EqualFold(sub, "setinfo") && len(args) == 4:
-		v := args[3]
-		switch {
-		case resp.EqualFold(args[2], "lib-name"):
-			if !validName(v) {
-				s.local(resp.AppendError(nil, errSetinfoValue("lib-name")))
-				return
-			}
-			s.libName = string(v)
-		case resp.EqualFold(args[2], "lib-ver"):
-			if !validName(v) {
-				s.local(resp.AppendError(nil, errSetinfoValue("lib-ver")))
-				return
-			}
-			s.libVer = string(v)
-		default:
-			s.local(resp.AppendError(nil, errSetinfoOption(string(args[2]))))
-			return
-		}
-		s.local(resp.AppendSimple(nil, "OK"))
-	default:
-		k := lookup(clientKinds, sub)
-		if k == kForward {
-			s.forward(cmd.Raw, nil)
-			return
-		}
-		if s.goDedicated(true) {
-			s.handleDedicated(cmd)
-		}
+	case len(args) == 3 && resp.EqualFold(args[1], "reply") && s.clientReply(args[2]):
+		return true
+	case len(args) == 2 && resp.EqualFold(args[1], "unpause"):
+		return s.busyCommand(cmd)
+	case len(args) < 2 || lookup(clientKinds, args[1]) == kForward:
+		s.forward(cmd.Raw, nil)
+		return true
 	}
+	if s.goDedicated(true) {
+		return s.handleDedicated(cmd)
+	}
+	return true
 }
 
 // auth: the proxy's own credentials keep the session on shared connections;
@@ -428,7 +413,7 @@ func (s *session) auth(cmd resp.Command) {
 		return
 	}
 	if s.goDedicated(s.proxyCreds) {
-		s.ownLogin = true
+		s.ownLogin, s.loginUser = true, userOrDefault(string(user))
 		s.forward(cmd.Raw, nil)
 	}
 }

@@ -92,6 +92,16 @@ type session struct {
 	// putBack: the command being handled was put back, to be handled
 	// again (offLoop).
 	putBack bool
+
+	// For CLIENT LIST (clients.go): the published state, the last
+	// command, when the client last sent something (unix ns), when it
+	// connected, the proxy's address it connected to, its socket.
+	snap       atomic.Pointer[clientSnap]
+	lastCmd    atomic.Pointer[string]
+	lastActive atomic.Int64
+	since      time.Time
+	laddr      string
+	sockFd     int
 	// lastRead is when the loop last read the client (client_idle_timeout).
 	lastRead time.Time
 }
@@ -110,9 +120,14 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	}
 	s.waitLE.Store(-1)
 	s.host, _, _ = net.SplitHostPort(s.addr)
+	s.sockFd = -1
 	if s.dw.init(nc) {
 		s.raw = s.dw.rc
+		_ = s.raw.Control(func(fd uintptr) { s.sockFd = int(fd) })
 	}
+	s.since, s.laddr = time.Now(), localAddr(nc)
+	s.lastActive.Store(s.since.UnixNano())
+	s.publish()
 	s.connOwner = "conn:" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
 	s.rd = resp.NewReader(nc, p.opts.Limits)
@@ -125,6 +140,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 // client has nothing in flight.
 func (s *session) beforeFill() {
 	s.flush()
+	s.lastActive.Store(time.Now().UnixNano())
 	idle := s.p.opts.ClientIdleTimeout
 	switch {
 	case s.p.shuttingDown.Load() || s.lost.Load():
@@ -529,12 +545,16 @@ func (s *session) writeLoop() {
 
 // upstreamLost is called when the session's dedicated connection died. The
 // state that lived on it is gone, so the session ends rather than move on
-// silently; a streaming client (a subscriber) is told why first.
-func (s *session) upstreamLost(c *upConn, err error) {
+// silently; the client is told why first (told: commands in flight got the
+// error as their reply already).
+func (s *session) upstreamLost(c *upConn, err error, told bool) {
 	if errors.Is(err, errClosed) || s.lost.Swap(true) {
 		return
 	}
-	if c.stream.Load() && !c.pipe.Load() && !s.inputEnded.Load() {
+	if !told && !c.pipe.Load() && !s.inputEnded.Load() {
+		// Nothing was in flight to carry the news (or the replies do not
+		// pair): say it before closing, rather than let the client meet
+		// a closed connection on its next command.
 		s.push(resp.AppendError(nil, errDedicatedLost(c.addr, err)))
 	}
 	_ = s.nc.SetReadDeadline(time.Now())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -17,6 +18,7 @@ import (
 // socket at most once (only when the loop saw it readable), and never
 // waiting for more.
 func (s *session) pump() {
+	s.lastActive.Store(time.Now().UnixNano())
 	defer func() {
 		if r := recover(); r != nil {
 			s.p.log.Error("closing a client after an internal error", "client", s.addr,

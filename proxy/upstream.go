@@ -782,7 +782,7 @@ func (c *upConn) fail(err error) {
 		c.onDead(c)
 	}
 	if c.owner != nil {
-		c.owner.upstreamLost(c, err)
+		c.owner.upstreamLost(c, err, len(ps) > 0 && !c.stream.Load())
 	}
 }
 
