@@ -308,3 +308,43 @@ func TestDedicatedLostIsTold(t *testing.T) {
 		r.expectClosed()
 	})
 }
+
+// A long command (DEBUG SLEEP here; SAVE, FLUSHALL SYNC and DEBUG RELOAD
+// behave alike) holds Valkey past reply_timeout: its reply still comes. And
+// while Valkey is held, a client that needs a new upstream connection gets
+// one once Valkey answers (within reply_timeout, as any reply), however short
+// dial_timeout is: Valkey is there, only busy.
+func TestLongCommandIsNotUnreachable(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		o.ReplyTimeout = 300 * time.Millisecond
+		e := newEnv(t, o, "enable-debug-command yes")
+		a := dialRaw(t, e.addr)
+		eq(t, a.do("DEBUG", "SLEEP", "1"), "+OK\r\n")
+		eq(t, a.do("FLUSHALL", "SYNC"), "+OK\r\n")
+		eq(t, a.do("PING"), "+PONG\r\n")
+
+		o.ReplyTimeout, o.DialTimeout = 10*time.Second, 200*time.Millisecond
+		e = newEnv(t, o, "enable-debug-command yes")
+		direct := dialRaw(t, e.srv.Addr)
+		direct.send(string(redisCmd("DEBUG", "SLEEP", "1")))
+		time.Sleep(100 * time.Millisecond) // not asserted: lets the sleep begin
+		b := dialRaw(t, e.addr)
+		eq(t, b.do("MULTI"), "+OK\r\n") // a dedicated connection, dialled now
+		eq(t, direct.read(), "+OK\r\n")
+		eq(t, b.do("EXEC"), "*0\r\n")
+	})
+}
+
+// SELECT of a database Valkey does not have is Valkey's error each time, and
+// not a dial failure the proxy logs and remembers.
+func TestSelectOutOfRangeIsNotADialFailure(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		e := newEnv(t, o)
+		r := dialRaw(t, e.addr)
+		for i := 0; i < 3; i++ {
+			mustContain(t, r.do("SELECT", "99999"), "-ERR DB index is out of range")
+		}
+		eq(t, r.do("SET", "k", "v"), "+OK\r\n")
+		mustContain(t, r.do("INFO", "lockproxy"), "\r\nlog_warnings:0\r\n")
+	})
+}

@@ -38,6 +38,10 @@ const (
 	kAdmin
 	// kInfo: INFO; the proxy answers INFO lockproxy, forwards the rest.
 	kInfo
+	// kLong: a command that may hold Valkey for long (SAVE, FLUSHALL,
+	// FLUSHDB, DEBUG): forwarded like kForward, with the reply deadline
+	// stretched as blockingWait says.
+	kLong
 	// kServer: SCRIPT, FUNCTION and SHUTDOWN, whose KILL, STATS and
 	// SHUTDOWN itself go on a connection of their own (busy.go); the rest
 	// is kForward.
@@ -94,6 +98,11 @@ var kinds = map[string]kind{
 
 	"lockproxy": kAdmin,
 	"info":      kInfo,
+
+	"save":     kLong,
+	"flushall": kLong,
+	"flushdb":  kLong,
+	"debug":    kLong,
 
 	"script":   kServer,
 	"function": kServer,
@@ -157,12 +166,20 @@ func hasBlockArg(args [][]byte) bool {
 // how long it asked (negative: forever). Timeouts are where each command
 // takes them: seconds as the last argument (BLPOP, BRPOP, BRPOPLPUSH, BLMOVE,
 // BZPOPMIN, BZPOPMAX), seconds first (BLMPOP, BZMPOP), milliseconds last
-// (WAIT, WAITAOF), milliseconds after BLOCK (XREAD, XREADGROUP).
+// (WAIT, WAITAOF), milliseconds after BLOCK (XREAD, XREADGROUP). DEBUG SLEEP
+// holds Valkey as long as it says; SAVE, a synchronous FLUSHALL or FLUSHDB
+// and DEBUG RELOAD as long as the dataset takes, which no timeout can tell
+// from a hung server: Valkey is alive, so the reply is waited for.
 func blockingWait(args [][]byte) (time.Duration, bool) {
 	var buf [16]byte
 	name, ok := lower(buf[:], args[0])
-	if !ok || len(args) < 2 {
+	if !ok {
 		return 0, false
+	}
+	if len(args) < 2 {
+		// SAVE, FLUSHALL and FLUSHDB alone run synchronously.
+		l := string(name)
+		return -1, l == "save" || l == "flushall" || l == "flushdb"
 	}
 	last := args[len(args)-1]
 	switch string(name) {
@@ -172,6 +189,15 @@ func blockingWait(args [][]byte) (time.Duration, bool) {
 		return waitFor(args[1], time.Second), true
 	case "wait", "waitaof":
 		return waitFor(last, time.Millisecond), true
+	case "save", "flushall", "flushdb":
+		return -1, !resp.EqualFold(last, "async")
+	case "debug":
+		switch {
+		case resp.EqualFold(args[1], "sleep") && len(args) == 3:
+			return waitFor(args[2], time.Second), true
+		case resp.EqualFold(args[1], "reload"), resp.EqualFold(args[1], "loadaof"):
+			return -1, true
+		}
 	case "xread", "xreadgroup":
 		for i, a := range args[1 : len(args)-1] {
 			if resp.EqualFold(a, "streams") {

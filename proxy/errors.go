@@ -1,6 +1,9 @@
 package proxy
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Every error reply the proxy itself writes, in one place. Each one follows
 // the RESP convention: one upper-case code word, then a sentence that says
@@ -41,6 +44,12 @@ func errSetinfoValue(attr string) string {
 // errUpstreamDial is the reply when lockproxy cannot reach Valkey at all.
 func errUpstreamDial(addr string, err error) string {
 	return fmt.Sprintf("UPSTREAM lockproxy cannot reach Valkey at %s (%v); retry later or check the upstream address in the lockproxy config", addr, err)
+}
+
+// errUpstreamSlow is the reply when Valkey accepted a new connection but did
+// not answer it: alive, and busy with something long.
+func errUpstreamSlow(addr string, wait time.Duration) string {
+	return fmt.Sprintf("UPSTREAM Valkey at %s accepted lockproxy's connection but did not answer within %s (busy with a long command such as SAVE or DEBUG SLEEP, or a busy script); retry later", addr, wait)
 }
 
 // errUpstreamLost is the reply for each command that was in flight when the

@@ -65,6 +65,15 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	switch k {
 	case kForward, kServer:
 		s.forward(cmd.Raw, nil)
+	case kLong:
+		if wait, ok := blockingWait(args); ok {
+			c := s.target()
+			if c == nil {
+				return true
+			}
+			c.expectBlock(wait)
+		}
+		s.forward(cmd.Raw, nil)
 	case kDedicated, kStream, kSync:
 		if s.goDedicated(true) {
 			return s.handleDedicated(cmd)
@@ -359,7 +368,7 @@ func (s *session) selectDB(cmd resp.Command) {
 	}
 	old := s.db
 	s.db = int(n)
-	if _, err := s.p.pool(s.key()).conn(int(s.id)); err != nil {
+	if _, err := s.poolConn(s.key()); err != nil {
 		s.db = old
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return

@@ -89,6 +89,8 @@ type session struct {
 	// shot is what an off-loop one-off connection answered to the command
 	// put back meanwhile (busy.go).
 	shot *oneShot
+	// dialed is what an off-loop dial for the command put back gave.
+	dialed *dialResult
 	// putBack: the command being handled was put back, to be handled
 	// again (offLoop).
 	putBack bool
@@ -316,13 +318,33 @@ func (s *session) target() *upConn {
 	if c := s.shared; c != nil && s.sharedKey == s.key() && !c.dead.Load() {
 		return c
 	}
-	c, err := s.p.pool(s.key()).conn(int(s.id))
+	c, err := s.poolConn(s.key())
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return nil
 	}
 	s.shared, s.sharedKey = c, s.key()
 	return c
+}
+
+// poolConn returns the session's connection of the pool key. A dial done off
+// the event loop for the command being handled answers in its place when it
+// failed: the loop must not dial again (a handshake Valkey refuses, SELECT of
+// a database it does not have, is not remembered by the pool).
+func (s *session) poolConn(key poolKey) (*upConn, error) {
+	if d := s.dialed; d != nil {
+		s.dialed = nil
+		if d.key == key && d.err != nil {
+			return nil, d.err
+		}
+	}
+	return s.p.pool(key).conn(int(s.id))
+}
+
+// dialResult is what an off-loop dial of a pool's connection gave.
+type dialResult struct {
+	key poolKey
+	err error
 }
 
 // flush hands the queued batch to its upstream connection.

@@ -73,7 +73,10 @@ func (s *session) pump() {
 		if key, dials := s.willDial(k, cmd.Args); dials {
 			// Dialling could take up to dial_timeout (Valkey slow or
 			// unreachable): the loop's other clients must not wait.
-			s.offLoop(func() { _, _ = s.p.pool(key).conn(int(s.id)) })
+			s.offLoop(func() {
+				_, err := s.p.pool(key).conn(int(s.id))
+				s.dialed = &dialResult{key: key, err: err}
+			})
 			return
 		}
 		if !s.handleKind(cmd, k) {
@@ -167,6 +170,9 @@ func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
 	}
 	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
 		return key, false
+	}
+	if d := s.dialed; d != nil && d.key == key {
+		return key, false // dialled for this very command
 	}
 	return key, !s.p.pool(key).ready(int(s.id))
 }

@@ -125,6 +125,14 @@ type replyError struct{ msg string }
 
 func (e *replyError) Error() string { return e.msg }
 
+// slowError: Valkey accepted the connection but did not answer its
+// handshake in time; it is alive, and busy.
+type slowError struct{ wait time.Duration }
+
+func (e *slowError) Error() string {
+	return fmt.Sprintf("connected, but no answer within %s", e.wait)
+}
+
 // dial connects to Valkey and replays st on the new connection.
 func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 	nc, addr, err := p.connect(st)
@@ -174,9 +182,14 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	if p.opts.UpstreamTLS != nil {
 		nc = tls.Client(nc, p.opts.UpstreamTLS)
 	}
-	_ = nc.SetDeadline(time.Now().Add(p.opts.DialTimeout))
+	// Connected: Valkey is there. Its answers may wait behind a long
+	// command (SAVE, DEBUG SLEEP), so they get as long as any reply.
+	_ = nc.SetDeadline(time.Now().Add(max(p.opts.DialTimeout, p.opts.ReplyTimeout)))
 	if err := handshake(nc, st); err != nil {
 		nc.Close()
+		if isTimeout(err) {
+			err = &slowError{wait: max(p.opts.DialTimeout, p.opts.ReplyTimeout)}
+		}
 		return nil, "", err
 	}
 	_ = nc.SetDeadline(time.Time{})
