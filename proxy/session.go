@@ -83,6 +83,9 @@ type session struct {
 	fd     int
 	src    fdReader
 	paused atomic.Bool // the loop stopped reading it until inflight <= waitLE, or a job ends (waitJob)
+	// readOff: the loop turned reading the client off (only the loop
+	// touches it).
+	readOff bool
 	// movable is what an off-loop COMMAND GETKEYSANDFLAGS said about the
 	// command put back meanwhile (lockplan.go).
 	movable *movableKeys
