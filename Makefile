@@ -4,7 +4,7 @@ GO       ?= go
 CONFIG   ?= config.example.yaml
 FUZZTIME ?= 30s
 
-.PHONY: build deps run test bench fuzz lint chaos clean
+.PHONY: build deps run test ops-check bench fuzz lint chaos clean
 
 build:
 	$(GO) build -o bin/lockproxy ./cmd/lockproxy
@@ -22,6 +22,12 @@ run: deps
 # Unit and end-to-end tests against a real valkey-server, with the race detector.
 test: deps lint
 	$(GO) test -race -count=1 ./...
+
+# The operations kit in deploy/: promtool check/test rules, systemd-analyze
+# verify, lockproxy check-config over deploy/examples/*.yaml.
+ops-check:
+	scripts/deps.sh ops
+	scripts/ops-check.sh
 
 # valkey-benchmark direct vs through lockproxy, in one run, as ratios, with
 # twemproxy measured in the same rounds as the reference.
@@ -41,7 +47,8 @@ fuzz:
 # The chaos test (cmd/chaos): worker processes contend for locks through
 # lockproxy while they stall, are SIGSTOPped and the proxy and Valkey restart,
 # then the same run against plain Valkey; prints the checker's totals.
-# CHAOS_DURATION per run (default 60s); CHAOS_ARGS for more flags.
+# CHAOS_DURATION per run (default 60s); CHAOS_ARGS for more flags
+# (CHAOS_ARGS=-instances=2: two lockproxy processes, one kill -9ed at random).
 chaos: deps
 	$(GO) build -o bin/chaos ./cmd/chaos
 	bin/chaos -duration $(or $(CHAOS_DURATION),60s) $(CHAOS_ARGS)

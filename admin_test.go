@@ -2,6 +2,7 @@ package lockproxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,6 +45,7 @@ func fileEnv(t *testing.T, yaml string, mod ...func(*proxy.Options)) (*env, stri
 	}
 	opts := proxy.Options{
 		Rules: rules, OnFlush: cfg.OnFlush, AdminPassword: cfg.Admin.Password,
+		AdminUsers: cfg.Admin.Users, AdminOpenRead: cfg.Admin.OpenRead,
 		Config: cfg, ConfigPath: path, ConfigOverride: override, Version: "test",
 	}
 	for _, m := range mod {
@@ -134,15 +136,8 @@ func admin(t *testing.T, c *redis.Client, args ...any) any {
 // and labels as printed ("lockproxy_grants_total{rule=\"*:lock\"}").
 func metrics(t *testing.T, e *env) map[string]float64 {
 	t.Helper()
-	srv := httptest.NewServer(e.p.MetricsHandler())
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(res.Body)
+	sc := bufio.NewScanner(bytes.NewReader(scrape(t, e)))
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" || line[0] == '#' {
@@ -156,6 +151,23 @@ func metrics(t *testing.T, e *env) map[string]float64 {
 		out[line[:i]] = v
 	}
 	return out
+}
+
+// scrape returns what the proxy's /metrics serves.
+func scrape(t *testing.T, e *env) []byte {
+	t.Helper()
+	srv := httptest.NewServer(e.p.MetricsHandler())
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
 
 func metric(t *testing.T, m map[string]float64, series string) float64 {
@@ -329,7 +341,6 @@ func TestAdminMetricsMatchAudit(t *testing.T) {
 		`lockproxy_successor_deletions_total{rule="*:lock"}`:           0,
 		`lockproxy_stale_fenced_writes_refused_total{rule="*:lock"}`:   0,
 		`lockproxy_lapsed_leases_total`:                                1,
-		`lockproxy_locks_held`:                                         2,
 		`lockproxy_lock_rules`:                                         2,
 		`lockproxy_lock_hold_seconds_count{rule="*:lock"}`:             1,
 		`lockproxy_lock_wait_seconds_count{rule="*:lock"}`:             2,
@@ -339,6 +350,10 @@ func TestAdminMetricsMatchAudit(t *testing.T) {
 		`lockproxy_upstream_connections{kind="dedicated"}`:             0,
 		`lockproxy_build_info{version="dev"}`:                          1,
 		`lockproxy_admin_auth_failures_total`:                          0,
+		`lockproxy_admin_auth_rate_limited_total`:                      0,
+		`lockproxy_maxclients`:                                         10000,
+		`lockproxy_upstream_dials_total{result="error"}`:               0,
+		`lockproxy_config_last_reload_successful`:                      1,
 	} {
 		if got := metric(t, m, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
@@ -544,7 +559,7 @@ func TestAdminOpenRead(t *testing.T) {
 func TestAdminNoPassword(t *testing.T) {
 	e, _ := fileEnv(t, abRules)
 	r := dialRaw(t, e.addr)
-	eq(t, r.do("LOCKPROXY", "AUTH", "x"), "-ERR LOCKPROXY AUTH called, but no admin password is configured (admin.password); every LOCKPROXY subcommand is open\r\n")
+	eq(t, r.do("LOCKPROXY", "AUTH", "x"), "-ERR LOCKPROXY AUTH called, but no admin password or users are configured (admin.password, admin.users); every LOCKPROXY subcommand is open\r\n")
 	for _, sub := range []string{"STATS", "AUDIT", "LOCKS", "SESSIONS", "CONFIG", "RELOAD"} {
 		if got := r.do("LOCKPROXY", sub); got[0] != '*' {
 			t.Fatalf("%s without a password: %q", sub, got)
@@ -686,6 +701,10 @@ func TestReloadUnderLoad(t *testing.T) {
 	m := metrics(t, e)
 	eq(t, metric(t, m, `lockproxy_config_reloads_total{result="ok"}`), 11.0)
 	eq(t, metric(t, m, `lockproxy_config_reloads_total{result="error"}`), 11.0)
+	eq(t, metric(t, m, `lockproxy_config_last_reload_successful`), 0.0)
+	writeFile(t, path, good)
+	admin(t, c, "RELOAD")
+	eq(t, metric(t, metrics(t, e), `lockproxy_config_last_reload_successful`), 1.0)
 }
 
 // A change a reload cannot apply is reported, and the rest applies.

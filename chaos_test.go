@@ -17,24 +17,75 @@ type chaosTotals struct {
 	Overlaps         int    `json:"overlapping_critical_sections"`
 	Lost             int    `json:"replies_lost"`
 	Misrouted        int    `json:"replies_misrouted"`
+	HolderRefused    int    `json:"holders_refused"`
+	PortableOwners   bool   `json:"portable_owners"`
 	Grants           int    `json:"grants"`
 	Writes           int    `json:"writes_accepted"`
 	Stops            int    `json:"worker_sigstops"`
 	Stalls           int    `json:"worker_stalls"`
 	ProxyRestarts    int    `json:"proxy_restarts"`
+	ProxyKills       int    `json:"proxy_kills"`
 	ValkeyRestarts   int    `json:"valkey_restarts"`
 }
 
 func (c chaosTotals) violations() int {
-	return c.SuccessorDeleted + c.StaleAccepted + c.Overlaps + c.Lost + c.Misrouted
+	n := c.SuccessorDeleted + c.StaleAccepted + c.Overlaps + c.Lost + c.Misrouted
+	if c.PortableOwners {
+		n += c.HolderRefused
+	}
+	return n
 }
 
 // A short run of the chaos tool (make chaos runs it for a minute per mode):
 // no violation through lockproxy, and violations against plain Valkey under
 // the same faults — the checker can fail.
 func TestChaosShort(t *testing.T) {
+	px, plain, err := runChaos(t, "-restart-every", "1500ms")
+	if px.violations() != 0 {
+		t.Errorf("violations through lockproxy: %+v", px)
+	}
+	if plain.violations() == 0 {
+		t.Errorf("no violation against plain Valkey: the checker cannot tell: %+v", plain)
+	}
+	// The faults did happen.
+	if px.Grants < 20 || px.Writes == 0 || px.Stops == 0 || px.Stalls == 0 || px.ProxyRestarts == 0 || px.ValkeyRestarts == 0 {
+		t.Errorf("the proxy run did not exercise every fault: %+v", px)
+	}
+	if err != nil && px.violations() == 0 && plain.violations() > 0 {
+		t.Errorf("chaos exited with %v although the totals pass", err)
+	}
+}
+
+// The same with two lockproxy processes in front of one Valkey: workers
+// (session: client_name) send each command to the other instance than the
+// last, and one instance at a time is killed with SIGKILL and started again.
+// No violation, and no holder refused while its lease ran; plain Valkey
+// still shows the faults.
+func TestChaosTwoInstancesShort(t *testing.T) {
+	px, plain, err := runChaos(t, "-instances", "2", "-restart-every", "1000ms")
+	if !px.PortableOwners {
+		t.Fatalf("the run did not use portable owners: %+v", px)
+	}
+	if px.violations() != 0 {
+		t.Errorf("violations through two lockproxy instances: %+v", px)
+	}
+	if plain.violations() == 0 {
+		t.Errorf("no violation against plain Valkey: the checker cannot tell: %+v", plain)
+	}
+	if px.Grants < 20 || px.Writes == 0 || px.Stops == 0 || px.ProxyKills == 0 || px.ValkeyRestarts == 0 {
+		t.Errorf("the proxy run did not exercise every fault: %+v", px)
+	}
+	if err != nil && px.violations() == 0 && plain.violations() > 0 {
+		t.Errorf("chaos exited with %v although the totals pass", err)
+	}
+}
+
+// runChaos runs cmd/chaos for 5 s per mode with the given extra flags and
+// returns its totals for lockproxy and plain Valkey, and its exit error.
+func runChaos(t *testing.T, flags ...string) (px, plain chaosTotals, exit error) {
+	t.Helper()
 	bin := buildBinary(t, "./cmd/chaos")
-	cmd := exec.Command(bin, "-duration", "5s", "-workers", "6", "-locks", "2", "-restart-every", "1500ms", "-json")
+	cmd := exec.Command(bin, append([]string{"-duration", "5s", "-workers", "6", "-locks", "2", "-json"}, flags...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -62,21 +113,9 @@ func TestChaosShort(t *testing.T) {
 			totals[c.Mode] = c
 		}
 	}
-	px, plain := totals["proxy"], totals["plain"]
+	px, plain = totals["proxy"], totals["plain"]
 	if px.Mode == "" || plain.Mode == "" {
 		t.Fatalf("missing totals (exit %v)", err)
 	}
-	if px.violations() != 0 {
-		t.Errorf("violations through lockproxy: %+v", px)
-	}
-	if plain.violations() == 0 {
-		t.Errorf("no violation against plain Valkey: the checker cannot tell: %+v", plain)
-	}
-	// The faults did happen.
-	if px.Grants < 20 || px.Writes == 0 || px.Stops == 0 || px.Stalls == 0 || px.ProxyRestarts == 0 || px.ValkeyRestarts == 0 {
-		t.Errorf("the proxy run did not exercise every fault: %+v", px)
-	}
-	if err != nil && px.violations() == 0 && plain.violations() > 0 {
-		t.Errorf("chaos exited with %v although the totals pass", err)
-	}
+	return px, plain, err
 }

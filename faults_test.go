@@ -537,4 +537,12 @@ func TestFaultReconnectBackoff(t *testing.T) {
 	if took > 400*time.Millisecond+300*time.Millisecond {
 		t.Fatalf("reconnect took %v, more than max_backoff", took)
 	}
+	// Every dial is counted for the reconnect-storm alert: the first and
+	// the reconnect succeeded, each logged failure is one error.
+	lc.mu.Lock()
+	failed := lc.n
+	lc.mu.Unlock()
+	m := metrics(t, e)
+	eq(t, metric(t, m, `lockproxy_upstream_dials_total{result="ok"}`), 2.0)
+	eq(t, metric(t, m, `lockproxy_upstream_dials_total{result="error"}`), float64(failed))
 }

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
+	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -160,13 +162,24 @@ func TestLocksInsideMulti(t *testing.T) {
 	eq(t, a.do("DEL", "tx:lock"), "+QUEUED\r\n")
 	eq(t, a.do("EXEC"), "*1\r\n:1\r\n")
 	eq(t, a.do("SET", "tx:lock", "t2", "NX", "PX", "5000"), "+OK\r\n")
-	// A refusal at queue time aborts EXEC, as Valkey does for its own.
+	// Who holds the lock is decided when EXEC runs the release, in command
+	// order: a stranger's DEL fails in its EXEC element, as a command
+	// failing at run time does in Valkey, and deletes nothing; its
+	// siblings run.
 	b := dialRaw(t, e.addr)
 	eq(t, b.do("MULTI"), "+OK\r\n")
 	eq(t, b.do("SET", "b", "1"), "+QUEUED\r\n")
-	mustContain(t, b.do("DEL", "tx:lock"), "-NOTOWNER")
+	eq(t, b.do("DEL", "tx:lock"), "+QUEUED\r\n")
+	ex := b.do("EXEC")
+	mustContain(t, ex, "*2\r\n+OK\r\n-NOTOWNER lockproxy refused DEL of lock key \"tx:lock\"")
+	eq(t, e.direct().Get(ctx, "tx:lock").Val(), "t2")
+	// A refusal that depends on no owner (an overwrite) still comes when
+	// the command is queued, and aborts EXEC as Valkey does for its own.
+	eq(t, b.do("MULTI"), "+OK\r\n")
+	eq(t, b.do("SET", "c", "1"), "+QUEUED\r\n")
+	mustContain(t, b.do("GETSET", "tx:lock", "x"), "-LOCKED")
 	mustContain(t, b.do("EXEC"), "-EXECABORT")
-	eq(t, e.direct().Exists(ctx, "b").Val(), int64(0))
+	eq(t, e.direct().Exists(ctx, "c").Val(), int64(0))
 	eq(t, e.direct().Get(ctx, "tx:lock").Val(), "t2")
 }
 
@@ -248,17 +261,37 @@ func TestSameValueTwoHolders(t *testing.T) {
 	eq(t, b.do("DEL", "one:lock"), ":1\r\n")
 }
 
+// A hash-tagged lock's counter and owner records share its hash slot, so
+// the scripts may touch all three in a cluster. The slots are Valkey's own
+// answer: CLUSTER KEYSLOT, from a cluster-enabled server (it computes a
+// slot with no slot assigned to it).
 func TestHashTagCounter(t *testing.T) {
 	e := rulesEnv(t, "locks:\n  - pattern: \"{*}:lock\"\n")
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "{user:1}:lock", "t", "NX", "PX", "5000"), "+OK\r\n")
 	d := e.direct()
 	eq(t, d.Get(ctx, "{user:1}:lock:lockproxy:grants").Val(), "1")
-	slot := func(k string) int64 { return d.Do(ctx, "CLUSTER", "KEYSLOT", k).Val().(int64) }
-	if d.Do(ctx, "CLUSTER", "KEYSLOT", "x").Err() == nil {
-		eq(t, slot("{user:1}:lock"), slot("{user:1}:lock:lockproxy:grants"))
-	}
+	eq(t, d.HLen(ctx, "{user:1}:lock:lockproxy:owners").Val(), int64(1))
 	eq(t, a.do("DEL", "{user:1}:lock"), ":1\r\n")
+
+	cl := valkeytest.Start(t, "cluster-enabled yes", "cluster-config-file nodes.conf")
+	c := redis.NewClient(&redis.Options{Addr: cl.Addr})
+	defer c.Close()
+	slot := func(k string) int64 {
+		n, err := c.Do(ctx, "CLUSTER", "KEYSLOT", k).Int64()
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT %s: %v", k, err)
+		}
+		return n
+	}
+	for _, lock := range []string{"{user:1}:lock", "plain:lock"} {
+		want := slot(lock)
+		for _, k := range []string{string(rewrite.CounterKey([]byte(lock))), string(rewrite.RecordsKey([]byte(lock)))} {
+			if got := slot(k); got != want {
+				t.Errorf("%s is in slot %d, its lock %s in %d", k, got, lock, want)
+			}
+		}
+	}
 }
 
 func TestSeveralRules(t *testing.T) {
@@ -374,9 +407,11 @@ func TestSiblingConnectionIsStranger(t *testing.T) {
 	eq(t, c1.Del(ctx, "sib:lock").Val(), int64(1))
 }
 
-// A holder's records go when its connection ends: a reconnected session is
-// a stranger (fail closed), and the lock expires by its lease.
-func TestRecordsEndWithConnection(t *testing.T) {
+// Under session: connection the owner is the connection: once it ends, no
+// client can present that owner again — a reconnected client is a
+// stranger (fail closed) although the holder's record is still in Valkey,
+// and the lock ends by its lease.
+func TestConnectionOwnerEndsWithConnection(t *testing.T) {
 	e := rulesEnv(t, rule("rewrite"))
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "gone:lock", "t", "NX", "PX", "30000"), "+OK\r\n")
@@ -387,4 +422,10 @@ func TestRecordsEndWithConnection(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	mustContain(t, b.do("DEL", "gone:lock"), "-NOTOWNER")
+	d := e.direct()
+	eq(t, d.Get(ctx, "gone:lock").Val(), "t")
+	eq(t, d.HLen(ctx, "{gone:lock}:lockproxy:owners").Val(), int64(1))
+	if ttl := d.PTTL(ctx, "gone:lock").Val(); ttl <= 0 {
+		t.Fatalf("the lock has no lease left to end by: PTTL %v", ttl)
+	}
 }

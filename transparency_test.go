@@ -220,23 +220,30 @@ func TestHalfCloseGetsEveryReply(t *testing.T) {
 	})
 }
 
-// RESET clears the client name as Valkey does, and with it the name's hold
-// on its lock records (session: client_name): a later connection that takes
-// the same name is not the owner of what was acquired under it before.
-func TestResetReleasesNameOwner(t *testing.T) {
+// RESET clears the client name as Valkey does, on a shared or a dedicated
+// connection, and with it the ownership the name gave (session:
+// client_name): the connection no longer owns what it acquired under the
+// name, while a client that takes the name does.
+func TestResetClearsNameOwner(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
 		opts := rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n    session: client_name\n    unknown_owner: refuse\n")
 		opts.EventLoops, opts.BusyPoll = o.EventLoops, o.BusyPoll
 		e := newEnv(t, opts)
-		a := dialRaw(t, e.addr)
-		eq(t, a.do("CLIENT", "SETNAME", "worker-a"), "+OK\r\n")
-		eq(t, a.do("SET", "r:lock", "abc", "NX", "PX", "30000"), "+OK\r\n")
-		eq(t, a.do("RESET"), "+RESET\r\n")
-		eq(t, a.do("CLIENT", "GETNAME"), "$-1\r\n")
-		b := dialRaw(t, e.addr)
-		eq(t, b.do("CLIENT", "SETNAME", "worker-a"), "+OK\r\n")
-		mustContain(t, b.do("DEL", "r:lock"), "-NOTOWNER")
-		eq(t, e.direct().Get(ctx, "r:lock").Val(), "abc")
+		for _, dedicated := range []bool{false, true} {
+			a := dialRaw(t, e.addr)
+			eq(t, a.do("CLIENT", "SETNAME", "worker-a"), "+OK\r\n")
+			if dedicated {
+				eq(t, a.do("WATCH", "w"), "+OK\r\n")
+			}
+			eq(t, a.do("SET", "r:lock", "abc", "NX", "PX", "30000"), "+OK\r\n")
+			eq(t, a.do("RESET"), "+RESET\r\n")
+			eq(t, a.do("CLIENT", "GETNAME"), "$-1\r\n")
+			mustContain(t, a.do("DEL", "r:lock"), "-NOTOWNER")
+			eq(t, e.direct().Get(ctx, "r:lock").Val(), "abc")
+			b := dialRaw(t, e.addr)
+			eq(t, b.do("CLIENT", "SETNAME", "worker-a"), "+OK\r\n")
+			eq(t, b.do("DEL", "r:lock"), ":1\r\n")
+		}
 	})
 }
 

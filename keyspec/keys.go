@@ -188,6 +188,15 @@ func (c *Command) Keys(args [][]byte, dst []Key) ([]Key, Status) {
 		for j := first; j <= last; j += step {
 			dst = append(dst, Key{Index: j, Flags: s.Flags})
 		}
+		if s.BeginSearch.Type == BeginSearchKeyword && s.BeginSearch.StartFrom > 0 && last == first && s.Flags.Writes() {
+			// A keyword may be repeated (GEORADIUS ... STORE a STORE b):
+			// the spec names the key after the first, the command writes
+			// the one after the last. Every key after the keyword counts
+			// as written: a superset, so no write goes unseen.
+			for j := keywordSearch(args, s.BeginSearch.Keyword, first+1); j != 0 && j < argc; j = keywordSearch(args, s.BeginSearch.Keyword, j+1) {
+				dst = append(dst, Key{Index: j, Flags: s.Flags})
+			}
+		}
 		if s.Flags&KeyIncomplete != 0 {
 			needs = true
 		}

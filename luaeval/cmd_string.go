@@ -230,3 +230,81 @@ func (c *cmdCtx) incrDecr(incr int64) reply {
 	c.setString(key, strconv.FormatInt(v, 10), true)
 	return intReply(v)
 }
+
+// cmdGetEx is Valkey's getexCommand: the options are parsed first (a
+// syntax error wins over everything), then a missing key answers nil and
+// a key of another type WRONGTYPE before the expire time is validated;
+// the value is answered as it was, then the expiry changes. An absolute
+// time not in the future deletes the key.
+func cmdGetEx(c *cmdCtx) reply {
+	const persist = setKeepTTL // GETEX has no KEEPTTL: the bit stands for PERSIST
+	var flags int
+	var expire string
+	expiry := setEX | setPX | setEXAT | setPXAT
+	for j := 2; j < len(c.args); j++ {
+		opt := strings.ToLower(c.args[j])
+		hasNext := j+1 < len(c.args)
+		var f int
+		switch opt {
+		case "persist":
+			if flags&expiry != 0 {
+				return errorReply(errSyntax)
+			}
+			flags |= persist
+			continue
+		case "ex":
+			f = setEX
+		case "px":
+			f = setPX
+		case "exat":
+			f = setEXAT
+		case "pxat":
+			f = setPXAT
+		default:
+			return errorReply(errSyntax)
+		}
+		if flags&(persist|(expiry&^f)) != 0 || !hasNext {
+			return errorReply(errSyntax)
+		}
+		flags |= f
+		expire = c.args[j+1]
+		j++
+	}
+	e := c.lookup(c.args[1])
+	if e == nil {
+		return nullReply()
+	}
+	if e.typ != typeString {
+		return errorReply(errWrongType)
+	}
+	var when int64
+	if flags&expiry != 0 {
+		var r *reply
+		if when, r = c.expireMillis(expire, flags); r != nil {
+			return *r
+		}
+	}
+	out := bulkReply(e.str)
+	switch {
+	case flags&(setEXAT|setPXAT) != 0 && when <= c.now:
+		c.del(c.args[1])
+	case flags&expiry != 0:
+		e.hasExpire, e.expireAt = true, when
+	case flags&persist != 0:
+		e.hasExpire = false
+	}
+	return out
+}
+
+// cmdMSet is Valkey's msetCommand: pairs only (an odd count of arguments
+// after the name is an arity error), each key set as by SET, its TTL
+// dropped.
+func cmdMSet(c *cmdCtx) reply {
+	if len(c.args)%2 == 0 {
+		return wrongArity(c.name)
+	}
+	for i := 1; i < len(c.args); i += 2 {
+		c.setString(c.args[i], c.args[i+1], false)
+	}
+	return okReply
+}

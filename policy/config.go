@@ -160,10 +160,28 @@ type AdminConfig struct {
 	// Password for the proxy's admin commands. Empty = no admin password set.
 	Password string `yaml:"password"`
 	// OpenRead lets every client run the read-only LOCKPROXY subcommands
-	// (AUDIT, LOCKS, STATS, SESSIONS, CHECK) without the password; CONFIG
-	// and RELOAD still need it.
+	// (AUDIT, LOCKS, STATS, SESSIONS, CHECK, and INFO lockproxy) without a
+	// login; CONFIG and RELOAD still need one.
 	OpenRead bool `yaml:"open_read"`
+	// Users are named admin logins (LOCKPROXY AUTH <name> <password>), each
+	// with a role. Password, when also set, is one more user, "default",
+	// with role operate.
+	Users []AdminUser `yaml:"users"`
 }
+
+// AdminUser is one entry of admin.users. Exactly one of Password and
+// PasswordSHA256 is set.
+type AdminUser struct {
+	Name     string `yaml:"name"`
+	Password string `yaml:"password"`
+	// PasswordSHA256 is the hex SHA-256 of the password, so the file need
+	// not hold it in clear (printf %s 'pw' | sha256sum).
+	PasswordSHA256 string    `yaml:"password_sha256"`
+	Role           AdminRole `yaml:"role"` // default read
+}
+
+// DefaultAdminUser is the user admin.password logs in as.
+const DefaultAdminUser = "default"
 
 // MetricsConfig is the metrics endpoint.
 type MetricsConfig struct {
@@ -206,6 +224,7 @@ type (
 	UnknownSHAMode   string
 	FenceCheck       string
 	UnfencedWrites   string
+	AdminRole        string
 )
 
 const (
@@ -245,6 +264,11 @@ const (
 	UnfencedReject  UnfencedWrites = "reject"
 	UnfencedAllow   UnfencedWrites = "allow"
 	UnfencedObserve UnfencedWrites = "observe"
+
+	// What an admin user may run: read = every LOCKPROXY subcommand that
+	// only reports (and INFO lockproxy); operate = those and RELOAD.
+	AdminRead    AdminRole = "read"
+	AdminOperate AdminRole = "operate"
 )
 
 // The accepted words of each enumeration, in the order messages list them.
@@ -259,6 +283,7 @@ var (
 	unknownSHAs    = []UnknownSHAMode{UnknownSHAAllow, UnknownSHAReject, UnknownSHAObserve}
 	fenceChecks    = []FenceCheck{FenceCheckCurrent, FenceCheckHighest}
 	unfencedWrites = []UnfencedWrites{UnfencedReject, UnfencedAllow, UnfencedObserve}
+	adminRoles     = []AdminRole{AdminRead, AdminOperate}
 )
 
 // Default returns the configuration an empty file gives: every default
@@ -294,6 +319,9 @@ func (c *Config) applyDefaults() {
 	setZero(&c.OnFlush, FlushAllow)
 	for i := range c.Locks {
 		c.Locks[i].applyDefaults()
+	}
+	for i := range c.Admin.Users {
+		setZero(&c.Admin.Users[i].Role, AdminRead)
 	}
 }
 
@@ -353,6 +381,10 @@ func (c *Config) Redacted() *Config {
 	redact(&r.Upstream.Password)
 	redact(&r.Upstream.Sentinel.Password)
 	redact(&r.Admin.Password)
+	for i := range r.Admin.Users {
+		redact(&r.Admin.Users[i].Password)
+		redact(&r.Admin.Users[i].PasswordSHA256)
+	}
 	return r
 }
 
@@ -366,6 +398,7 @@ func (c *Config) clone() *Config {
 	r := *c
 	r.Locks = slices.Clone(c.Locks)
 	r.Upstream.Sentinel.Addrs = slices.Clone(c.Upstream.Sentinel.Addrs)
+	r.Admin.Users = slices.Clone(c.Admin.Users)
 	for i := range r.Locks {
 		r.Locks[i] = r.Locks[i].clone()
 	}

@@ -51,7 +51,12 @@ func TestExampleConfigParses(t *testing.T) {
 	if all.Locks[0].Fence == nil || all.Locks[0].Fence.Counter != "{base}:fence" {
 		t.Fatalf("uncommenting did not reach the fence section: %+v", all.Locks[0])
 	}
-	all.Locks[0].Fence = nil // the only optional section that is not a default
+	// The optional sections that are examples, not defaults.
+	all.Locks[0].Fence = nil
+	if len(all.Admin.Users) != 2 || all.Admin.Users[1].Role != AdminOperate {
+		t.Fatalf("uncommenting did not reach admin.users: %+v", all.Admin.Users)
+	}
+	all.Admin.Users = nil
 	if !reflect.DeepEqual(c, all) {
 		t.Errorf("commented-out values are not the defaults:\n%+v\n%+v", c, all)
 	}

@@ -446,6 +446,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 			d.mapping(n, path, []field{
 				{"password", str(d, &c.Admin.Password)},
 				{"open_read", d.boolean(&c.Admin.OpenRead)},
+				{"users", func(n *yaml.Node, path string) { d.adminUsers(n, path, &c.Admin.Users) }},
 			})
 		}},
 		{"metrics", func(n *yaml.Node, path string) {
@@ -561,4 +562,27 @@ func (d *decoder) fence(n *yaml.Node, path string, f *FenceConfig) {
 		{"check", str(d, &f.Check)},
 		{"unfenced_writes", str(d, &f.UnfencedWrites)},
 	})
+}
+
+func (d *decoder) adminUsers(n *yaml.Node, path string, users *[]AdminUser) {
+	if n.Kind != yaml.SequenceNode {
+		d.err(n, path, "expected a list of users (lines starting with -), got %s", describe(n))
+		return
+	}
+	for i, item := range n.Content {
+		item, p := d.element(n, i, item, path)
+		var u AdminUser
+		if item.Kind != yaml.MappingNode {
+			d.err(item, p, "expected a user (name: ..., password: ..., role: ...), got %s", describe(item))
+			*users = append(*users, u)
+			continue
+		}
+		d.mapping(item, p, []field{
+			{"name", str(d, &u.Name)},
+			{"password", str(d, &u.Password)},
+			{"password_sha256", str(d, &u.PasswordSHA256)},
+			{"role", str(d, &u.Role)},
+		})
+		*users = append(*users, u)
+	}
 }

@@ -30,6 +30,9 @@ type Fencing struct {
 	// guardAny matches every key some lock of the rule guards: each guard
 	// template with {base} and {key} replaced by the lock pattern's own glob.
 	guardAny []*Pattern
+	// ownAny matches every fence counter of the rule and its hash of
+	// highest tokens (counter + ":high"), the same way.
+	ownAny []*Pattern
 
 	mu    sync.Mutex
 	cache map[string][]*Pattern // lock key → its compiled guards
@@ -139,6 +142,83 @@ func (f *Fencing) MayGuard(key []byte) bool {
 	return false
 }
 
+// GuardingLocks returns the keys of the rule's locks that guard key: the
+// candidates whose fencing records a fenced write checks, in Valkey. A
+// guard template's text before its first placeholder is literal (see
+// compileFence), so a lock's {base} or {key} stands in key right after it;
+// each way of reading it back is kept when the lock it names matches the
+// rule and guards key. Nearly always that is one lock.
+func (f *Fencing) GuardingLocks(r *Rule, key []byte) [][]byte {
+	var out [][]byte
+	for _, g := range f.Guards {
+		out = r.locksFrom(g, key, out, func(lock []byte) bool {
+			// Once each, though several guards may name it.
+			for _, l := range out {
+				if string(l) == string(lock) {
+					return false
+				}
+			}
+			return f.GuardsKey(r, lock, key)
+		})
+	}
+	return out
+}
+
+// OwnsKey reports whether key is the fence counter of one of the rule's
+// locks, or that counter's hash of highest tokens: lockproxy's keys, which
+// clients may read but not write.
+func (f *Fencing) OwnsKey(r *Rule, key []byte) bool {
+	any := false
+	for _, p := range f.ownAny {
+		any = any || p.Match(key)
+	}
+	if !any {
+		return false
+	}
+	own := func(k []byte) bool {
+		return len(r.locksFrom(f.Counter, k, nil, func(lock []byte) bool {
+			return string(f.CounterKey(r, lock)) == string(k)
+		})) > 0
+	}
+	if own(key) {
+		return true
+	}
+	high, ok := strings.CutSuffix(string(key), HighSuffix)
+	return ok && own([]byte(high))
+}
+
+// HighSuffix names a fence counter's hash of highest tokens: the counter's
+// name with this suffix.
+const HighSuffix = ":high"
+
+// locksFrom appends to out every lock key of r that template t, filled in
+// for it, could have produced key from and that keep accepts.
+func (r *Rule) locksFrom(t Template, key []byte, out [][]byte, keep func(lock []byte) bool) [][]byte {
+	p0 := t.parts[0]
+	if len(key) < len(p0) || string(key[:len(p0)]) != p0 {
+		return out
+	}
+	front, back := r.Pattern.baseCut()
+	pre, suf := r.Pattern.prefix[:front], r.Pattern.suffix[len(r.Pattern.suffix)-back:]
+	buf := make([]byte, 0, len(pre)+len(key)+len(suf))
+	for end := len(p0); end <= len(key); end++ {
+		v := key[len(p0):end]
+		lock := v
+		if t.holes[0] == "base" {
+			lock = append(append(append(buf[:0], pre...), v...), suf...)
+			if !r.Pattern.Match(lock) || string(r.FenceBase(lock)) != string(v) {
+				continue
+			}
+		} else if !r.Pattern.Match(lock) {
+			continue
+		}
+		if keep(lock) {
+			out = append(out, append([]byte(nil), lock...))
+		}
+	}
+	return out
+}
+
 // GuardsKey reports whether lock (a key of the rule) guards key. The guard
 // patterns of a lock are compiled once and kept in a small cache: a holder
 // writes many times under one grant.
@@ -201,21 +281,38 @@ func compileFence(pat *Pattern, fc *FenceConfig) (*Fencing, error) {
 		if gt := hashTag(sample(t.expandString(lockSample, base))); tag != "" && gt != tag {
 			return nil, fmt.Errorf("guards[%d]: %q guards keys outside the lock's hash slot (tag %q); start it with {base} or {key}", i, g, tag)
 		}
+		if strings.ContainsAny(t.parts[0], "*?[\\") {
+			return nil, fmt.Errorf("guards[%d]: %q has a wildcard before its first {base} or {key}; the text before it must be literal, so that lockproxy can tell from a guarded key which lock guards it", i, g)
+		}
 		f.Guards = append(f.Guards, t)
-		var any []byte
-		for j, p := range t.parts {
-			any = append(any, p...)
-			if j < len(t.holes) {
-				if t.holes[j] == "key" {
-					any = append(any, pat.src...)
-				} else {
-					any = append(any, baseGlob...)
-				}
+		f.guardAny = append(f.guardAny, CompileAny(t.any(pat.src, baseGlob, true)))
+	}
+	counterAny := f.Counter.any(pat.src, baseGlob, false)
+	f.ownAny = []*Pattern{CompileAny(counterAny), CompileAny(counterAny + HighSuffix)}
+	return f, nil
+}
+
+// any is the glob of every key the template gives for the locks of a
+// pattern: each placeholder replaced by the pattern's own glob (src for
+// {key}, baseGlob for {base}). A guard template is a glob already; a
+// counter's literal text is escaped first (glob false).
+func (t Template) any(src, baseGlob string, glob bool) string {
+	var b []byte
+	for j, p := range t.parts {
+		if glob {
+			b = append(b, p...)
+		} else {
+			b = appendGlobEscaped(b, []byte(p))
+		}
+		if j < len(t.holes) {
+			if t.holes[j] == "key" {
+				b = append(b, src...)
+			} else {
+				b = append(b, baseGlob...)
 			}
 		}
-		f.guardAny = append(f.guardAny, CompileAny(string(any)))
 	}
-	return f, nil
+	return string(b)
 }
 
 // globMiddle returns the part of a glob's source between its literal prefix
@@ -317,4 +414,32 @@ func hashTag(key string) string {
 		return ""
 	}
 	return key[i+1 : i+1+j]
+}
+
+// Notes says what check-config should tell about the rules that is not an
+// error: today, the fence guards that also match the rule's own fence
+// counter or its hash of highest tokens. Those keys stay lockproxy's —
+// clients' writes to them are refused, so the guard never applies to them.
+func (rs *Rules) Notes() []string {
+	var out []string
+	for i := range rs.All() {
+		r := &rs.All()[i]
+		f := r.Fencing
+		if f == nil {
+			continue
+		}
+		lock := []byte(sample(r.Pattern.src))
+		counter := f.CounterKey(r, lock)
+		for j, g := range f.Guards {
+			guard := CompileAny(string(g.Expand(nil, lock, r.FenceBase(lock), true)))
+			for _, own := range [][]byte{counter, append(append([]byte(nil), counter...), HighSuffix...)} {
+				if guard.Match(own) {
+					out = append(out, fmt.Sprintf("rule %d %q: guards[%d] %q also matches the lock's fence counter %q (or its %q mark); those are lockproxy's keys: clients' writes to them are refused (LOCKED) and the guard does not apply to them",
+						r.Index+1, r.Pattern.src, j, g.src, f.Counter.src, HighSuffix))
+					break
+				}
+			}
+		}
+	}
+	return out
 }

@@ -148,6 +148,8 @@ func (c *Config) validate(v *validator) {
 	}
 	checkFile(v, "tls.client_ca_file", c.TLS.ClientCAFile)
 
+	validateAdminUsers(v, &c.Admin)
+
 	if c.Metrics.Listen != "" {
 		checkAddr(v, "metrics.listen", c.Metrics.Listen, true)
 	}
@@ -213,6 +215,49 @@ func validateLocks(v *validator, locks []LockRule) []*Pattern {
 		}
 	}
 	return pats
+}
+
+// validateAdminUsers checks admin.users: each user can log in with
+// LOCKPROXY AUTH <name> <password>, and no name is taken twice.
+func validateAdminUsers(v *validator, a *AdminConfig) {
+	first := map[string]string{}
+	if a.Password != "" {
+		first[DefaultAdminUser] = "admin.password"
+	}
+	for i, u := range a.Users {
+		p := fmt.Sprintf("admin.users[%d]", i)
+		switch {
+		case u.Name == "":
+			v.errf(p+".name", "is required: the name given to LOCKPROXY AUTH <name> <password>")
+		case strings.IndexFunc(u.Name, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+			v.errf(p+".name", "%s contains a space or control character; valkey-cli could not send it as one argument", strconv.Quote(u.Name))
+		case first[u.Name] != "":
+			v.errf(p+".name", "%s is already the name of %s; each user needs a name of its own", strconv.Quote(u.Name), first[u.Name])
+		default:
+			first[u.Name] = p
+		}
+		switch {
+		case u.Password == "" && u.PasswordSHA256 == "":
+			v.errf(p+".password", "is required: set password, or password_sha256 to the hex SHA-256 of the password")
+		case u.Password != "" && u.PasswordSHA256 != "":
+			v.errf(p+".password_sha256", "is set together with password; keep one of them")
+		case u.PasswordSHA256 != "" && !isSHA256Hex(u.PasswordSHA256):
+			v.errf(p+".password_sha256", "is not 64 hexadecimal digits (the output of: printf %%s 'password' | sha256sum)")
+		}
+		oneOf(v, p+".role", u.Role, adminRoles)
+	}
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
 }
 
 func oneOf[T ~string](v *validator, path string, val T, allowed []T) {

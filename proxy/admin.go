@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -21,6 +21,7 @@ type adminCmd struct {
 	max     int    // -1: any number
 	open    bool   // never needs LOCKPROXY AUTH
 	private bool   // needs LOCKPROXY AUTH even when read-only access is open
+	operate bool   // needs a login with role operate (role read is not enough)
 	table   bool   // reads Valkey's command table, which may have to be fetched
 	run     func(s *session, args [][]byte) []byte
 	help    []string
@@ -33,8 +34,9 @@ func init() {
 		{name: "AUDIT", args: "[COUNT <n>] [KEY <pattern>] [OUTCOME <name>]", max: 6, run: (*session).adminAudit,
 			help: []string{"Recent lock events, newest first (COUNT default 10). KEY filters by glob,",
 				"OUTCOME by one of: " + outcomeList() + "."}},
-		{name: "AUTH", args: "<password>", min: 1, max: 1, open: true, run: (*session).adminAuth,
-			help: []string{"Log this connection in to the admin commands (admin.password)."}},
+		{name: "AUTH", args: "[<user>] <password>", min: 1, max: 2, open: true, run: (*session).adminAuth,
+			help: []string{"Log this connection in to the admin commands as a user of admin.users;",
+				"without <user>, as \"default\" (admin.password)."}},
 		{name: "CHECK", args: "<key>", min: 1, max: 1, table: true, run: (*session).adminCheck,
 			help: []string{"Which lock rule matches <key>, and what DEL, PEXPIRE, SET and a write of a",
 				"guarded key would do, from the lock's holder and from any other client."}},
@@ -48,7 +50,7 @@ func init() {
 		{name: "LOCKS", args: "[<pattern>]", max: 1, run: (*session).adminLocks,
 			help: []string{"Locks granted through this proxy whose lease is running: key, holder, grant,",
 				"acquired at, lease, and the remaining TTL read from Valkey now."}},
-		{name: "RELOAD", max: 0, private: true, run: (*session).adminReload,
+		{name: "RELOAD", max: 0, private: true, operate: true, run: (*session).adminReload,
 			help: []string{"Read the configuration file again; apply its lock rules to the next command",
 				"of every connection, or keep the running configuration and name the bad line."}},
 		{name: "SESSIONS", max: 0, run: (*session).adminSessions,
@@ -100,9 +102,11 @@ func (s *session) admin(cmd resp.Command) {
 		s.local(resp.AppendError(nil, errWrongArgs("lockproxy|"+strings.ToLower(c.name))))
 		return
 	}
-	if !c.open && !s.adminAllowed(c) {
-		s.local(resp.AppendError(nil, errAdminNoAuth(c.name)))
-		return
+	if !c.open {
+		if msg := s.adminDenied("LOCKPROXY "+c.name, c.private, c.operate); msg != "" {
+			s.local(resp.AppendError(nil, msg))
+			return
+		}
 	}
 	if c.table && s.lp != nil && !s.p.tableReady() {
 		s.offLoop(func() { s.p.loadTable() })
@@ -122,14 +126,25 @@ func (s *session) settle() {
 	}
 }
 
-func (s *session) adminAllowed(c *adminCmd) bool {
-	if *s.p.ops.adminPass.Load() == "" {
-		return true
+// adminDenied returns the error for running what (a LOCKPROXY subcommand,
+// or INFO lockproxy) on this connection, or "" when it may. private: not
+// opened by admin.open_read; operate: needs role operate.
+func (s *session) adminDenied(what string, private, operate bool) string {
+	l := s.p.ops.logins.Load()
+	if l.open() {
+		return ""
 	}
-	if _, ok := s.p.ops.authed.Load(s); ok {
-		return true
+	if v, ok := s.p.ops.authed.Load(s); ok {
+		login := v.(adminLogin)
+		if operate && login.role != policy.AdminOperate {
+			return errAdminNoPerm(what, login.user, login.role)
+		}
+		return ""
 	}
-	return s.p.opts.AdminOpenRead && !c.private
+	if s.p.opts.AdminOpenRead && !private {
+		return ""
+	}
+	return errAdminNoAuth(what, l.named)
 }
 
 func (s *session) adminHelp([][]byte) []byte {
@@ -140,7 +155,10 @@ func (s *session) adminHelp([][]byte) []byte {
 			lines = append(lines, "    "+h)
 		}
 	}
-	if *s.p.ops.adminPass.Load() != "" {
+	switch l := s.p.ops.logins.Load(); {
+	case l.named:
+		lines = append(lines, "Admin users are set: LOCKPROXY AUTH <user> <password> first (HELP and FENCE need none).")
+	case !l.open():
 		lines = append(lines, "An admin password is set: LOCKPROXY AUTH <password> first (HELP and FENCE need none).")
 	}
 	out := resp.AppendArrayHeader(nil, len(lines))
@@ -150,24 +168,54 @@ func (s *session) adminHelp([][]byte) []byte {
 	return out
 }
 
+// adminAuth logs the connection in. Attempts from a client address that
+// failed too often are refused unchecked (see authLimiter), so a password
+// cannot be guessed faster than authFailLimit tries per authFailWindow.
 func (s *session) adminAuth(args [][]byte) []byte {
 	o := s.p.ops
-	want := *o.adminPass.Load()
-	if want == "" {
+	l := o.logins.Load()
+	if l.open() {
 		return resp.AppendError(nil, errAdminNoPassword)
 	}
-	if subtle.ConstantTimeCompare(args[0], []byte(want)) != 1 {
+	user, pass := policy.DefaultAdminUser, args[0]
+	if len(args) == 2 {
+		user, pass = string(args[0]), args[1]
+	}
+	if wait := o.authLimit.blocked(s.host); wait > 0 {
+		o.authLimited.Add(1)
+		return resp.AppendError(nil, errAdminAuthLimit(s.host, wait))
+	}
+	role, ok := l.check(user, pass)
+	if !ok {
 		o.authFailures.Add(1)
 		o.authed.Delete(s)
-		s.p.log.Warn("wrong LOCKPROXY AUTH password", "client", s.addr, "client_name", s.nameSnapshot())
+		limited := o.authLimit.failed(s.host)
+		s.p.log.Warn("wrong LOCKPROXY AUTH user or password", "client", s.addr, "client_name", s.nameSnapshot(),
+			"user", clip(user, 64), "limit_reached", limited)
+		if l.named {
+			return resp.AppendError(nil, errAdminWrongUserPass)
+		}
 		return resp.AppendError(nil, errAdminWrongPass)
 	}
-	o.authed.Store(s, struct{}{})
+	o.authed.Store(s, adminLogin{user: user, role: role})
 	return resp.AppendSimple(nil, "OK")
 }
 
 func (s *session) adminStats([][]byte) []byte {
-	return encode(nil, s.p.statsFields(), s.proto)
+	// locks_held is Valkey's: the locks of this database whose key still
+	// holds a recorded grant, whichever instance granted them (a SCAN, so
+	// STATS only, not INFO or /metrics, which monitoring polls).
+	var held any = "unknown"
+	if locks, err := s.p.readLocks(s.db, nil); err == nil {
+		n := int64(0)
+		for i := range locks {
+			if locks[i].current {
+				n++
+			}
+		}
+		held = n
+	}
+	return encode(nil, append(s.p.statsFields(), field{"locks_held", held}), s.proto)
 }
 
 func (s *session) adminConfig([][]byte) []byte {
@@ -238,27 +286,4 @@ func encodeValue(dst []byte, v any, proto int) []byte {
 		return dst
 	}
 	panic(fmt.Sprintf("proxy: cannot encode %T", v))
-}
-
-// Errors of the admin commands.
-
-const (
-	errAdminInMulti    = "ERR LOCKPROXY is answered by lockproxy itself and cannot run inside MULTI; send it outside the transaction"
-	errAdminNoPassword = "ERR LOCKPROXY AUTH called, but no admin password is configured (admin.password); every LOCKPROXY subcommand is open"
-	errAdminWrongPass  = "WRONGPASS invalid lockproxy admin password; LOCKPROXY AUTH takes admin.password from the lockproxy config"
-)
-
-func errAdminUnknown(sub string) string {
-	if len(sub) > 64 {
-		sub = sub[:64] + "..."
-	}
-	return fmt.Sprintf("ERR unknown subcommand '%s'. Try LOCKPROXY HELP.", sub)
-}
-
-func errAdminNoAuth(sub string) string {
-	return fmt.Sprintf("NOAUTH LOCKPROXY %s requires LOCKPROXY AUTH <password> first (admin.password is set in the lockproxy config)", sub)
-}
-
-func errReload(err error) string {
-	return "ERR lockproxy reload failed; the running configuration stays: " + oneLine(err)
 }

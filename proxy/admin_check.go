@@ -78,39 +78,22 @@ func fenceText(r *policy.Rule) string {
 		f.Counter, strings.Join(f.Guards, " "), f.Check, f.UnfencedWrites)
 }
 
-// checkSession is an imagined client: the holder of lock (grant 1, holding
-// "<token>"), or a stranger while another client holds it.
+// checkSession is an imagined client: the lock's holder, or a stranger
+// while another client holds it. Who holds a lock is decided in Valkey, by
+// the scripts, so the plan is the same for both; describePlan says what
+// the script then does for each.
 type checkSession struct {
 	lock  []byte
 	holds bool
 }
 
-const checkOwner, checkOther = "check:this-client", "check:another-client"
+const checkOwner = "check:this-client"
 
 func (c *checkSession) Owner(*policy.Rule) string { return checkOwner }
+func (c *checkSession) Proto() int                { return 2 }
 
-func (c *checkSession) Grant(key []byte, owner string) ([]byte, int64, bool) {
-	if c.holds && string(key) == string(c.lock) {
-		return []byte("<token>"), 1, true
-	}
-	return nil, 0, false
-}
-
-func (c *checkSession) Holder(key []byte, notOwner string) string {
-	if c.holds {
-		return ""
-	}
-	return checkOther
-}
-
-func (c *checkSession) Held(owner string) []rewrite.Held {
-	if !c.holds || c.lock == nil {
-		return nil
-	}
-	return []rewrite.Held{{Key: c.lock, Number: 1}}
-}
-
-// describePlan says in words what the decider does with one command.
+// describePlan says in words what the decider, and the script it sends,
+// do with one command from cs.
 func describePlan(d *rewrite.Decider, cs *checkSession, cmd []string) string {
 	args := make([][]byte, len(cmd))
 	for i, a := range cmd {
@@ -123,27 +106,48 @@ func describePlan(d *rewrite.Decider, cs *checkSession, cmd []string) string {
 	case rewrite.NeedKeys:
 		return "decided when sent (its keys depend on its arguments)"
 	case rewrite.Run:
+		e := plan.Effects[0]
+		r := e.Rule
 		switch plan.Script {
 		case rewrite.Acquire:
-			return "acquires: runs as a script that also mints the grant number (the fencing token); the client gets SET's own reply"
+			return "acquires: runs as a script that also mints the grant number (the fencing token) and writes the owner record in Valkey; the client gets SET's own reply"
 		case rewrite.Release:
-			return "token-checked: deletes the lock only while it still holds this holder's token and grant; otherwise answers 0"
-		case rewrite.Guarded:
-			return "token-checked: runs only while the lock still holds this holder's token and grant; otherwise changes nothing"
+			switch {
+			case r.Release == policy.ReleaseObserve:
+				return "forwarded unchanged, logged and counted (a successor deletion when it removes another client's lock)"
+			case !cs.holds && r.UnknownOwner == policy.UnknownOwnerForward:
+				return "forwarded unchanged, logged and counted: deletes another client's lock (" + string(r.Release) + "/" + string(r.UnknownOwner) + ")"
+			case !cs.holds:
+				return "refused: NOTOWNER (Valkey holds no owner record of this client for the lock)"
+			case r.Release == policy.ReleaseReject:
+				return "refused: TOKENRELEASE (release: reject)"
+			}
+			return "token-checked: deletes the lock only while it still holds this holder's token and grant (read from its owner record in Valkey); otherwise answers 0"
+		case rewrite.Holder:
+			if !cs.holds {
+				if e.Kind == rewrite.SetValue {
+					return "refused: LOCKED (it would overwrite a lock this client holds no grant of)"
+				}
+				return "refused: NOTOWNER (Valkey holds no owner record of this client for the lock)"
+			}
+			return "token-checked: runs only while the lock still holds this holder's token and grant, and moves its owner record with it; otherwise changes nothing"
 		case rewrite.Fenced:
-			return "fenced: runs with the fencing check of the holder's grant; refused with STALE when a newer grant exists"
+			if cs.holds {
+				return "fenced: runs with the fencing check of the holder's grant (its owner record in Valkey); refused with STALE when a newer grant exists"
+			}
+			switch e.Rule.Fencing.UnfencedWrites {
+			case policy.UnfencedReject:
+				return "refused: UNFENCED (the writer holds no grant of the lock that guards the key)"
+			case policy.UnfencedObserve:
+				return "forwarded unfenced, logged and counted (unfenced_writes: observe)"
+			}
+			return "forwarded unfenced (unfenced_writes: allow)"
 		}
 		return "runs as lockproxy's " + plan.Script.Name + " script"
 	}
 	for _, e := range plan.Effects {
-		switch e.Kind {
-		case rewrite.Observed:
-			if e.Holder != "" {
-				return "forwarded unchanged, logged and counted: deletes or changes another client's lock (" + string(e.Rule.Release) + "/" + string(e.Rule.UnknownOwner) + ")"
-			}
+		if e.Kind == rewrite.Observed {
 			return "forwarded unchanged, logged and counted"
-		case rewrite.Unfenced:
-			return "forwarded unfenced, logged and counted (unfenced_writes: observe)"
 		}
 	}
 	return "forwarded unchanged"

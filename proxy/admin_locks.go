@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -73,69 +75,125 @@ func eventFields(e *Event) []field {
 	}
 }
 
-// grantView is one grant record, copied out of the table.
-type grantView struct {
-	key string
-	g   grant
+// lockView is one owner record of a lock, as Valkey holds it.
+type lockView struct {
+	key      string
+	rule     *policy.Rule
+	owner    string
+	grant    int64
+	acquired time.Time
+	leaseEnd time.Time // zero: the lock has no expiry
+	ttl      int64     // the lock's PTTL now (-2 gone, -1 no expiry)
+	current  bool      // the key holds this record's value and the counter its grant
+	value    string
 }
 
-// liveGrants returns the grants whose lease is running (or that have none),
-// of keys matching pat (nil: all), by key then grant number.
-func (p *Proxy) liveGrants(pat *policy.Pattern, now time.Time) []grantView {
-	gs := p.grants
-	gs.mu.Lock()
-	var out []grantView
-	for k, m := range gs.byKey {
-		if pat != nil && !pat.Match([]byte(k)) {
-			continue
+// readLocks reads every owner record of the locks of database db whose key
+// matches pat (nil: all) from Valkey, with the lock's state now: the
+// records of every lockproxy instance in front of it. Only records whose
+// lease is running (or that have none) are kept, by key then grant.
+//
+// It walks the keyspace with SCAN (for *:lockproxy:owners), so it costs
+// what SCAN costs: an operator's command, never on a client's path.
+func (p *Proxy) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*p.opts.DialTimeout)
+	defer cancel()
+	c := p.side.Conn()
+	defer c.Close()
+	if err := c.Select(ctx, db).Err(); err != nil {
+		return nil, err
+	}
+	rules := p.decider.Load().Rules
+	now := time.Now()
+	var out []lockView
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, "*"+rewrite.RecordsSuffix, 1000).Result()
+		if err != nil {
+			return nil, err
 		}
-		for _, g := range m {
-			if g.live(now) {
-				out = append(out, grantView{k, *g})
+		for _, rk := range keys {
+			lock, r := lockOfRecords(rules, rk)
+			if r == nil || (pat != nil && !pat.Match([]byte(lock))) {
+				continue
+			}
+			counter := string(rewrite.CounterKey([]byte(lock)))
+			if r.Fencing != nil {
+				counter = string(r.Fencing.CounterKey(r, []byte(lock)))
+			}
+			pipe := c.Pipeline()
+			recs := pipe.HGetAll(ctx, rk)
+			val := pipe.Get(ctx, lock)
+			cnt := pipe.Get(ctx, counter)
+			ttl := pipe.PTTL(ctx, lock)
+			_, _ = pipe.Exec(ctx)
+			v, vErr := val.Result()
+			g, _ := cnt.Result()
+			t := int64(-2)
+			if d, err := ttl.Result(); err == nil {
+				t = int64(d)
+				if d > 0 {
+					t = d.Milliseconds()
+				}
+			}
+			for owner, rec := range recs.Val() {
+				lv, ok := parseRecord(rec)
+				if !ok || (!lv.leaseEnd.IsZero() && !lv.leaseEnd.After(now)) {
+					continue
+				}
+				lv.key, lv.rule, lv.owner, lv.ttl = lock, r, owner, t
+				lv.current = vErr == nil && v == lv.value && g == strconv.FormatInt(lv.grant, 10)
+				out = append(out, lv)
 			}
 		}
+		cursor = next
+		if cursor == 0 {
+			break
+		}
 	}
-	gs.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].key != out[j].key {
 			return out[i].key < out[j].key
 		}
-		return out[i].g.number < out[j].g.number
+		return out[i].grant < out[j].grant
 	})
-	return out
+	return out, nil
 }
 
-// liveCount is the number of grants whose lease is running.
-func (p *Proxy) liveCount(now time.Time) int64 {
-	gs := p.grants
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	var n int64
-	for _, m := range gs.byKey {
-		for _, g := range m {
-			if g.live(now) {
-				n++
-			}
+// lockOfRecords finds the lock a records key belongs to: its name without
+// the suffix, or without the braces RecordsKey wrapped it in; the one a rule
+// matches and whose records key it is.
+func lockOfRecords(rules *policy.Rules, rk string) (string, *policy.Rule) {
+	x := strings.TrimSuffix(rk, rewrite.RecordsSuffix)
+	cands := []string{x}
+	if len(x) > 2 && x[0] == '{' && x[len(x)-1] == '}' {
+		cands = append(cands, x[1:len(x)-1])
+	}
+	for _, c := range cands {
+		if r := rules.Match([]byte(c)); r != nil && string(rewrite.RecordsKey([]byte(c))) == rk {
+			return c, r
 		}
 	}
-	return n
+	return "", nil
 }
 
-// ownerGrants returns the live grants of the given owners.
-func (p *Proxy) ownerGrants(owners []string, now time.Time) []grantView {
-	gs := p.grants
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	var out []grantView
-	for _, o := range owners {
-		for k := range gs.byOwner[o] {
-			if g, _ := gs.byKey[k].of(o); g != nil && g.live(now) {
-				out = append(out, grantView{k, *g})
-			}
-		}
+// parseRecord reads "<grant> <acquired ms> <lease end ms> <value>".
+func parseRecord(rec string) (lockView, bool) {
+	f := strings.SplitN(rec, " ", 4)
+	if len(f) != 4 {
+		return lockView{}, false
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
-	return out
+	g, err1 := strconv.ParseInt(f[0], 10, 64)
+	a, err2 := strconv.ParseInt(f[1], 10, 64)
+	e, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return lockView{}, false
+	}
+	lv := lockView{grant: g, acquired: time.UnixMilli(a), value: f[3]}
+	if e > 0 {
+		lv.leaseEnd = time.UnixMilli(e)
+	}
+	return lv, true
 }
 
 // LOCKS [pattern]
@@ -144,70 +202,57 @@ func (s *session) adminLocks(args [][]byte) []byte {
 	if len(args) == 1 {
 		pat = policy.CompileAny(string(args[0]))
 	}
-	p := s.p
-	now := time.Now()
-	locks := p.liveGrants(pat, now)
-	// What Valkey holds now, in one round trip: the remaining lease, and
-	// whether the key still holds this grant's value (compared here; values
-	// are never shown).
-	ttls := make([]*redis.DurationCmd, len(locks))
-	vals := make([]*redis.StringCmd, len(locks))
-	if len(locks) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout)
-		pipe := p.side.Pipeline()
-		pipe.Select(ctx, s.db) // every time: the side connection keeps the last one
-		for i, l := range locks {
-			ttls[i] = pipe.PTTL(ctx, l.key)
-			vals[i] = pipe.Get(ctx, l.key)
-		}
-		_, _ = pipe.Exec(ctx)
-		cancel()
+	locks, err := s.p.readLocks(s.db, pat)
+	if err != nil {
+		return resp.AppendError(nil, errAdminUpstream(err))
 	}
+	now := time.Now()
 	list := make([][]field, len(locks))
-	for i, l := range locks {
-		g := &l.g
-		var ttl, current any = nil, "unknown"
-		if d, err := ttls[i].Result(); err == nil {
-			switch {
-			case d == -2: // go-redis passes PTTL's -2 and -1 through unscaled
-				ttl = int64(-2)
-			case d < 0:
-				ttl = int64(-1)
-			default:
-				ttl = ms(d)
-			}
+	for i := range locks {
+		l := &locks[i]
+		var lease, ttl any
+		if !l.leaseEnd.IsZero() {
+			lease = ms(l.leaseEnd.Sub(l.acquired))
 		}
-		if v, err := vals[i].Result(); err == nil {
-			current = yesNo(v == string(g.value))
-		} else if err == redis.Nil {
-			current = "no"
-		}
-		var lease any = nil
-		if g.lease > 0 {
-			lease = ms(g.lease)
-		} else if !g.expires.IsZero() {
-			lease = ms(g.expires.Sub(g.acquired))
-		}
-		rule := ""
-		if g.rule != nil {
-			rule = g.rule.Pattern.String()
-		}
+		ttl = l.ttl
+		addr, name := s.p.ownerClient(l.owner)
 		list[i] = []field{
 			{"key", l.key},
-			{"rule", rule},
-			{"holder", g.client},
-			{"client_name", g.name},
-			{"owner", g.owner},
-			{"grant", g.number},
-			{"acquired", fmtTime(g.acquired)},
-			{"held_ms", ms(now.Sub(g.acquired))},
+			{"rule", l.rule.Pattern.String()},
+			{"holder", addr},
+			{"client_name", name},
+			{"owner", l.owner},
+			{"grant", l.grant},
+			{"acquired", fmtTime(l.acquired)},
+			{"held_ms", ms(now.Sub(l.acquired))},
 			{"lease_ms", lease},
 			{"ttl_ms", ttl},
-			{"current", current},
-			{"token", mask(g.value)},
+			{"current", yesNo(l.current)},
+			{"token", mask([]byte(l.value))},
 		}
 	}
 	return encodeValue(nil, list, s.proto)
+}
+
+// ownerClient says what an owner identity tells of its client: the host
+// under client_addr, the name under client_name, and for a connection of
+// this instance its address and name ("" where unknown: a connection of
+// another instance, or one that has closed).
+func (p *Proxy) ownerClient(owner string) (addr, name string) {
+	switch {
+	case strings.HasPrefix(owner, "addr:"):
+		return owner[len("addr:"):], ""
+	case strings.HasPrefix(owner, "name:"):
+		return "", owner[len("name:"):]
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for x := range p.sessions {
+		if x.connOwner == owner {
+			return x.addr, x.nameSnapshot()
+		}
+	}
+	return "", ""
 }
 
 func yesNo(b bool) string {
@@ -227,6 +272,12 @@ func (s *session) adminSessions([][]byte) []byte {
 	}
 	p.mu.Unlock()
 	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
+	// The locks are Valkey's records (of the caller's database), read once
+	// for all sessions.
+	held, err := p.readLocks(s.db, nil)
+	if err != nil {
+		return resp.AppendError(nil, errAdminUpstream(err))
+	}
 	now := time.Now()
 	out := make([][]field, len(list))
 	for i, x := range list {
@@ -235,12 +286,11 @@ func (s *session) adminSessions([][]byte) []byte {
 		if name != "" {
 			owners = append(owners, "name:"+name)
 		}
-		var locks []string
-		for _, g := range p.ownerGrants(owners, now) {
-			locks = append(locks, g.key+" grant "+strconv.FormatInt(g.g.number, 10)+" owner "+g.g.owner)
-		}
-		if locks == nil {
-			locks = []string{}
+		locks := []string{}
+		for _, l := range held {
+			if slices.Contains(owners, l.owner) {
+				locks = append(locks, l.key+" grant "+strconv.FormatInt(l.grant, 10)+" owner "+l.owner)
+			}
 		}
 		var age int64
 		if cc, ok := x.nc.(*countConn); ok {
@@ -262,15 +312,32 @@ func (s *session) adminSessions([][]byte) []byte {
 }
 
 // FENCE <lock-key>: the calling connection's grant number for the lock, under
-// the owner scope of the lock's rule; nil when it holds no grant of it.
+// the owner scope of the lock's rule, from its owner record in Valkey (so a
+// grant taken through another instance counts); nil when it holds no grant
+// of it.
 func (s *session) adminFence(args [][]byte) []byte {
 	key := args[0]
 	r := s.p.decider.Load().Rules.Match(key)
 	if r == nil {
 		return resp.AppendNull(nil, s.proto)
 	}
-	if _, n, ok := s.Grant(key, s.Owner(r)); ok {
-		return resp.AppendInt(nil, n)
+	ctx, cancel := context.WithTimeout(context.Background(), s.p.opts.DialTimeout)
+	defer cancel()
+	c := s.p.side.Conn()
+	defer c.Close()
+	if err := c.Select(ctx, s.db).Err(); err != nil {
+		return resp.AppendError(nil, errAdminUpstream(err))
 	}
-	return resp.AppendNull(nil, s.proto)
+	rec, err := c.HGet(ctx, string(rewrite.RecordsKey(key)), s.Owner(r)).Result()
+	if err == redis.Nil {
+		return resp.AppendNull(nil, s.proto)
+	}
+	if err != nil {
+		return resp.AppendError(nil, errAdminUpstream(err))
+	}
+	lv, ok := parseRecord(rec)
+	if !ok {
+		return resp.AppendNull(nil, s.proto)
+	}
+	return resp.AppendInt(nil, lv.grant)
 }

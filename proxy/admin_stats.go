@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"log/slog"
-	"math"
 	"net"
 	"sort"
 	"strings"
@@ -23,11 +22,16 @@ import (
 type ops struct {
 	started time.Time
 
-	// adminPass is the admin password ("" = none); swapped on reload.
-	adminPass atomic.Pointer[string]
-	authed    sync.Map // *session → struct{}: sessions that gave LOCKPROXY AUTH
+	// logins are the admin credentials in force; swapped on reload.
+	logins    atomic.Pointer[adminLogins]
+	authed    sync.Map // *session → adminLogin: sessions that gave LOCKPROXY AUTH
+	authLimit *authLimiter
 
 	authFailures atomic.Int64
+	authLimited  atomic.Int64 // AUTH attempts refused by the failure limit
+
+	// Dials of shared upstream connections, by result.
+	dials, dialErrors atomic.Int64
 
 	// Per-rule counters, by the rule's pattern (so they survive a reload
 	// that keeps the pattern), and totals across rules.
@@ -37,6 +41,9 @@ type ops struct {
 	// First contention of each (owner, key) still waiting to acquire.
 	waitMu sync.Mutex
 	waits  map[waitKey]time.Time
+	// waitSwept is when a full waits table was last swept: at most once a
+	// second, so a flood of contended acquisitions does not sweep it each.
+	waitSwept time.Time
 
 	bytesIn, bytesOut atomic.Int64
 	logWarn, logError atomic.Int64
@@ -96,6 +103,9 @@ func outcomeIndex(o Outcome) int {
 // with (safe release and fencing). Fenced writes the fence refuses inside
 // Valkey (STALE) are counted apart, as stale_write_refused events.
 var refusalKinds = []string{"NOTOWNER", "TOKENRELEASE", "LOCKED", "UNFENCED"}
+
+// outcome is how many events of an outcome the rule (or the total) saw.
+func (rs *ruleStats) outcome(o Outcome) int64 { return rs.outcomes[outcomeIndex(o)].Load() }
 
 func (rs *ruleStats) refusal(kind string) *atomic.Int64 {
 	rs.refusalsMu.Lock()
@@ -183,9 +193,8 @@ func (o *ops) eachRule(f func(label string, rs *ruleStats)) {
 }
 
 func newOps(opts *Options) (*ops, error) {
-	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}}
-	pass := opts.AdminPassword
-	o.adminPass.Store(&pass)
+	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
+	o.logins.Store(newAdminLogins(opts.AdminPassword, opts.AdminUsers))
 	opts.Logger = slog.New(&countingHandler{h: opts.Logger.Handler(), o: o})
 	if opts.AuditFile != "" {
 		a, err := openAudit(opts.AuditFile, opts.AuditFileMaxBytes, opts.AuditFileKeep)
@@ -216,15 +225,16 @@ func (p *Proxy) contended(e *rewrite.Effect, now time.Time) {
 	if _, ok := o.waits[k]; ok {
 		return
 	}
-	if len(o.waits) >= maxWaits {
+	if len(o.waits) >= maxWaits && now.Sub(o.waitSwept) >= time.Second {
+		o.waitSwept = now
 		for wk, t := range o.waits {
 			if now.Sub(t) > 10*time.Minute {
 				delete(o.waits, wk)
 			}
 		}
-		if len(o.waits) >= maxWaits {
-			return
-		}
+	}
+	if len(o.waits) >= maxWaits {
+		return // full: this wait goes unmeasured
 	}
 	o.waits[k] = now
 }
@@ -250,22 +260,20 @@ func (p *Proxy) granted(e *rewrite.Effect, now time.Time) {
 	o.all.wait.observe(wait)
 }
 
-// released drops the record of a release that ran token-checked and records
-// how long the lock was held, and whether the release came after the lease
-// ran out.
-func (p *Proxy) released(e *rewrite.Effect, now time.Time) {
-	g, lapsed := p.grants.drop(e.Key, e.Owner, now)
-	ok := g != nil
+// released counts a release that ran token-checked: how long the lock was
+// held and whether the release came after the lease ran out, as the
+// Release script read them from the owner's record.
+func (p *Proxy) released(e *rewrite.Effect) {
 	rs := p.ops.rule(e.Rule)
 	rs.released.Add(1)
 	p.ops.all.released.Add(1)
-	if lapsed {
+	if e.Lapsed {
 		rs.lapsed.Add(1)
 		p.ops.all.lapsed.Add(1)
 	}
-	if ok {
-		rs.hold.observe(now.Sub(g.acquired))
-		p.ops.all.hold.observe(now.Sub(g.acquired))
+	if e.Held >= 0 {
+		rs.hold.observe(e.Held)
+		p.ops.all.hold.observe(e.Held)
 	}
 }
 
@@ -309,100 +317,6 @@ func refusalKind(reason string) string {
 
 // histogram is a fixed-bucket histogram of durations, written with atomics
 // only, read as a snapshot for STATS and /metrics.
-type histogram struct {
-	counts [len(durationBuckets) + 1]atomic.Int64
-	sumNs  atomic.Int64
-	maxNs  atomic.Int64
-	minNs1 atomic.Int64 // the smallest value + 1; 0 = none yet
-}
-
-// durationBuckets are upper bounds in seconds, from a fast in-process lock
-// to a long batch job.
-var durationBuckets = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-	1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
-
-func (h *histogram) observe(d time.Duration) {
-	if d < 0 {
-		d = 0
-	}
-	s := d.Seconds()
-	i := sort.SearchFloat64s(durationBuckets[:], s) // first bound >= s
-	h.counts[i].Add(1)
-	h.sumNs.Add(int64(d))
-	for {
-		m := h.maxNs.Load()
-		if int64(d) <= m || h.maxNs.CompareAndSwap(m, int64(d)) {
-			break
-		}
-	}
-	for {
-		m := h.minNs1.Load()
-		if (m != 0 && int64(d)+1 >= m) || h.minNs1.CompareAndSwap(m, int64(d)+1) {
-			break
-		}
-	}
-}
-
-type histSnapshot struct {
-	count   uint64
-	sum     float64 // seconds
-	max     float64 // seconds
-	min     float64 // seconds
-	buckets [len(durationBuckets) + 1]uint64
-}
-
-func (h *histogram) snapshot() histSnapshot {
-	var s histSnapshot
-	for i := range h.counts {
-		s.buckets[i] = uint64(h.counts[i].Load())
-		s.count += s.buckets[i]
-	}
-	s.sum = float64(h.sumNs.Load()) / 1e9
-	s.max = float64(h.maxNs.Load()) / 1e9
-	if m := h.minNs1.Load(); m > 0 {
-		s.min = float64(m-1) / 1e9
-	}
-	return s
-}
-
-func (s histSnapshot) mean() float64 {
-	if s.count == 0 {
-		return 0
-	}
-	return s.sum / float64(s.count)
-}
-
-// quantile estimates the q-quantile in seconds by linear interpolation inside
-// its bucket, narrowed to the smallest and largest values seen.
-func (s histSnapshot) quantile(q float64) float64 {
-	if s.count == 0 {
-		return 0
-	}
-	rank := q * float64(s.count)
-	var cum float64
-	for i, n := range s.buckets {
-		if n == 0 {
-			continue
-		}
-		if cum+float64(n) >= rank {
-			lo := s.min
-			if i > 0 {
-				lo = math.Max(durationBuckets[i-1], s.min)
-			}
-			hi := s.max
-			if i < len(durationBuckets) {
-				hi = math.Min(durationBuckets[i], s.max)
-			}
-			if hi < lo {
-				return hi
-			}
-			return lo + (hi-lo)*(rank-cum)/float64(n)
-		}
-		cum += float64(n)
-	}
-	return s.max
-}
-
 // countConn counts a client connection's bytes into the proxy's totals.
 type countConn struct {
 	net.Conn
@@ -497,17 +411,7 @@ func (p *Proxy) upstreamConns() int64 {
 	return n
 }
 
-// lapsedTotal is every grant whose lease ran out before its release: the
-// late releases, and the records dropped long after their lease ended
-// without any release.
-func (p *Proxy) lapsedTotal() int64 {
-	p.grants.mu.Lock()
-	defer p.grants.mu.Unlock()
-	return p.grants.lapsed
-}
-
-func (p *Proxy) untrackedTotal() int64 {
-	p.grants.mu.Lock()
-	defer p.grants.mu.Unlock()
-	return p.grants.untracked
-}
+// lapsedTotal is every release through this instance that came after its
+// grant's lease ran out. (A lease that runs out with no release at all is
+// Valkey's to expire: no instance sees it.)
+func (p *Proxy) lapsedTotal() int64 { return p.ops.all.lapsed.Load() }

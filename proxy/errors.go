@@ -3,6 +3,8 @@ package proxy
 import (
 	"fmt"
 	"time"
+
+	"github.com/lockproxy/lockproxy/policy"
 )
 
 // Every error reply the proxy itself writes, in one place. Each one follows
@@ -81,3 +83,51 @@ const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connectio
 // command was in flight with more of the client's commands behind it;
 // sending it again would run it after them.
 const errScriptFlushed = "UPSTREAM lockproxy's lock script was flushed from Valkey (SCRIPT FLUSH) while this command was in flight; it did not run: retry it"
+
+func errAdminUpstream(err error) string {
+	return "UPSTREAM lockproxy could not read the lock records from Valkey: " + oneLine(err) + "; check that Valkey is reachable and try again"
+}
+
+// Errors of the admin commands (LOCKPROXY ..., INFO lockproxy).
+
+const (
+	errAdminInMulti       = "ERR LOCKPROXY is answered by lockproxy itself and cannot run inside MULTI; send it outside the transaction"
+	errAdminNoPassword    = "ERR LOCKPROXY AUTH called, but no admin password or users are configured (admin.password, admin.users); every LOCKPROXY subcommand is open"
+	errAdminWrongPass     = "WRONGPASS invalid lockproxy admin password; LOCKPROXY AUTH takes admin.password from the lockproxy config"
+	errAdminWrongUserPass = "WRONGPASS invalid lockproxy admin user or password; LOCKPROXY AUTH <user> <password> takes a user of admin.users in the lockproxy config"
+)
+
+func errAdminUnknown(sub string) string {
+	return fmt.Sprintf("ERR unknown subcommand '%s'. Try LOCKPROXY HELP.", clip(sub, 64))
+}
+
+// errAdminNoAuth: what (LOCKPROXY STATS, INFO lockproxy) needs a login;
+// named says whether admin.users is set, so the message shows the AUTH
+// form that works.
+func errAdminNoAuth(what string, named bool) string {
+	if named {
+		return fmt.Sprintf("NOAUTH %s requires LOCKPROXY AUTH <user> <password> first (admin.users is set in the lockproxy config)", what)
+	}
+	return fmt.Sprintf("NOAUTH %s requires LOCKPROXY AUTH <password> first (admin.password is set in the lockproxy config)", what)
+}
+
+func errAdminNoPerm(what, user string, role policy.AdminRole) string {
+	return fmt.Sprintf("NOPERM %s needs an admin user with role operate; %q has role %s: log in as an operate user of admin.users", what, user, role)
+}
+
+func errAdminAuthLimit(addr string, wait time.Duration) string {
+	return fmt.Sprintf("AUTHLIMIT lockproxy refused LOCKPROXY AUTH from %s unchecked: %d failed logins within %s; try again in %s",
+		addr, authFailLimit, authFailWindow, (wait + time.Second - 1).Truncate(time.Second))
+}
+
+func errReload(err error) string {
+	return "ERR lockproxy reload failed; the running configuration stays: " + oneLine(err)
+}
+
+// clip shortens what a client sent before it is quoted back.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

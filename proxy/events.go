@@ -92,13 +92,17 @@ func (ev *events) recent(n int, keep func(*Event) bool) []Event {
 }
 
 // mask shows enough of a token to tell two apart in a log, never all of it.
-func mask(v []byte) string {
+func mask(v []byte) string { return maskHead(v, len(v)) }
+
+// maskHead masks a value of n bytes of which head holds (at least) the
+// first three.
+func maskHead(head []byte, n int) string {
 	switch {
-	case len(v) == 0:
+	case n == 0:
 		return ""
-	case len(v) < 12:
-		return "***(" + strconv.Itoa(len(v)) + " bytes)"
+	case n < 12:
+		return "***(" + strconv.Itoa(n) + " bytes)"
 	default:
-		return string(v[:3]) + "***(" + strconv.Itoa(len(v)) + " bytes)"
+		return string(head[:min(3, len(head))]) + "***(" + strconv.Itoa(n) + " bytes)"
 	}
 }

@@ -35,6 +35,11 @@ func (s *session) info(cmd resp.Command) bool {
 		s.forward(cmd.Raw, nil)
 		return true
 	}
+	// With admin users set, the section is theirs to read, as STATS is.
+	if msg := s.infoDenied(); msg != "" {
+		s.local(resp.AppendError(nil, msg))
+		return true
+	}
 	if len(rest) == 1 {
 		s.settle()
 		s.local(appendInfo(nil, s.p.infoSection(), s.proto))
@@ -55,6 +60,16 @@ func (s *session) info(cmd resp.Command) bool {
 		return appendInfo(nil, append(text, p.infoSection()...), proto)
 	})
 	return true
+}
+
+// infoDenied is the error for INFO lockproxy on this connection, or "".
+// Under admin.password alone the section stays open, as it always was;
+// admin.users make it follow the read role.
+func (s *session) infoDenied() string {
+	if !s.p.ops.logins.Load().named {
+		return ""
+	}
+	return s.adminDenied("INFO lockproxy", false, false)
 }
 
 // appendInfo encodes INFO text as Valkey does: a bulk string in RESP2, a
@@ -101,31 +116,32 @@ func (p *Proxy) statsFields() []field {
 		{"uptime_in_seconds", int64(now.Sub(o.started).Seconds())},
 		{"connected_clients", p.stats.clients.Load()},
 		{"rejected_clients", p.stats.rejected.Load()},
+		{"maxclients", int64(p.opts.MaxClients)},
 		{"dedicated_sessions", p.stats.dedicated.Load()},
 		{"upstream_connections", p.upstreamConns() + p.stats.dedicated.Load()},
+		{"upstream_dials", o.dials.Load()},
+		{"upstream_dial_failures", o.dialErrors.Load()},
 		{"client_input_bytes", o.bytesIn.Load()},
 		{"client_output_bytes", o.bytesOut.Load()},
 		{"lock_rules", int64(d.Rules.Len())},
-		{"locks_held", p.liveCount(now)},
-		{"grant_records", int64(p.grants.len())},
-		{"grants", p.stats.grants.Load()},
-		{"contention", p.stats.contention.Load()},
-		{"rewritten", p.stats.rewritten.Load()},
+		{"grants", all.grants.Load()},
+		{"contention", all.contention.Load()},
+		{"rewritten", all.released.Load() + all.renewed.Load()},
 		{"token_checked_releases", all.released.Load()},
 		{"token_checked_renewals", all.renewed.Load()},
-		{"refused", p.stats.refused.Load()},
+		{"refused", all.outcome(OutcomeRefused)},
 	}
 	for _, kc := range all.refusalCounts() {
 		f = append(f, field{"refused_" + strings.ToLower(kc.kind), kc.n})
 	}
 	f = append(f,
-		field{"observed", p.stats.observed.Load()},
-		field{"successor_deletions_prevented", p.stats.successorPrevented.Load()},
-		field{"successor_deletions", p.stats.successorDeleted.Load()},
+		// A successor deletion is an observed command too.
+		field{"observed", all.outcome(OutcomeObserved) + all.outcome(OutcomeSuccessorDeleted)},
+		field{"successor_deletions_prevented", all.prevented.Load()},
+		field{"successor_deletions", all.outcome(OutcomeSuccessorDeleted)},
 		field{"lapsed_leases", p.lapsedTotal()},
 		field{"late_releases", all.lapsed.Load()},
-		field{"stale_fenced_writes_refused", p.stats.staleRefused.Load()},
-		field{"grants_untracked", p.untrackedTotal()},
+		field{"stale_fenced_writes_refused", all.outcome(OutcomeStaleRefused)},
 	)
 	f = append(f, histFields("hold_time", all.hold.snapshot())...)
 	f = append(f, histFields("wait_time", all.wait.snapshot())...)
@@ -138,6 +154,7 @@ func (p *Proxy) statsFields() []field {
 	}
 	f = append(f,
 		field{"admin_auth_failures", o.authFailures.Load()},
+		field{"admin_auth_rate_limited", o.authLimited.Load()},
 		field{"config_reloads", o.reloads.Load()},
 		field{"config_reload_failures", o.reloadErrors.Load()},
 		field{"last_reload", last},

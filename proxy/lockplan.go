@@ -12,8 +12,10 @@ import (
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
-// The session as the rewrite package sees it.
-
+// Owner is the session as the rewrite package sees it: who the client is
+// under a rule's session scope. The same client name, or host, is the same
+// owner on every lockproxy instance in front of one Valkey; a connection
+// owner names this instance too.
 func (s *session) Owner(r *policy.Rule) string {
 	switch r.Session {
 	case policy.SessionClientName:
@@ -26,17 +28,8 @@ func (s *session) Owner(r *policy.Rule) string {
 	return s.connOwner
 }
 
-func (s *session) Grant(key []byte, owner string) ([]byte, int64, bool) {
-	g, ok := s.p.grants.get(key, owner)
-	if !ok {
-		return nil, 0, false
-	}
-	return g.value, g.number, true
-}
-
-func (s *session) Holder(key []byte, notOwner string) string {
-	return s.p.grants.holder(key, notOwner, time.Now())
-}
+// Proto is the RESP version the client speaks, for the Fenced script.
+func (s *session) Proto() int { return s.proto }
 
 // lockPlan applies the lock rules to one command. It reports whether it
 // dealt with the command; false means "route it as usual".
@@ -130,8 +123,9 @@ func (s *session) run(plan rewrite.Plan) {
 	effects := plan.Effects
 	shape := plan.Shape
 	hook := func(reply []byte) []byte {
-		s.apply(effects, reply) // the script's own reply: the grant number
-		return shape.Reply(reply, proto)
+		out := rewrite.Fold(shape, effects, reply, proto)
+		s.apply(effects, out)
+		return out
 	}
 	if s.ded != nil && s.ded.stream.Load() {
 		s.local(resp.AppendError(nil, errStreamLock))
@@ -214,99 +208,100 @@ func frameLen(n int) int {
 	return 1 + d + 4
 }
 
-// apply records what a reply means for the grant table and the audit.
-// reply is nil for effects known before sending (refusals).
+// apply records what a command's reply meant, in the counters and the
+// audit: effects as Fold filled them in (or as decided, for commands
+// forwarded or refused without a script). reply is the client's reply, nil
+// for effects known before sending (refusals).
 func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 	if len(reply) > 0 && reply[0] == '-' {
 		if bytes.HasPrefix(reply, []byte("-STALE ")) {
 			s.staleWrite(effects, reply)
+			return
 		}
-		return // Valkey refused it: nothing changed
+		if !refusedBy(effects) {
+			return // Valkey refused it: nothing changed
+		}
 	}
 	now := time.Now()
 	p := s.p
 	for i := range effects {
 		e := &effects[i]
-		n, isInt := resp.ReplyInt(reply)
-		// First what only updates the grant table: no event to build.
+		// First what only counts: no event to build.
 		switch e.Kind {
+		case 0:
+			continue // did not happen: another lock key of the command was refused
 		case rewrite.Grant:
-			if !isInt {
-				p.stats.contention.Add(1)
+			if e.Grant == 0 {
 				p.contended(e, now)
-				continue
+			} else {
+				p.granted(e, now)
 			}
-			g := &grant{owner: e.Owner, value: e.Value, number: n, acquired: now, lease: e.Lease,
-				client: s.addr, name: s.nameSnapshot(), rule: e.Rule}
-			switch {
-			case e.Lease > 0:
-				g.expires = now.Add(e.Lease)
-			case !e.At.IsZero():
-				g.expires = e.At
-			}
-			p.stats.grants.Add(1)
-			p.granted(e, now)
-			p.grants.put(string(e.Key), g, now)
 			continue
 		case rewrite.SetValue:
-			if bytes.HasPrefix(reply, []byte("+OK")) {
-				var exp time.Time
-				if e.Lease > 0 {
-					exp = now.Add(e.Lease)
-				} else if !e.At.IsZero() {
-					exp = e.At
-				}
-				p.grants.setValue(e.Key, e.Owner, e.Value, exp)
-			}
 			continue
 		case rewrite.FencedWrite:
-			continue // a write that passed its fence is not an intervention
+			if !e.Unfenced || e.Rule == nil || e.Rule.Fencing.UnfencedWrites != policy.UnfencedObserve {
+				continue // a write that passed its fence is not an intervention
+			}
 		}
 		ev := Event{Time: now, Client: s.addr, Name: s.nameSnapshot(), Command: e.Command, Key: string(e.Key),
 			Owner: e.Owner, Holder: e.Holder, Grant: e.Grant}
 		if e.Rule != nil {
 			ev.Rule = e.Rule.Pattern.String()
 		}
+		n, isInt := resp.ReplyInt(reply)
 		switch e.Kind {
 		case rewrite.Released:
-			p.released(e, now) // drops the record; hold time, lapsed
-			p.stats.rewritten.Add(1)
-			ev.Outcome, ev.Token = OutcomeRewritten, mask(e.Value)
-			ev.Detail = releaseDetail(n)
-			if isInt && n == int64(e.Plain) && e.Holder != "" {
-				ev.Outcome = OutcomeSuccessorPrevented
-				ev.Detail = "the lock is now " + e.Holder + "'s; not deleted"
-				p.stats.successorPrevented.Add(1)
+			switch e.Outcome {
+			case rewrite.OutcomeForwarded:
+				ev.Outcome, ev.Detail = OutcomeObserved, "forwarded unchecked"
+				if e.Holder != "" {
+					ev.Outcome = OutcomeSuccessorDeleted
+					ev.Detail = "deleted a lock granted to " + e.Holder
+				}
+			default:
+				p.released(e)
+				ev.Outcome, ev.Token = OutcomeRewritten, maskHead(e.Value, e.ValueLen)
+				ev.Detail = releaseDetail(n)
+				if e.Outcome == rewrite.OutcomeSuperseded && e.Holder != "" {
+					ev.Outcome = OutcomeSuccessorPrevented
+					ev.Detail = "the lock is now " + e.Holder + "'s; not deleted"
+				}
 			}
 		case rewrite.Renewed:
-			p.stats.rewritten.Add(1)
 			ev.Outcome = OutcomeRewritten
 			ev.Detail = "token-checked lease change"
-			if isInt && n == 0 || bytes.Equal(reply, []byte("$-1\r\n")) || bytes.Equal(reply, []byte("_\r\n")) {
+			if !e.Acted {
 				ev.Detail = "token-checked lease change: no longer the holder, nothing changed"
 			}
 		case rewrite.Observed:
-			p.stats.observed.Add(1)
 			ev.Outcome, ev.Detail = OutcomeObserved, e.Reason
-			if e.Holder != "" && isInt && n > int64(e.Plain) {
+			if isInt && n > int64(e.Plain) && e.Holder != "" {
 				ev.Outcome = OutcomeSuccessorDeleted
 				ev.Detail = "deleted a lock granted to " + e.Holder
-				p.stats.successorDeleted.Add(1)
 			}
 		case rewrite.Refused:
-			p.stats.refused.Add(1)
 			ev.Outcome, ev.Detail = OutcomeRefused, e.Reason
 			if e.Holder != "" {
-				p.stats.successorPrevented.Add(1)
 			}
 		case rewrite.Flushed:
 			ev.Outcome = OutcomeFlushed
-		case rewrite.Unfenced:
-			p.stats.observed.Add(1)
+		case rewrite.FencedWrite: // unfenced, under unfenced_writes: observe
 			ev.Outcome, ev.Detail = OutcomeObserved, "write to a guarded key without a grant of its lock"
 		}
 		p.record(ev, e) // ring, log line, counters by rule and outcome, audit file
 	}
+}
+
+// refusedBy reports whether a script refused the command (Fold turned one
+// of its effects into Refused), as opposed to Valkey rejecting it.
+func refusedBy(effects []rewrite.Effect) bool {
+	for i := range effects {
+		if effects[i].Kind == rewrite.Refused && effects[i].Reason != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseDetail is a rewritten release's event detail; the usual two are
@@ -436,9 +431,6 @@ func (p *Proxy) getKeys(args [][]byte) ([]keyspec.KeyWithFlags, error) {
 	return keyspec.GetKeysAndFlags(reply)
 }
 
-// Held lists the grants an owner holds, for fencing its writes.
-func (s *session) Held(owner string) []rewrite.Held { return s.p.grants.held(owner) }
-
 // staleWrite records a fenced write the fence refused.
 func (s *session) staleWrite(effects []rewrite.Effect, reply []byte) {
 	for i := range effects {
@@ -446,9 +438,8 @@ func (s *session) staleWrite(effects []rewrite.Effect, reply []byte) {
 		if e.Kind != rewrite.FencedWrite {
 			continue
 		}
-		s.p.stats.staleRefused.Add(1)
 		ev := Event{Time: time.Now(), Client: s.addr, Name: s.nameSnapshot(), Command: e.Command,
-			Key: string(e.Key), Owner: e.Owner, Grant: e.Grant, Outcome: OutcomeStaleRefused,
+			Key: string(e.Key), Owner: e.Owner, Grant: staleToken(reply), Outcome: OutcomeStaleRefused,
 			Detail: string(bytes.TrimRight(reply[1:], "\r\n"))}
 		if e.Rule != nil {
 			ev.Rule = e.Rule.Pattern.String()
@@ -456,6 +447,18 @@ func (s *session) staleWrite(effects []rewrite.Effect, reply []byte) {
 		s.p.record(ev, e)
 		return
 	}
+}
+
+// staleToken reads the refused token out of the Fenced script's STALE
+// error ("... with fencing token 33: ..."): the script found it in the
+// writer's record, so only the reply knows it.
+func staleToken(reply []byte) int64 {
+	_, rest, ok := bytes.Cut(reply, []byte("with fencing token "))
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.ParseInt(string(rest[:max(0, bytes.IndexByte(rest, ':'))]), 10, 64)
+	return n
 }
 
 // noTableError is the refusal while the command table is missing, with the

@@ -71,17 +71,18 @@ var (
 	mBuildInfo   = desc("build_info", "Always 1; the version label is lockproxy's version.", "version")
 	mClients     = desc("clients", "Client connections open now.")
 	mRejected    = desc("clients_rejected_total", "Client connections refused because maxclients was reached.")
+	mMaxClients  = desc("maxclients", "The maxclients setting: client connections served at once before more are refused.")
 	mDedicated   = desc("dedicated_sessions", "Client connections that have an upstream connection of their own now (MULTI, blocking commands, subscriptions, AUTH as another user).")
 	mUpstream    = desc("upstream_connections", "Open connections to Valkey, by kind: shared (multiplexed) or dedicated (one client's).", "kind")
+	mDials       = desc("upstream_dials_total", "Attempts to open a shared connection to Valkey, by result: ok or error. Past the pool's first dials, each one is a reconnect.", "result")
 	mBytes       = desc("client_bytes_total", "Bytes exchanged with clients, by direction: in (commands read) or out (replies written).", "direction")
 	mLogRecords  = desc("log_messages_total", "Warnings and errors logged (an unreachable upstream, a client dropped for not reading its replies, a failed reload ...), by level.", "level")
-	mAuthFail    = desc("admin_auth_failures_total", "LOCKPROXY AUTH attempts with a wrong password.")
+	mAuthFail    = desc("admin_auth_failures_total", "LOCKPROXY AUTH attempts with a wrong user or password.")
+	mAuthLimited = desc("admin_auth_rate_limited_total", "LOCKPROXY AUTH attempts refused unchecked because their client address failed too often.")
 	mReloads     = desc("config_reloads_total", "Configuration reloads (SIGHUP, LOCKPROXY RELOAD), by result: ok or error.", "result")
+	mReloadOK    = desc("config_last_reload_successful", "0 while the last reload failed (the file on disk is not the configuration in force), else 1.")
 	mRules       = desc("lock_rules", "Lock rules in force.")
-	mHeld        = desc("locks_held", "Locks granted through this proxy whose lease is still running.")
-	mRecords     = desc("grant_records", "Grant records kept, including lapsed ones kept so a late release is token-checked.")
-	mUntracked   = desc("grants_untracked_total", "Grants not recorded because the grant table was full (their releases are refused as from an unknown owner).")
-	mLapsed      = desc("lapsed_leases_total", "Grants whose lease ran out before their release: late releases, and records dropped unreleased.")
+	mLapsed      = desc("lapsed_leases_total", "Releases through this instance that came after their grant's lease ran out.")
 	mGrants      = desc("grants_total", "Locks acquired through the proxy (SET NX that took the lock).", "rule")
 	mContention  = desc("contention_total", "SET NX attempts that found the lock taken.", "rule")
 	mReleases    = desc("token_checked_releases_total", "Releases (DEL, UNLINK) that ran token-checked.", "rule")
@@ -100,8 +101,8 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("lockproxy_"+name, help, labels, nil)
 }
 
-var allDescs = []*prometheus.Desc{mBuildInfo, mClients, mRejected, mDedicated, mUpstream, mBytes,
-	mLogRecords, mAuthFail, mReloads, mRules, mHeld, mRecords, mUntracked, mLapsed, mGrants, mContention,
+var allDescs = []*prometheus.Desc{mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
+	mLogRecords, mAuthFail, mAuthLimited, mReloads, mReloadOK, mRules, mLapsed, mGrants, mContention,
 	mReleases, mRenewals, mLateRelease, mEvents, mRefusals, mPrevented, mDeleted, mStale, mHold, mWait}
 
 type collector struct{ p *Proxy }
@@ -115,7 +116,6 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	p := c.p
 	o := p.ops
-	now := time.Now()
 	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
@@ -125,22 +125,28 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(mBuildInfo, 1, p.version())
 	gauge(mClients, p.stats.clients.Load())
 	counter(mRejected, p.stats.rejected.Load())
+	gauge(mMaxClients, int64(p.opts.MaxClients))
 	ded := p.stats.dedicated.Load()
 	gauge(mDedicated, ded)
 	gauge(mUpstream, p.upstreamConns(), "shared")
 	gauge(mUpstream, ded, "dedicated")
+	counter(mDials, o.dials.Load(), "ok")
+	counter(mDials, o.dialErrors.Load(), "error")
 	counter(mBytes, o.bytesIn.Load(), "in")
 	counter(mBytes, o.bytesOut.Load(), "out")
 	counter(mLogRecords, o.logWarn.Load(), "warn")
 	counter(mLogRecords, o.logError.Load(), "error")
 	counter(mAuthFail, o.authFailures.Load())
+	counter(mAuthLimited, o.authLimited.Load())
 	counter(mReloads, o.reloads.Load(), "ok")
 	counter(mReloads, o.reloadErrors.Load(), "error")
+	reloadOK := int64(1)
+	if r := o.lastReload.Load(); r != nil && r.err != "" {
+		reloadOK = 0
+	}
+	gauge(mReloadOK, reloadOK)
 	d := p.decider.Load()
 	gauge(mRules, int64(d.Rules.Len()))
-	gauge(mHeld, p.liveCount(now))
-	gauge(mRecords, int64(p.grants.len()))
-	counter(mUntracked, p.untrackedTotal())
 	counter(mLapsed, p.lapsedTotal())
 
 	// Every rule in force has its series from the start, at 0.

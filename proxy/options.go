@@ -67,13 +67,10 @@ type Options struct {
 	Rules *policy.Rules
 	// OnFlush says whether FLUSHALL/FLUSHDB pass while lock rules exist.
 	OnFlush policy.FlushPolicy
-	// MaxGrants caps the grant records kept (default 100000): past it new
-	// grants are not recorded, and their holders' releases are refused as
-	// from an unknown owner, which fails closed.
-	MaxGrants int
-	// KeepLapsed is how long a grant's record outlives its lease (default
-	// 10m), so that the old holder's late release runs token-checked and
-	// answers 0 rather than being refused.
+	// KeepLapsed is how long an owner record, kept in Valkey beside its
+	// lock, outlives the lock's lease (default 10m), so that the old
+	// holder's late release runs token-checked and answers 0 rather than
+	// being refused as a stranger's.
 	KeepLapsed time.Duration
 	// EventRing is how many lock events are kept for audit (default 1024).
 	EventRing int
@@ -94,9 +91,15 @@ type Options struct {
 	// AdminPassword, when set, is what LOCKPROXY AUTH must be given before
 	// any LOCKPROXY subcommand but HELP and AUTH (admin.password).
 	AdminPassword string
+	// AdminUsers are named admin logins (admin.users): LOCKPROXY AUTH
+	// <name> <password>, each with a role. AdminPassword, when also set, is
+	// one more user, "default", with role operate. With users set, INFO
+	// lockproxy needs a login too.
+	AdminUsers []policy.AdminUser
 	// AdminOpenRead opens the read-only LOCKPROXY subcommands (AUDIT, LOCKS,
-	// STATS, SESSIONS, CHECK, FENCE) to every client even when AdminPassword
-	// is set; CONFIG and RELOAD still need LOCKPROXY AUTH.
+	// STATS, SESSIONS, CHECK, FENCE, and INFO lockproxy) to every client even
+	// when AdminPassword or AdminUsers is set; CONFIG and RELOAD still need
+	// LOCKPROXY AUTH.
 	AdminOpenRead bool
 	// ConfigPath is the configuration file LOCKPROXY RELOAD and
 	// [Proxy.Reload] read again; empty = reload is not available.
@@ -153,9 +156,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	if o.MaxGrants <= 0 {
-		o.MaxGrants = 100000
 	}
 	if o.KeepLapsed <= 0 {
 		o.KeepLapsed = 10 * time.Minute

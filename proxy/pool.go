@@ -66,6 +66,7 @@ func (pl *pool) conn(i int) (*upConn, error) {
 		return nil, err
 	}
 	if err != nil {
+		pl.p.ops.dialErrors.Add(1)
 		if sl.backoff == 0 {
 			sl.backoff = pl.p.opts.ReconnectBackoff
 		} else {
@@ -76,6 +77,7 @@ func (pl *pool) conn(i int) (*upConn, error) {
 		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", pl.p.opts.Upstream, "err", err, "retry_in", sl.backoff)
 		return nil, err
 	}
+	pl.p.ops.dials.Add(1)
 	sl.c, sl.err, sl.backoff = c, nil, 0
 	return c, nil
 }

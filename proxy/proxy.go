@@ -3,9 +3,12 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,9 +58,10 @@ type Proxy struct {
 	tableTried time.Time
 	tableErr   error         // why the last load failed
 	side       *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
-	grants     *grants
 	events     *events
-	refs       map[string]int // live connections per owner identity (name:, addr:)
+	// instance names this process in connection owners (conn:<instance>-<id>):
+	// new at every start, so no two instances, nor two runs of one, share one.
+	instance string
 
 	// With Sentinel: the primary's address now, and the watcher's stop.
 	masterMu    sync.Mutex
@@ -68,19 +72,13 @@ type Proxy struct {
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (admin_stats.go)
 }
 
+// stats counts connections. What lock traffic did is counted once, by rule
+// and in total, in ops (admin_stats.go): INFO, LOCKPROXY STATS and
+// /metrics all read it there.
 type stats struct {
 	clients   atomic.Int64
 	dedicated atomic.Int64
 	rejected  atomic.Int64
-
-	grants             atomic.Int64 // acquisitions through the proxy
-	contention         atomic.Int64 // SET NX that found the lock taken
-	rewritten          atomic.Int64 // releases and renewals run token-checked
-	refused            atomic.Int64
-	observed           atomic.Int64
-	successorPrevented atomic.Int64
-	successorDeleted   atomic.Int64
-	staleRefused       atomic.Int64 // fenced writes refused as stale
 }
 
 // New checks the options and probes Valkey once to learn whether it requires
@@ -103,9 +101,8 @@ func New(opts Options) (*Proxy, error) {
 		sessions:  map[*session]struct{}{},
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),
-		grants:    newGrants(opts.MaxGrants, opts.KeepLapsed),
+		instance:  newInstanceID(),
 		events:    newEvents(opts.EventRing, opts.Logger),
-		refs:      map[string]int{},
 	}
 	if opts.Sentinel.Master != "" {
 		if len(opts.Sentinel.Addrs) == 0 {
@@ -117,7 +114,7 @@ func New(opts Options) (*Proxy, error) {
 		go p.watchSentinel(ctx)
 	}
 	p.requireAuth = p.probeAuth()
-	p.decider.Store(&rewrite.Decider{Rules: opts.Rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0)})
+	p.decider.Store(&rewrite.Decider{Rules: opts.Rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed)})
 	// The side client dials only when used: for the command table once
 	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.
 	p.side = redis.NewClient(&redis.Options{
@@ -146,33 +143,6 @@ func New(opts Options) (*Proxy, error) {
 		p.loadTable()
 	}
 	return p, nil
-}
-
-// ref and unref count live connections per owner identity; when an owner's
-// last connection ends, its grant records go.
-func (p *Proxy) ref(owner string, ok bool) {
-	if !ok {
-		return
-	}
-	p.mu.Lock()
-	p.refs[owner]++
-	p.mu.Unlock()
-}
-
-func (p *Proxy) unref(owner string, ok bool) {
-	if !ok {
-		return
-	}
-	p.mu.Lock()
-	p.refs[owner]--
-	last := p.refs[owner] <= 0
-	if last {
-		delete(p.refs, owner)
-	}
-	p.mu.Unlock()
-	if last {
-		p.grants.dropOwner(owner)
-	}
 }
 
 // probeAuth sends PING without logging in: -NOAUTH means Valkey requires
@@ -256,7 +226,6 @@ func (p *Proxy) accept(nc net.Conn) {
 	}
 	s := newSession(p, p.ops.conn(nc), p.nextID.Add(1))
 	p.sessions[s] = struct{}{}
-	p.refs["addr:"+s.host]++
 	p.swg.Add(1)
 	lp := p.nextLoop()
 	p.mu.Unlock()
@@ -322,12 +291,20 @@ func (p *Proxy) sessionDone(s *session) {
 	p.mu.Lock()
 	delete(p.sessions, s)
 	p.mu.Unlock()
-	p.grants.dropOwner(s.connOwner)
-	p.unref("addr:"+s.host, true)
-	p.unref("name:"+s.name, s.name != "")
 	p.stats.clients.Add(-1)
 	p.sessionEnded(s)
 	p.swg.Done()
+}
+
+// newInstanceID is a random name for this process, for its connection
+// owners: a connection id alone would repeat after a restart, and between
+// two instances in front of one Valkey.
+func newInstanceID() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	return hex.EncodeToString(b[:])
 }
 
 // Shutdown stops accepting clients, lets every session finish the replies it

@@ -25,7 +25,8 @@ type ReloadResult struct {
 // Settings a reload applies at once; every other change needs a restart.
 func liveSetting(key string, logLevelLive bool) bool {
 	switch {
-	case key == "locks" || strings.HasPrefix(key, "locks["), key == "on_flush", key == "admin.password":
+	case key == "locks" || strings.HasPrefix(key, "locks["), key == "on_flush", key == "admin.password",
+		strings.HasPrefix(key, "admin.users["):
 		return true
 	case key == "log.level":
 		return logLevelLive
@@ -66,7 +67,7 @@ func (p *Proxy) configFromOptions() *policy.Config {
 	c.ClientOutputBufferLimit = policy.Size(o.OutputBufferLimit)
 	c.ProtoMaxBulkLen = policy.Size(o.Limits.MaxBulkLen)
 	c.ClientQueryBufferLimit = policy.Size(o.Limits.MaxQueryBuffer)
-	c.Admin.Password = o.AdminPassword
+	c.Admin.Password, c.Admin.Users = o.AdminPassword, o.AdminUsers
 	if o.OnFlush != "" {
 		c.OnFlush = o.OnFlush
 	}
@@ -80,8 +81,9 @@ func (p *Proxy) configFromOptions() *policy.Config {
 }
 
 // Reload reads the configuration file again and, when it is valid, applies
-// its lock rules, on_flush, admin.password (and log.level when the logger's
-// level is a LevelVar) to the next command of every connection; no
+// its lock rules, on_flush, admin.password and admin.users (and log.level
+// when the logger's level is a LevelVar) to the next command of every
+// connection; no
 // connection is dropped. On any error the running configuration stays and the
 // error names the file and line. Settings that only a restart can change are
 // listed in the result and logged.
@@ -120,10 +122,9 @@ func (p *Proxy) Reload() (ReloadResult, error) {
 	p.decider.Store(&nd)
 	p.tableMu.Unlock()
 
-	if old := o.adminPass.Load(); *old != cfg.Admin.Password {
-		pass := cfg.Admin.Password
-		o.adminPass.Store(&pass)
-		// A new password logs every admin session out.
+	if !o.logins.Load().same(cfg.Admin.Password, cfg.Admin.Users) {
+		o.logins.Store(newAdminLogins(cfg.Admin.Password, cfg.Admin.Users))
+		// New credentials log every admin session out.
 		o.authed.Range(func(k, _ any) bool { o.authed.Delete(k); return true })
 	}
 	if p.opts.LogLevel != nil {

@@ -26,7 +26,7 @@ type session struct {
 	nc   net.Conn
 	rd   *resp.Reader
 	addr string
-	host string // the client's IP, the owner under session: client_name
+	host string // the client's IP, the owner under session: client_addr
 	// connOwner is the session's owner identity under session: connection.
 	connOwner string
 	nameA     atomic.Pointer[string] // name, readable from upstream readers
@@ -133,7 +133,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	s.since, s.laddr = time.Now(), localAddr(nc)
 	s.lastActive.Store(s.since.UnixNano())
 	s.publish()
-	s.connOwner = "conn:" + strconv.FormatUint(id, 10)
+	s.connOwner = "conn:" + p.instance + "-" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
 	s.rd = resp.NewReader(nc, p.opts.Limits)
 	s.lastRead = time.Now()
@@ -624,17 +624,15 @@ func (s *session) goStream(pipe bool) {
 	s.ded.stream.Store(true)
 }
 
-// setName changes the client name (CLIENT SETNAME, HELLO SETNAME), keeping
-// the proxy's count of connections per name, which decides when a
-// session: client_name owner's records end.
+// setName changes the client name (CLIENT SETNAME, HELLO SETNAME): under
+// session: client_name, the owner of the locks this connection takes and
+// releases from now on.
 func (s *session) setName(name string) {
 	if name == s.name {
 		return
 	}
-	s.p.unref("name:"+s.name, s.name != "")
 	s.name = name
 	s.nameA.Store(&name)
-	s.p.ref("name:"+name, name != "")
 }
 
 func (s *session) nameSnapshot() string {

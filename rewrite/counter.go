@@ -5,8 +5,22 @@ package rewrite
 // cluster. A key with a hash tag keeps it (the suffix comes after it);
 // a key without one is wrapped in braces, which makes the whole key the tag
 // and so hashes exactly as the key itself does.
-func CounterKey(lock []byte) []byte {
-	const suffix = ":lockproxy:grants"
+func CounterKey(lock []byte) []byte { return lockproxyKey(lock, counterSuffix) }
+
+// RecordsKey names the hash of a lock key's owner records (see the scripts),
+// beside its counter and in the same hash slot.
+func RecordsKey(lock []byte) []byte { return lockproxyKey(lock, recordsSuffix) }
+
+// The suffixes of lockproxy's own keys. A key that ends in one of them is
+// lockproxy's: clients may read it, never write it (see Decider.own).
+const (
+	counterSuffix = ":lockproxy:grants"
+	recordsSuffix = ":lockproxy:owners"
+	// RecordsSuffix ends every owner records key (for SCAN MATCH).
+	RecordsSuffix = recordsSuffix
+)
+
+func lockproxyKey(lock []byte, suffix string) []byte {
 	if hasHashTag(lock) || !canWrap(lock) {
 		return append(append(make([]byte, 0, len(lock)+len(suffix)), lock...), suffix...)
 	}

@@ -1,8 +1,12 @@
 package rewrite
 
 import (
-	"github.com/lockproxy/lockproxy/resp"
+	"bytes"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/lockproxy/lockproxy/resp"
 
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
@@ -10,24 +14,18 @@ import (
 )
 
 // Session is what the decider needs to know about the client that sent a
-// command. The proxy implements it over its grant records.
+// command: who it is. Who holds which lock is Valkey's to say: the scripts
+// read the owner records kept beside each lock, so nothing about grants is
+// asked of the session.
 type Session interface {
-	// Owner is who holds locks for this client under r's session scope
-	// (the connection, its client name, or its host).
+	// Owner is who holds locks for this client under r's session scope:
+	// its connection (an instance id and a connection id), its client
+	// name, or its host. The same name or host is the same owner on every
+	// lockproxy instance.
 	Owner(r *policy.Rule) string
-	// Grant returns owner's latest grant of key, if the proxy saw one.
-	Grant(key []byte, owner string) (value []byte, grant int64, ok bool)
-	// Holder returns an owner other than notOwner whose grant of key has a
-	// lease that is still running ("" if none).
-	Holder(key []byte, notOwner string) string
-	// Held lists owner's grants (any lock key), for fencing its writes.
-	Held(owner string) []Held
-}
-
-// Held is one grant a session holds.
-type Held struct {
-	Key    []byte
-	Number int64
+	// Proto is the RESP version the client speaks (2 or 3): the Fenced
+	// script converts its command's reply the same way.
+	Proto() int
 }
 
 // Decider turns commands into Plans. It is safe for concurrent use; build a
@@ -41,6 +39,21 @@ type Decider struct {
 	// reload (copy the pointer); nil: EVAL bodies are analysed every time
 	// and every EVALSHA and FCALL is an unseen script.
 	Scripts *scriptcheck.Cache
+	// Keep is how long an owner record outlives its lease, in
+	// milliseconds as the scripts take it (KeepArg); nil: 10 minutes.
+	Keep []byte
+}
+
+// KeepArg is the scripts' keep_lapsed argument for a duration.
+func KeepArg(d time.Duration) []byte { return []byte(strconv.FormatInt(d.Milliseconds(), 10)) }
+
+var defaultKeep = KeepArg(10 * time.Minute)
+
+func (d *Decider) keep() []byte {
+	if d.Keep != nil {
+		return d.Keep
+	}
+	return defaultKeep
 }
 
 // Active reports whether there is anything to decide at all: without lock
@@ -76,6 +89,11 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	}
 	if isScript(args[0]) || isScriptAdmin(args[0]) {
 		return d.script(args, keys, s)
+	}
+	for _, k := range keys {
+		if k.Flags.Writes() && d.own(args[k.Index]) {
+			return d.refuseOwn(cmd.Upper, args[k.Index])
+		}
 	}
 	// rule is the first lock key's rule; set, setnx and renew take it as
 	// their key's (they have one key, args[1]), instead of matching again.
@@ -131,15 +149,45 @@ func hasArg(args [][]byte, word string) bool {
 // DecideKeys plans a command whose keys Valkey listed (the NeedKeys path).
 func (d *Decider) DecideKeys(args [][]byte, keys []keyspec.KeyWithFlags, s Session) Plan {
 	touched := make([]touch, 0, len(keys))
+	name := strings.ToUpper(string(args[0]))
 	for _, k := range keys {
+		if k.Flags.Writes() && d.own([]byte(k.Key)) {
+			return d.refuseOwn(name, []byte(k.Key))
+		}
 		touched = append(touched, touch{key: []byte(k.Key), flags: k.Flags})
 	}
-	return d.generic(strings.ToUpper(string(args[0])), args, touched, s)
+	return d.generic(name, args, touched, s)
 }
 
 type touch struct {
 	key   []byte
 	flags keyspec.KeyFlags
+}
+
+// own reports whether key is one of lockproxy's own: a grant counter or an
+// owner records hash (by their suffixes, whatever the rules say now: rules
+// change on reload, the keys stay), or a fence counter of a rule and its
+// hash of highest tokens. Clients may read them; a write could make an old
+// grant current again or erase a fence.
+func (d *Decider) own(key []byte) bool {
+	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) {
+		return true
+	}
+	if !d.Rules.Fenced() {
+		return false
+	}
+	all := d.Rules.All()
+	for i := range all {
+		if f := all[i].Fencing; f != nil && f.OwnsKey(&all[i], key) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Decider) refuseOwn(name string, key []byte) Plan {
+	reason := errOwnKey(name, key)
+	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: name, Key: clone(key), Reason: reason}}}
 }
 
 // generic handles every command that is not an acquisition, a release or a
@@ -153,8 +201,7 @@ func (d *Decider) generic(name string, args [][]byte, keys []touch, s Session) P
 		if r == nil || !(k.flags.Deletes() || k.flags.Overwrites()) {
 			continue
 		}
-		owner := s.Owner(r)
-		e := Effect{Command: name, Key: clone(k.key), Rule: r, Owner: owner, Holder: s.Holder(k.key, owner)}
+		e := Effect{Command: name, Key: clone(k.key), Rule: r, Owner: s.Owner(r)}
 		if r.Release == policy.ReleaseObserve {
 			e.Kind = Observed
 			effects = append(effects, e)
@@ -171,14 +218,24 @@ func (d *Decider) generic(name string, args [][]byte, keys []touch, s Session) P
 			}
 		}
 		p := d.fence(args, plain, s)
-		p.Effects = append(effects, p.Effects...)
+		// The fence's effects first: the Fenced script numbers its
+		// checks ("UNFENCED i") in the order of these effects.
+		p.Effects = append(p.Effects, effects...)
 		return p
 	}
 	return Plan{Effects: effects}
 }
 
-// set: SET ... NX is an acquisition; any other SET of a lock key is the
-// holder changing its own lock (token-checked) or an overwrite (refused).
+// lockKeys are the keys a lock script touches for one lock: the lock, its
+// grant counter and its owner records.
+func (d *Decider) lockKeys(dst [][]byte, r *policy.Rule, key []byte) [][]byte {
+	return append(dst, key, d.counter(r, key), RecordsKey(key))
+}
+
+// set: SET ... NX (any expiry form, GET, KEEPTTL) is an acquisition; any
+// other SET of a lock key is the holder changing its own lock, which the
+// Holder script runs only for the holder (and refuses, LOCKED, for anyone
+// without a record of the lock).
 func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 	o := parseSet(args)
 	if !o.ok {
@@ -186,68 +243,64 @@ func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 	}
 	key := args[1]
 	owner := s.Owner(r)
-	if o.nx && !o.get {
-		// The script's ARGV is the command's own arguments after the key:
-		// they stay valid until the plan is encoded (see Plan).
+	if o.nx {
+		// The script's ARGV ends with the command's own arguments after
+		// the key: they stay valid until the plan is encoded (see Plan).
+		get, shape := none, AcquireReply
+		if o.get {
+			// SET NX GET answers the old value: nil when the key was
+			// absent, which is when it took the lock.
+			get, shape = getFlag, AcquireGetReply
+		}
+		sargs := make([][]byte, 0, 3+len(args)-2)
+		sargs = append(sargs, []byte(owner), d.keep(), get)
 		ck, cv := clone2(key, args[2])
 		return Plan{
 			Kind:   Run,
 			Script: Acquire,
-			Keys:   [][]byte{key, d.counter(r, key)},
-			Args:   args[2:],
-			Shape:  AcquireReply,
+			Keys:   d.lockKeys(make([][]byte, 0, 3), r, key),
+			Args:   append(sargs, args[2:]...),
+			Shape:  shape,
 			Effects: []Effect{{
-				Kind: Grant, Command: "SET", Key: ck, Rule: r, Owner: owner,
-				Value: cv, Lease: o.lease, At: o.at,
+				Kind: Grant, Command: "SET", Key: ck, Rule: r, Owner: owner, Value: cv,
 			}},
 		}
 	}
-	if o.nx {
-		// SET NX GET answers the old value, not whether the lock was
-		// taken: forwarded, and no grant is recorded.
-		return Plan{}
+	if r.Release == policy.ReleaseObserve {
+		return Plan{Effects: []Effect{{Kind: Observed, Command: "SET", Key: clone(key), Rule: r, Owner: owner}}}
 	}
-	value, grant, held := s.Grant(key, owner)
-	if held && r.Release != policy.ReleaseObserve {
-		gargs := make([][]byte, 0, len(args)+2)
-		gargs = append(gargs, value, itoa(grant), []byte("nil"), []byte("SET"))
-		gargs = append(gargs, args[2:]...)
-		return Plan{
-			Kind: Run, Script: Guarded,
-			Keys: [][]byte{key, d.counter(r, key)}, Args: gargs,
-			Effects: []Effect{{Kind: SetValue, Command: "SET", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]), Grant: grant, Lease: o.lease, At: o.at}},
-		}
-	}
-	return d.generic("SET", nil, []touch{{key: key, flags: keyspec.KeyOW}}, s)
+	return d.holder("SET", args, r, owner, nilReply, codeLocked, Effect{Kind: SetValue, Value: clone(args[2])})
 }
 
 // setnx: SETNX is the acquisition of old clients (no lease): the same script
 // as SET ... NX, answering SETNX's :1 or :0.
 func (d *Decider) setnx(args [][]byte, r *policy.Rule, s Session) Plan {
 	key := args[1]
+	owner := s.Owner(r)
 	return Plan{
 		Kind:   Run,
 		Script: Acquire,
-		Keys:   [][]byte{key, d.counter(r, key)},
-		Args:   [][]byte{args[2], []byte("NX")},
+		Keys:   d.lockKeys(make([][]byte, 0, 3), r, key),
+		Args:   [][]byte{[]byte(owner), d.keep(), none, args[2], nxWord},
 		Shape:  SetNXReply,
 		Effects: []Effect{{
-			Kind: Grant, Command: "SETNX", Key: clone(key), Rule: r, Owner: s.Owner(r), Value: clone(args[2]),
+			Kind: Grant, Command: "SETNX", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]),
 		}},
 	}
 }
 
 // release: DEL/UNLINK. Plain keys are deleted as asked; each lock key by the
-// rule's release mode and whether this client holds it. Any refusal refuses
-// the whole command, so nothing is deleted half-way.
+// rule's release mode and, inside the Release script, by whether this
+// client's record says it holds the lock. Any refusal refuses the whole
+// command, so nothing is deleted half-way.
 func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Session) Plan {
 	// Sized for the common case up front: this runs for every release, and
 	// growing these slices from nothing was most of its cost. sargs is the
-	// script's ARGV: the command, the number of plain keys, then value and
-	// grant per lock key.
+	// script's ARGV: the command, the number of plain keys, keep_lapsed,
+	// then owner and mode per lock key.
 	var plain [][]byte
-	locks := make([][]byte, 0, 2*len(keys))
-	sargs := make([][]byte, 2, 2+2*len(keys))
+	locks := make([][]byte, 0, 3*len(keys))
+	sargs := make([][]byte, 3, 3+2*len(keys))
 	effects := make([]Effect, 0, len(keys))
 	for _, k := range keys {
 		key := args[k.Index]
@@ -263,68 +316,84 @@ func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Sess
 			continue
 		}
 		owner := s.Owner(r)
-		holder := s.Holder(key, owner)
-		value, grant, held := s.Grant(key, owner)
-		base := Effect{Command: name, Rule: r, Owner: owner, Holder: holder}
-		switch {
-		case r.Release == policy.ReleaseObserve ||
-			(!held && r.UnknownOwner == policy.UnknownOwnerForward):
-			base.Kind, base.Key = Observed, clone(key)
-			effects = append(effects, base)
-			plain = append(plain, key)
-		case !held:
-			base.Kind, base.Key, base.Reason = Refused, clone(key), errNotOwnerRelease(name, key, r)
-			return Plan{Kind: Refuse, Err: base.Reason, Effects: []Effect{base}}
-		case r.Release == policy.ReleaseReject:
-			base.Kind, base.Key, base.Reason = Refused, clone(key), errRejectRelease(name, key, r)
-			return Plan{Kind: Refuse, Err: base.Reason, Effects: []Effect{base}}
-		default: // rewrite, held
-			base.Kind, base.Grant = Released, grant
-			base.Key, base.Value = clone2(key, value)
-			effects = append(effects, base)
-			locks = append(locks, key, d.counter(r, key))
-			sargs = append(sargs, value, itoa(grant))
-		}
-	}
-	for i := range effects {
-		effects[i].Plain = len(plain) - countObserved(effects)
+		effects = append(effects, Effect{Kind: Released, Command: name, Key: clone(key), Rule: r, Owner: owner})
+		locks = d.lockKeys(locks, r, key)
+		sargs = append(sargs, []byte(owner), releaseMode(r))
 	}
 	if len(locks) == 0 {
-		return Plan{Effects: effects}
+		return Plan{}
+	}
+	for i := range effects {
+		effects[i].Plain = len(plain)
 	}
 	skeys := locks
 	if len(plain) > 0 {
 		skeys = append(plain, locks...)
 	}
-	sargs[0], sargs[1] = releaseNames[name], itoa(int64(len(plain)))
-	return Plan{Kind: Run, Script: Release, Keys: skeys, Args: sargs, Effects: effects}
+	sargs[0], sargs[1], sargs[2] = releaseNames[name], itoa(int64(len(plain))), d.keep()
+	return Plan{Kind: Run, Script: Release, Keys: skeys, Args: sargs, Shape: ReleaseReply, Effects: effects}
+}
+
+// releaseMode is a rule's mode as the Release script takes it.
+func releaseMode(r *policy.Rule) []byte {
+	switch {
+	case r.Release == policy.ReleaseObserve:
+		return modeObserve
+	case r.Release == policy.ReleaseReject && r.UnknownOwner == policy.UnknownOwnerForward:
+		return modeRejectFwd
+	case r.Release == policy.ReleaseReject:
+		return modeReject
+	case r.UnknownOwner == policy.UnknownOwnerForward:
+		return modeRewriteFwd
+	}
+	return modeRewrite
 }
 
 // renew: a lease change (EXPIRE family, PERSIST, GETEX with options) runs
-// token-checked for the holder and is refused for anyone else.
+// for the holder only, in the Holder script, and is refused (NOTOWNER) for
+// anyone without a record of the lock.
 func (d *Decider) renew(name string, args [][]byte, r *policy.Rule, s Session) Plan {
-	key := args[1]
 	owner := s.Owner(r)
-	e := Effect{Command: name, Key: clone(key), Rule: r, Owner: owner, Holder: s.Holder(key, owner)}
 	if r.Release == policy.ReleaseObserve {
-		e.Kind = Observed
-		return Plan{Effects: []Effect{e}}
+		return Plan{Effects: []Effect{{Kind: Observed, Command: name, Key: clone(args[1]), Rule: r, Owner: owner}}}
 	}
-	value, grant, held := s.Grant(key, owner)
-	if !held {
-		e.Kind, e.Reason = Refused, errNotOwnerRenew(name, key, r)
-		return Plan{Kind: Refuse, Err: e.Reason, Effects: []Effect{e}}
-	}
-	fail := []byte("0")
+	fail := zeroReply
 	if name == "GETEX" {
-		fail = []byte("nil")
+		fail = nilReply
 	}
-	gargs := make([][]byte, 0, len(args)+2)
-	gargs = append(gargs, value, itoa(grant), fail, []byte(name))
-	gargs = append(gargs, args[2:]...)
-	e.Kind, e.Grant = Renewed, grant
-	return Plan{Kind: Run, Script: Guarded, Keys: [][]byte{key, d.counter(r, key)}, Args: gargs, Effects: []Effect{e}}
+	return d.holder(name, args, r, owner, fail, codeNotOwner, Effect{Kind: Renewed})
 }
+
+// holder plans a command the Holder script runs for the lock's holder.
+func (d *Decider) holder(name string, args [][]byte, r *policy.Rule, owner string, fail, code []byte, e Effect) Plan {
+	key := args[1]
+	sargs := make([][]byte, 0, 5+len(args)-2)
+	sargs = append(sargs, []byte(owner), d.keep(), fail, code, []byte(name))
+	e.Command, e.Key, e.Rule, e.Owner = name, clone(key), r, owner
+	return Plan{
+		Kind: Run, Script: Holder,
+		Keys:    d.lockKeys(make([][]byte, 0, 3), r, key),
+		Args:    append(sargs, args[2:]...),
+		Shape:   HolderReply,
+		Effects: []Effect{e},
+	}
+}
+
+// The scripts' fixed arguments, shared (encoded, never written to).
+var (
+	none           = []byte{}
+	getFlag        = []byte("get")
+	nxWord         = []byte("NX")
+	zeroReply      = []byte("0")
+	nilReply       = []byte("nil")
+	codeNotOwner   = []byte("NOTOWNER")
+	codeLocked     = []byte("LOCKED")
+	modeRewrite    = []byte("rewrite")
+	modeRewriteFwd = []byte("rewrite+")
+	modeReject     = []byte("reject")
+	modeRejectFwd  = []byte("reject+")
+	modeObserve    = []byte("observe")
+)
 
 // counter is the key whose INCR mints the grant numbers of a lock key: the
 // rule's fence counter, or the default next to the lock.
@@ -344,8 +413,10 @@ func (d *Decider) flush(name []byte) Plan {
 	return Plan{Effects: []Effect{{Kind: Flushed, Command: cmd}}}
 }
 
+// isFlush: the commands that drop every lock of a database at once.
+// SWAPDB is one: the locks a client holds in one database are gone from it.
 func isFlush(name []byte) bool {
-	return resp.EqualFold(name, "flushall") || resp.EqualFold(name, "flushdb")
+	return resp.EqualFold(name, "flushall") || resp.EqualFold(name, "flushdb") || resp.EqualFold(name, "swapdb")
 }
 
 func isScript(name []byte) bool {
@@ -404,17 +475,6 @@ func itoa(n int64) []byte {
 		buf[i] = '-'
 	}
 	return append([]byte(nil), buf[i:]...)
-}
-
-// countObserved counts the lock keys a release forwards as plain keys.
-func countObserved(effects []Effect) int {
-	n := 0
-	for _, e := range effects {
-		if e.Kind == Observed {
-			n++
-		}
-	}
-	return n
 }
 
 // guarded reports whether some fenced rule guards key.

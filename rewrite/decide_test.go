@@ -64,34 +64,13 @@ func testDecider(tb testing.TB, config string, onFlush policy.FlushPolicy) *rewr
 	return d
 }
 
-// The grant table every decision test sees. alice holds most locks through
-// her connection; bob holds others; "name:app" holds a client_name lock.
-func testWorld() world {
-	return world{
-		"conn:alice": {
-			"resource:lock": {value: "abc", number: 7},
-			"{user:1}:lock": {value: "1", number: 3},
-			"rej:a":         {value: "t", number: 2},
-			"fwd:a":         {value: "t", number: 4},
-			"{r}:flock":     {value: "tok", number: 35},
-			"{c}:clock":     {value: "tok", number: 12},
-		},
-		"conn:bob": {
-			"obs:a":      {value: "b", number: 5},
-			"other:lock": {value: "xyz", number: 9},
-			"stale:lock": {value: "old", number: 1, lapsed: true},
-		},
-		"name:app": {
-			"named:a": {value: "n", number: 11},
-		},
-	}
-}
-
-func sessions(w world) (alice, bob, carol *fakeSession) {
-	alice = &fakeSession{conn: "conn:alice", name: "name:app", addr: "10.0.0.1", w: w}
-	bob = &fakeSession{conn: "conn:bob", name: "name:other", addr: "10.0.0.2", w: w}
-	// carol is another connection of alice's application (same client name).
-	carol = &fakeSession{conn: "conn:carol", name: "name:app", addr: "10.0.0.1", w: w}
+// The sessions of the decision tests. carol is another connection of
+// alice's application (same client name, same host). Who holds which lock
+// is not theirs to say: plans differ only by the owner they carry.
+func sessions() (alice, bob, carol *fakeSession) {
+	alice = &fakeSession{conn: "conn:alice", name: "name:app", addr: "10.0.0.1"}
+	bob = &fakeSession{conn: "conn:bob", name: "name:other", addr: "10.0.0.2"}
+	carol = &fakeSession{conn: "conn:carol", name: "name:app", addr: "10.0.0.1"}
 	return alice, bob, carol
 }
 
@@ -110,21 +89,49 @@ type decideCase struct {
 	effects []string
 }
 
-// Counter keys of the default template.
+// Keys of the default templates, and the scripts' keep_lapsed argument
+// when the Decider does not set one (10 minutes).
 const (
 	resCtr  = "{resource:lock}:lockproxy:grants"
+	resRecs = "{resource:lock}:lockproxy:owners"
 	userCtr = "{user:1}:lock:lockproxy:grants"
+	keep    = "600000"
 )
+
+// lockKeys are the three keys every lock script gets for one lock.
+func lockKeys(lock, counter string) []string {
+	return []string{lock, counter, string(rewrite.RecordsKey([]byte(lock)))}
+}
+
+func defaultLockKeys(lock string) []string { return lockKeys(lock, ctr(lock)) }
 
 func decideCases() []decideCase {
 	w := strings.Fields
-	run := func(s *rewrite.Script, keys, args []string, effects ...string) decideCase {
-		return decideCase{kind: rewrite.Run, script: s, keys: keys, sargs: args, effects: effects}
+	cat := func(parts ...[]string) []string {
+		var out []string
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
 	}
-	acquire := func(keys, args []string, effects ...string) decideCase {
-		c := run(rewrite.Acquire, keys, args, effects...)
-		c.shape = rewrite.AcquireReply
-		return c
+	run := func(s *rewrite.Script, shape rewrite.Shape, keys, args []string, effects ...string) decideCase {
+		return decideCase{kind: rewrite.Run, script: s, shape: shape, keys: keys, sargs: args, effects: effects}
+	}
+	// acquire: SET lock ... NX as Acquire; set are SET's arguments after the key.
+	acquire := func(keys []string, owner string, set []string, effects ...string) decideCase {
+		return run(rewrite.Acquire, rewrite.AcquireReply, keys, cat([]string{owner, keep, ""}, set), effects...)
+	}
+	// release: DEL/UNLINK as Release; locks are owner, mode pairs.
+	release := func(cmd string, plain, keys []string, locks []string, effects ...string) decideCase {
+		return run(rewrite.Release, rewrite.ReleaseReply, cat(plain, keys),
+			cat([]string{cmd, strconv.Itoa(len(plain)), keep}, locks), effects...)
+	}
+	// holder: a command Holder runs for the lock's holder.
+	holder := func(keys []string, owner, fail, code string, cmd []string, effects ...string) decideCase {
+		return run(rewrite.Holder, rewrite.HolderReply, keys, cat([]string{owner, keep, fail, code}, cmd), effects...)
+	}
+	fenced := func(keys, args []string, effects ...string) decideCase {
+		return run(rewrite.Fenced, rewrite.FencedReply, keys, args, effects...)
 	}
 	refuse := func(code string, effects ...string) decideCase {
 		return decideCase{kind: rewrite.Refuse, code: code, effects: effects}
@@ -135,6 +142,12 @@ func decideCases() []decideCase {
 		return c
 	}
 	with := func(c decideCase, f func(*decideCase)) decideCase { f(&c); return c }
+	res := defaultLockKeys("resource:lock")
+	// The fence keys of a candidate lock: its counter, records and marks.
+	// {r}:flock is a candidate once, though two guard templates ("{base}:data"
+	// and "{base}:items:*") can read {r}:data back as its.
+	flock2 := []string{"{r}:fence", "{r}:flock:lockproxy:owners", "{r}:fence:high"}
+	sflock2 := w("{s}:fence {s}:flock:lockproxy:owners {s}:fence:high")
 
 	return []decideCase{
 		// Keys no rule matches are never touched.
@@ -154,226 +167,247 @@ func decideCases() []decideCase {
 		named(forward(), "OBJECT ENCODING lock", "bob", "OBJECT", "ENCODING", "resource:lock"),
 		named(forward(), "COPY from a lock reads it", "bob", "COPY", "resource:lock", "plain"),
 		named(forward(), "GETEX without options is a read", "bob", "GETEX", "resource:lock"),
+		named(forward(), "reading lockproxy's own keys is allowed", "bob", "HGETALL", resRecs),
 
-		// Acquisition: SET NX in any case and option order.
-		named(acquire(w("resource:lock "+resCtr), w("abc NX PX 30000"),
-			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc lease=30s"),
+		// Acquisition: SET NX in any case, option order and expiry form.
+		named(acquire(res, "conn:alice", w("abc NX PX 30000"),
+			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"),
 			"SET NX PX", "", "SET", "resource:lock", "abc", "NX", "PX", "30000"),
-		named(acquire(w("resource:lock "+resCtr), w("xyz px 30000 nx"),
-			"Grant SET key=resource:lock rule=0 owner=conn:bob value=xyz lease=30s"),
+		named(acquire(res, "conn:bob", w("xyz px 30000 nx"),
+			"Grant SET key=resource:lock rule=0 owner=conn:bob value=xyz"),
 			"set px nx, another owner (contention is Valkey's answer)", "bob", "set", "resource:lock", "xyz", "px", "30000", "nx"),
-		named(acquire(w("resource:lock "+resCtr), w("abc Ex 30 nX"),
-			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc lease=30s"),
+		named(acquire(res, "conn:alice", w("abc Ex 30 nX"),
+			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"),
 			"SET EX NX mixed case", "", "SET", "resource:lock", "abc", "Ex", "30", "nX"),
-		named(acquire(w("resource:lock "+resCtr), w("abc NX PXAT 1700000000123"),
-			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc at=1700000000123"),
+		named(acquire(res, "conn:alice", w("abc NX PXAT 1700000000123"),
+			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"),
 			"SET NX PXAT", "", "SET", "resource:lock", "abc", "NX", "PXAT", "1700000000123"),
-		named(acquire(w("resource:lock "+resCtr), w("abc EXAT 1700000000 NX"),
-			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc at=1700000000000"),
+		named(acquire(res, "conn:alice", w("abc EXAT 1700000000 NX"),
+			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"),
 			"SET EXAT NX", "", "SET", "resource:lock", "abc", "EXAT", "1700000000", "NX"),
-		named(acquire(w("resource:lock "+resCtr), w("abc KEEPTTL NX"),
+		named(acquire(res, "conn:alice", w("abc KEEPTTL NX"),
 			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"),
 			"SET KEEPTTL NX", "", "SET", "resource:lock", "abc", "KEEPTTL", "NX"),
-		named(acquire(w("resource:lock "+resCtr), w("abc NX"),
+		named(acquire(res, "conn:alice", w("abc NX"),
 			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"),
 			"SET NX without lease", "", "SET", "resource:lock", "abc", "NX"),
-		named(acquire(w("{user:1}:lock "+userCtr), w("1 NX PX 100"),
-			"Grant SET key={user:1}:lock rule=0 owner=conn:alice value=1 lease=100ms"),
-			"hash tag kept in the counter", "", "SET", "{user:1}:lock", "1", "NX", "PX", "100"),
-		named(acquire(w("a}b:lock a}b:lock:lockproxy:grants"), w("v NX"),
+		named(with(run(rewrite.Acquire, rewrite.AcquireGetReply, res, w("conn:alice "+keep+" get abc NX GET PX 100"),
+			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"), func(c *decideCase) {}),
+			"SET NX GET: a nil reply means it took the lock", "", "SET", "resource:lock", "abc", "NX", "GET", "PX", "100"),
+		named(acquire(lockKeys("{user:1}:lock", userCtr), "conn:alice", w("1 NX PX 100"),
+			"Grant SET key={user:1}:lock rule=0 owner=conn:alice value=1"),
+			"hash tag kept in the counter and the records", "", "SET", "{user:1}:lock", "1", "NX", "PX", "100"),
+		named(acquire(w("a}b:lock a}b:lock:lockproxy:grants a}b:lock:lockproxy:owners"), "conn:alice", w("v NX"),
 			"Grant SET key=a}b:lock rule=0 owner=conn:alice value=v"),
 			"key that cannot be wrapped in a tag", "", "SET", "a}b:lock", "v", "NX"),
-		named(acquire(w("{r}:flock {r}:fence"), w("tok NX PX 100"),
-			"Grant SET key={r}:flock rule=5 owner=conn:alice value=tok lease=100ms"),
+		named(acquire(lockKeys("{r}:flock", "{r}:fence"), "conn:alice", w("tok NX PX 100"),
+			"Grant SET key={r}:flock rule=5 owner=conn:alice value=tok"),
 			"fence counter template", "", "SET", "{r}:flock", "tok", "NX", "PX", "100"),
-		named(acquire(w("named:a {named:a}:lockproxy:grants"), w("n NX"),
+		named(acquire(defaultLockKeys("named:a"), "name:app", w("n NX"),
 			"Grant SET key=named:a rule=4 owner=name:app value=n"),
 			"client_name owner", "carol", "SET", "named:a", "n", "NX"),
-		named(forward(), "SET NX GET is not an acquisition", "", "SET", "resource:lock", "abc", "NX", "GET"),
+		named(acquire(defaultLockKeys("obs:a"), "conn:alice", w("v NX"),
+			"Grant SET key=obs:a rule=2 owner=conn:alice value=v"),
+			"release: observe still records grants", "", "SET", "obs:a", "v", "NX"),
 		named(forward(), "SET NX XX: Valkey answers the syntax error", "", "SET", "resource:lock", "abc", "NX", "XX"),
 		named(forward(), "SET NX PX 0: Valkey answers", "", "SET", "resource:lock", "abc", "NX", "PX", "0"),
 		named(forward(), "SET NX PX not a number", "", "SET", "resource:lock", "abc", "NX", "PX", "soon"),
 		named(forward(), "SET NX EX PX", "", "SET", "resource:lock", "abc", "NX", "EX", "1", "PX", "1"),
 		named(forward(), "SET NX unknown option", "", "SET", "resource:lock", "abc", "NX", "BOGUS"),
-
-		// Release by the holder: token-checked.
-		named(run(rewrite.Release, w("resource:lock "+resCtr), w("DEL 0 abc 7"),
-			"Released DEL key=resource:lock rule=0 owner=conn:alice value=abc grant=7"),
-			"DEL by holder", "", "DEL", "resource:lock"),
-		named(run(rewrite.Release, w("resource:lock "+resCtr), w("UNLINK 0 abc 7"),
-			"Released UNLINK key=resource:lock rule=0 owner=conn:alice value=abc grant=7"),
-			"unlink by holder", "", "unlink", "resource:lock"),
-		named(run(rewrite.Release, w("{r}:flock {r}:fence"), w("DEL 0 tok 35"),
-			"Released DEL key={r}:flock rule=5 owner=conn:alice value=tok grant=35"),
-			"DEL of a fenced lock checks the fence counter", "", "DEL", "{r}:flock"),
-		named(run(rewrite.Release, w("named:a {named:a}:lockproxy:grants"), w("DEL 0 n 11"),
-			"Released DEL key=named:a rule=4 owner=name:app value=n grant=11"),
-			"DEL by a sibling connection under client_name", "carol", "DEL", "named:a"),
-
-		// Release by anyone else.
-		named(with(refuse("NOTOWNER", "Refused DEL key=resource:lock rule=0 owner=conn:bob holder=conn:alice"), func(c *decideCase) {
-			c.err = `NOTOWNER lockproxy refused DEL of lock key "resource:lock" (rule 1 "*:lock"): this connection acquired no lock on it through lockproxy, so it may be another client's lock; release with the token you acquired it with: EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`
-		}), "DEL by non-holder", "bob", "DEL", "resource:lock"),
-		named(refuse("NOTOWNER", "Refused DEL key=a\r\nb:lock rule=0 owner=conn:bob"),
-			"a key with CR LF is quoted in the error", "bob", "DEL", "a\r\nb:lock"),
-		named(refuse("NOTOWNER", "Refused UNLINK key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"UNLINK by non-holder", "bob", "UNLINK", "resource:lock"),
-		named(refuse("NOTOWNER", "Refused DEL key=stale:lock rule=0 owner=conn:alice"),
-			"DEL of a lock whose holder's lease is over: still not yours", "", "DEL", "stale:lock"),
-		named(refuse("NOTOWNER", "Refused DEL key=resource:lock rule=0 owner=conn:carol holder=conn:alice"),
-			"sibling pooled connection under session: connection", "carol", "DEL", "resource:lock"),
-		named(refuse("NOTOWNER", "Refused DEL key=named:a rule=4 owner=name:other holder=name:app"),
-			"other client name under client_name", "bob", "DEL", "named:a"),
-		named(with(refuse("TOKENRELEASE", "Refused DEL key=rej:a rule=1 owner=conn:alice"), func(c *decideCase) {
-			c.err = `TOKENRELEASE lockproxy refused the blind DEL of lock key "rej:a" (rule 2 "rej:*", release: reject): a blind delete can remove a successor's lock after your lease ran out; release with your token: EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`
-		}), "release: reject, holder", "", "DEL", "rej:a"),
-		named(refuse("NOTOWNER", "Refused DEL key=rej:a rule=1 owner=conn:bob holder=conn:alice"),
-			"release: reject, non-holder", "bob", "DEL", "rej:a"),
-		named(forward("Observed DEL key=obs:a rule=2 owner=conn:bob"),
-			"release: observe, holder", "bob", "DEL", "obs:a"),
-		named(forward("Observed DEL key=obs:a rule=2 owner=conn:alice holder=conn:bob"),
-			"release: observe, non-holder (successor deletion when it deletes)", "", "DEL", "obs:a"),
-		named(forward("Observed DEL key=fwd:a rule=3 owner=conn:bob holder=conn:alice"),
-			"unknown_owner: forward, non-holder", "bob", "DEL", "fwd:a"),
-		named(run(rewrite.Release, w("fwd:a {fwd:a}:lockproxy:grants"), w("DEL 0 t 4"),
-			"Released DEL key=fwd:a rule=3 owner=conn:alice value=t grant=4"),
-			"unknown_owner: forward, holder still token-checked", "", "DEL", "fwd:a"),
-
-		// Multi-key DEL: plain keys as asked, locks by their rule, one sum.
-		named(run(rewrite.Release,
-			w("p1 p2 resource:lock "+resCtr+" {user:1}:lock "+userCtr), w("DEL 2 abc 7 1 3"),
-			"Released DEL key=resource:lock rule=0 owner=conn:alice value=abc grant=7 plain=2",
-			"Released DEL key={user:1}:lock rule=0 owner=conn:alice value=1 grant=3 plain=2"),
-			"multi-key DEL mixed", "", "DEL", "p1", "resource:lock", "p2", "{user:1}:lock"),
-		named(run(rewrite.Release, w("p1 obs:a resource:lock "+resCtr), w("UNLINK 2 abc 7"),
-			"Observed UNLINK key=obs:a rule=2 owner=conn:alice holder=conn:bob plain=1",
-			"Released UNLINK key=resource:lock rule=0 owner=conn:alice value=abc grant=7 plain=1"),
-			"multi-key UNLINK with an observed lock", "", "UNLINK", "p1", "obs:a", "resource:lock"),
-		named(refuse("NOTOWNER", "Refused DEL key=other:lock rule=0 owner=conn:alice holder=conn:bob"),
-			"multi-key DEL refused whole when one lock is not the caller's", "", "DEL", "p1", "resource:lock", "other:lock"),
-
-		// Lease renewal.
-		named(run(rewrite.Guarded, w("resource:lock "+resCtr), w("abc 7 0 PEXPIRE 30000"),
-			"Renewed PEXPIRE key=resource:lock rule=0 owner=conn:alice grant=7"),
-			"PEXPIRE by holder", "", "PEXPIRE", "resource:lock", "30000"),
-		named(run(rewrite.Guarded, w("resource:lock "+resCtr), w("abc 7 0 EXPIRE 30 GT"),
-			"Renewed EXPIRE key=resource:lock rule=0 owner=conn:alice grant=7"),
-			"expire GT by holder", "", "expire", "resource:lock", "30", "GT"),
-		named(run(rewrite.Guarded, w("resource:lock "+resCtr), w("abc 7 0 PEXPIREAT 1700000000000"),
-			"Renewed PEXPIREAT key=resource:lock rule=0 owner=conn:alice grant=7"),
-			"PEXPIREAT by holder", "", "PEXPIREAT", "resource:lock", "1700000000000"),
-		named(run(rewrite.Guarded, w("resource:lock "+resCtr), w("abc 7 0 EXPIREAT 1700000000"),
-			"Renewed EXPIREAT key=resource:lock rule=0 owner=conn:alice grant=7"),
-			"EXPIREAT by holder", "", "EXPIREAT", "resource:lock", "1700000000"),
-		named(run(rewrite.Guarded, w("resource:lock "+resCtr), w("abc 7 0 PERSIST"),
-			"Renewed PERSIST key=resource:lock rule=0 owner=conn:alice grant=7"),
-			"PERSIST by holder", "", "PERSIST", "resource:lock"),
-		named(run(rewrite.Guarded, w("resource:lock "+resCtr), w("abc 7 nil GETEX PX 100"),
-			"Renewed GETEX key=resource:lock rule=0 owner=conn:alice grant=7"),
-			"GETEX PX by holder", "", "GETEX", "resource:lock", "PX", "100"),
-		named(run(rewrite.Guarded, w("resource:lock "+resCtr), w("abc 7 nil SET abc XX PX 30000"),
-			"SetValue SET key=resource:lock rule=0 owner=conn:alice value=abc grant=7 lease=30s"),
-			"SET XX by holder", "", "SET", "resource:lock", "abc", "XX", "PX", "30000"),
-		named(run(rewrite.Guarded, w("resource:lock "+resCtr), w("abc 7 nil SET def KEEPTTL"),
-			"SetValue SET key=resource:lock rule=0 owner=conn:alice value=def grant=7"),
-			"SET by holder changes its own value", "", "SET", "resource:lock", "def", "KEEPTTL"),
-		named(run(rewrite.Guarded, w("rej:a {rej:a}:lockproxy:grants"), w("t 2 0 PEXPIRE 100"),
-			"Renewed PEXPIRE key=rej:a rule=1 owner=conn:alice grant=2"),
-			"renewal under release: reject", "", "PEXPIRE", "rej:a", "100"),
-		named(with(refuse("NOTOWNER", "Refused PEXPIRE key=resource:lock rule=0 owner=conn:bob holder=conn:alice"), func(c *decideCase) {
-			c.err = `NOTOWNER lockproxy refused PEXPIRE of lock key "resource:lock" (rule 1 "*:lock"): only the client that acquired the lock through lockproxy may change its lease; acquire it with SET key token NX PX ms first`
-		}), "PEXPIRE by stranger", "bob", "PEXPIRE", "resource:lock", "30000"),
-		named(refuse("NOTOWNER", "Refused PERSIST key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"PERSIST by stranger", "bob", "PERSIST", "resource:lock"),
-		named(refuse("NOTOWNER", "Refused GETEX key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"GETEX PERSIST by stranger", "bob", "GETEX", "resource:lock", "PERSIST"),
-		named(refuse("LOCKED", "Refused SET key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"SET XX by stranger", "bob", "SET", "resource:lock", "xyz", "XX", "PX", "30000"),
-		named(forward("Observed PEXPIRE key=obs:a rule=2 owner=conn:alice holder=conn:bob"),
-			"renewal by stranger under observe", "", "PEXPIRE", "obs:a", "100"),
-
-		// Overwrites and removals of a lock: refused with LOCKED.
-		named(refuse("LOCKED", "Refused SET key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"SET overwrite", "bob", "SET", "resource:lock", "x"),
-		named(with(refuse("LOCKED", "Refused GETSET key=resource:lock rule=0 owner=conn:alice"), func(c *decideCase) {
-			c.err = `LOCKED lockproxy refused GETSET on lock key "resource:lock" (rule 1 "*:lock"): it would overwrite or remove a lock that another client may hold; acquire with SET key token NX PX ms and release with your token: EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`
-		}), "GETSET, even by the holder", "", "GETSET", "resource:lock", "x"),
-		named(refuse("LOCKED", "Refused GETDEL key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"GETDEL", "bob", "GETDEL", "resource:lock"),
-		named(refuse("LOCKED", "Refused RENAME key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"RENAME from a lock", "bob", "RENAME", "resource:lock", "plain"),
-		named(refuse("LOCKED", "Refused RENAME key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"RENAME onto a lock", "bob", "RENAME", "plain", "resource:lock"),
-		named(refuse("LOCKED", "Refused RENAMENX key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"RENAMENX onto a lock", "bob", "RENAMENX", "plain", "resource:lock"),
-		named(refuse("LOCKED", "Refused MOVE key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"MOVE", "bob", "MOVE", "resource:lock", "1"),
-		named(refuse("LOCKED", "Refused COPY key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"COPY REPLACE onto a lock", "bob", "COPY", "plain", "resource:lock", "REPLACE"),
-		named(refuse("LOCKED", "Refused RESTORE key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"RESTORE REPLACE", "bob", "RESTORE", "resource:lock", "0", "payload", "REPLACE"),
-		named(refuse("LOCKED", "Refused APPEND key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"APPEND", "bob", "APPEND", "resource:lock", "x"),
-		named(refuse("LOCKED", "Refused SETRANGE key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"SETRANGE", "bob", "SETRANGE", "resource:lock", "0", "x"),
-		named(refuse("LOCKED", "Refused INCR key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"INCR", "bob", "INCR", "resource:lock"),
-		named(refuse("LOCKED", "Refused MSET key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"MSET", "bob", "MSET", "a", "1", "resource:lock", "2"),
-		named(refuse("LOCKED", "Refused MSET key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"MSET with an observed lock first: the refusal alone", "bob", "MSET", "obs:a", "1", "resource:lock", "2"),
-		named(refuse("LOCKED", "Refused SUNIONSTORE key=resource:lock rule=0 owner=conn:bob holder=conn:alice"),
-			"*STORE onto a lock", "bob", "SUNIONSTORE", "resource:lock", "s1", "s2"),
 		// SETNX is the acquisition of old clients: the same script as
 		// SET ... NX (no lease), answering :1 or :0.
-		named(with(run(rewrite.Acquire, w("resource:lock "+resCtr), w("x NX"),
+		named(run(rewrite.Acquire, rewrite.SetNXReply, res, []string{"conn:bob", keep, "", "x", "NX"},
 			"Grant SETNX key=resource:lock rule=0 owner=conn:bob value=x"),
-			func(c *decideCase) { c.shape = rewrite.SetNXReply }),
 			"SETNX (legacy acquisition)", "bob", "SETNX", "resource:lock", "x"),
-		named(forward("Observed GETSET key=obs:a rule=2 owner=conn:alice holder=conn:bob"),
+
+		// Release: always the Release script, whoever sends it; the
+		// script decides from the owner records. The plan carries the
+		// owner and the rule's mode.
+		named(release("DEL", nil, res, w("conn:alice rewrite"),
+			"Released DEL key=resource:lock rule=0 owner=conn:alice"),
+			"DEL", "", "DEL", "resource:lock"),
+		named(release("DEL", nil, res, w("conn:bob rewrite"),
+			"Released DEL key=resource:lock rule=0 owner=conn:bob"),
+			"DEL by another owner: the same plan, its own owner", "bob", "DEL", "resource:lock"),
+		named(release("UNLINK", nil, res, w("conn:alice rewrite"),
+			"Released UNLINK key=resource:lock rule=0 owner=conn:alice"),
+			"unlink", "", "unlink", "resource:lock"),
+		named(release("DEL", nil, lockKeys("{r}:flock", "{r}:fence"), w("conn:alice rewrite"),
+			"Released DEL key={r}:flock rule=5 owner=conn:alice"),
+			"DEL of a fenced lock checks the fence counter", "", "DEL", "{r}:flock"),
+		named(release("DEL", nil, defaultLockKeys("named:a"), w("name:app rewrite"),
+			"Released DEL key=named:a rule=4 owner=name:app"),
+			"DEL by a sibling connection under client_name", "carol", "DEL", "named:a"),
+		named(release("DEL", nil, res, w("conn:carol rewrite"),
+			"Released DEL key=resource:lock rule=0 owner=conn:carol"),
+			"sibling pooled connection under session: connection is its own owner", "carol", "DEL", "resource:lock"),
+		named(release("DEL", nil, defaultLockKeys("a\r\nb:lock"), w("conn:bob rewrite"),
+			"Released DEL key=a\r\nb:lock rule=0 owner=conn:bob"),
+			"a key with CR LF", "bob", "DEL", "a\r\nb:lock"),
+		named(release("DEL", nil, defaultLockKeys("rej:a"), w("conn:alice reject"),
+			"Released DEL key=rej:a rule=1 owner=conn:alice"),
+			"release: reject", "", "DEL", "rej:a"),
+		named(release("DEL", nil, defaultLockKeys("obs:a"), w("conn:bob observe"),
+			"Released DEL key=obs:a rule=2 owner=conn:bob"),
+			"release: observe (forwarded inside the script, which says whose lock it was)", "bob", "DEL", "obs:a"),
+		named(release("DEL", nil, defaultLockKeys("fwd:a"), w("conn:bob rewrite+"),
+			"Released DEL key=fwd:a rule=3 owner=conn:bob"),
+			"unknown_owner: forward", "bob", "DEL", "fwd:a"),
+
+		// Multi-key DEL: plain keys as asked, locks by their rule, one sum.
+		named(release("DEL", w("p1 p2"), cat(res, lockKeys("{user:1}:lock", userCtr)), w("conn:alice rewrite conn:alice rewrite"),
+			"Released DEL key=resource:lock rule=0 owner=conn:alice plain=2",
+			"Released DEL key={user:1}:lock rule=0 owner=conn:alice plain=2"),
+			"multi-key DEL mixed", "", "DEL", "p1", "resource:lock", "p2", "{user:1}:lock"),
+		named(release("UNLINK", w("p1"), cat(defaultLockKeys("obs:a"), res), w("conn:alice observe conn:alice rewrite"),
+			"Released UNLINK key=obs:a rule=2 owner=conn:alice plain=1",
+			"Released UNLINK key=resource:lock rule=0 owner=conn:alice plain=1"),
+			"multi-key UNLINK with an observed lock", "", "UNLINK", "p1", "obs:a", "resource:lock"),
+		named(release("DEL", nil, cat(res, res), w("conn:alice rewrite conn:alice rewrite"),
+			"Released DEL key=resource:lock rule=0 owner=conn:alice",
+			"Released DEL key=resource:lock rule=0 owner=conn:alice"),
+			"a lock named twice", "", "DEL", "resource:lock", "resource:lock"),
+		named(with(refuse("LOCKED", "Refused DEL key={r}:data"), func(c *decideCase) {
+			c.err = `LOCKED lockproxy refused DEL: it deletes lock keys together with "{r}:data", a key a lock guards, whose delete must pass the lock's fence; send the guarded keys in a command of their own`
+		}), "a lock and a guarded key in one DEL", "", "DEL", "resource:lock", "{r}:data"),
+
+		// Lease changes: the Holder script, for the holder only; refused
+		// (NOTOWNER) inside it for an owner without a record.
+		named(holder(res, "conn:alice", "0", "NOTOWNER", w("PEXPIRE 30000"),
+			"Renewed PEXPIRE key=resource:lock rule=0 owner=conn:alice"),
+			"PEXPIRE", "", "PEXPIRE", "resource:lock", "30000"),
+		named(holder(res, "conn:bob", "0", "NOTOWNER", w("EXPIRE 30 GT"),
+			"Renewed EXPIRE key=resource:lock rule=0 owner=conn:bob"),
+			"expire GT", "bob", "expire", "resource:lock", "30", "GT"),
+		named(holder(res, "conn:alice", "0", "NOTOWNER", w("PEXPIREAT 1700000000000"),
+			"Renewed PEXPIREAT key=resource:lock rule=0 owner=conn:alice"),
+			"PEXPIREAT", "", "PEXPIREAT", "resource:lock", "1700000000000"),
+		named(holder(res, "conn:alice", "0", "NOTOWNER", w("EXPIREAT 1700000000"),
+			"Renewed EXPIREAT key=resource:lock rule=0 owner=conn:alice"),
+			"EXPIREAT", "", "EXPIREAT", "resource:lock", "1700000000"),
+		named(holder(res, "conn:alice", "0", "NOTOWNER", w("PERSIST"),
+			"Renewed PERSIST key=resource:lock rule=0 owner=conn:alice"),
+			"PERSIST", "", "PERSIST", "resource:lock"),
+		named(holder(res, "conn:alice", "nil", "NOTOWNER", w("GETEX PX 100"),
+			"Renewed GETEX key=resource:lock rule=0 owner=conn:alice"),
+			"GETEX PX", "", "GETEX", "resource:lock", "PX", "100"),
+		named(holder(defaultLockKeys("rej:a"), "conn:alice", "0", "NOTOWNER", w("PEXPIRE 100"),
+			"Renewed PEXPIRE key=rej:a rule=1 owner=conn:alice"),
+			"renewal under release: reject", "", "PEXPIRE", "rej:a", "100"),
+		named(holder(defaultLockKeys("named:a"), "name:app", "0", "NOTOWNER", w("PEXPIRE 100"),
+			"Renewed PEXPIRE key=named:a rule=4 owner=name:app"),
+			"renewal by a sibling under client_name", "carol", "PEXPIRE", "named:a", "100"),
+		named(forward("Observed PEXPIRE key=obs:a rule=2 owner=conn:alice"),
+			"renewal under observe", "", "PEXPIRE", "obs:a", "100"),
+
+		// The holder's SET of its own lock: Holder too, LOCKED for others.
+		named(holder(res, "conn:alice", "nil", "LOCKED", w("SET abc XX PX 30000"),
+			"SetValue SET key=resource:lock rule=0 owner=conn:alice value=abc"),
+			"SET XX", "", "SET", "resource:lock", "abc", "XX", "PX", "30000"),
+		named(holder(res, "conn:alice", "nil", "LOCKED", w("SET def XX KEEPTTL GET"),
+			"SetValue SET key=resource:lock rule=0 owner=conn:alice value=def"),
+			"SET XX KEEPTTL GET changes the holder's value", "", "SET", "resource:lock", "def", "XX", "KEEPTTL", "GET"),
+		named(holder(res, "conn:bob", "nil", "LOCKED", w("SET x"),
+			"SetValue SET key=resource:lock rule=0 owner=conn:bob value=x"),
+			"plain SET of a lock", "bob", "SET", "resource:lock", "x"),
+		named(forward("Observed SET key=obs:a rule=2 owner=conn:alice"),
+			"SET under observe", "", "SET", "obs:a", "x"),
+
+		// Overwrites and removals of a lock by other commands: refused
+		// with LOCKED at plan time, whoever sends them.
+		named(with(refuse("LOCKED", "Refused GETSET key=resource:lock rule=0 owner=conn:alice"), func(c *decideCase) {
+			c.err = `LOCKED lockproxy refused GETSET on lock key "resource:lock" (rule 1 "*:lock"): it would overwrite or remove a lock that another client may hold; acquire with SET key token NX PX ms and release with your token: EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`
+		}), "GETSET", "", "GETSET", "resource:lock", "x"),
+		named(refuse("LOCKED", "Refused GETDEL key=resource:lock rule=0 owner=conn:bob"),
+			"GETDEL", "bob", "GETDEL", "resource:lock"),
+		named(refuse("LOCKED", "Refused RENAME key=resource:lock rule=0 owner=conn:bob"),
+			"RENAME from a lock", "bob", "RENAME", "resource:lock", "plain"),
+		named(refuse("LOCKED", "Refused RENAME key=resource:lock rule=0 owner=conn:bob"),
+			"RENAME onto a lock", "bob", "RENAME", "plain", "resource:lock"),
+		named(refuse("LOCKED", "Refused RENAMENX key=resource:lock rule=0 owner=conn:bob"),
+			"RENAMENX onto a lock", "bob", "RENAMENX", "plain", "resource:lock"),
+		named(refuse("LOCKED", "Refused MOVE key=resource:lock rule=0 owner=conn:bob"),
+			"MOVE", "bob", "MOVE", "resource:lock", "1"),
+		named(refuse("LOCKED", "Refused COPY key=resource:lock rule=0 owner=conn:bob"),
+			"COPY REPLACE onto a lock", "bob", "COPY", "plain", "resource:lock", "REPLACE"),
+		named(refuse("LOCKED", "Refused RESTORE key=resource:lock rule=0 owner=conn:bob"),
+			"RESTORE REPLACE", "bob", "RESTORE", "resource:lock", "0", "payload", "REPLACE"),
+		named(refuse("LOCKED", "Refused APPEND key=resource:lock rule=0 owner=conn:bob"),
+			"APPEND", "bob", "APPEND", "resource:lock", "x"),
+		named(refuse("LOCKED", "Refused SETRANGE key=resource:lock rule=0 owner=conn:bob"),
+			"SETRANGE", "bob", "SETRANGE", "resource:lock", "0", "x"),
+		named(refuse("LOCKED", "Refused INCR key=resource:lock rule=0 owner=conn:bob"),
+			"INCR", "bob", "INCR", "resource:lock"),
+		named(refuse("LOCKED", "Refused MSET key=resource:lock rule=0 owner=conn:bob"),
+			"MSET", "bob", "MSET", "a", "1", "resource:lock", "2"),
+		named(refuse("LOCKED", "Refused MSET key=resource:lock rule=0 owner=conn:bob"),
+			"MSET with an observed lock first: the refusal alone", "bob", "MSET", "obs:a", "1", "resource:lock", "2"),
+		named(refuse("LOCKED", "Refused SUNIONSTORE key=resource:lock rule=0 owner=conn:bob"),
+			"*STORE onto a lock", "bob", "SUNIONSTORE", "resource:lock", "s1", "s2"),
+		named(refuse("LOCKED", "Refused GEORADIUS key=resource:lock rule=0 owner=conn:bob"),
+			"GEORADIUS ... STORE a STORE lock: Valkey writes the last STORE", "bob", "GEORADIUS", "g", "0", "0", "1", "km", "STORE", "a", "STORE", "resource:lock"),
+		named(forward("Observed GETSET key=obs:a rule=2 owner=conn:alice"),
 			"overwrite under observe", "", "GETSET", "obs:a", "x"),
 
-		// FLUSHALL / FLUSHDB.
+		// lockproxy's own keys: readable, never writable by a client.
+		named(with(refuse("LOCKED", "Refused SET key="+resCtr), func(c *decideCase) {
+			c.err = `LOCKED lockproxy refused SET on "{resource:lock}:lockproxy:grants": it is one of lockproxy's own keys (a grant counter, owner records or fencing marks), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO`
+		}), "SET of a grant counter", "", "SET", resCtr, "7"),
+		named(refuse("LOCKED", "Refused HSET key="+resRecs), "HSET of owner records", "", "HSET", resRecs, "conn:bob", "1 0 0 abc"),
+		named(refuse("LOCKED", "Refused DEL key="+resRecs), "DEL of owner records", "", "DEL", "p1", resRecs),
+		named(refuse("LOCKED", "Refused INCR key={r}:fence"), "INCR of a fence counter", "", "INCR", "{r}:fence"),
+		named(refuse("LOCKED", "Refused DEL key={r}:fence:high"), "DEL of a fence's highest tokens", "", "DEL", "{r}:fence:high"),
+		named(refuse("LOCKED", "Refused RENAME key={r}:fence"), "RENAME onto a fence counter", "", "RENAME", "plain", "{r}:fence"),
+		named(refuse("LOCKED", "Refused EVAL key="+resCtr), "EVAL given a grant counter", "",
+			"EVAL", "return redis.call('INCR', KEYS[1])", "1", resCtr),
+		named(refuse("LOCKED", "Refused FCALL key={r}:fence:high"), "FCALL given a fence mark", "",
+			"FCALL", "f", "1", "{r}:fence:high"),
+		named(forward(), "EVAL_RO may read them", "", "EVAL_RO", "return redis.call('GET', KEYS[1])", "1", resCtr),
+
+		// FLUSHALL / FLUSHDB / SWAPDB.
 		named(with(refuse("LOCKED", "Refused FLUSHALL"), func(c *decideCase) {
 			c.err = "LOCKED lockproxy refused FLUSHALL: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config"
 		}), "FLUSHALL under on_flush: reject", "", "FLUSHALL"),
 		named(refuse("LOCKED", "Refused FLUSHDB"), "flushdb async under on_flush: reject", "", "flushdb", "async"),
+		named(refuse("LOCKED", "Refused SWAPDB"), "SWAPDB under on_flush: reject", "", "SWAPDB", "0", "1"),
 		named(with(forward("Flushed FLUSHALL"), func(c *decideCase) { c.flush = policy.FlushAllow }),
 			"FLUSHALL under on_flush: allow", "", "FLUSHALL"),
 		named(with(forward("Flushed FLUSHDB"), func(c *decideCase) { c.flush = policy.FlushAllow }),
 			"FLUSHDB SYNC under on_flush: allow", "", "FLUSHDB", "SYNC"),
+		named(with(forward("Flushed SWAPDB"), func(c *decideCase) { c.flush = policy.FlushAllow }),
+			"swapdb under on_flush: allow", "", "swapdb", "0", "1"),
 
-		// Fencing: writes to guarded keys.
-		named(run(rewrite.Fenced, w("{r}:fence {r}:fence:high {r}:data"), w("1 35 highest {r}:data SET {r}:data v"),
-			"FencedWrite SET key={r}:data rule=5 owner=conn:alice value={r}:flock grant=35"),
-			"fenced SET by holder (highest)", "", "SET", "{r}:data", "v"),
-		named(run(rewrite.Fenced, w("{r}:fence {r}:fence:high {r}:items:1"), w("1 35 highest {r}:items:1 hset {r}:items:1 f v"),
-			"FencedWrite HSET key={r}:items:1 rule=5 owner=conn:alice value={r}:flock grant=35"),
+		// Fencing: every write to a guarded key runs in Fenced, which
+		// finds the writer's token in the candidate lock's records (and
+		// applies unfenced_writes when there is none).
+		named(fenced(cat(flock2, w("{r}:data")), w("conn:alice 2 1 1 highest reject {r}:data SET {r}:data v"),
+			"FencedWrite SET key={r}:data rule=5 owner=conn:alice"),
+			"fenced SET (highest)", "", "SET", "{r}:data", "v"),
+		named(fenced(cat(flock2, w("{r}:data")), w("conn:bob 2 1 1 highest reject {r}:data SET {r}:data v"),
+			"FencedWrite SET key={r}:data rule=5 owner=conn:bob"),
+			"fenced SET by another client: the same plan, its own owner", "bob", "SET", "{r}:data", "v"),
+		named(fenced(cat(flock2, w("{r}:items:1")), w("conn:alice 2 1 1 highest reject {r}:items:1 hset {r}:items:1 f v"),
+			"FencedWrite HSET key={r}:items:1 rule=5 owner=conn:alice"),
 			"fenced hset, glob guard", "", "hset", "{r}:items:1", "f", "v"),
-		named(run(rewrite.Fenced, w("{r}:fence {r}:fence:high {r}:data"), w("1 35 highest {r}:data DEL {r}:data"),
-			"FencedWrite DEL key={r}:data rule=5 owner=conn:alice value={r}:flock grant=35"),
+		named(fenced(cat(flock2, w("{r}:data")), w("conn:alice 2 1 1 highest reject {r}:data DEL {r}:data"),
+			"FencedWrite DEL key={r}:data rule=5 owner=conn:alice"),
 			"fenced DEL of a guarded key", "", "DEL", "{r}:data"),
-		named(run(rewrite.Fenced,
-			w("{r}:fence {r}:fence:high {r}:fence {r}:fence:high {r}:data {r}:items:2"),
-			w("2 35 highest {r}:data 35 highest {r}:items:2 MSET {r}:data 1 {r}:items:2 2"),
-			"FencedWrite MSET key={r}:data rule=5 owner=conn:alice value={r}:flock grant=35",
-			"FencedWrite MSET key={r}:items:2 rule=5 owner=conn:alice value={r}:flock grant=35"),
+		named(fenced(cat(flock2, flock2, w("{r}:data {r}:items:2")),
+			w("conn:alice 2 2 1 highest reject {r}:data 1 highest reject {r}:items:2 MSET {r}:data 1 {r}:items:2 2"),
+			"FencedWrite MSET key={r}:data rule=5 owner=conn:alice",
+			"FencedWrite MSET key={r}:items:2 rule=5 owner=conn:alice"),
 			"fenced MSET, two checks", "", "MSET", "{r}:data", "1", "{r}:items:2", "2"),
-		named(run(rewrite.Fenced, w("{c}:cfence {c}:cfence:high {c}:cdata"), w("1 12 current {c}:cdata INCR {c}:cdata"),
-			"FencedWrite INCR key={c}:cdata rule=6 owner=conn:alice value={c}:clock grant=12"),
-			"fenced INCR by holder (current)", "", "INCR", "{c}:cdata"),
-		named(with(refuse("UNFENCED", "Refused SET key={r}:data rule=5 owner=conn:bob"), func(c *decideCase) {
-			c.err = `UNFENCED lockproxy refused SET on "{r}:data" (rule 6 "{*}:flock", unfenced_writes: reject): the key is guarded by a lock and this client holds no grant of it; acquire the lock (SET <lock> <token> NX PX <ms>) before writing, or set unfenced_writes: allow`
-		}), "unfenced write refused", "bob", "SET", "{r}:data", "v"),
-		named(refuse("UNFENCED", "Refused SET key={s}:data rule=5 owner=conn:alice"),
-			"grant of another lock does not fence this key", "", "SET", "{s}:data", "v"),
-		named(refuse("UNFENCED", "Refused MSET key={s}:data rule=5 owner=conn:alice"),
-			"one unfenced key refuses the whole write", "", "MSET", "{r}:data", "1", "{s}:data", "2"),
-		named(forward("Unfenced SET key={c}:cdata rule=6 owner=conn:bob"),
-			"unfenced write observed", "bob", "SET", "{c}:cdata", "v"),
-		named(forward(), "unfenced write allowed", "bob", "SET", "{a}:adata", "v"),
-		named(forward(), "read of a guarded key (stranger)", "bob", "GET", "{r}:data"),
-		named(forward(), "read of a guarded key (holder)", "", "HGETALL", "{r}:items:1"),
+		named(fenced(cat(sflock2, w("{s}:data")), w("conn:alice 2 1 1 highest reject {s}:data SET {s}:data v"),
+			"FencedWrite SET key={s}:data rule=5 owner=conn:alice"),
+			"each guarded key names its own lock", "", "SET", "{s}:data", "v"),
+		named(fenced(w("{c}:cfence {c}:clock:lockproxy:owners {c}:cfence:high {c}:cdata"), w("conn:alice 2 1 1 current observe {c}:cdata INCR {c}:cdata"),
+			"FencedWrite INCR key={c}:cdata rule=6 owner=conn:alice"),
+			"fenced INCR (current, unfenced observed)", "", "INCR", "{c}:cdata"),
+		named(fenced(w("{a}:afence {a}:alock:lockproxy:owners {a}:afence:high {a}:adata"), w("conn:bob 2 1 1 current allow {a}:adata SET {a}:adata v"),
+			"FencedWrite SET key={a}:adata rule=7 owner=conn:bob"),
+			"unfenced_writes: allow still checks a holder's token", "bob", "SET", "{a}:adata", "v"),
+		named(forward(), "read of a guarded key", "bob", "GET", "{r}:data"),
+		named(forward(), "read of guarded keys", "", "HGETALL", "{r}:items:1"),
 		named(forward(), "MGET of guarded keys", "bob", "MGET", "{r}:data", "{r}:items:1"),
 		named(forward(), "write to an unguarded key next to the lock", "bob", "SET", "{r}:other", "v"),
 
@@ -387,7 +421,7 @@ func TestDecide(t *testing.T) {
 	dAllow := testDecider(t, testConfig, policy.FlushAllow)
 	for _, c := range decideCases() {
 		t.Run(c.name, func(t *testing.T) {
-			alice, bob, carol := sessions(testWorld())
+			alice, bob, carol := sessions()
 			s := map[string]*fakeSession{"": alice, "alice": alice, "bob": bob, "carol": carol}[c.who]
 			dd := d
 			if c.flush == policy.FlushAllow {
@@ -491,7 +525,7 @@ func scriptName(s *rewrite.Script) string {
 // GETKEYSANDFLAGS (here written out as the server answers for SORT).
 func TestDecideKeys(t *testing.T) {
 	d := testDecider(t, testConfig, "")
-	_, bob, _ := sessions(testWorld())
+	_, bob, _ := sessions()
 	ro := keyspec.KeyRO | keyspec.KeyAccess
 	ow := keyspec.KeyOW | keyspec.KeyUpdate
 	kf := func(k string, f keyspec.KeyFlags) keyspec.KeyWithFlags { return keyspec.KeyWithFlags{Key: k, Flags: f} }
@@ -502,7 +536,7 @@ func TestDecideKeys(t *testing.T) {
 		effects []string
 	}{
 		{[]string{"SORT", "plain", "STORE", "resource:lock"}, []keyspec.KeyWithFlags{kf("plain", ro), kf("resource:lock", ow)},
-			rewrite.Refuse, []string{"Refused SORT key=resource:lock rule=0 owner=conn:bob holder=conn:alice"}},
+			rewrite.Refuse, []string{"Refused SORT key=resource:lock rule=0 owner=conn:bob"}},
 		{[]string{"sort", "resource:lock", "STORE", "plain"}, []keyspec.KeyWithFlags{kf("resource:lock", ro), kf("plain", ow)},
 			rewrite.Forward, nil},
 		{[]string{"SORT", "plain", "STORE", "obs:a"}, []keyspec.KeyWithFlags{kf("plain", ro), kf("obs:a", ow)},
@@ -511,7 +545,7 @@ func TestDecideKeys(t *testing.T) {
 			rewrite.Forward, nil},
 		// A key without flags may do anything: treated as an overwrite.
 		{[]string{"MODCMD", "resource:lock"}, []keyspec.KeyWithFlags{kf("resource:lock", 0)},
-			rewrite.Refuse, []string{"Refused MODCMD key=resource:lock rule=0 owner=conn:bob holder=conn:alice"}},
+			rewrite.Refuse, []string{"Refused MODCMD key=resource:lock rule=0 owner=conn:bob"}},
 	} {
 		p := d.DecideKeys(bs(c.args...), c.keys, bob)
 		checkPlan(t, p, decideCase{args: c.args, kind: c.kind, effects: c.effects, code: map[bool]string{true: "LOCKED"}[c.kind == rewrite.Refuse]})
@@ -521,7 +555,7 @@ func TestDecideKeys(t *testing.T) {
 // TestDecideInactive: without rules (or without a table) nothing is
 // decided, not even FLUSHALL.
 func TestDecideInactive(t *testing.T) {
-	alice, _, _ := sessions(testWorld())
+	alice, _, _ := sessions()
 	for _, d := range []*rewrite.Decider{
 		nil,
 		{Table: goldenTable(t)},

@@ -15,6 +15,10 @@ import (
 //	TOKENRELEASE  a blind release under `release: reject`
 //	LOCKED        a command that would overwrite or remove a lock
 //	              (SET without NX, GETSET, RENAME, FLUSHALL under on_flush: reject, ...)
+//	              or write one of lockproxy's own keys
+//	UNFENCED      a write to a guarded key without a grant of its lock
+//	STALE         a fenced write with a superseded token (worded by the
+//	              Fenced script itself, which knows the numbers)
 
 // canonicalRelease is the release every refusal points to.
 const canonicalRelease = `EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`
@@ -30,9 +34,9 @@ func ruleName(r *policy.Rule) string {
 	return fmt.Sprintf("rule %d %q", r.Index+1, r.Pattern.String())
 }
 
-func errNotOwnerRelease(cmd string, key []byte, r *policy.Rule) string {
-	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): this connection acquired no lock on it through lockproxy, so it may be another client's lock; release with the token you acquired it with: %s",
-		cmd, quoteKey(key), ruleName(r), canonicalRelease)
+func errNotOwnerRelease(cmd string, key []byte, r *policy.Rule, owner string) string {
+	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): Valkey holds no grant of it to this client (owner %s, session: %s), so it may be another client's lock; release with the token you acquired it with: %s",
+		cmd, quoteKey(key), ruleName(r), owner, r.Session, canonicalRelease)
 }
 
 func errRejectRelease(cmd string, key []byte, r *policy.Rule) string {
@@ -40,14 +44,18 @@ func errRejectRelease(cmd string, key []byte, r *policy.Rule) string {
 		cmd, quoteKey(key), ruleName(r), canonicalRelease)
 }
 
-func errNotOwnerRenew(cmd string, key []byte, r *policy.Rule) string {
-	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): only the client that acquired the lock through lockproxy may change its lease; acquire it with SET key token NX PX ms first",
-		cmd, quoteKey(key), ruleName(r))
+func errNotOwnerRenew(cmd string, key []byte, r *policy.Rule, owner string) string {
+	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): Valkey holds no grant of it to this client (owner %s, session: %s), and only the client that acquired the lock through lockproxy may change its lease; acquire it with SET key token NX PX ms first",
+		cmd, quoteKey(key), ruleName(r), owner, r.Session)
 }
 
 func errLocked(cmd string, key []byte, r *policy.Rule) string {
 	return fmt.Sprintf("LOCKED lockproxy refused %s on lock key %s (%s): it would overwrite or remove a lock that another client may hold; acquire with SET key token NX PX ms and release with your token: %s",
 		cmd, quoteKey(key), ruleName(r), canonicalRelease)
+}
+
+func errOwnKey(cmd string, key []byte) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s on %s: it is one of lockproxy's own keys (a grant counter, owner records or fencing marks), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO", cmd, quoteKey(key))
 }
 
 func errFlush(cmd string) string {
@@ -57,4 +65,9 @@ func errFlush(cmd string) string {
 func errMixedFence(cmd string, key []byte) string {
 	return fmt.Sprintf("LOCKED lockproxy refused %s: it deletes lock keys together with %s, a key a lock guards, whose delete must pass the lock's fence; send the guarded keys in a command of their own",
 		cmd, quoteKey(key))
+}
+
+func errUnfenced(cmd string, key []byte, r *policy.Rule) string {
+	return "UNFENCED lockproxy refused " + cmd + " on " + quoteKey(key) + " (" + ruleName(r) +
+		", unfenced_writes: reject): the key is guarded by a lock and this client holds no grant of it; acquire the lock (SET <lock> <token> NX PX <ms>) before writing, or set unfenced_writes: allow"
 }

@@ -1,10 +1,12 @@
 package rewrite_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
@@ -24,7 +26,7 @@ func FuzzDecide(f *testing.F) {
 		scripts[s] = true
 	}
 	f.Fuzz(func(t *testing.T, who byte, line string) {
-		alice, bob, carol := sessions(testWorld())
+		alice, bob, carol := sessions()
 		s := []*fakeSession{alice, bob, carol}[int(who)%3]
 		var args [][]byte
 		if line != "" {
@@ -58,7 +60,7 @@ func checkFuzzPlan(t *testing.T, p rewrite.Plan, args [][]byte, scripts map[*rew
 		if !scripts[p.Script] || len(p.Keys) == 0 || len(p.Args) == 0 || p.Err != "" {
 			t.Fatalf("%q: malformed Run plan %+v", args, p)
 		}
-		if (p.Shape == rewrite.AcquireReply) != (p.Script == rewrite.Acquire) {
+		if shapes := scriptShapes[p.Script]; !strings.Contains(shapes, string(rune('0'+p.Shape))) {
 			t.Fatalf("%q: script %s with shape %d", args, p.Script.Name, p.Shape)
 		}
 	case rewrite.Refuse:
@@ -88,4 +90,68 @@ func checkFuzzPlan(t *testing.T, p rewrite.Plan, args [][]byte, scripts map[*rew
 			}
 		}
 	}
+}
+
+// scriptShapes are the reply shapes each script's reply can be folded
+// with, as digits.
+var scriptShapes = map[*rewrite.Script]string{
+	rewrite.Acquire: shapeDigits(rewrite.AcquireReply, rewrite.AcquireGetReply, rewrite.SetNXReply),
+	rewrite.Release: shapeDigits(rewrite.ReleaseReply),
+	rewrite.Holder:  shapeDigits(rewrite.HolderReply),
+	rewrite.Fenced:  shapeDigits(rewrite.FencedReply),
+}
+
+func shapeDigits(shapes ...rewrite.Shape) string {
+	var b []byte
+	for _, s := range shapes {
+		b = append(b, byte('0'+s))
+	}
+	return string(b)
+}
+
+// FuzzFold: whatever bytes come back for a script (a truncated reply, an
+// error, another shape's reply), Fold never panics, never writes past the
+// effects it was given, and answers a complete RESP reply when the input
+// was one. Seeds: real script replies of each shape.
+func FuzzFold(f *testing.F) {
+	for _, seed := range []string{
+		"*2\r\n:1\r\n+OK\r\n", "*2\r\n:0\r\n$-1\r\n", "*2\r\n:0\r\n_\r\n", "*2\r\n:3\r\n$3\r\nabc\r\n",
+		"*8\r\n:1\r\n$8\r\nreleased\r\n$0\r\n\r\n:12\r\n:0\r\n:7\r\n$3\r\nabc\r\n:3\r\n",
+		"*2\r\n:1\r\n:1\r\n", "*2\r\n$2\r\n35\r\n+OK\r\n", "*1\r\n$1\r\n-\r\n",
+		"-NOTOWNER 1\r\n", "-UNFENCED 2\r\n", "-LOCKED 1\r\n", "-TOKENRELEASE 9\r\n", "-STALE lockproxy refused\r\n",
+		"*2\r\n:1\r\n%1\r\n$1\r\na\r\n,1.5\r\n", "*-1\r\n", "*2\r\n", "*99999999999999999\r\n",
+	} {
+		for shape := byte(0); shape <= byte(rewrite.FencedReply); shape++ {
+			f.Add(shape, byte(2), byte(1), []byte(seed))
+		}
+	}
+	d := testDecider(f, testConfig, "")
+	rule := d.Rules.Match([]byte("resource:lock"))
+	f.Fuzz(func(t *testing.T, shape, proto, n byte, reply []byte) {
+		effects := make([]rewrite.Effect, int(n%4), 4)
+		for i := range effects {
+			effects[i] = rewrite.Effect{Kind: rewrite.Released, Command: "DEL", Key: []byte("resource:lock"), Rule: rule, Owner: "conn:A"}
+		}
+		spare := effects[:cap(effects)][len(effects):]
+		for i := range spare {
+			spare[i].Command = "untouched"
+		}
+		in := append([]byte(nil), reply...)
+		out := rewrite.Fold(rewrite.Shape(shape%(byte(rewrite.FencedReply)+1)), effects, reply, 2+int(proto%2))
+		if !bytes.Equal(in, reply) {
+			t.Fatalf("Fold wrote into the reply: %q became %q", in, reply)
+		}
+		for i := range spare {
+			if spare[i].Command != "untouched" || spare[i].Kind != 0 {
+				t.Fatalf("Fold wrote past the effects it was given: %+v", spare[i])
+			}
+		}
+		var fr resp.Framer
+		if m, err := fr.Frame(in); err == nil && m == len(in) {
+			var fo resp.Framer
+			if k, err := fo.Frame(out); err != nil || k != len(out) {
+				t.Fatalf("Fold(%q) = %q: not one complete reply (%d, %v)", in, out, k, err)
+			}
+		}
+	})
 }

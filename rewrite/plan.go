@@ -21,58 +21,26 @@ const (
 	NeedKeys
 )
 
-// Shape says how the script's reply becomes the client's reply.
+// Shape says how the script's reply becomes the client's reply (see Fold).
 type Shape uint8
 
 const (
-	// AsIs: the script already answers as the command would.
+	// AsIs: the reply is the command's own (a forwarded command).
 	AsIs Shape = iota
-	// AcquireReply: an integer (the grant number) becomes +OK, a nil stays
-	// a nil: the client sees exactly SET ... NX's reply.
+	// AcquireReply: SET ... NX's reply, +OK or nil, from the Acquire
+	// script's {grant, reply}.
 	AcquireReply
-	// SetNXReply: an integer (the grant number) becomes :1, a nil :0:
-	// SETNX's reply.
+	// AcquireGetReply: SET ... NX GET's reply, the old value or nil.
+	AcquireGetReply
+	// SetNXReply: SETNX's :1 or :0.
 	SetNXReply
+	// ReleaseReply: DEL's count of deleted keys, from the Release script.
+	ReleaseReply
+	// HolderReply: the command's own reply, from the Holder script.
+	HolderReply
+	// FencedReply: the command's own reply, from the Fenced script.
+	FencedReply
 )
-
-// Reply turns a script's reply into the reply of the command it replaced,
-// for a client speaking protocol proto. Errors pass unchanged. (A script's
-// false reaches RESP3 clients as a null, not as boolean false: lockproxy's
-// scripts run with RESP2 conversion, so AsIs needs no mapping.)
-func (s Shape) Reply(reply []byte, proto int) []byte {
-	if len(reply) == 0 || reply[0] == '-' {
-		return reply
-	}
-	switch s {
-	case AcquireReply:
-		if reply[0] == ':' {
-			return replyOK
-		}
-		if proto >= 3 {
-			return replyNull3
-		}
-		return replyNull2
-	case SetNXReply:
-		if reply[0] == ':' {
-			return replyOne
-		}
-		return replyZero
-	}
-	return reply
-}
-
-// The replies Reply makes, shared: every acquisition answers one of them.
-// Capacity equals length, so an append to one copies it first; callers
-// never write into a reply.
-var (
-	replyOK    = fixed("+OK\r\n")
-	replyNull2 = fixed("$-1\r\n")
-	replyNull3 = fixed("_\r\n")
-	replyOne   = fixed(":1\r\n")
-	replyZero  = fixed(":0\r\n")
-)
-
-func fixed(s string) []byte { b := []byte(s); return b[:len(b):len(b)] }
 
 // Plan is the decision for one command. Keys and Args may alias the
 // command's arguments: encode them before reading the next command.
@@ -90,46 +58,73 @@ type Plan struct {
 type EffectKind uint8
 
 const (
-	// Grant: an integer reply is a new grant of Key to Owner with Value.
+	// Grant: an acquisition; Fold sets Grant to the number minted (0 when
+	// the lock was not taken).
 	Grant EffectKind = iota + 1
-	// Released: Owner's grant of Key is over (released, or not Owner's any
-	// more); the reply says how many keys were deleted.
+	// Released: a lock key of a DEL/UNLINK; Fold sets Outcome, Holder,
+	// Held and Lapsed.
 	Released
-	// Renewed: a holder's lease change ran token-checked.
+	// Renewed: a holder's lease change; Fold sets Acted (false: the
+	// owner's grant was superseded, nothing changed).
 	Renewed
-	// SetValue: the holder overwrote its own lock; on +OK its value is Value.
+	// SetValue: the holder's SET of its own lock; Fold sets Acted.
 	SetValue
-	// Observed: a risky command was forwarded (release: observe or
-	// unknown_owner: forward); when it deletes a lock Holder was granted,
-	// that is a successor deletion.
+	// Observed: a risky command was forwarded (release: observe).
 	Observed
-	// Refused: the command was refused; Reason is the error.
+	// Refused: the command was refused; Reason is the error. Fold turns
+	// the other kinds into Refused when the script refused them.
 	Refused
-	// Flushed: FLUSHALL/FLUSHDB went through and dropped every lock.
+	// Flushed: FLUSHALL/FLUSHDB/SWAPDB went through and dropped every lock
+	// (and its records) of a database.
 	Flushed
-	// FencedWrite: a write to a guarded key ran with the fencing check; an
-	// error reply starting with STALE means it was refused.
+	// FencedWrite: a write to a guarded key ran in the Fenced script; Fold
+	// sets Grant to the token it was checked with (0: the writer held no
+	// grant, and unfenced_writes let it through) and turns an UNFENCED
+	// refusal into Refused. A STALE refusal, worded by the script itself,
+	// passes unchanged (the proxy counts it from the reply).
 	FencedWrite
-	// Unfenced: a write to a guarded key from a client holding no grant of
-	// its lock (forwarded under unfenced_writes: observe).
-	Unfenced
+)
+
+// Outcome is what the Release script did with one lock key.
+type Outcome uint8
+
+const (
+	// OutcomeNone: not known (the reply did not say).
+	OutcomeNone Outcome = iota
+	// OutcomeReleased: the caller held the lock; it was deleted.
+	OutcomeReleased
+	// OutcomeSuperseded: the caller's grant was superseded; not deleted.
+	OutcomeSuperseded
+	// OutcomeForwarded: deleted as asked, unchecked (release: observe, or
+	// unknown_owner: forward for a caller without a record).
+	OutcomeForwarded
 )
 
 // Effect is one thing to record about a lock key. Its byte slices are
-// copies: they outlive the command.
+// copies: they outlive the command. The fields after Reason are the
+// script's answer, written by Fold.
 type Effect struct {
 	Kind    EffectKind
 	Command string
 	Key     []byte
 	Rule    *policy.Rule
 	Owner   string
-	// Holder is another owner with a live grant of Key when the decision was
-	// made ("" if none): a delete that succeeds then removes its lock.
-	Holder string
-	Value  []byte
-	Grant  int64
-	Lease  time.Duration // PX/EX of the acquisition
-	At     time.Time     // PXAT/EXAT of the acquisition
-	Plain  int           // plain keys in the same DEL (the reply counts them too)
-	Reason string
+	Value   []byte
+	Plain   int // plain keys in the same DEL (the reply counts them too)
+	Reason  string
+
+	Grant int64
+	// Holder is the owner whose grant the key held when the script ran,
+	// when that is not Owner ("" if none): for a forwarded delete, the
+	// owner whose lock it removed.
+	Holder  string
+	Outcome Outcome
+	Held    time.Duration // since the released grant; -1 without a record
+	Lapsed  bool          // the released grant's lease had run out
+	Acted   bool          // Holder script: the command ran
+	// ValueLen is the released token's length; Value then holds its first
+	// three bytes only (all the audit shows of it).
+	ValueLen int
+	// Unfenced: a FencedWrite from a writer holding no grant, let through.
+	Unfenced bool
 }

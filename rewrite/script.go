@@ -60,6 +60,15 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 		return Plan{} // Valkey answers the error
 	}
 	skeys, sargs := args[3:3+n], args[3+n:]
+	if !resp.EqualFold(name, "eval_ro") && !resp.EqualFold(name, "evalsha_ro") && !resp.EqualFold(name, "fcall_ro") {
+		for _, k := range skeys {
+			if d.own(k) {
+				// A script may write any key it is given: lockproxy's
+				// own are for its own scripts (reads: the _RO forms).
+				return d.refuseOwn(upper(name), k)
+			}
+		}
+	}
 	lock := false
 	for _, k := range skeys {
 		if d.Rules.Match(k) != nil {
@@ -216,7 +225,7 @@ func (d *Decider) judgeScript(cmd string, rep *scriptcheck.Report, keys, argv []
 		owner := s.Owner(l.rule)
 		e := Effect{Command: cmd, Key: clone(l.key), Rule: l.rule, Owner: owner}
 		if refuse {
-			e.Kind, e.Holder = Refused, s.Holder(l.key, owner)
+			e.Kind = Refused
 			e.Reason = errScript(cmd, rep, l)
 			return Plan{Kind: Refuse, Err: e.Reason, Effects: []Effect{e}}
 		}
@@ -238,7 +247,7 @@ func (d *Decider) unseenScript(cmd string, id []byte, fn bool, keys [][]byte, s 
 		owner := s.Owner(r)
 		e := Effect{Command: cmd, Key: clone(k), Rule: r, Owner: owner}
 		if r.UnknownSHA == policy.UnknownSHAReject {
-			e.Kind, e.Holder = Refused, s.Holder(k, owner)
+			e.Kind = Refused
 			e.Reason = errUnseenScript(cmd, string(id), fn, k, r)
 			return Plan{Kind: Refuse, Err: e.Reason, Effects: []Effect{e}}
 		}

@@ -49,7 +49,7 @@ type scriptCase struct {
 }
 
 func TestDecideScripts(t *testing.T) {
-	alice, _, _ := sessions(testWorld())
+	alice, _, _ := sessions()
 	blindSHA := scriptcheck.SHA1(blindRelease)
 	for _, c := range []scriptCase{
 		{name: "guarded release passes", args: []string{"EVAL", guardedRelease, "1", "resource:lock", "abc"}},
@@ -130,7 +130,7 @@ func effectKindName(k rewrite.EffectKind) string {
 // Bodies are learned from SCRIPT LOAD, EVAL and FUNCTION LOAD; EVALSHA and
 // FCALL then use their verdicts.
 func TestDecideScriptsLearned(t *testing.T) {
-	alice, _, _ := sessions(testWorld())
+	alice, _, _ := sessions()
 	d := scriptDecider(t)
 	decide := func(args ...string) rewrite.Plan { return d.Decide(bs(args...), alice, nil) }
 	blindSHA, guardedSHA := scriptcheck.SHA1(blindRelease), scriptcheck.SHA1(guardedRelease)
@@ -179,7 +179,7 @@ func TestDecideScriptNoAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	alice, _, _ := sessions(testWorld())
+	alice, _, _ := sessions()
 	d := scriptDecider(t)
 	d.Decide(bs("SCRIPT", "LOAD", guardedRelease), alice, nil)
 	d.Decide(bs("SCRIPT", "LOAD", blindRelease), alice, nil)
@@ -202,7 +202,7 @@ func TestDecideScriptNoAlloc(t *testing.T) {
 // map lookup (plus, with a lock key, the per-key verdict). Compare with
 // the first sight of a script, which pays the analysis.
 func BenchmarkDecideScript(b *testing.B) {
-	alice := &benchSession{grants: testWorld()["conn:alice"]}
+	alice := &fakeSession{conn: "conn:alice"}
 	sha := scriptcheck.SHA1(guardedRelease)
 	for _, c := range []struct {
 		name string
@@ -238,7 +238,7 @@ func BenchmarkDecideScript(b *testing.B) {
 
 // Concurrent deciders share one cache (the proxy's sessions do).
 func TestDecideScriptsConcurrent(t *testing.T) {
-	alice, _, _ := sessions(testWorld())
+	alice, _, _ := sessions()
 	d := scriptDecider(t)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {

@@ -17,102 +17,320 @@ func newScript(name, body string) *Script {
 	return &Script{Name: name, Body: body, SHA: hex.EncodeToString(sum[:])}
 }
 
-// Acquire runs the client's SET ... NX and, only when it took the lock,
-// mints the next grant number: INCR of a counter that never expires, in the
-// lock's hash slot. The grant number is the fencing token; the proxy turns
-// the integer back into the +OK the client asked for.
+// The lock state lives in Valkey, beside each lock, in its hash slot:
 //
-// KEYS[1] lock key, KEYS[2] counter key; ARGV: value, then SET's options.
+//	counter   the grant counter (CounterKey, or the rule's fence counter):
+//	          INCR'd by every acquisition, never expires; the latest grant
+//	          number is the lock's current fencing token.
+//	records   a hash (RecordsKey) with one field per owner that was granted
+//	          the lock: "<grant> <acquired ms> <lease end ms> <value>", lease
+//	          end 0 for a lock without expiry.
 //
-// Errors are Valkey's own, word for word (pcall, not call, which would add
-// the script's name): a SET with a bad option answers as SET would. If the
-// counter cannot be incremented (it holds something else), the lock just
-// taken is given back, so no grant goes unrecorded.
-var Acquire = newScript("acquire", `local ok = redis.pcall('SET', KEYS[1], unpack(ARGV))
-if type(ok) == 'table' and ok.err then return ok end
-if not ok then return false end
-local grant = redis.pcall('INCR', KEYS[2])
-if type(grant) == 'table' and grant.err then redis.call('DEL', KEYS[1]) end
-return grant`)
+// An owner holds the lock while the key holds its record's value and the
+// counter its record's grant. A record outlives its lease by keep_lapsed,
+// so a holder that stalled past its lease is told 0 (not yours any more)
+// rather than refused as a stranger; the records hash expires when its last
+// record does, and has no expiry only while a lock without a lease is
+// recorded in it. Every decision that depends on who holds a lock is taken
+// here, by Valkey, in command order: the proxy keeps no lock state of its own.
+//
+// Times are Valkey's own clock (TIME), so every lockproxy instance in front
+// of one Valkey agrees on them.
 
-// Release is DEL/UNLINK made safe: plain keys are deleted as asked; each lock
-// key only while it still holds the caller's value AND its counter still
-// shows the caller's grant (values like "1" or a timestamp are not unique,
-// grant numbers are). The reply is the number of keys deleted, as DEL's.
+// The functions the lock scripts share, one constant each: Valkey runs each
+// script on its own, so each body carries the ones it calls (and only
+// those: defining a function costs a closure at every run).
+const (
+	fnNow = `local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+	fnParse = `local function parse(v)
+  if not v then return nil end
+  local g, a, e, val = string.match(v, '^(%d+) (%d+) (%d+) (.*)$')
+  if not g then return nil end
+  return {g = g, a = tonumber(a), e = tonumber(e), v = val}
+end
+`
+	fnPut = `local function put(rk, owner, r)
+  redis.call('HSET', rk, owner, r.g .. ' ' .. string.format('%d', r.a) .. ' ' .. string.format('%d', r.e) .. ' ' .. r.v)
+end
+`
+	fnLeaseEnd = `local function lease_end(key, now)
+  local pttl = redis.call('PTTL', key)
+  if pttl > 0 then return now + pttl end
+  return 0
+end
+`
+	fnCurrent = `local function current(key, ck, r)
+  return r ~= nil and redis.call('GET', key) == r.v and redis.call('GET', ck) == r.g
+end
+`
+	fnHolder = `local function holder(key, ck, rk, notowner)
+  local all = redis.call('HGETALL', rk)
+  local v, g = redis.call('GET', key), redis.call('GET', ck)
+  for i = 1, #all, 2 do
+    local r = parse(all[i + 1])
+    if all[i] ~= notowner and r and r.v == v and r.g == g then return all[i] end
+  end
+  return ''
+end
+`
+	// settle keeps a records hash true after a change: records lapsed
+	// keep ms ago go, every record but taker's is marked lapsed now when
+	// taker just took the lock, and the hash expires keep after its latest
+	// lease end (never, while it records a lock without a lease).
+	fnSettle = `local function settle(rk, now, keep, taker)
+  local all = redis.call('HGETALL', rk)
+  local last, forever = 0, false
+  for i = 1, #all, 2 do
+    local r = parse(all[i + 1])
+    if r and taker and all[i] ~= taker and (r.e == 0 or r.e > now) then
+      r.e = now
+      put(rk, all[i], r)
+    end
+    if not r or (r.e > 0 and r.e + keep <= now) then
+      redis.call('HDEL', rk, all[i])
+    elseif r.e == 0 then
+      forever = true
+    elseif r.e > last then
+      last = r.e
+    end
+  end
+  if forever then
+    redis.call('PERSIST', rk)
+  elseif last > 0 then
+    redis.call('PEXPIREAT', rk, last + keep)
+  end
+end
+`
+)
+
+// Acquire runs the client's SET ... NX (any expiry form, GET, KEEPTTL) or
+// SETNX and, only when it took the lock, mints the next grant number and
+// writes the taker's record, in the same step. Every other record of the
+// lock is marked lapsed now: the lock is no longer theirs.
 //
-// KEYS: plain keys, then (lock, counter) pairs. ARGV[1] DEL or UNLINK,
-// ARGV[2] the number of plain keys, then (value, grant) per lock.
-var Release = newScript("release", `local n = tonumber(ARGV[2])
+// KEYS[1] lock, KEYS[2] counter, KEYS[3] records. ARGV[1] owner, ARGV[2]
+// keep_lapsed in ms, ARGV[3] "get" when SET has GET (then a nil reply means
+// it took the lock), then SET's arguments after the key (for SETNX: value,
+// NX).
+//
+// Reply: {grant or 0, SET's own reply}. Errors are Valkey's own, word for
+// word (pcall, not call, which would add the script's name). If the counter
+// cannot be incremented (it holds something else), the lock just taken is
+// given back, so no grant goes unrecorded.
+var Acquire = newScript("acquire", fnNow+fnParse+fnPut+fnLeaseEnd+fnSettle+`local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
+if type(r) == 'table' and r.err then return r end
+local taken = (r ~= false)
+if ARGV[3] == 'get' then taken = (r == false) end
+if not taken then return {0, r} end
+local grant = redis.pcall('INCR', KEYS[2])
+if type(grant) == 'table' and grant.err then
+  redis.call('DEL', KEYS[1])
+  return grant
+end
+local now = now_ms()
+local rec = {g = string.format('%d', grant), a = now, e = lease_end(KEYS[1], now), v = ARGV[4]}
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  -- The usual case: no other record to mark lapsed or prune.
+  put(KEYS[3], ARGV[1], rec)
+  if rec.e > 0 then redis.call('PEXPIREAT', KEYS[3], rec.e + tonumber(ARGV[2])) end
+else
+  put(KEYS[3], ARGV[1], rec)
+  settle(KEYS[3], now, tonumber(ARGV[2]), ARGV[1])
+end
+return {grant, r}`)
+
+// Release is DEL/UNLINK made safe. Every lock key is judged first, and a
+// refusal refuses the whole command, so nothing is deleted half-way; then
+// plain keys are deleted as asked, and each lock key by its rule:
+//
+//	rewrite  the caller's record says it holds the lock: deleted (1); its
+//	         grant was superseded: not deleted (0); no record: refused
+//	         (NOTOWNER), or deleted as asked under unknown_owner: forward
+//	reject   the caller holds it: refused (TOKENRELEASE); no record: as above
+//	observe  deleted as asked
+//
+// The caller's record goes with its release.
+//
+// KEYS: plain keys, then (lock, counter, records) per lock. ARGV[1] DEL or
+// UNLINK, ARGV[2] the number of plain keys, ARGV[3] keep_lapsed in ms; then
+// per lock its owner and its mode: rewrite, reject or observe, with "+" when
+// unknown owners are forwarded.
+//
+// Reply: {deleted, then per lock: outcome, holder, held ms, lapsed, grant,
+// the token's first 3 bytes and its length (for the audit's masked token)} with
+// outcome released (deleted, the caller's), superseded (not deleted: another
+// grant since), forwarded (deleted or not as asked, no record); holder is
+// the owner whose grant the key holds now when that is not the caller ("" if
+// none, for a forwarded delete the owner whose lock it removed); held ms the
+// time since the caller's grant (-1 without a record); lapsed 1 when the
+// caller's lease had run out; grant the caller's (0 without a record). A refusal is the error "NOTOWNER <i>" or
+// "TOKENRELEASE <i>" (i: which lock), which the proxy words.
+var Release = newScript("release", fnNow+fnParse+fnPut+fnCurrent+fnHolder+fnSettle+`local n = tonumber(ARGV[2])
+local keep = tonumber(ARGV[3])
+local now = now_ms()
+local plan = {}
+for i = 1, (#KEYS - n) / 3 do
+  local k = n + 3 * i - 2
+  local owner, mode = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
+  local rec = nil
+  if mode ~= 'observe' then rec = parse(redis.call('HGET', KEYS[k + 2], owner)) end
+  local fwd = string.sub(mode, -1) == '+'
+  if mode == 'observe' or (not rec and fwd) then
+    plan[i] = 'forwarded'
+  elseif not rec then
+    return redis.error_reply('NOTOWNER ' .. i)
+  elseif string.sub(mode, 1, 6) == 'reject' then
+    return redis.error_reply('TOKENRELEASE ' .. i)
+  elseif current(KEYS[k], KEYS[k + 1], rec) then
+    plan[i] = 'released'
+  else
+    plan[i] = 'superseded'
+  end
+  plan[i] = {plan[i], rec}
+end
 local deleted = 0
 if n > 0 then deleted = redis.call(ARGV[1], unpack(KEYS, 1, n)) end
-local j = 3
-for i = n + 1, #KEYS, 2 do
-  if redis.call('GET', KEYS[i]) == ARGV[j] and redis.call('GET', KEYS[i + 1]) == ARGV[j + 1] then
-    deleted = deleted + redis.call(ARGV[1], KEYS[i])
+local out = {0}
+for i = 1, #plan do
+  local k = n + 3 * i - 2
+  local what, rec = plan[i][1], plan[i][2]
+  local who = ''
+  if what ~= 'released' then who = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[2 + 2 * i]) end
+  if what ~= 'superseded' then deleted = deleted + redis.call(ARGV[1], KEYS[k]) end
+  local held, lapsed, grant, head, size = -1, 0, 0, '', 0
+  if rec then
+    held, grant, head, size = now - rec.a, tonumber(rec.g), string.sub(rec.v, 1, 3), #rec.v
+    if rec.e > 0 and rec.e <= now then lapsed = 1 end
+    redis.call('HDEL', KEYS[k + 2], ARGV[2 + 2 * i])
   end
-  j = j + 2
+  if redis.call('PTTL', KEYS[k + 2]) == -1 then
+    -- The records had no expiry (a lock without a lease): if that lock is
+    -- gone now, so is every claim to it, and the hash must expire.
+    local gone = nil
+    if redis.call('EXISTS', KEYS[k]) == 0 then gone = '' end
+    settle(KEYS[k + 2], now, keep, gone)
+  end
+  out[#out + 1] = what
+  out[#out + 1] = who
+  out[#out + 1] = held
+  out[#out + 1] = lapsed
+  out[#out + 1] = grant
+  out[#out + 1] = head
+  out[#out + 1] = size
 end
-return deleted`)
+out[1] = deleted
+return out`)
 
-// Guarded runs one command on a lock key only while the caller still holds
-// it (same value and grant): lease renewal (PEXPIRE, EXPIRE, PERSIST, GETEX)
-// and the holder's own SET. Otherwise it answers what the command answers
-// when there is nothing to act on: 0 for the expiry commands, nil for SET
-// and GETEX.
+// Holder runs one command on a lock key for the lock's holder only: a lease
+// change (EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST, GETEX with options)
+// or the holder's own SET (XX, GET, KEEPTTL ...), and moves the holder's
+// record with it (new value, new lease end) in the same step; a command
+// that ends the key (PEXPIRE 0) ends the record. From an owner whose grant
+// was superseded it answers what the command answers when there is nothing
+// to act on (0, or nil); from an owner with no record it is refused.
 //
-// KEYS[1] lock key, KEYS[2] counter key; ARGV: value, grant, "0" or "nil",
-// command name, then the command's arguments after the key.
-var Guarded = newScript("guarded", `if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('GET', KEYS[2]) == ARGV[2] then
-  return redis.pcall(ARGV[4], KEYS[1], unpack(ARGV, 5))
+// KEYS[1] lock, KEYS[2] counter, KEYS[3] records. ARGV[1] owner, ARGV[2]
+// keep_lapsed in ms, ARGV[3] "0" or "nil" (the no-op reply), ARGV[4] the
+// refusal's code (NOTOWNER, LOCKED), ARGV[5] the command, then its
+// arguments after the key.
+//
+// Reply: {1 when it ran (0 when superseded), the command's reply}; the
+// refusal is the error "<code> 1", which the proxy words.
+var Holder = newScript("holder", fnNow+fnParse+fnPut+fnLeaseEnd+fnCurrent+fnSettle+`local rec = parse(redis.call('HGET', KEYS[3], ARGV[1]))
+if not rec then return redis.error_reply(ARGV[4] .. ' 1') end
+if not current(KEYS[1], KEYS[2], rec) then
+  if ARGV[3] == '0' then return {0, 0} end
+  return {0, false}
 end
-if ARGV[3] == '0' then return 0 end
-return false`)
+local reply = redis.pcall(ARGV[5], KEYS[1], unpack(ARGV, 6))
+if type(reply) == 'table' and reply.err then return reply end
+local now = now_ms()
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  -- Without an expiry the hash would keep the other (lapsed) records forever.
+  if redis.call('PTTL', KEYS[3]) == -1 then settle(KEYS[3], now, tonumber(ARGV[2]), '') end
+  return {1, reply}
+end
+if string.upper(ARGV[5]) == 'SET' then rec.v = ARGV[6] end
+rec.e = lease_end(KEYS[1], now)
+put(KEYS[3], ARGV[1], rec)
+settle(KEYS[3], now, tonumber(ARGV[2]), nil)
+return {1, reply}`)
 
-// Fenced runs a write to keys a lock guards only when the writer's fencing
-// token passes, and nothing is written when it does not. Per check:
+// Fenced runs a write to keys a lock guards, checking the writer's fencing
+// token first, and writes nothing when a check fails. The token is the
+// grant number in the writer's record of a lock guarding the key (the
+// newest, when several of the candidate locks are recorded for it); per
+// check:
 //
 //	current  the token must still be the lock's latest grant (the counter):
 //	         EchoMQ's attempts fence;
 //	highest  the token must be at least the highest this guarded key has
 //	         accepted, which the write then records: Kleppmann's fence.
 //
-// KEYS: per check, the counter and the hash of highest tokens; then the
-// command's own keys (declared for cluster routing). ARGV[1] the number of
-// checks; per check: token, "current" or "highest", the guarded key's name;
-// then the command and its arguments.
+// A writer with no record of any candidate lock follows unfenced_writes:
+// reject refuses ("UNFENCED <i>", which the proxy words), allow and observe
+// write unchecked.
 //
-// The command runs under RESP3 conversion (redis.setresp(3)) so that its
-// reply keeps its type for RESP3 clients (a double stays a double); one
-// limit remains: a null array (LPOP key count on a missing key) comes back
-// as a null bulk to RESP2 clients.
-var Fenced = newScript("fenced", `redis.setresp(3)
-local n = tonumber(ARGV[1])
+// KEYS: per candidate lock its counter, records and hash of highest tokens,
+// then the command's own keys (declared for cluster routing). ARGV[1] the
+// writer's owner, ARGV[2] the client's protocol (2 or 3), ARGV[3] the
+// number of checks; per check: the number of candidate locks, "current" or
+// "highest", the unfenced_writes mode, the guarded key's name; then the
+// command and its arguments.
+//
+// Reply: {tokens, the command's reply}, tokens one per check, space
+// separated ("-" for an unfenced write), for the audit. The command's reply
+// is converted in the client's protocol (redis.setresp), so a RESP3 client
+// keeps its types (a double stays a double). Two limits remain, both
+// Valkey's Lua conversion: a null array (LPOP key count on a missing key)
+// reaches RESP2 clients as a null bulk, and a null inside an array
+// (BITFIELD ... OVERFLOW FAIL) ends the array early for RESP3 clients, as
+// RESP3's null becomes Lua's nil.
+var Fenced = newScript("fenced", fnParse+`if ARGV[2] == '3' then redis.setresp(3) end
+local owner, n = ARGV[1], tonumber(ARGV[3])
+local ki, ai = 1, 4
+local marks, tokens = {}, {}
 for i = 1, n do
-  local token = tonumber(ARGV[3 * i - 1])
-  local mode, name = ARGV[3 * i], ARGV[3 * i + 1]
-  if mode == 'current' then
-    local latest = tonumber(redis.call('GET', KEYS[2 * i - 1]) or '0')
-    if token ~= latest then
-      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. ARGV[3 * i - 1] .. ': the lock was granted again since, to token ' .. latest .. '; acquire the lock again before writing')
+  local cands, mode, unfenced, name = tonumber(ARGV[ai]), ARGV[ai + 1], ARGV[ai + 2], ARGV[ai + 3]
+  ai = ai + 4
+  -- token is the number, tok its digits as recorded: tostring would
+  -- print a number past 14 digits as 1.2345678901235e+14.
+  local token, tok, at = nil, nil, nil
+  for c = 1, cands do
+    local r = parse(redis.call('HGET', KEYS[ki + 1], owner))
+    if r and (not token or tonumber(r.g) > token) then token, tok, at = tonumber(r.g), r.g, ki end
+    ki = ki + 3
+  end
+  if not token then
+    if unfenced == 'reject' then return redis.error_reply('UNFENCED ' .. i) end
+    tokens[i] = '-'
+  elseif mode == 'current' then
+    local latest = redis.call('GET', KEYS[at]) or '0'
+    if token ~= tonumber(latest) then
+      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. tok .. ': the lock was granted again since, to token ' .. latest .. '; acquire the lock again before writing')
     end
+    tokens[i] = tok
   else
-    local high = tonumber(redis.call('HGET', KEYS[2 * i], name) or '0')
-    if token < high then
-      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. ARGV[3 * i - 1] .. ': it has already accepted token ' .. high .. '; acquire the lock again before writing')
+    local high = redis.call('HGET', KEYS[at + 2], name) or '0'
+    if token < tonumber(high) then
+      return redis.error_reply('STALE lockproxy refused a write to ' .. name .. ' with fencing token ' .. tok .. ': it has already accepted token ' .. high .. '; acquire the lock again before writing')
     end
+    marks[#marks + 1] = {KEYS[at + 2], name, token, tok}
+    tokens[i] = tok
   end
 end
-local reply = redis.pcall(unpack(ARGV, 3 * n + 2))
+local reply = redis.pcall(unpack(ARGV, ai))
 if type(reply) == 'table' and reply.err then return reply end
-for i = 1, n do
-  if ARGV[3 * i] == 'highest' then
-    local high = tonumber(redis.call('HGET', KEYS[2 * i], ARGV[3 * i + 1]) or '0')
-    if tonumber(ARGV[3 * i - 1]) > high then
-      redis.call('HSET', KEYS[2 * i], ARGV[3 * i + 1], ARGV[3 * i - 1])
-    end
-  end
+for _, m in ipairs(marks) do
+  local high = tonumber(redis.call('HGET', m[1], m[2]) or '0')
+  if m[3] > high then redis.call('HSET', m[1], m[2], m[4]) end
 end
-return reply`)
+return {table.concat(tokens, ' '), reply}`)
 
 // Scripts lists every script lockproxy sends, for tests and preloading.
-var Scripts = []*Script{Acquire, Release, Guarded, Fenced}
+var Scripts = []*Script{Acquire, Release, Holder, Fenced}

@@ -3,6 +3,7 @@ package rewrite_test
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/luaeval"
+	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
@@ -39,12 +41,6 @@ func nullR(p int) string {
 	return "$-1\r\n"
 }
 
-// falseR is a script's Lua false. The scripts run in RESP2 mode (they
-// never call redis.setresp(3)), and then Valkey answers false with the
-// client's null, "_" under RESP3, not a boolean "#f": the client sees what
-// SET NX, SET XX and GETEX answer when they do nothing.
-func falseR(p int) string { return nullR(p) }
-
 // pairsR is a flat field/value reply: an array in RESP2, a map in RESP3.
 func pairsR(kv ...string) reply {
 	return func(p int) string {
@@ -61,17 +57,42 @@ func pairsR(kv ...string) reply {
 	}
 }
 
+// sstep is one step of a scenario: either a command sent as it is (who
+// nil: setup and inspection), or a client's command as lockproxy handles
+// it: Decide for session who, the plan's script sent instead, and its reply
+// folded (rewrite.Fold) into what the client sees. want is checked against
+// what the client sees, fx against the effects Fold filled in.
 type sstep struct {
+	who   *fakeSession
 	args  []string
 	lapse time.Duration // before the step: the fake clock moves / the test sleeps
 	want  reply         // nil: only luaeval and Valkey must agree
-	ttl   [2]int64      // hi > 0: an integer reply (PTTL) in [lo, hi], backends within 100
+	code  string        // the client sees a refusal with this code word
+	ttl   [2]int64      // hi != 0: an integer reply (PTTL) in [lo, hi], backends within 100
+	fx    []string      // effects after Fold (fmtEffect), when not nil
+	held  time.Duration // > 0: the first effect's Held (offline exactly, on Valkey at least)
+	rec   *recWant      // the step reads an owner record (HGET)
 }
+
+// recWant is what an owner record must hold: "<grant> <acquired ms>
+// <lease end ms> <value>".
+type recWant struct {
+	grant int64 // 0: no record
+	value string
+	// lease is lease end minus acquired, in ms (offline exactly, on Valkey
+	// within recSlack); -1: lease end 0 (no expiry); -2: not checked.
+	lease int64
+}
+
+// recSlack is how far apart, in ms, the record times of luaeval and Valkey
+// (running in lockstep on the wall clock) may be.
+const recSlack = 150
 
 type sscenario struct {
 	name   string
-	script *rewrite.Script // the script under test (coverage)
+	script *rewrite.Script // a script under test (coverage)
 	protos []int           // default RESP2 only
+	keep   time.Duration   // keep_lapsed; 0: the Decider's default (10 minutes)
 	// gap names a command the scenario needs that luaeval does not
 	// implement: offline the scenario is skipped when it reaches it, and
 	// against Valkey luaeval is compared only up to it.
@@ -84,70 +105,37 @@ func pttl(key string, lo, hi int64) sstep {
 	return sstep{args: []string{"PTTL", key}, ttl: [2]int64{lo, hi}}
 }
 
+// as is a client command of session who, handled as lockproxy does.
+func as(who *fakeSession, want reply, args ...string) sstep {
+	return sstep{who: who, args: args, want: want}
+}
+
+// refused is a client command that the client sees refused with code.
+func refused(who *fakeSession, code string, args ...string) sstep {
+	return sstep{who: who, args: args, code: code}
+}
+
+// fx sets the effects the step must leave after Fold.
+func fx(s sstep, effects ...string) sstep {
+	if effects == nil {
+		effects = []string{}
+	}
+	s.fx = effects
+	return s
+}
+
 // lapse makes the next step happen d later.
 func lapse(d time.Duration, s sstep) sstep { s.lapse = d; return s }
 
-func evalScript(s *rewrite.Script, keys []string, args ...string) []string {
-	out := []string{"EVAL", s.Body, strconv.Itoa(len(keys))}
-	out = append(out, keys...)
-	return append(out, args...)
+// rec reads owner's record of lock: grant 0 means there must be none.
+func rec(lock, owner string, grant int64, value string, lease int64) sstep {
+	return sstep{args: []string{"HGET", recs(lock), owner}, rec: &recWant{grant: grant, value: value, lease: lease}}
 }
 
-func ctr(lock string) string { return string(rewrite.CounterKey([]byte(lock))) }
+func noRec(lock, owner string) sstep { return rec(lock, owner, 0, "", 0) }
 
-// acq is Acquire as Decide sends it for SET lock value opts...
-func acq(lock, value string, opts ...string) []string {
-	return acqC(lock, ctr(lock), value, opts...)
-}
-
-func acqC(lock, counter, value string, opts ...string) []string {
-	return evalScript(rewrite.Acquire, []string{lock, counter}, append([]string{value}, opts...)...)
-}
-
-type held struct {
-	lock, counter, value string
-	grant                int64
-}
-
-func h(lock, value string, grant int64) held { return held{lock, ctr(lock), value, grant} }
-
-// rel is Release for DEL/UNLINK of plain keys and held locks.
-func rel(cmd string, plain []string, locks ...held) []string {
-	keys := append([]string(nil), plain...)
-	args := []string{cmd, strconv.Itoa(len(plain))}
-	for _, l := range locks {
-		keys = append(keys, l.lock, l.counter)
-		args = append(args, l.value, strconv.FormatInt(l.grant, 10))
-	}
-	return evalScript(rewrite.Release, keys, args...)
-}
-
-// grd is Guarded: cmd with its arguments after the key, run for the holder
-// of l; fail is "0" or "nil".
-func grd(l held, fail, cmd string, args ...string) []string {
-	return evalScript(rewrite.Guarded, []string{l.lock, l.counter},
-		append([]string{l.value, strconv.FormatInt(l.grant, 10), fail, cmd}, args...)...)
-}
-
-type check struct {
-	counter string
-	token   int64
-	mode    string // current | highest
-	key     string
-}
-
-// fen is Fenced: the checks, then the command (its keys follow the
-// checks' keys, as Decide declares them).
-func fen(checks []check, cmdKeys []string, cmd ...string) []string {
-	var keys []string
-	args := []string{strconv.Itoa(len(checks))}
-	for _, c := range checks {
-		keys = append(keys, c.counter, c.counter+":high")
-		args = append(args, strconv.FormatInt(c.token, 10), c.mode, c.key)
-	}
-	keys = append(keys, cmdKeys...)
-	return evalScript(rewrite.Fenced, keys, append(args, cmd...)...)
-}
+func ctr(lock string) string  { return string(rewrite.CounterKey([]byte(lock))) }
+func recs(lock string) string { return string(rewrite.RecordsKey([]byte(lock))) }
 
 func staleHighest(key string, token, high int64) reply {
 	return errR(fmt.Sprintf("STALE lockproxy refused a write to %s with fencing token %d: it has already accepted token %d; acquire the lock again before writing", key, token, high))
@@ -163,355 +151,441 @@ const (
 	wait    = 40 * time.Millisecond
 )
 
+// keepMS is the default keep_lapsed in ms, as the records hash TTL adds it.
+const keepMS = 600000
+
+// The owners of the scenarios: A and B take turns at a lock, C never
+// holds one. Each is its own connection, client name and host.
+var (
+	ownerA = &fakeSession{conn: "conn:A", name: "name:A", addr: "10.0.0.1"}
+	ownerB = &fakeSession{conn: "conn:B", name: "name:B", addr: "10.0.0.2"}
+	ownerC = &fakeSession{conn: "conn:C", name: "name:C", addr: "10.0.0.3"}
+)
+
 // scriptScenarios builds the scenarios; now anchors PXAT/EXAT arguments
 // (the offline clock is frozen at now).
-func scriptScenarios(tb testing.TB, now time.Time) []sscenario {
+func scriptScenarios(now time.Time) []sscenario {
 	both := []int{2, 3}
 	nowMS := now.UnixMilli()
+	A, B, C := ownerA, ownerB, ownerC
+	const res = "resource:lock"
+	resRecs := recs(res)
 	var out []sscenario
 
-	// Acquire: every SET option order. Success answers the grant number
-	// (the counter INCR'd once), contention answers false and leaves the
-	// counter alone.
+	// Acquire: every SET option order and expiry form. Success mints grant
+	// 1 and records it; contention answers nil and leaves counter and
+	// records alone. The records hash lives lease + keep_lapsed, and has
+	// no expiry while it records a lock without one.
 	for _, o := range []struct {
 		opts   []string
 		lo, hi int64 // PTTL after acquiring; hi 0: no expiry (-1)
+		lease  int64 // the record's lease (-1 none, -2 unchecked)
 	}{
-		{[]string{"NX", "PX", "30000"}, 29000, 30000},
-		{[]string{"PX", "30000", "NX"}, 29000, 30000},
-		{[]string{"nx", "ex", "30"}, 29000, 30000},
-		{[]string{"EX", "30", "NX"}, 29000, 30000},
-		{[]string{"NX", "PXAT", strconv.FormatInt(nowMS+30000, 10)}, 28000, 30000},
-		{[]string{"EXAT", strconv.FormatInt(nowMS/1000+31, 10), "nx"}, 29000, 31000},
-		{[]string{"NX", "KEEPTTL"}, 0, 0},
-		{[]string{"KEEPTTL", "NX"}, 0, 0},
-		{[]string{"NX"}, 0, 0},
+		{[]string{"NX", "PX", "30000"}, 29000, 30000, 30000},
+		{[]string{"PX", "30000", "NX"}, 29000, 30000, 30000},
+		{[]string{"nx", "ex", "30"}, 29000, 30000, 30000},
+		{[]string{"EX", "30", "NX"}, 29000, 30000, 30000},
+		{[]string{"NX", "PXAT", strconv.FormatInt(nowMS+30000, 10)}, 25000, 30000, -2},
+		{[]string{"EXAT", strconv.FormatInt(nowMS/1000+31, 10), "nx"}, 25000, 31000, -2},
+		{[]string{"NX", "KEEPTTL"}, 0, 0, -1},
+		{[]string{"KEEPTTL", "NX"}, 0, 0, -1},
+		{[]string{"NX"}, 0, 0, -1},
 	} {
-		ttl := do(intR(-1), "PTTL", "res:lock")
+		ttl, recTTL := do(intR(-1), "PTTL", res), do(intR(-1), "PTTL", resRecs)
 		if o.hi > 0 {
-			ttl = pttl("res:lock", o.lo, o.hi)
+			ttl, recTTL = pttl(res, o.lo, o.hi), pttl(resRecs, keepMS+o.lo, keepMS+o.hi)
 		}
+		set := func(value string) []string { return append([]string{"SET", res, value}, o.opts...) }
 		out = append(out, sscenario{name: "acquire " + optionWords(o.opts), script: rewrite.Acquire, protos: both, steps: []sstep{
-			do(intR(1), acq("res:lock", "abc", o.opts...)...),
-			do(bulkR("1"), "GET", ctr("res:lock")),
-			do(bulkR("abc"), "GET", "res:lock"),
+			fx(as(A, okR, set("abc")...), "Grant SET key=resource:lock rule=0 owner=conn:A value=abc grant=1"),
+			do(bulkR("1"), "GET", ctr(res)),
+			do(bulkR("abc"), "GET", res),
 			ttl,
-			do(falseR, acq("res:lock", "xyz", o.opts...)...),
-			do(bulkR("1"), "GET", ctr("res:lock")),
-			do(bulkR("abc"), "GET", "res:lock"),
-			do(intR(-1), "PTTL", ctr("res:lock")), // the counter never expires
+			rec(res, "conn:A", 1, "abc", o.lease),
+			recTTL,
+			fx(as(B, nullR, set("xyz")...), "Grant SET key=resource:lock rule=0 owner=conn:B value=xyz"),
+			do(bulkR("1"), "GET", ctr(res)),
+			do(bulkR("abc"), "GET", res),
+			noRec(res, "conn:B"),
+			do(intR(-1), "PTTL", ctr(res)), // the counter never expires
 		}})
 	}
 	out = append(out,
-		sscenario{name: "acquire after the lease lapsed", script: rewrite.Acquire, protos: both, steps: []sstep{
-			do(intR(1), acq("res:lock", "abc", "NX", "PX", shortPX)...),
-			lapse(wait, do(intR(2), acq("res:lock", "xyz", "NX", "PX", "30000")...)),
-			do(bulkR("xyz"), "GET", "res:lock"),
-			do(bulkR("2"), "GET", ctr("res:lock")),
+		sscenario{name: "acquire: SET NX GET (nil: it took the lock)", script: rewrite.Acquire, protos: both, steps: []sstep{
+			fx(as(A, nullR, "SET", res, "abc", "NX", "GET", "PX", "30000"), "Grant SET key=resource:lock rule=0 owner=conn:A value=abc grant=1"),
+			rec(res, "conn:A", 1, "abc", 30000),
+			fx(as(B, bulkR("abc"), "SET", res, "xyz", "NX", "GET", "PX", "30000"), "Grant SET key=resource:lock rule=0 owner=conn:B value=xyz"),
+			noRec(res, "conn:B"),
+			fx(as(A, intR(1), "DEL", res), "Released DEL key=resource:lock rule=0 owner=conn:A value=abc grant=1 outcome=released valuelen=3"),
+			do(intR(0), "EXISTS", res, resRecs),
 		}},
-		sscenario{name: "acquire after a release, hash-tagged key", script: rewrite.Acquire, protos: both, steps: []sstep{
-			do(intR(1), acq("{user:1}:lock", "1", "NX", "PX", "30000")...),
-			do(intR(1), rel("DEL", nil, h("{user:1}:lock", "1", 1))...),
-			do(intR(2), acq("{user:1}:lock", "1", "NX", "PX", "30000")...),
-			do(bulkR("2"), "GET", "{user:1}:lock:lockproxy:grants"),
+		sscenario{name: "acquire: SETNX, a lock without lease, then renewed by its holder", script: rewrite.Acquire, protos: both, steps: []sstep{
+			fx(as(A, intR(1), "SETNX", res, "abc"), "Grant SETNX key=resource:lock rule=0 owner=conn:A value=abc grant=1"),
+			rec(res, "conn:A", 1, "abc", -1),
+			do(intR(-1), "PTTL", resRecs),
+			do(intR(1), "EXISTS", resRecs),
+			fx(as(B, intR(0), "SETNX", res, "x"), "Grant SETNX key=resource:lock rule=0 owner=conn:B value=x"),
+			refused(B, "NOTOWNER", "PEXPIRE", res, "30000"),
+			fx(as(A, intR(1), "PEXPIRE", res, "30000"), "Renewed PEXPIRE key=resource:lock rule=0 owner=conn:A acted"),
+			rec(res, "conn:A", 1, "abc", 30000),
+			pttl(resRecs, keepMS+29000, keepMS+30000),
+			fx(as(A, intR(1), "DEL", res), "Released DEL key=resource:lock rule=0 owner=conn:A value=abc grant=1 outcome=released valuelen=3"),
 		}},
-		sscenario{name: "acquire mints the seed's tokens 33, 34, 35", script: rewrite.Acquire, protos: both, steps: []sstep{
+		sscenario{name: "acquire mints the seed's tokens 33, 34, 35 from the fence counter", script: rewrite.Acquire, protos: both, steps: []sstep{
 			do(okR, "SET", "{r}:fence", "32"),
-			do(intR(33), acqC("{r}:flock", "{r}:fence", "A", "NX", "PX", "30000")...),
-			do(intR(1), "DEL", "{r}:flock"),
-			do(intR(34), acqC("{r}:flock", "{r}:fence", "B", "NX", "PX", "30000")...),
-			do(falseR, acqC("{r}:flock", "{r}:fence", "C", "NX", "PX", "30000")...),
-			do(intR(1), "DEL", "{r}:flock"),
-			do(intR(35), acqC("{r}:flock", "{r}:fence", "C", "NX", "PX", "30000")...),
+			fx(as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"), "Grant SET key={r}:flock rule=5 owner=conn:A value=A grant=33"),
+			fx(as(A, intR(1), "DEL", "{r}:flock"), "Released DEL key={r}:flock rule=5 owner=conn:A value=A grant=33 outcome=released valuelen=1"),
+			fx(as(B, okR, "SET", "{r}:flock", "B", "NX", "PX", "30000"), "Grant SET key={r}:flock rule=5 owner=conn:B value=B grant=34"),
+			fx(as(C, nullR, "SET", "{r}:flock", "C", "NX", "PX", "30000"), "Grant SET key={r}:flock rule=5 owner=conn:C value=C"),
+			fx(as(B, intR(1), "DEL", "{r}:flock"), "Released DEL key={r}:flock rule=5 owner=conn:B value=B grant=34 outcome=released valuelen=1"),
+			fx(as(C, okR, "SET", "{r}:flock", "C", "NX", "PX", "30000"), "Grant SET key={r}:flock rule=5 owner=conn:C value=C grant=35"),
+			rec("{r}:flock", "conn:C", 35, "C", 30000),
 		}},
-		sscenario{name: "acquire over a key of another type", script: rewrite.Acquire, protos: both, steps: []sstep{
-			do(intR(1), "HSET", "res:lock", "f", "v"),
-			do(falseR, acq("res:lock", "abc", "NX", "PX", "30000")...),
-			do(nullR, "GET", ctr("res:lock")),
+		sscenario{name: "acquire over a key of another type: Valkey's error, no grant", script: rewrite.Acquire, protos: both, steps: []sstep{
+			do(intR(1), "HSET", res, "f", "v"),
+			fx(as(A, errR("WRONGTYPE Operation against a key holding the wrong kind of value"), "SET", res, "abc", "NX", "GET"),
+				"Grant SET key=resource:lock rule=0 owner=conn:A value=abc"),
+			do(nullR, "GET", ctr(res)),
+			do(intR(0), "EXISTS", resRecs),
+		}},
+		sscenario{name: "acquire and fenced with a big grant number keep it as digits", script: rewrite.Acquire, protos: both, steps: []sstep{
+			// The counter is Valkey's integer; the record must hold the
+			// same digits, or the holder is no longer recognised.
+			do(okR, "SET", ctr(res), "123456789012345"),
+			fx(as(A, okR, "SET", res, "abc", "NX", "PX", "30000"), "Grant SET key=resource:lock rule=0 owner=conn:A value=abc grant=123456789012346"),
+			rec(res, "conn:A", 123456789012346, "abc", 30000),
+			fx(as(A, intR(1), "PEXPIRE", res, "60000"), "Renewed PEXPIRE key=resource:lock rule=0 owner=conn:A acted"),
+			fx(as(A, intR(1), "DEL", res), "Released DEL key=resource:lock rule=0 owner=conn:A value=abc grant=123456789012346 outcome=released valuelen=3"),
+			// The same for fencing tokens: the token Fold reads, the mark
+			// and the STALE sentence keep the digits.
+			do(okR, "SET", "{r}:fence", "123456789012345"),
+			fx(as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"), "Grant SET key={r}:flock rule=5 owner=conn:A value=A grant=123456789012346"),
+			fx(as(A, okR, "SET", "{r}:data", "v"), "FencedWrite SET key={r}:data rule=5 owner=conn:A grant=123456789012346"),
+			do(bulkR("123456789012346"), "HGET", "{r}:fence:high", "{r}:data"),
+			do(intR(0), "HSET", "{r}:fence:high", "{r}:data", "123456789012347"),
+			as(A, staleHighest("{r}:data", 123456789012346, 123456789012347), "SET", "{r}:data", "w"),
+			do(okR, "SET", "{c}:cfence", "123456789012345"),
+			as(A, okR, "SET", "{c}:clock", "A", "NX", "PX", "30000"),
+			fx(as(A, intR(1), "INCR", "{c}:cdata"), "FencedWrite INCR key={c}:cdata rule=6 owner=conn:A grant=123456789012346"),
+			do(okR, "SET", "{c}:cfence", "123456789012347"),
+			as(A, staleCurrent("{c}:cdata", 123456789012346, 123456789012347), "INCR", "{c}:cdata"),
 		}},
 	)
 
-	// Release: DEL/UNLINK made safe.
+	// Release, renewal and the holder's SET: the seed's story with two
+	// owners, told through Decide, Fold and the scripts.
 	out = append(out,
-		sscenario{name: "seed: blind DEL deletes the successor's lock (the hazard)", script: rewrite.Release, steps: []sstep{
-			do(okR, "SET", "resource:lock", "abc", "NX", "PX", shortPX),
-			lapse(wait, do(okR, "SET", "resource:lock", "xyz", "NX", "PX", "30000")),
-			do(intR(1), "DEL", "resource:lock"),
-			do(nullR, "GET", "resource:lock"),
+		sscenario{name: "seed: a blind DEL deletes the successor's lock (the hazard, without lockproxy)", script: rewrite.Release, steps: []sstep{
+			do(okR, "SET", res, "abc", "NX", "PX", shortPX),
+			lapse(wait, do(okR, "SET", res, "xyz", "NX", "PX", "30000")),
+			do(intR(1), "DEL", res),
+			do(nullR, "GET", res),
 		}},
-		sscenario{name: "seed: A's lease lapses, B acquires, A's release answers 0", script: rewrite.Release, steps: []sstep{
-			do(intR(1), acq("resource:lock", "abc", "NX", "PX", shortPX)...),
-			lapse(wait, do(nullR, "GET", "resource:lock")),
-			do(intR(2), acq("resource:lock", "xyz", "NX", "PX", "30000")...),
-			do(intR(0), rel("DEL", nil, h("resource:lock", "abc", 1))...),
-			do(bulkR("xyz"), "GET", "resource:lock"),
-			pttl("resource:lock", 29000, 30000),
-			do(intR(1), rel("DEL", nil, h("resource:lock", "xyz", 2))...),
-			do(intR(0), "EXISTS", "resource:lock"),
+		sscenario{name: "seed: A lapses, B acquires, A's DEL answers 0 and B's lock stands", script: rewrite.Release, protos: both, steps: []sstep{
+			fx(as(A, okR, "SET", res, "abc", "NX", "PX", shortPX), "Grant SET key=resource:lock rule=0 owner=conn:A value=abc grant=1"),
+			rec(res, "conn:A", 1, "abc", 20),
+			pttl(resRecs, keepMS-1000, keepMS+20),
+			lapse(wait, do(nullR, "GET", res)),
+			fx(as(B, okR, "SET", res, "xyz", "NX", "PX", "30000"), "Grant SET key=resource:lock rule=0 owner=conn:B value=xyz grant=2"),
+			rec(res, "conn:A", 1, "abc", 20), // kept for keep_lapsed
+			rec(res, "conn:B", 2, "xyz", 30000),
+			pttl(resRecs, keepMS+29000, keepMS+30000),
+			// A's renewal and release change nothing and answer what the
+			// commands answer on a key that is not A's any more.
+			fx(as(A, intR(0), "PEXPIRE", res, "30000"), "Renewed PEXPIRE key=resource:lock rule=0 owner=conn:A"),
+			fx(as(A, nullR, "SET", res, "abc", "XX", "PX", "30000"), "SetValue SET key=resource:lock rule=0 owner=conn:A value=abc"),
+			sstep{who: A, args: []string{"DEL", res}, want: intR(0), held: wait,
+				fx: []string{"Released DEL key=resource:lock rule=0 owner=conn:A holder=conn:B value=abc grant=1 outcome=superseded lapsed valuelen=3"}},
+			do(bulkR("xyz"), "GET", res),
+			pttl(res, 29000, 30000),
+			noRec(res, "conn:A"), // its release took A's record
+			// Now A is no owner at all, and C never was.
+			fx(refused(A, "NOTOWNER", "DEL", res), "Refused DEL key=resource:lock rule=0 owner=conn:A"),
+			fx(sstep{who: C, args: []string{"DEL", res}, want: errR(`NOTOWNER lockproxy refused DEL of lock key "resource:lock" (rule 1 "*:lock"): Valkey holds no grant of it to this client (owner conn:C, session: connection), so it may be another client's lock; release with the token you acquired it with: EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`)},
+				"Refused DEL key=resource:lock rule=0 owner=conn:C"),
+			fx(sstep{who: C, args: []string{"PEXPIRE", res, "60000"}, want: errR(`NOTOWNER lockproxy refused PEXPIRE of lock key "resource:lock" (rule 1 "*:lock"): Valkey holds no grant of it to this client (owner conn:C, session: connection), and only the client that acquired the lock through lockproxy may change its lease; acquire it with SET key token NX PX ms first`)},
+				"Refused PEXPIRE key=resource:lock rule=0 owner=conn:C"),
+			fx(sstep{who: C, args: []string{"SET", res, "mine", "XX"}, want: errR(`LOCKED lockproxy refused SET on lock key "resource:lock" (rule 1 "*:lock"): it would overwrite or remove a lock that another client may hold; acquire with SET key token NX PX ms and release with your token: EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`)},
+				"Refused SET key=resource:lock rule=0 owner=conn:C value=mine"),
+			do(bulkR("xyz"), "GET", res),
+			// B renews: the lock and its records hash both live longer.
+			fx(as(B, intR(1), "PEXPIRE", res, "60000"), "Renewed PEXPIRE key=resource:lock rule=0 owner=conn:B acted"),
+			pttl(res, 59000, 60000),
+			rec(res, "conn:B", 2, "xyz", 60000),
+			pttl(resRecs, keepMS+59000, keepMS+60000),
+			fx(as(B, intR(1), "DEL", res), "Released DEL key=resource:lock rule=0 owner=conn:B value=xyz grant=2 outcome=released valuelen=3"),
+			do(intR(0), "EXISTS", res, resRecs),
+			do(bulkR("2"), "GET", ctr(res)),
 		}},
-		sscenario{name: "seed: A releases in time", script: rewrite.Release, steps: []sstep{
-			do(intR(1), acq("resource:lock", "abc", "NX", "PX", "30000")...),
-			do(intR(1), rel("DEL", nil, h("resource:lock", "abc", 1))...),
-			do(intR(0), "EXISTS", "resource:lock"),
-			do(intR(0), rel("DEL", nil, h("resource:lock", "abc", 1))...),
-			do(bulkR("1"), "GET", ctr("resource:lock")),
+		sscenario{name: "release: two holders of the value 1 told apart by grant", script: rewrite.Release, protos: both, steps: []sstep{
+			as(A, okR, "SET", res, "1", "NX", "PX", shortPX),
+			lapse(wait, as(B, okR, "SET", res, "1", "NX", "PX", "30000")),
+			fx(as(A, intR(0), "DEL", res), "Released DEL key=resource:lock rule=0 owner=conn:A holder=conn:B value=1 grant=1 outcome=superseded lapsed valuelen=1"),
+			do(bulkR("1"), "GET", res),
+			fx(as(B, intR(1), "UNLINK", res), "Released UNLINK key=resource:lock rule=0 owner=conn:B value=1 grant=2 outcome=released valuelen=1"),
+			do(nullR, "GET", res),
 		}},
-		sscenario{name: "release: two holders of the value 1 told apart by grant", script: rewrite.Release, steps: []sstep{
-			do(intR(1), acq("resource:lock", "1", "NX", "PX", shortPX)...),
-			lapse(wait, do(intR(2), acq("resource:lock", "1", "NX", "PX", "30000")...)),
-			do(intR(0), rel("DEL", nil, h("resource:lock", "1", 1))...),
-			do(bulkR("1"), "GET", "resource:lock"),
-			do(intR(1), rel("UNLINK", nil, h("resource:lock", "1", 2))...),
-			do(nullR, "GET", "resource:lock"),
+		sscenario{name: "release: a client_name sibling releases; a failed release keeps the sibling's newer record", script: rewrite.Release, steps: []sstep{
+			// named:* locks are held per client name: A2 is another
+			// connection of A's application.
+			as(A, okR, "SET", "named:a", "v1", "NX", "PX", shortPX),
+			lapse(wait, as(B, okR, "SET", "named:a", "v2", "NX", "PX", "30000")),
+			as(B, okR, "SET", "named:a", "v2", "XX", "PX", "30000"),
+			fx(as(&fakeSession{conn: "conn:B2", name: "name:B"}, intR(1), "DEL", "named:a"),
+				"Released DEL key=named:a rule=4 owner=name:B value=v2 grant=2 outcome=released valuelen=2"),
+			fx(as(&fakeSession{conn: "conn:A2", name: "name:A"}, intR(0), "DEL", "named:a"),
+				"Released DEL key=named:a rule=4 owner=name:A value=v1 grant=1 outcome=superseded lapsed valuelen=2"),
 		}},
-		sscenario{name: "release: wrong value or wrong grant deletes nothing", script: rewrite.Release, steps: []sstep{
-			do(intR(1), acq("resource:lock", "abc", "NX", "PX", "30000")...),
-			do(intR(0), rel("DEL", nil, h("resource:lock", "xyz", 1))...),
-			do(intR(0), rel("DEL", nil, h("resource:lock", "abc", 2))...),
-			do(intR(0), rel("DEL", nil, h("resource:lock", "abc", 0))...),
-			do(bulkR("abc"), "GET", "resource:lock"),
-		}},
-		sscenario{name: "release: multi-key DEL sums like DEL", script: rewrite.Release, steps: []sstep{
+		sscenario{name: "release: multi-key DEL and UNLINK mixed with plain keys", script: rewrite.Release, protos: both, steps: []sstep{
 			do(okR, "SET", "p1", "a"),
 			do(okR, "SET", "p2", "b"),
-			do(intR(1), acq("l1:lock", "v1", "NX", "PX", "30000")...),
-			do(intR(1), acq("l2:lock", "v2", "NX", "PX", "30000")...),
-			do(intR(1), acq("l3:lock", "v3", "NX", "PX", "30000")...),
-			// p1, p2 and two of the three locks: 4 (p3 is missing, l3 is not ours).
-			do(intR(4), rel("DEL", []string{"p1", "p2", "p3"}, h("l1:lock", "v1", 1), h("l2:lock", "v2", 1), h("l3:lock", "other", 1))...),
+			as(A, okR, "SET", "l1:lock", "v1", "NX", "PX", "30000"),
+			as(A, okR, "SET", "l2:lock", "v2", "NX", "PX", "30000"),
+			as(B, okR, "SET", "l3:lock", "v3", "NX", "PX", "30000"),
+			// l3 is not A's: the whole DEL is refused, nothing deleted.
+			fx(refused(A, "NOTOWNER", "DEL", "p1", "p2", "p3", "l1:lock", "l2:lock", "l3:lock"),
+				"Kind(0) DEL key=l1:lock rule=0 owner=conn:A plain=3",
+				"Kind(0) DEL key=l2:lock rule=0 owner=conn:A plain=3",
+				"Refused DEL key=l3:lock rule=0 owner=conn:A plain=3"),
+			do(intR(5), "EXISTS", "p1", "p2", "p3", "l1:lock", "l2:lock", "l3:lock"),
+			// p1, p2 and A's two locks: 4 (p3 is missing).
+			fx(as(A, intR(4), "DEL", "p1", "l1:lock", "p2", "p3", "l2:lock"),
+				"Released DEL key=l1:lock rule=0 owner=conn:A value=v1 grant=1 plain=3 outcome=released valuelen=2",
+				"Released DEL key=l2:lock rule=0 owner=conn:A value=v2 grant=1 plain=3 outcome=released valuelen=2"),
 			do(intR(1), "EXISTS", "p1", "p2", "p3", "l1:lock", "l2:lock", "l3:lock"),
-			do(bulkR("v3"), "GET", "l3:lock"),
+			do(intR(1), "ZADD", "z", "1", "m"),
+			do(intR(1), "HSET", "h", "f", "v"),
+			fx(as(B, intR(3), "UNLINK", "z", "l3:lock", "h", "l3:lock"),
+				"Released UNLINK key=l3:lock rule=0 owner=conn:B value=v3 grant=1 plain=2 outcome=released valuelen=2",
+				"Released UNLINK key=l3:lock rule=0 owner=conn:B value=v3 grant=1 plain=2 outcome=released valuelen=2"),
+			do(intR(0), "EXISTS", "z", "h", "l3:lock", recs("l3:lock")),
 		}},
-		sscenario{name: "release: multi-key UNLINK", script: rewrite.Release, steps: []sstep{
-			do(okR, "SET", "p1", "a"),
-			do(intR(1), "ZADD", "p2", "1", "m"),
-			do(intR(1), "HSET", "p3", "f", "v"),
-			do(intR(1), acq("l1:lock", "v1", "NX", "PX", "30000")...),
-			do(intR(4), rel("UNLINK", []string{"p1", "p2", "p3"}, h("l1:lock", "v1", 1))...),
-			do(intR(0), "EXISTS", "p1", "p2", "p3", "l1:lock"),
+		sscenario{name: "release: observe and unknown_owner: forward delete as asked, and say whose lock it was", script: rewrite.Release, protos: both, steps: []sstep{
+			as(A, okR, "SET", "obs:a", "v", "NX", "PX", "30000"),
+			fx(as(B, intR(1), "DEL", "obs:a"), "Released DEL key=obs:a rule=2 owner=conn:B holder=conn:A outcome=forwarded held=none"),
+			do(intR(0), "EXISTS", "obs:a"),
+			fx(as(B, intR(0), "DEL", "obs:a"), "Released DEL key=obs:a rule=2 owner=conn:B outcome=forwarded held=none"),
+			as(A, okR, "SET", "fwd:a", "t", "NX", "PX", "30000"),
+			fx(as(B, intR(1), "DEL", "fwd:a"), "Released DEL key=fwd:a rule=3 owner=conn:B holder=conn:A outcome=forwarded held=none"),
+			// A's lock was deleted under it: A's own release answers 0.
+			fx(as(A, intR(0), "DEL", "fwd:a"), "Released DEL key=fwd:a rule=3 owner=conn:A value=t grant=1 outcome=superseded valuelen=1"),
+			fx(as(B, intR(0), "DEL", "fwd:a"), "Released DEL key=fwd:a rule=3 owner=conn:B outcome=forwarded held=none"),
 		}},
-		sscenario{name: "release: plain keys only, and a lock named twice", script: rewrite.Release, steps: []sstep{
-			do(okR, "SET", "p1", "a"),
-			do(okR, "SET", "p2", "b"),
-			do(intR(2), rel("DEL", []string{"p1", "p2", "p1"})...),
-			do(intR(1), acq("resource:lock", "abc", "NX")...),
-			// DEL k k answers 1, and so does the script.
-			do(intR(1), rel("DEL", nil, h("resource:lock", "abc", 1), h("resource:lock", "abc", 1))...),
+		sscenario{name: "release: reject refuses the holder's blind DEL (TOKENRELEASE), strangers get NOTOWNER", script: rewrite.Release, protos: both, steps: []sstep{
+			as(A, okR, "SET", "rej:a", "t", "NX", "PX", "30000"),
+			fx(sstep{who: A, args: []string{"DEL", "rej:a"}, want: errR(`TOKENRELEASE lockproxy refused the blind DEL of lock key "rej:a" (rule 2 "rej:*", release: reject): a blind delete can remove a successor's lock after your lease ran out; release with your token: EVAL "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end" 1 <key> <token>`)},
+				"Refused DEL key=rej:a rule=1 owner=conn:A"),
+			fx(refused(B, "NOTOWNER", "UNLINK", "rej:a"), "Refused UNLINK key=rej:a rule=1 owner=conn:B"),
+			do(bulkR("t"), "GET", "rej:a"),
+			fx(as(A, intR(1), "PEXPIRE", "rej:a", "60000"), "Renewed PEXPIRE key=rej:a rule=1 owner=conn:A acted"),
+			// The token-checked release goes through as it is.
+			fx(as(A, intR(1), "EVAL", "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end", "1", "rej:a", "t")),
+			do(intR(0), "EXISTS", "rej:a"),
+		}},
+		sscenario{name: "holder: renews with every expiry command; SET XX KEEPTTL GET moves the record's value", script: rewrite.Holder, protos: both, steps: []sstep{
+			as(A, okR, "SET", res, "abc", "NX", "PX", "30000"),
+			fx(as(A, intR(1), "PEXPIRE", res, "60000"), "Renewed PEXPIRE key=resource:lock rule=0 owner=conn:A acted"),
+			pttl(res, 59000, 60000),
+			as(A, intR(1), "EXPIRE", res, "120"),
+			pttl(res, 119000, 120000),
+			as(A, intR(1), "PEXPIREAT", res, strconv.FormatInt(nowMS+90000, 10)),
+			pttl(res, 85000, 90000),
+			as(A, intR(1), "EXPIREAT", res, strconv.FormatInt(nowMS/1000+101, 10)),
+			pttl(res, 95000, 101000),
+			fx(as(A, intR(0), "PEXPIRE", res, "1000", "GT"), "Renewed PEXPIRE key=resource:lock rule=0 owner=conn:A acted"),
+			as(A, intR(1), "PERSIST", res),
+			do(intR(-1), "PTTL", res),
+			rec(res, "conn:A", 1, "abc", -1),
+			do(intR(-1), "PTTL", resRecs),
+			fx(as(A, okR, "SET", res, "abc", "XX", "PX", "30000"), "SetValue SET key=resource:lock rule=0 owner=conn:A value=abc acted"),
+			pttl(res, 29000, 30000),
+			pttl(resRecs, keepMS+29000, keepMS+30000),
+			fx(as(A, bulkR("abc"), "SET", res, "def", "XX", "KEEPTTL", "GET"), "SetValue SET key=resource:lock rule=0 owner=conn:A value=def acted"),
+			do(bulkR("def"), "GET", res),
+			pttl(res, 29000, 30000),
+			rec(res, "conn:A", 1, "def", 30000),
+			// The record follows the value: A still holds the lock.
+			as(A, intR(1), "PEXPIRE", res, "60000"),
+			fx(as(A, intR(1), "DEL", res), "Released DEL key=resource:lock rule=0 owner=conn:A value=def grant=1 outcome=released valuelen=3"),
+			do(intR(0), "EXISTS", res, resRecs),
+			do(bulkR("1"), "GET", ctr(res)),
+		}},
+		sscenario{name: "holder: GETEX", script: rewrite.Holder, protos: both, steps: []sstep{
+			as(A, okR, "SET", res, "abc", "NX", "PX", "30000"),
+			fx(as(A, bulkR("abc"), "GETEX", res, "PX", "5000"), "Renewed GETEX key=resource:lock rule=0 owner=conn:A acted"),
+			pttl(res, 4000, 5000),
+			as(A, bulkR("abc"), "GETEX", res, "PERSIST"),
+			do(intR(-1), "PTTL", res),
+			refused(B, "NOTOWNER", "GETEX", res, "PX", "5000"),
+			rec(res, "conn:A", 1, "abc", -1),
+			do(intR(-1), "PTTL", resRecs),
+			as(A, bulkR("abc"), "GETEX", res, "PX", "30000"),
+			pttl(resRecs, keepMS+29000, keepMS+30000),
+		}},
+		sscenario{name: "holder: the stale holder after a successor changes nothing", script: rewrite.Holder, protos: both, steps: []sstep{
+			as(A, okR, "SET", res, "abc", "NX", "PX", shortPX),
+			lapse(wait, fx(as(A, nullR, "GETEX", res, "PX", "30000"), "Renewed GETEX key=resource:lock rule=0 owner=conn:A")),
+			as(A, intR(0), "PEXPIRE", res, "30000"),
+			as(B, okR, "SET", res, "xyz", "NX", "PX", "30000"),
+			as(A, intR(0), "PEXPIRE", res, "30000"),
+			as(A, intR(0), "PERSIST", res),
+			fx(as(A, nullR, "SET", res, "abc", "XX", "GET"), "SetValue SET key=resource:lock rule=0 owner=conn:A value=abc"),
+			do(bulkR("xyz"), "GET", res),
+			pttl(res, 29000, 30000),
+			rec(res, "conn:A", 1, "abc", 20),
+		}},
+		sscenario{name: "holder: an expiry in the past deletes the lock and its record", script: rewrite.Holder, protos: both, steps: []sstep{
+			as(A, okR, "SET", res, "abc", "NX", "PX", "30000"),
+			fx(as(A, intR(1), "PEXPIRE", res, "0"), "Renewed PEXPIRE key=resource:lock rule=0 owner=conn:A acted"),
+			do(intR(0), "EXISTS", res, resRecs),
+			refused(A, "NOTOWNER", "PEXPIRE", res, "100"),
 		}},
 	)
 
-	// Guarded: the holder's lease changes and SET run; others get 0 or nil.
-	lk := h("res:lock", "abc", 1)
+	// The records hash: it expires when its last record does (lease +
+	// keep_lapsed), has no expiry only while a lock without a lease is
+	// recorded, and superseded records go once keep_lapsed is over.
+	keep := 500 * time.Millisecond
 	out = append(out,
-		sscenario{name: "guarded: holder renews with every expiry command", script: rewrite.Guarded, protos: both, steps: []sstep{
-			do(intR(1), acq("res:lock", "abc", "NX", "PX", "30000")...),
-			do(intR(1), grd(lk, "0", "PEXPIRE", "60000")...),
-			pttl("res:lock", 59000, 60000),
-			do(intR(1), grd(lk, "0", "EXPIRE", "120")...),
-			pttl("res:lock", 119000, 120000),
-			do(intR(1), grd(lk, "0", "PEXPIREAT", strconv.FormatInt(nowMS+90000, 10))...),
-			pttl("res:lock", 88000, 90000),
-			do(intR(1), grd(lk, "0", "EXPIREAT", strconv.FormatInt(nowMS/1000+101, 10))...),
-			pttl("res:lock", 99000, 101000),
-			do(intR(0), grd(lk, "0", "PEXPIRE", "1000", "GT")...),
-			do(intR(1), grd(lk, "0", "PERSIST")...),
-			do(intR(-1), "PTTL", "res:lock"),
-			do(okR, grd(lk, "nil", "SET", "abc", "XX", "PX", "30000")...),
-			pttl("res:lock", 29000, 30000),
-			do(bulkR("abc"), grd(lk, "nil", "SET", "def", "XX", "KEEPTTL", "GET")...),
-			do(bulkR("def"), "GET", "res:lock"),
-			pttl("res:lock", 29000, 30000),
-			// The value changed: the old one no longer passes, the new one does.
-			do(intR(0), grd(lk, "0", "PEXPIRE", "60000")...),
-			do(intR(1), grd(h("res:lock", "def", 1), "0", "PEXPIRE", "60000")...),
-			do(bulkR("1"), "GET", ctr("res:lock")),
+		sscenario{name: "records: superseded records are pruned after keep_lapsed", script: rewrite.Acquire, keep: keep, steps: []sstep{
+			as(A, okR, "SET", res, "abc", "NX", "PX", shortPX),
+			pttl(resRecs, 300, 520),
+			lapse(wait, as(B, okR, "SET", res, "xyz", "NX", "PX", "30000")),
+			rec(res, "conn:A", 1, "abc", 20),
+			pttl(resRecs, 29000, 30500),
+			// Past A's lease + keep_lapsed: B's next renewal prunes A's record.
+			lapse(600*time.Millisecond, as(B, intR(1), "PEXPIRE", res, "30000")),
+			noRec(res, "conn:A"),
+			rec(res, "conn:B", 2, "xyz", -2),
+			fx(refused(A, "NOTOWNER", "DEL", res), "Refused DEL key=resource:lock rule=0 owner=conn:A"),
+			as(B, intR(1), "DEL", res),
+			do(intR(0), "EXISTS", resRecs),
 		}},
-		sscenario{name: "guarded: holder's GETEX", script: rewrite.Guarded, protos: both, gap: "getex", steps: []sstep{
-			do(intR(1), acq("res:lock", "abc", "NX", "PX", "30000")...),
-			do(bulkR("abc"), grd(lk, "nil", "GETEX", "PX", "5000")...),
-			pttl("res:lock", 4000, 5000),
-			do(bulkR("abc"), grd(lk, "nil", "GETEX", "PERSIST")...),
-			do(intR(-1), "PTTL", "res:lock"),
-			do(falseR, grd(h("res:lock", "abc", 2), "nil", "GETEX", "PX", "5000")...),
-			do(intR(-1), "PTTL", "res:lock"),
+		sscenario{name: "records: a lock without lease taken over a lapsed one; its release leaves nothing without expiry", script: rewrite.Release, steps: []sstep{
+			as(A, okR, "SET", res, "abc", "NX", "PX", shortPX),
+			lapse(wait, as(B, okR, "SET", res, "xyz", "NX")),
+			do(intR(-1), "PTTL", resRecs), // B's lock has no lease
+			rec(res, "conn:A", 1, "abc", 20),
+			as(B, intR(1), "DEL", res),
+			// A's lapsed record is left, for keep_lapsed after its lease.
+			rec(res, "conn:A", 1, "abc", 20),
+			pttl(resRecs, keepMS-1000, keepMS),
 		}},
-		sscenario{name: "guarded: a stranger changes nothing", script: rewrite.Guarded, protos: both, steps: []sstep{
-			do(intR(1), acq("res:lock", "abc", "NX", "PX", "30000")...),
-			do(intR(0), grd(h("res:lock", "xyz", 1), "0", "PEXPIRE", "60000")...),
-			do(intR(0), grd(h("res:lock", "xyz", 1), "0", "EXPIRE", "60")...),
-			do(intR(0), grd(h("res:lock", "xyz", 1), "0", "PERSIST")...),
-			do(falseR, grd(h("res:lock", "xyz", 1), "nil", "GETEX", "PERSIST")...),
-			do(falseR, grd(h("res:lock", "xyz", 1), "nil", "SET", "xyz", "XX", "PX", "60000")...),
-			do(bulkR("abc"), "GET", "res:lock"),
-			pttl("res:lock", 29000, 30000),
+		sscenario{name: "records: a forwarded delete of a lock without lease ends its holder's record", script: rewrite.Release, steps: []sstep{
+			as(A, okR, "SET", "obs:a", "v", "NX"),
+			do(intR(-1), "PTTL", recs("obs:a")),
+			as(B, intR(1), "DEL", "obs:a"),
+			rec("obs:a", "conn:A", 1, "v", -2),
+			pttl(recs("obs:a"), keepMS-1000, keepMS),
+			fx(as(A, intR(0), "DEL", "obs:a"), "Released DEL key=obs:a rule=2 owner=conn:A outcome=forwarded held=none"),
 		}},
-		sscenario{name: "guarded: the stale holder after a successor", script: rewrite.Guarded, protos: both, steps: []sstep{
-			do(intR(1), acq("res:lock", "abc", "NX", "PX", shortPX)...),
-			lapse(wait, do(falseR, grd(lk, "nil", "GETEX", "PX", "30000")...)),
-			do(intR(0), grd(lk, "0", "PEXPIRE", "30000")...),
-			do(intR(2), acq("res:lock", "xyz", "NX", "PX", "30000")...),
-			do(intR(0), grd(lk, "0", "PEXPIRE", "30000")...),
-			do(falseR, grd(lk, "nil", "SET", "abc", "XX", "PX", "30000")...),
-			do(bulkR("xyz"), "GET", "res:lock"),
-		}},
-		sscenario{name: "guarded: same value 1, told apart by grant", script: rewrite.Guarded, protos: both, steps: []sstep{
-			do(intR(1), acq("res:lock", "1", "NX", "PX", shortPX)...),
-			lapse(wait, do(intR(2), acq("res:lock", "1", "NX", "PX", "30000")...)),
-			do(intR(0), grd(h("res:lock", "1", 1), "0", "PEXPIRE", "60000")...),
-			pttl("res:lock", 29000, 30000),
-			do(intR(1), grd(h("res:lock", "1", 2), "0", "PEXPIRE", "60000")...),
-			pttl("res:lock", 59000, 60000),
-		}},
-		sscenario{name: "guarded: holder's expiry in the past deletes the lock", script: rewrite.Guarded, protos: both, steps: []sstep{
-			do(intR(1), acq("res:lock", "abc", "NX", "PX", "30000")...),
-			do(intR(1), grd(lk, "0", "PEXPIRE", "0")...),
-			do(intR(0), "EXISTS", "res:lock"),
+		sscenario{name: "records: a holder's expiry in the past leaves no other record without expiry", script: rewrite.Holder, steps: []sstep{
+			as(A, okR, "SET", res, "abc", "NX", "PX", shortPX),
+			lapse(wait, as(B, intR(1), "SETNX", res, "xyz")),
+			do(intR(-1), "PTTL", resRecs),
+			as(B, intR(1), "PEXPIRE", res, "0"),
+			noRec(res, "conn:B"),
+			rec(res, "conn:A", 1, "abc", 20),
+			pttl(resRecs, keepMS-1000, keepMS),
 		}},
 	)
 
-	// Fenced: the seed's readout under highest, current, several checks,
-	// a failing command, a nil reply.
+	// Fenced: every write to a guarded key, checked against the writer's
+	// record of the lock guarding it; the seed's readout 33/34/35.
 	data := "{r}:data"
-	f := func(token int64) []check { return []check{{"{r}:fence", token, "highest", data}} }
-	set := func(token int64, v string) []string { return fen(f(token), []string{data}, "SET", data, v) }
 	out = append(out,
 		sscenario{name: "fenced: seed readout under highest (33 refused, 34 accepted, 35 accepted and highest)", script: rewrite.Fenced, protos: both, steps: []sstep{
 			do(okR, "SET", "{r}:fence", "32"),
-			do(intR(33), acqC("{r}:flock", "{r}:fence", "A", "NX", "PX", shortPX)...), // A stalls past its lease
-			lapse(wait, do(intR(34), acqC("{r}:flock", "{r}:fence", "B", "NX", "PX", shortPX)...)),
-			do(okR, set(34, "by 34")...), // the resource has seen 34
+			as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", shortPX), // A stalls past its lease
+			lapse(wait, as(B, okR, "SET", "{r}:flock", "B", "NX", "PX", shortPX)),
+			fx(as(B, okR, "SET", data, "by 34"), "FencedWrite SET key={r}:data rule=5 owner=conn:B grant=34"),
 			do(bulkR("34"), "HGET", "{r}:fence:high", data),
-			do(staleHighest(data, 33, 34), set(33, "by 33")...),
+			fx(as(A, staleHighest(data, 33, 34), "SET", data, "by 33"), "FencedWrite SET key={r}:data rule=5 owner=conn:A"),
 			do(bulkR("by 34"), "GET", data),
 			do(bulkR("34"), "HGET", "{r}:fence:high", data),
-			do(okR, set(34, "by 34 again")...),
-			lapse(wait, do(intR(35), acqC("{r}:flock", "{r}:fence", "C", "NX", "PX", "30000")...)),
-			do(okR, set(35, "by 35")...),
+			as(B, okR, "SET", data, "by 34 again"),
+			lapse(wait, fx(as(C, okR, "SET", "{r}:flock", "C", "NX", "PX", "30000"), "Grant SET key={r}:flock rule=5 owner=conn:C value=C grant=35")),
+			fx(as(C, intR(1), "HSET", "{r}:items:1", "f", "v"), "FencedWrite HSET key={r}:items:1 rule=5 owner=conn:C grant=35"),
+			as(C, okR, "SET", data, "by 35"),
 			do(bulkR("35"), "HGET", "{r}:fence:high", data),
-			do(staleHighest(data, 34, 35), set(34, "late 34")...),
-			do(staleHighest(data, 33, 35), set(33, "late 33")...),
+			as(B, staleHighest(data, 34, 35), "SET", data, "late 34"),
+			as(A, staleHighest(data, 33, 35), "SET", data, "late 33"),
 			do(bulkR("by 35"), "GET", data),
-			do(pairsR(data, "35"), "HGETALL", "{r}:fence:high"),
+			do(pairsR(data, "35", "{r}:items:1", "35"), "HGETALL", "{r}:fence:high"),
+			// Nobody's write without a record: unfenced_writes: reject.
+			fx(sstep{who: ownerC2, args: []string{"SET", data, "x"}, want: errR(`UNFENCED lockproxy refused SET on "{r}:data" (rule 6 "{*}:flock", unfenced_writes: reject): the key is guarded by a lock and this client holds no grant of it; acquire the lock (SET <lock> <token> NX PX <ms>) before writing, or set unfenced_writes: allow`)},
+				"Refused SET key={r}:data rule=5 owner=conn:C2"),
+			do(bulkR("by 35"), "GET", data),
+			// C releases: its writes are unfenced from then on.
+			as(C, intR(1), "DEL", "{r}:flock"),
+			refused(C, "UNFENCED", "SET", data, "after"),
 		}},
-		sscenario{name: "fenced: a key with CR LF cannot break the STALE error line", script: rewrite.Fenced, protos: both, steps: []sstep{
-			do(intR(1), "HSET", "{r}:fence:high", "{r}:x\r\n+OK", "9"),
-			// Valkey turns CR and LF in a script's error into spaces.
-			do(staleHighest("{r}:x  +OK", 8, 9), fen([]check{{"{r}:fence", 8, "highest", "{r}:x\r\n+OK"}}, []string{"{r}:x\r\n+OK"}, "SET", "{r}:x\r\n+OK", "v")...),
-		}},
-		sscenario{name: "fenced: current (the token must be the latest grant)", script: rewrite.Fenced, protos: both, steps: []sstep{
-			do(staleCurrent("{c}:cdata", 1, 0), fen([]check{{"{c}:cfence", 1, "current", "{c}:cdata"}}, []string{"{c}:cdata"}, "INCR", "{c}:cdata")...),
-			do(okR, "SET", "{c}:cfence", "34"),
-			do(staleCurrent("{c}:cdata", 33, 34), fen([]check{{"{c}:cfence", 33, "current", "{c}:cdata"}}, []string{"{c}:cdata"}, "INCR", "{c}:cdata")...),
-			do(intR(0), "EXISTS", "{c}:cdata"),
-			do(intR(1), fen([]check{{"{c}:cfence", 34, "current", "{c}:cdata"}}, []string{"{c}:cdata"}, "INCR", "{c}:cdata")...),
-			do(staleCurrent("{c}:cdata", 35, 34), fen([]check{{"{c}:cfence", 35, "current", "{c}:cdata"}}, []string{"{c}:cdata"}, "INCR", "{c}:cdata")...),
+		sscenario{name: "fenced: current (the token must be the latest grant); unfenced writes observed", script: rewrite.Fenced, protos: both, steps: []sstep{
+			fx(as(C, intR(1), "INCR", "{c}:cdata"), "FencedWrite INCR key={c}:cdata rule=6 owner=conn:C unfenced"),
+			do(okR, "SET", "{c}:cfence", "32"),
+			as(A, okR, "SET", "{c}:clock", "A", "NX", "PX", shortPX),
+			fx(as(A, intR(2), "INCR", "{c}:cdata"), "FencedWrite INCR key={c}:cdata rule=6 owner=conn:A grant=33"),
+			lapse(wait, as(B, okR, "SET", "{c}:clock", "B", "NX", "PX", "30000")),
+			as(A, staleCurrent("{c}:cdata", 33, 34), "INCR", "{c}:cdata"),
+			fx(as(B, intR(3), "INCR", "{c}:cdata"), "FencedWrite INCR key={c}:cdata rule=6 owner=conn:B grant=34"),
 			do(intR(0), "EXISTS", "{c}:cfence:high"), // current records nothing
-			do(bulkR("1"), "GET", "{c}:cdata"),
+			do(bulkR("3"), "GET", "{c}:cdata"),
 		}},
-		sscenario{name: "fenced: several checks, nothing written when one fails", script: rewrite.Fenced, protos: both, steps: []sstep{
-			do(intR(1), "HSET", "{b}:fence:high", "{b}:data", "50"),
-			do(okR, "SET", "{a}:fence", "7"),
-			do(okR, "SET", "{a}:data", "x"),
-			do(okR, "SET", "{b}:data", "y"),
-			// {b}:data has seen 50: 45 is refused, and {a}:data is not deleted either.
-			do(staleHighest("{b}:data", 45, 50), fen([]check{{"{a}:fence", 40, "highest", "{a}:data"}, {"{b}:fence", 45, "highest", "{b}:data"}},
-				[]string{"{a}:data", "{b}:data"}, "DEL", "{a}:data", "{b}:data")...),
-			do(intR(2), "EXISTS", "{a}:data", "{b}:data"),
-			do(intR(0), "EXISTS", "{a}:fence:high"),
-			// A current check that fails after a highest one that passes.
-			do(staleCurrent("{a}:data", 6, 7), fen([]check{{"{b}:fence", 51, "highest", "{b}:data"}, {"{a}:fence", 6, "current", "{a}:data"}},
-				[]string{"{a}:data", "{b}:data"}, "DEL", "{a}:data", "{b}:data")...),
-			do(intR(2), "EXISTS", "{a}:data", "{b}:data"),
-			do(bulkR("50"), "HGET", "{b}:fence:high", "{b}:data"),
-			// Both pass: both deleted, each highest recorded.
-			do(intR(2), fen([]check{{"{a}:fence", 40, "highest", "{a}:data"}, {"{b}:fence", 50, "highest", "{b}:data"}},
-				[]string{"{a}:data", "{b}:data"}, "DEL", "{a}:data", "{b}:data")...),
-			do(bulkR("40"), "HGET", "{a}:fence:high", "{a}:data"),
-			do(bulkR("50"), "HGET", "{b}:fence:high", "{b}:data"),
-			do(intR(0), fen([]check{{"{a}:fence", 7, "current", "{a}:data"}, {"{b}:fence", 51, "highest", "{b}:data"}},
-				[]string{"{a}:data", "{b}:data"}, "DEL", "{a}:data", "{b}:data")...),
-			do(bulkR("51"), "HGET", "{b}:fence:high", "{b}:data"),
-			do(bulkR("40"), "HGET", "{a}:fence:high", "{a}:data"),
+		sscenario{name: "fenced: unfenced_writes: allow lets a writer without a record through, still checks a holder (current)", script: rewrite.Fenced, protos: both, steps: []sstep{
+			fx(as(C, okR, "SET", "{a}:adata", "free"), "FencedWrite SET key={a}:adata rule=7 owner=conn:C unfenced"),
+			as(A, okR, "SET", "{a}:alock", "A", "NX", "PX", shortPX),
+			lapse(wait, as(B, okR, "SET", "{a}:alock", "B", "NX", "PX", "30000")),
+			fx(as(B, okR, "SET", "{a}:adata", "by 2"), "FencedWrite SET key={a}:adata rule=7 owner=conn:B grant=2"),
+			as(A, staleCurrent("{a}:adata", 1, 2), "SET", "{a}:adata", "by 1"),
+			do(bulkR("by 2"), "GET", "{a}:adata"),
 		}},
-		sscenario{name: "fenced: MSET of two guarded keys", script: rewrite.Fenced, protos: both, gap: "mset", steps: []sstep{
-			do(intR(1), "HSET", "{b}:fence:high", "{b}:data", "50"),
-			do(staleHighest("{b}:data", 45, 50), fen([]check{{"{a}:fence", 40, "highest", "{a}:data"}, {"{b}:fence", 45, "highest", "{b}:data"}},
-				[]string{"{a}:data", "{b}:data"}, "MSET", "{a}:data", "x", "{b}:data", "y")...),
-			do(intR(0), "EXISTS", "{a}:data", "{b}:data"),
-			do(okR, fen([]check{{"{a}:fence", 40, "highest", "{a}:data"}, {"{b}:fence", 50, "highest", "{b}:data"}},
-				[]string{"{a}:data", "{b}:data"}, "MSET", "{a}:data", "x", "{b}:data", "y")...),
-			do(bulkR("40"), "HGET", "{a}:fence:high", "{a}:data"),
+		sscenario{name: "fenced: MSET of two guarded keys", script: rewrite.Fenced, protos: both, steps: []sstep{
+			as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"),
+			fx(as(A, okR, "MSET", data, "1", "{r}:items:2", "2"),
+				"FencedWrite MSET key={r}:data rule=5 owner=conn:A grant=1", "FencedWrite MSET key={r}:items:2 rule=5 owner=conn:A grant=1"),
+			do(pairsR(data, "1", "{r}:items:2", "1"), "HGETALL", "{r}:fence:high"),
+		}},
+		sscenario{name: "fenced: COPY from a lock onto a guarded key is fenced", script: rewrite.Fenced, gap: "copy", steps: []sstep{
+			as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"),
+			fx(refused(C, "UNFENCED", "COPY", "{r}:flock", data, "REPLACE"), "Refused COPY key={r}:data rule=5 owner=conn:C"),
+			do(intR(0), "EXISTS", data),
+			fx(as(A, intR(1), "COPY", "{r}:flock", data, "REPLACE"), "FencedWrite COPY key={r}:data rule=5 owner=conn:A grant=1"),
+			do(bulkR("A"), "GET", data),
+			do(bulkR("1"), "HGET", "{r}:fence:high", data),
 		}},
 		sscenario{name: "fenced: a failing command leaves the highest unchanged", script: rewrite.Fenced, protos: both, steps: []sstep{
-			do(okR, set(34, "a string")...),
-			do(errR("WRONGTYPE Operation against a key holding the wrong kind of value"), fen(f(35), []string{data}, "HSET", data, "f", "v")...),
-			do(bulkR("34"), "HGET", "{r}:fence:high", data),
+			as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"),
+			as(A, okR, "SET", data, "a string"),
+			fx(as(A, errR("WRONGTYPE Operation against a key holding the wrong kind of value"), "HSET", data, "f", "v"),
+				"FencedWrite HSET key={r}:data rule=5 owner=conn:A"),
+			do(bulkR("1"), "HGET", "{r}:fence:high", data),
 			do(bulkR("a string"), "GET", data),
-			do(intR(1), fen(f(35), []string{data}, "DEL", data)...),
-			do(bulkR("35"), "HGET", "{r}:fence:high", data),
-		}},
-		sscenario{name: "fenced: a nil reply passes through", script: rewrite.Fenced, protos: both, steps: []sstep{
-			do(falseR, fen(f(3), []string{data}, "SET", data, "v", "XX")...),
+			as(A, intR(1), "DEL", data),
 			do(intR(0), "EXISTS", data),
-			do(nullR, fen(f(3), []string{data}, "GET", data)...),
-			do(bulkR("3"), "HGET", "{r}:fence:high", data),
+		}},
+		sscenario{name: "fenced: a nil reply passes through, in either protocol", script: rewrite.Fenced, protos: both, steps: []sstep{
+			as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"),
+			fx(as(A, nullR, "SET", data, "v", "XX"), "FencedWrite SET key={r}:data rule=5 owner=conn:A grant=1"),
+			do(intR(0), "EXISTS", data),
+			as(A, nullR, "SET", data, "v", "GET"),
+			as(A, bulkR("v"), "SET", data, "w", "GET"),
+			do(bulkR("1"), "HGET", "{r}:fence:high", data),
+		}},
+		sscenario{name: "fenced: an observed lock overwritten together with a guarded key", script: rewrite.Fenced, protos: both, steps: []sstep{
+			// The Fenced script's "UNFENCED i" names the i-th check; the
+			// refusal must name the guarded key, not the observed lock.
+			fx(sstep{who: C, args: []string{"MSET", "obs:a", "1", data, "2"}, want: errR(`UNFENCED lockproxy refused MSET on "{r}:data" (rule 6 "{*}:flock", unfenced_writes: reject): the key is guarded by a lock and this client holds no grant of it; acquire the lock (SET <lock> <token> NX PX <ms>) before writing, or set unfenced_writes: allow`)},
+				"Refused MSET key={r}:data rule=5 owner=conn:C", "Kind(0) MSET key=obs:a rule=2 owner=conn:C"),
+			as(A, okR, "SET", "{r}:flock", "A", "NX", "PX", "30000"),
+			fx(as(A, okR, "MSET", "obs:a", "1", data, "2"),
+				"FencedWrite MSET key={r}:data rule=5 owner=conn:A grant=1", "Observed MSET key=obs:a rule=2 owner=conn:A"),
 		}},
 	)
-
-	// The same stories as Decide plans them: the plans' KEYS/ARGV must fit
-	// the scripts.
-	out = append(out, decidedScenarios(tb)...)
 	return out
 }
 
-// decidedScenarios build steps from Decide's plans for sessions holding
-// the grants the steps before them mint.
-func decidedScenarios(tb testing.TB) []sscenario {
-	d := testDecider(tb, testConfig, "")
-	plan := func(s *fakeSession, words ...string) []string {
-		p := d.Decide(bs(words...), s, make([]keyspec.Key, 0, 8))
-		if p.Kind != rewrite.Run {
-			tb.Fatalf("Decide(%q) = %+v, want Run", words, p)
-		}
-		return evalArgs(p)
-	}
-	w := world{
-		"conn:A": {"resource:lock": {value: "abc", number: 1}, "{r}:flock": {value: "A", number: 33}},
-		"conn:B": {"resource:lock": {value: "xyz", number: 2}, "{r}:flock": {value: "B", number: 34}},
-		"conn:C": {"{r}:flock": {value: "C", number: 35}},
-	}
-	A := &fakeSession{conn: "conn:A", w: w}
-	B := &fakeSession{conn: "conn:B", w: w}
-	C := &fakeSession{conn: "conn:C", w: w}
-	// Who holds the lock when each plan is made does not change the
-	// script for the holder's own commands: one world serves all steps.
-	return []sscenario{
-		{name: "decided: seed release", script: rewrite.Release, protos: []int{2, 3}, steps: []sstep{
-			do(intR(1), plan(A, "SET", "resource:lock", "abc", "NX", "PX", shortPX)...),
-			lapse(wait, do(intR(2), plan(B, "SET", "resource:lock", "xyz", "NX", "PX", "30000")...)),
-			do(intR(0), plan(A, "PEXPIRE", "resource:lock", "30000")...),
-			do(intR(0), plan(A, "DEL", "resource:lock")...),
-			do(bulkR("xyz"), "GET", "resource:lock"),
-			do(intR(1), plan(B, "PEXPIRE", "resource:lock", "60000")...),
-			do(okR, "SET", "plain", "p"),
-			do(intR(2), plan(B, "DEL", "plain", "resource:lock", "other")...),
-		}},
-		{name: "decided: seed fencing", script: rewrite.Fenced, protos: []int{2, 3}, steps: []sstep{
-			do(okR, "SET", "{r}:fence", "32"),
-			do(intR(33), plan(A, "SET", "{r}:flock", "A", "NX", "PX", shortPX)...),
-			lapse(wait, do(intR(34), plan(B, "SET", "{r}:flock", "B", "NX", "PX", shortPX)...)),
-			do(okR, plan(B, "SET", "{r}:data", "by 34")...),
-			do(staleHighest("{r}:data", 33, 34), plan(A, "SET", "{r}:data", "by 33")...),
-			lapse(wait, do(intR(35), plan(C, "SET", "{r}:flock", "C", "NX", "PX", "30000")...)),
-			do(intR(1), plan(C, "HSET", "{r}:items:1", "f", "v")...),
-			do(okR, plan(C, "SET", "{r}:data", "by 35")...),
-			do(staleHighest("{r}:data", 34, 35), plan(B, "SET", "{r}:data", "late")...),
-			do(bulkR("by 35"), "GET", "{r}:data"),
-			do(pairsR("{r}:data", "35", "{r}:items:1", "35"), "HGETALL", "{r}:fence:high"),
-			do(intR(1), plan(C, "DEL", "{r}:flock")...),
-		}},
-	}
-}
+// ownerC2 is one more owner with no record of anything.
+var ownerC2 = &fakeSession{conn: "conn:C2", name: "name:C2", addr: "10.0.0.4"}
 
 // optionWords names SET options without their numbers ("NX PXAT").
 func optionWords(opts []string) string {
@@ -535,18 +609,152 @@ func protosOf(sc sscenario) []int {
 	return sc.protos
 }
 
-func checkStep(t *testing.T, i int, st sstep, proto int, got []byte) {
+// scenarioDecider is testConfig's Decider with the scenario's keep_lapsed.
+func scenarioDecider(tb testing.TB, sc sscenario) *rewrite.Decider {
+	d := testDecider(tb, testConfig, "")
+	if sc.keep > 0 {
+		d.Keep = rewrite.KeepArg(sc.keep)
+	}
+	return d
+}
+
+// outcome is what one step did on one backend.
+type outcome struct {
+	client  []byte // what the client sees
+	raw     []byte // what the backend answered (the script's reply for a Run plan)
+	script  *rewrite.Script
+	effects []rewrite.Effect
+}
+
+// runStep sends a step to a backend: as it is, or as lockproxy handles
+// the client's command (Decide, the plan's script, Fold).
+func runStep(t *testing.T, d *rewrite.Decider, st sstep, proto int, send func(args ...string) []byte) outcome {
 	t.Helper()
-	if st.ttl[1] > 0 {
+	if st.who == nil {
+		r := send(st.args...)
+		return outcome{client: r, raw: r}
+	}
+	p := d.Decide(bs(st.args...), st.who, make([]keyspec.Key, 0, 8))
+	switch p.Kind {
+	case rewrite.Forward:
+		r := send(st.args...)
+		return outcome{client: r, raw: r, effects: p.Effects}
+	case rewrite.Refuse:
+		return outcome{client: resp.AppendError(nil, p.Err), effects: p.Effects}
+	case rewrite.Run:
+		raw := send(evalArgs(p)...)
+		return outcome{client: rewrite.Fold(p.Shape, p.Effects, raw, proto), raw: raw, script: p.Script, effects: p.Effects}
+	}
+	t.Fatalf("Decide(%q): plan kind %s", st.args, planKinds[p.Kind])
+	return outcome{}
+}
+
+func effectLines(effects []rewrite.Effect) []string {
+	out := []string{}
+	for _, e := range effects {
+		out = append(out, fmtEffect(e))
+	}
+	return out
+}
+
+// record is an owner record as the scripts write it.
+type record struct {
+	grant    int64
+	acquired int64
+	end      int64
+	value    string
+	ok       bool
+}
+
+func parseRecord(reply []byte) (record, bool) {
+	text, null := bulkOf(reply)
+	if null {
+		return record{}, true
+	}
+	f := strings.SplitN(text, " ", 4)
+	if len(f) != 4 {
+		return record{}, false
+	}
+	var r record
+	var err [3]error
+	r.grant, err[0] = strconv.ParseInt(f[0], 10, 64)
+	r.acquired, err[1] = strconv.ParseInt(f[1], 10, 64)
+	r.end, err[2] = strconv.ParseInt(f[2], 10, 64)
+	if err[0] != nil || err[1] != nil || err[2] != nil {
+		return record{}, false
+	}
+	r.value, r.ok = f[3], true
+	return r, true
+}
+
+// bulkOf reads a bulk string reply (RESP2 or RESP3 null: null true).
+func bulkOf(reply []byte) (string, bool) {
+	if string(reply) == "$-1\r\n" || string(reply) == "_\r\n" {
+		return "", true
+	}
+	hdr := bytes.Index(reply, []byte("\r\n"))
+	if len(reply) < 4 || reply[0] != '$' || hdr < 0 {
+		return "", false
+	}
+	return string(reply[hdr+2 : len(reply)-2]), false
+}
+
+// checkStep checks what one backend did against the step's expectations;
+// exact says the clock was the fake one (times are exact, not bounds).
+func checkStep(t *testing.T, i int, st sstep, proto int, o outcome, exact bool) {
+	t.Helper()
+	got := o.client
+	switch {
+	case st.ttl[1] != 0:
 		n, ok := parseInt(got)
 		if !ok || n < st.ttl[0] || n > st.ttl[1] {
 			t.Errorf("step %d %s: %q, want an integer in [%d, %d]", i, show(st.args), got, st.ttl[0], st.ttl[1])
 		}
-		return
-	}
-	if st.want != nil {
+	case st.rec != nil:
+		checkRecord(t, i, st, got, exact)
+	case st.code != "":
+		if !bytes.HasPrefix(got, []byte("-"+st.code+" lockproxy ")) || bytes.Count(got, []byte("\r\n")) != 1 {
+			t.Errorf("step %d %s: %q, want a one-line %s refusal", i, show(st.args), got, st.code)
+		}
+	case st.want != nil:
 		if want := st.want(proto); string(got) != want {
 			t.Errorf("step %d %s:\n got %q\nwant %q", i, show(st.args), got, want)
+		}
+	}
+	if st.fx != nil {
+		if lines := effectLines(o.effects); !reflect.DeepEqual(lines, st.fx) {
+			t.Errorf("step %d %s: effects after Fold\n got %q\nwant %q", i, show(st.args), lines, st.fx)
+		}
+	}
+	if st.held > 0 {
+		if len(o.effects) == 0 {
+			t.Errorf("step %d %s: no effect to read Held from", i, show(st.args))
+		} else if h := o.effects[0].Held; (exact && h != st.held) || h < st.held || h > st.held+5*time.Second {
+			t.Errorf("step %d %s: Held %v, want %v", i, show(st.args), h, st.held)
+		}
+	}
+}
+
+func checkRecord(t *testing.T, i int, st sstep, got []byte, exact bool) {
+	t.Helper()
+	want := st.rec
+	r, ok := parseRecord(got)
+	switch {
+	case !ok:
+		t.Errorf("step %d %s: %q is not an owner record", i, show(st.args), got)
+	case want.grant == 0 && r.ok:
+		t.Errorf("step %d %s: record %q, want none", i, show(st.args), got)
+	case want.grant == 0:
+	case !r.ok:
+		t.Errorf("step %d %s: no record, want grant %d value %q", i, show(st.args), want.grant, want.value)
+	case r.grant != want.grant || r.value != want.value:
+		t.Errorf("step %d %s: record %q, want grant %d value %q", i, show(st.args), got, want.grant, want.value)
+	case want.lease == -1 && r.end != 0:
+		t.Errorf("step %d %s: record %q, want lease end 0 (no expiry)", i, show(st.args), got)
+	case want.lease >= 0:
+		lease := r.end - r.acquired
+		if (exact && lease != want.lease) || lease < want.lease-recSlack || lease > want.lease+recSlack {
+			t.Errorf("step %d %s: record %q has a lease of %d ms, want %d", i, show(st.args), got, lease, want.lease)
 		}
 	}
 }
@@ -571,24 +779,64 @@ func show(args []string) string {
 	return fmt.Sprintf("%q", args)
 }
 
+// maskHeld blanks the clock-dependent "held ms" of each lock in a
+// Release reply (element 3 of each group of 7 after the count), so that
+// luaeval's reply and Valkey's, taken on slightly different clocks, can
+// be compared byte for byte otherwise.
+func maskHeld(raw []byte) []byte {
+	if len(raw) == 0 || raw[0] != '*' {
+		return raw
+	}
+	var out []byte
+	rest := raw
+	for idx := -1; len(rest) > 0; idx++ {
+		end := bytes.Index(rest, []byte("\r\n")) + 2
+		if end < 2 {
+			return raw
+		}
+		el := rest[:end]
+		if rest[0] == '$' {
+			n, err := strconv.Atoi(string(rest[1 : end-2]))
+			if err != nil {
+				return raw
+			}
+			if n >= 0 {
+				end += n + 2
+				if end > len(rest) {
+					return raw
+				}
+				el = rest[:end]
+			}
+		}
+		if idx >= 1 && (idx-1)%7 == 2 && el[0] == ':' {
+			el = []byte(":<held>\r\n")
+		}
+		out = append(out, el...)
+		rest = rest[end:]
+	}
+	return out
+}
+
 // TestScriptsOffline runs every scenario on luaeval with a frozen clock:
 // no server, no sleeping.
 func TestScriptsOffline(t *testing.T) {
 	now := time.Now().Truncate(time.Millisecond)
-	for _, sc := range scriptScenarios(t, now) {
+	for _, sc := range scriptScenarios(now) {
 		for _, proto := range protosOf(sc) {
 			t.Run(fmt.Sprintf("%s/resp%d", sc.name, proto), func(t *testing.T) {
+				d := scenarioDecider(t, sc)
 				st := luaeval.New()
 				st.SetTime(now)
+				send := func(args ...string) []byte { return st.DoProto(proto, args...) }
 				for i, s := range sc.steps {
 					if s.lapse > 0 {
 						st.Advance(s.lapse)
 					}
-					got := st.DoProto(proto, s.args...)
-					if gapHit(sc, got) {
+					o := runStep(t, d, s, proto, send)
+					if gapHit(sc, o.raw) {
 						t.Skipf("step %d needs %s, which luaeval does not implement", i, strings.ToUpper(sc.gap))
 					}
-					checkStep(t, i, s, proto, got)
+					checkStep(t, i, s, proto, o, true)
 				}
 				if sc.gap != "" {
 					t.Errorf("luaeval implements %s now: drop the scenario's gap mark", strings.ToUpper(sc.gap))
@@ -600,50 +848,87 @@ func TestScriptsOffline(t *testing.T) {
 
 // TestScriptsValkey replays the scenarios on a real valkey-server and on
 // luaeval (on the wall clock) in lockstep: every reply must be the same
-// bytes on both, and the expected one.
+// bytes on both (the client's after Fold, and the script's own, but for
+// the clock-dependent fields), the effects Fold fills the same, and the
+// expected ones.
 func TestScriptsValkey(t *testing.T) {
 	srv := valkeytest.Start(t)
 	conns := map[int]*rawConn{2: dialRaw(t, srv.Addr, 2), 3: dialRaw(t, srv.Addr, 3)}
 	now := time.Now()
-	for _, sc := range scriptScenarios(t, now) {
+	for _, sc := range scriptScenarios(now) {
 		for _, proto := range protosOf(sc) {
 			t.Run(fmt.Sprintf("%s/resp%d", sc.name, proto), func(t *testing.T) {
+				d := scenarioDecider(t, sc)
 				rc := conns[proto]
 				rc.Do(t, "FLUSHALL")
 				rc.Do(t, "SCRIPT", "FLUSH")
 				st := luaeval.New()
+				real := func(args ...string) []byte { return rc.Do(t, args...) }
+				off := func(args ...string) []byte { return st.DoProto(proto, args...) }
 				diverged := false
 				for i, s := range sc.steps {
 					if s.lapse > 0 {
 						time.Sleep(s.lapse)
 					}
-					real := rc.Do(t, s.args...)
-					off := st.DoProto(proto, s.args...)
-					checkStep(t, i, s, proto, real)
-					if diverged = diverged || gapHit(sc, off); diverged {
+					r := runStep(t, d, s, proto, real)
+					o := runStep(t, d, s, proto, off)
+					checkStep(t, i, s, proto, r, false)
+					if diverged = diverged || gapHit(sc, o.raw); diverged {
 						continue // luaeval could not run it: its keyspace differs from here on
 					}
-					if s.ttl[1] > 0 {
-						a, ok1 := parseInt(real)
-						b, ok2 := parseInt(off)
-						if !ok1 || !ok2 || a-b > 100 || b-a > 100 {
-							t.Errorf("step %d %s: valkey %q, luaeval %q", i, show(s.args), real, off)
-						}
-						continue
-					}
-					if !bytes.Equal(real, off) {
-						t.Errorf("step %d %s: replies differ\n valkey  %q\n luaeval %q", i, show(s.args), real, off)
-					}
+					compareBackends(t, i, s, r, o)
 				}
 			})
 		}
 	}
 }
 
+// compareBackends: Valkey (r) and luaeval (o) did the same.
+func compareBackends(t *testing.T, i int, s sstep, r, o outcome) {
+	t.Helper()
+	switch {
+	case s.ttl[1] != 0:
+		a, ok1 := parseInt(r.client)
+		b, ok2 := parseInt(o.client)
+		if !ok1 || !ok2 || a-b > 100 || b-a > 100 {
+			t.Errorf("step %d %s: valkey %q, luaeval %q", i, show(s.args), r.client, o.client)
+		}
+		return
+	case s.rec != nil:
+		a, ok1 := parseRecord(r.client)
+		b, ok2 := parseRecord(o.client)
+		if !ok1 || !ok2 || a.ok != b.ok || a.grant != b.grant || a.value != b.value || (a.end == 0) != (b.end == 0) ||
+			abs(a.acquired-b.acquired) > recSlack || abs(a.end-b.end) > recSlack {
+			t.Errorf("step %d %s: records differ\n valkey  %q\n luaeval %q", i, show(s.args), r.client, o.client)
+		}
+		return
+	}
+	if !bytes.Equal(r.client, o.client) {
+		t.Errorf("step %d %s: client replies differ\n valkey  %q\n luaeval %q", i, show(s.args), r.client, o.client)
+	}
+	rr, or := r.raw, o.raw
+	if r.script == rewrite.Release {
+		rr, or = maskHeld(rr), maskHeld(or)
+	}
+	if !bytes.Equal(rr, or) {
+		t.Errorf("step %d %s: script replies differ\n valkey  %q\n luaeval %q", i, show(s.args), rr, or)
+	}
+	if a, b := effectLines(r.effects), effectLines(o.effects); !reflect.DeepEqual(a, b) {
+		t.Errorf("step %d %s: effects differ\n valkey  %q\n luaeval %q", i, show(s.args), a, b)
+	}
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
 // TestScriptsCovered: every script lockproxy sends has scenarios.
 func TestScriptsCovered(t *testing.T) {
 	seen := map[*rewrite.Script]int{}
-	for _, sc := range scriptScenarios(t, time.Now()) {
+	for _, sc := range scriptScenarios(time.Now()) {
 		seen[sc.script]++
 	}
 	for _, s := range rewrite.Scripts {
@@ -679,9 +964,10 @@ func TestScriptSHA(t *testing.T) {
 		}
 	}
 	// EVALSHA after the load gives EVAL's reply.
-	args := acq("res:lock", "abc", "NX", "PX", "30000")
+	d := testDecider(t, testConfig, "")
+	args := evalArgs(d.Decide(bs("SET", "res:lock", "abc", "NX", "PX", "30000"), ownerA, nil))
 	args[0], args[1] = "EVALSHA", rewrite.Acquire.SHA
-	if got := rc.Do(t, args...); string(got) != ":1\r\n" {
+	if got := rc.Do(t, args...); string(got) != "*2\r\n:1\r\n+OK\r\n" {
 		t.Errorf("EVALSHA acquire: %q", got)
 	}
 }
@@ -703,27 +989,28 @@ type answerCase struct {
 	check [][]string
 }
 
-// answerWorld: alice holds resource:lock (abc, grant 7) and {r}:flock
-// (token 35); answerSetup puts the same in Valkey.
-func answerWorld() *fakeSession {
-	w := world{"conn:alice": {"resource:lock": {value: "abc", number: 7}, "{r}:flock": {value: "tok", number: 35}}}
-	return &fakeSession{conn: "conn:alice", w: w}
+// answerSetup: alice holds resource:lock (abc, grant 7) and {r}:flock
+// (tok, token 35), acquired through their plans, so that Valkey holds her
+// owner records.
+var answerSetup = [][]string{
+	{"SET", "{resource:lock}:lockproxy:grants", "6"},
+	{"SET", "{r}:fence", "34"},
 }
 
-var answerSetup = [][]string{
-	{"SET", "resource:lock", "abc", "PX", "30000"},
-	{"SET", "{resource:lock}:lockproxy:grants", "7"},
-	{"SET", "{r}:flock", "tok", "PX", "30000"},
-	{"SET", "{r}:fence", "35"},
+var answerAcquire = [][]string{
+	{"SET", "resource:lock", "abc", "NX", "PX", "30000"},
+	{"SET", "{r}:flock", "tok", "NX", "PX", "30000"},
 }
+
+var answerAlice = &fakeSession{conn: "conn:alice", name: "name:app", addr: "10.0.0.1"}
 
 // runAnswerCases compares, on a real server, the command sent as is with
 // its plan's script sent instead, under RESP2 and RESP3.
 func runAnswerCases(t *testing.T, cases []answerCase) {
 	srv := valkeytest.Start(t)
 	d := testDecider(t, testConfig, "")
-	s := answerWorld()
 	for _, proto := range []int{2, 3} {
+		s := &fakeSession{conn: answerAlice.conn, name: answerAlice.name, addr: answerAlice.addr, proto: proto}
 		rc := dialRaw(t, srv.Addr, proto)
 		for _, c := range cases {
 			p := d.Decide(bs(c.args...), s, nil)
@@ -735,10 +1022,21 @@ func runAnswerCases(t *testing.T, cases []answerCase) {
 			var ttls [2][]int64
 			for i, run := range []func() []byte{
 				func() []byte { return rc.Do(t, c.args...) },
-				func() []byte { return p.Shape.Reply(rc.Do(t, evalArgs(p)...), proto) },
+				func() []byte {
+					effects := append([]rewrite.Effect(nil), p.Effects...)
+					return rewrite.Fold(p.Shape, effects, rc.Do(t, evalArgs(p)...), proto)
+				},
 			} {
 				rc.Do(t, "FLUSHALL")
-				for _, a := range append(append([][]string(nil), answerSetup...), c.setup...) {
+				for _, a := range answerSetup {
+					rc.Do(t, a...)
+				}
+				for _, a := range answerAcquire {
+					if r := rc.Do(t, evalArgs(d.Decide(bs(a...), s, nil))...); string(r) != "*2\r\n:"+map[string]string{"resource:lock": "7", "{r}:flock": "35"}[a[1]]+"\r\n+OK\r\n" {
+						t.Fatalf("setup %q: %q", a, r)
+					}
+				}
+				for _, a := range c.setup {
 					rc.Do(t, a...)
 				}
 				out := []string{string(run())}
@@ -780,6 +1078,7 @@ func TestPlansAnswerAsTheCommand(t *testing.T) {
 		{"NX", "PX", "30000"}, {"px", "30000", "nx"}, {"NX", "EX", "30"}, {"EX", "30", "NX"},
 		{"NX", "PXAT", strconv.FormatInt(time.Now().UnixMilli()+30000, 10)},
 		{"EXAT", strconv.FormatInt(time.Now().Unix()+30, 10), "NX"}, {"NX", "KEEPTTL"}, {"NX"},
+		{"NX", "GET", "PX", "30000"}, {"GET", "nx"},
 	} {
 		args := append([]string{"SET", "resource:lock", "new"}, opts...)
 		cases = append(cases,
@@ -788,6 +1087,9 @@ func TestPlansAnswerAsTheCommand(t *testing.T) {
 		)
 	}
 	cases = append(cases,
+		answerCase{args: []string{"SETNX", "resource:lock", "new"}, setup: free, check: lockState},
+		answerCase{args: []string{"SETNX", "resource:lock", "new"}, check: lockState},
+		answerCase{args: []string{"SET", "resource:lock", "new", "NX", "GET"}, setup: [][]string{{"HSET", "resource:lock", "f", "v"}}, check: lockState},
 		answerCase{args: []string{"DEL", "resource:lock"}, check: lockState},
 		answerCase{args: []string{"UNLINK", "plain", "resource:lock", "gone"}, setup: [][]string{{"SET", "plain", "p"}}, check: [][]string{{"EXISTS", "plain", "resource:lock"}}},
 		answerCase{args: []string{"PEXPIRE", "resource:lock", "60000"}, check: lockState},

@@ -2,7 +2,6 @@ package rewrite_test
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
@@ -10,23 +9,17 @@ import (
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
-// fakeGrant is one grant the fake proxy remembers.
-type fakeGrant struct {
-	value  string
-	number int64
-	lapsed bool // the lease is over (Holder skips it; Grant still reports it)
-}
-
-// world is the fake proxy's grant table, shared by the sessions of a test.
-type world map[string]map[string]fakeGrant // owner → lock key → grant
-
-// fakeSession implements rewrite.Session over a world. Its owner depends
-// on the rule's session scope, as the proxy's does: the connection, the
-// client name or the client host.
+// fakeSession implements rewrite.Session: it only says who the client
+// is. Who holds which lock is Valkey's to say (the scripts read the owner
+// records), so the fake has no grants to consult. Its owner depends on the
+// rule's session scope, as the proxy's does: the connection, the client
+// name or the client host.
 type fakeSession struct {
 	conn, name, addr string
-	w                world
+	proto            int // 0: RESP2
 }
+
+func (s *fakeSession) Proto() int { return max(2, s.proto) }
 
 func (s *fakeSession) Owner(r *policy.Rule) string {
 	switch r.Session {
@@ -36,41 +29,6 @@ func (s *fakeSession) Owner(r *policy.Rule) string {
 		return s.addr
 	}
 	return s.conn
-}
-
-func (s *fakeSession) Grant(key []byte, owner string) ([]byte, int64, bool) {
-	g, ok := s.w[owner][string(key)]
-	if !ok {
-		return nil, 0, false
-	}
-	return []byte(g.value), g.number, true
-}
-
-func (s *fakeSession) Holder(key []byte, notOwner string) string {
-	owners := make([]string, 0, len(s.w))
-	for o := range s.w {
-		owners = append(owners, o)
-	}
-	sort.Strings(owners)
-	for _, o := range owners {
-		if g, ok := s.w[o][string(key)]; ok && o != notOwner && !g.lapsed {
-			return o
-		}
-	}
-	return ""
-}
-
-func (s *fakeSession) Held(owner string) []rewrite.Held {
-	keys := make([]string, 0, len(s.w[owner]))
-	for k := range s.w[owner] {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]rewrite.Held, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, rewrite.Held{Key: []byte(k), Number: s.w[owner][k].number})
-	}
-	return out
 }
 
 var _ rewrite.Session = (*fakeSession)(nil)
@@ -99,7 +57,11 @@ func strs(b [][]byte) []string {
 var effectKinds = map[rewrite.EffectKind]string{
 	rewrite.Grant: "Grant", rewrite.Released: "Released", rewrite.Renewed: "Renewed",
 	rewrite.SetValue: "SetValue", rewrite.Observed: "Observed", rewrite.Refused: "Refused",
-	rewrite.Flushed: "Flushed", rewrite.FencedWrite: "FencedWrite", rewrite.Unfenced: "Unfenced",
+	rewrite.Flushed: "Flushed", rewrite.FencedWrite: "FencedWrite",
+}
+
+var outcomes = map[rewrite.Outcome]string{
+	rewrite.OutcomeReleased: "released", rewrite.OutcomeSuperseded: "superseded", rewrite.OutcomeForwarded: "forwarded",
 }
 
 // fmtEffect prints an effect's non-zero fields in a fixed order, so tables
@@ -133,14 +95,29 @@ func fmtEffect(e rewrite.Effect) string {
 	if e.Grant != 0 {
 		fmt.Fprintf(&b, " grant=%d", e.Grant)
 	}
-	if e.Lease != 0 {
-		fmt.Fprintf(&b, " lease=%v", e.Lease)
-	}
-	if !e.At.IsZero() {
-		fmt.Fprintf(&b, " at=%d", e.At.UnixMilli())
-	}
 	if e.Plain != 0 {
 		fmt.Fprintf(&b, " plain=%d", e.Plain)
+	}
+	// What Fold wrote from the script's reply (zero at plan time). Held
+	// depends on the clock: only "no record" (-1) is printed; tests that
+	// care check the duration itself.
+	if e.Outcome != rewrite.OutcomeNone {
+		fmt.Fprintf(&b, " outcome=%s", outcomes[e.Outcome])
+	}
+	if e.Held < 0 {
+		b.WriteString(" held=none")
+	}
+	if e.Lapsed {
+		b.WriteString(" lapsed")
+	}
+	if e.Acted {
+		b.WriteString(" acted")
+	}
+	if e.ValueLen != 0 {
+		fmt.Fprintf(&b, " valuelen=%d", e.ValueLen)
+	}
+	if e.Unfenced {
+		b.WriteString(" unfenced")
 	}
 	return b.String()
 }

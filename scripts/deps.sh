@@ -5,11 +5,17 @@
 # server the tests run against). Does nothing when all are present.
 # `deps.sh bench` also installs nutcracker (twemproxy), the reference proxy
 # `make bench` measures beside lockproxy; the tests do not need it.
+# `deps.sh ops` also installs promtool (Debian's prometheus package) and
+# systemd-analyze (systemd), which `make ops-check` runs over deploy/.
 # Needs root (or sudo) for apt-get on Debian 12.
 set -euo pipefail
 
 need=()
 [ "${1:-}" = bench ] && { command -v nutcracker >/dev/null || [ -x /usr/sbin/nutcracker ] || need+=(nutcracker); }
+if [ "${1:-}" = ops ]; then
+  command -v promtool >/dev/null || need+=(prometheus)
+  command -v systemd-analyze >/dev/null || need+=(systemd)
+fi
 command -v valkey-server >/dev/null || need+=(valkey-server)
 command -v valkey-cli >/dev/null || need+=(valkey-tools)
 command -v valkey-sentinel >/dev/null || need+=(valkey-sentinel)
@@ -36,20 +42,25 @@ SRC
 fi
 $sudo apt-get update -qq
 # Valkey from bookworm-backports; the rest (redis-server, nutcracker) from
-# bookworm itself.
+# bookworm itself; the ops tools without their recommends (prometheus would
+# bring node-exporter, systemd dbus and a time daemon: only the two
+# commands are wanted).
 valkey=()
 plain=()
+tools=()
 for p in "${need[@]}"; do
   case $p in
     valkey-*) valkey+=("$p") ;;
+    prometheus | systemd) tools+=("$p") ;;
     *) plain+=("$p") ;;
   esac
 done
 [ ${#valkey[@]} -gt 0 ] && $sudo apt-get install -y -qq -t bookworm-backports "${valkey[@]}" >/dev/null
 [ ${#plain[@]} -gt 0 ] && $sudo apt-get install -y -qq "${plain[@]}" >/dev/null
+[ ${#tools[@]} -gt 0 ] && $sudo apt-get install -y -qq --no-install-recommends "${tools[@]}" >/dev/null
 # Packaged services may start on install; lockproxy's tests start their own
 # servers on free ports, and `make run` starts one only when none answers.
-for svc in valkey-server redis-server valkey-sentinel nutcracker; do
+for svc in valkey-server redis-server valkey-sentinel nutcracker prometheus; do
   $sudo service "$svc" stop >/dev/null 2>&1 || true
 done
 echo "deps: installed ${need[*]}"

@@ -70,6 +70,15 @@ type Totals struct {
 	Overlaps         int `json:"overlapping_critical_sections"`
 	Lost             int `json:"replies_lost"`
 	Misrouted        int `json:"replies_misrouted"`
+	// HolderRefused counts a holder's release, token or write refused (or a
+	// release that deleted nothing, or no token) whose reply came while its
+	// lease certainly still ran. A violation only when owners are portable
+	// (PortableOwners: session client_name across instances); with
+	// session: connection a holder whose connection was cut by a proxy
+	// restart is a stranger on its new one, as documented.
+	HolderRefused  int  `json:"holders_refused"`
+	PortableOwners bool `json:"portable_owners"`
+	Instances      int  `json:"instances"`
 
 	Grants          int `json:"grants"`
 	Contended       int `json:"acquire_attempts_refused"`
@@ -86,6 +95,7 @@ type Totals struct {
 	Stops          int `json:"worker_sigstops"`
 	Stalls         int `json:"worker_stalls"`
 	ProxyRestarts  int `json:"proxy_restarts"`
+	ProxyKills     int `json:"proxy_kills"`
 	ValkeyRestarts int `json:"valkey_restarts"`
 
 	// Examples of each violation, for the report.
@@ -94,8 +104,31 @@ type Totals struct {
 
 // Violations is the sum of the counts that must be 0 with lockproxy.
 func (t Totals) Violations() int {
-	return t.SuccessorDeleted + t.StaleAccepted + t.Overlaps + t.Lost + t.Misrouted
+	n := t.SuccessorDeleted + t.StaleAccepted + t.Overlaps + t.Lost + t.Misrouted
+	if t.PortableOwners {
+		n += t.HolderRefused
+	}
+	return n
 }
+
+// setPortable says whether the run's owners are portable (see
+// HolderRefused); when they are not, refused holders are information only
+// and their examples are dropped.
+func (t *Totals) setPortable(portable bool) {
+	t.PortableOwners = portable
+	if portable {
+		return
+	}
+	kept := t.Examples[:0]
+	for _, e := range t.Examples {
+		if !strings.HasPrefix(e, holderRefused+":") {
+			kept = append(kept, e)
+		}
+	}
+	t.Examples = kept
+}
+
+const holderRefused = "holder refused"
 
 // example keeps up to 3 examples of each kind of finding (the text up to
 // the first colon).
@@ -216,6 +249,11 @@ func Check(mode string, ops []Op, resource map[string][]string) Totals {
 		case errCode(op.Reply) == "UPSTREAM" || errCode(op.Reply) == "SHUTDOWN":
 			t.UpstreamErrors++
 		}
+		if a, ok := acquired[gid{op.W, op.G}]; ok && certainlyHeld(a, op) && refusedHolder(op) {
+			t.HolderRefused++
+			t.example(holderRefused+": worker %d grant %d (lease %d ms, asked at %s) %s %q got %q at %s, while its lease certainly ran",
+				op.W, op.G, a.Lease, stamp(a.S), op.Kind, op.Arg, op.Reply, stamp(op.R))
+		}
 		switch op.Kind {
 		case kindAcquire:
 			if op.Reply == "+OK\r\n" {
@@ -303,6 +341,29 @@ func Check(mode string, ops []Op, resource map[string][]string) Totals {
 	}
 	t.WallOverlaps = wallOverlaps(ops)
 	return t
+}
+
+// certainlyHeld reports whether op's reply came before its grant's lease
+// could have ended: Valkey set the expiry after the acquiring SET was
+// sent, so the lock lives at least until then + lease (less the margin of
+// its millisecond clock).
+func certainlyHeld(acquire, op Op) bool {
+	return op.R < acquire.S+(time.Duration(acquire.Lease)*time.Millisecond-expiryMargin).Nanoseconds()
+}
+
+// refusedHolder reports whether op's reply is one a holder must not get:
+// its release refused or deleting nothing, no fencing token, its write
+// refused.
+func refusedHolder(op Op) bool {
+	switch op.Kind {
+	case kindRelease:
+		return op.Reply == ":0\r\n" || strings.HasPrefix(op.Reply, "-NOTOWNER") || strings.HasPrefix(op.Reply, "-TOKENRELEASE")
+	case kindToken:
+		return isNil(op.Reply)
+	case kindWrite:
+		return strings.HasPrefix(op.Reply, "-STALE") || strings.HasPrefix(op.Reply, "-UNFENCED")
+	}
+	return false
 }
 
 // wallOverlaps counts pairs of grants of the same lock whose holders

@@ -156,3 +156,34 @@ func TestPrintTable(t *testing.T) {
 		t.Fatalf("table:\n%s", out)
 	}
 }
+
+// A holder refused while its lease certainly ran is a violation when owners
+// are portable (the several-instance run), and information otherwise.
+func TestCheckHolderRefused(t *testing.T) {
+	base := time.Now().UnixNano()
+	ops := []Op{
+		acq(0, 0, "c0", base), // lease 100 ms
+		{W: 0, G: 0, Kind: kindToken, Lock: "c0", Reply: "$-1\r\n", S: base + ms, R: base + 2*ms},
+		{W: 0, G: 0, Kind: kindWrite, Lock: "c0", Reply: "-UNFENCED lockproxy refused\r\n", S: base + 3*ms, R: base + 4*ms},
+		del(0, 0, "c0", base+10*ms, "-NOTOWNER lockproxy refused DEL\r\n"),
+		acq(1, 0, "c1", base),
+		del(1, 0, "c1", base+10*ms, ":0\r\n"),
+		// Not refusals, or past the lease: nothing to count.
+		acq(2, 0, "c2", base),
+		{W: 2, G: 0, Kind: kindToken, Lock: "c2", Reply: ":7\r\n", S: base + ms, R: base + 2*ms},
+		del(2, 0, "c2", base+200*ms, "-NOTOWNER lockproxy refused DEL\r\n"),
+	}
+	got := Check("proxy", ops, nil)
+	got.setPortable(true)
+	if got.HolderRefused != 4 || got.Violations() != 4 {
+		t.Fatalf("portable: %d holders refused, %d violations, want 4 and 4: %+v", got.HolderRefused, got.Violations(), got)
+	}
+	if !strings.HasPrefix(got.Examples[0], "holder refused: worker 0 grant 0") {
+		t.Fatalf("examples: %q", got.Examples)
+	}
+	got = Check("proxy", ops, nil)
+	got.setPortable(false)
+	if got.HolderRefused != 4 || got.Violations() != 0 || len(got.Examples) != 0 {
+		t.Fatalf("connection owners: %d holders refused, %d violations, examples %q; want 4, 0, none", got.HolderRefused, got.Violations(), got.Examples)
+	}
+}

@@ -6,7 +6,7 @@
 // The same run against plain Valkey (no proxy) must find violations, which
 // shows the checker can fail.
 //
-//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-mode both|proxy|plain] [-json]
+//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-mode both|proxy|plain] [-json]
 //
 // # The run
 //
@@ -35,6 +35,18 @@
 // the same worker randomness (one seed). The whole run is bounded by
 // -duration and -max-grants.
 //
+// # Several instances (-instances 2 or more)
+//
+// A proxy tier: that many lockproxy instances in front of the one Valkey,
+// each a process of its own (this binary, re-executed), with the rule's
+// session: client_name. Every worker names its connections (CLIENT SETNAME
+// chaos-w<N>) and sends each command to the next instance in turn, as a
+// pooled client behind a load balancer does: a lock is often acquired
+// through one instance, its token asked, its resource written and its
+// release sent through the other. The proxy restarts of the schedule become
+// kill -9 of a random instance, down for up to a lease, then started again
+// on its address. The plain run makes the same connections to Valkey.
+//
 // # What the checker counts
 //
 // Violations (all must be 0 with lockproxy):
@@ -61,6 +73,10 @@
 //     error code the command cannot produce, a probe (ECHO, GET of the
 //     worker's own key) answered with anything but its own payload, or a
 //     resource entry no worker wrote.
+//   - holders refused (several instances only, where owners are portable):
+//     a holder's release refused or deleting nothing, its LOCKPROXY FENCE
+//     answering nil, or its write refused, with the reply back before its
+//     lease could have ended (the acquiring SET's send time + lease - 5 ms).
 //
 // The exit status is 0 when every proxy run has no violation and every
 // plain-Valkey run has at least one.
@@ -92,15 +108,38 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const rulesYAML = `locks:
-  - pattern: "{*}:lock"
-    release: rewrite
-    fence:
+// rulesYAML is the proxy's one rule; session is "" (the default,
+// connection) or the owner scope of the several-instance run.
+func rulesYAML(session string) string {
+	y := "locks:\n  - pattern: \"{*}:lock\"\n    release: rewrite\n"
+	if session != "" {
+		y += "    session: " + session + "\n"
+	}
+	return y + `    fence:
       counter: "{base}:fence"
       guards: ["{base}:items"]
       check: highest
       unfenced_writes: reject
 `
+}
+
+// proxyOptions are the options of every proxy a run starts: short reply
+// timeout and backoffs, so that restarts are felt and recovered from fast.
+func proxyOptions(upstream, session string) (proxy.Options, error) {
+	cfg, err := policy.Parse("chaos.yaml", []byte(rulesYAML(session)))
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	rules, err := policy.NewRules(cfg.Locks)
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	return proxy.Options{
+		Upstream: upstream, Rules: rules, OnFlush: cfg.OnFlush,
+		ReplyTimeout: time.Second, ReconnectBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		DialTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, nil
+}
 
 type options struct {
 	duration     time.Duration
@@ -111,6 +150,7 @@ type options struct {
 	stopEvery    time.Duration
 	restartEvery time.Duration
 	maxGrants    int
+	instances    int
 	mode         string
 	valkey       string
 	seed         uint64
@@ -134,6 +174,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.stopEvery, "stop-every", 300*time.Millisecond, "mean interval between SIGSTOPs of a worker")
 	fs.DurationVar(&o.restartEvery, "restart-every", 2500*time.Millisecond, "mean interval between restarts (proxy and Valkey alternately)")
 	fs.IntVar(&o.maxGrants, "max-grants", 100000, "most critical sections per worker")
+	fs.IntVar(&o.instances, "instances", 1, "lockproxy instances in front of the one Valkey; with 2 or more, each is a process of its own, "+
+		"workers send each command to the next instance in turn (session: client_name), and a random one is killed with SIGKILL and started again")
 	fs.StringVar(&o.mode, "mode", "both", "both | proxy | plain")
 	fs.StringVar(&o.valkey, "valkey", "valkey-server", "valkey-server binary")
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed (0: from the clock)")
@@ -143,17 +185,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var wc workerConfig
 	var worker bool
 	var untilNS int64
+	var addrs string
 	fs.BoolVar(&worker, "worker", false, "internal: run as a worker")
 	fs.IntVar(&wc.id, "id", 0, "internal")
-	fs.StringVar(&wc.addr, "addr", "", "internal")
+	fs.StringVar(&addrs, "addr", "", "internal: comma-separated")
+	fs.StringVar(&wc.name, "name", "", "internal")
 	fs.BoolVar(&wc.proxied, "proxied", false, "internal")
 	fs.Int64Var(&untilNS, "until", 0, "internal")
 	fs.StringVar(&wc.out, "out", "", "internal")
+	// Proxy mode: one lockproxy instance of a several-instance run.
+	var serve, upstream, session string
+	fs.StringVar(&serve, "serve-proxy", "", "internal: run a lockproxy instance on this address")
+	fs.StringVar(&upstream, "upstream", "", "internal")
+	fs.StringVar(&session, "session", "", "internal")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if worker {
 		wc.locks, wc.lease, wc.stallP, wc.maxGrant, wc.seed = o.locks, o.lease, o.stallP, o.maxGrants, o.seed
+		wc.addrs = strings.Split(addrs, ",")
 		wc.until = time.Unix(0, untilNS)
 		if err := runWorker(wc); err != nil {
 			fmt.Fprintln(stderr, "worker:", err)
@@ -161,11 +211,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if serve != "" {
+		if err := serveProxy(serve, upstream, session); err != nil {
+			fmt.Fprintln(stderr, "chaos proxy:", err)
+			return 1
+		}
+		return 0
+	}
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano())
 	}
-	if o.workers < 1 || o.locks < 1 || o.lease <= 0 || o.duration <= 0 {
-		fmt.Fprintln(stderr, "chaos: -workers, -locks, -lease and -duration must be positive")
+	if o.workers < 1 || o.locks < 1 || o.lease <= 0 || o.duration <= 0 || o.instances < 1 {
+		fmt.Fprintln(stderr, "chaos: -workers, -locks, -lease, -duration and -instances must be positive")
 		return 2
 	}
 	var modes []string
@@ -178,8 +235,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "chaos: -mode is both, proxy or plain")
 		return 2
 	}
-	fmt.Fprintf(stderr, "chaos: %d workers, %d locks, lease %v, stall probability %.2f, %v per run, seed %d\n",
-		o.workers, o.locks, o.lease, o.stallP, o.duration, o.seed)
+	fmt.Fprintf(stderr, "chaos: %d workers, %d locks, lease %v, stall probability %.2f, %d proxy instance(s), %v per run, seed %d\n",
+		o.workers, o.locks, o.lease, o.stallP, o.instances, o.duration, o.seed)
 	var all []Totals
 	for _, m := range modes {
 		t, err := runMode(o, m, stderr)
@@ -276,37 +333,34 @@ type proxyRunner struct {
 }
 
 func (pr *proxyRunner) start() error {
-	cfg, err := policy.Parse("chaos.yaml", []byte(rulesYAML))
+	opts, err := proxyOptions(pr.upstream, "")
 	if err != nil {
 		return err
 	}
-	rules, err := policy.NewRules(cfg.Locks)
+	p, err := proxy.New(opts)
 	if err != nil {
 		return err
 	}
-	p, err := proxy.New(proxy.Options{
-		Upstream: pr.upstream, Rules: rules, OnFlush: cfg.OnFlush,
-		ReplyTimeout: time.Second, ReconnectBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
-		DialTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	l, err := listenRetry(pr.addr)
 	if err != nil {
+		p.Close()
 		return err
-	}
-	var l net.Listener
-	for i := 0; ; i++ {
-		l, err = net.Listen("tcp", pr.addr)
-		if err == nil {
-			break
-		}
-		if i == 100 {
-			p.Close()
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	pr.p, pr.done = p, make(chan error, 1)
 	go func() { pr.done <- p.Serve(l) }()
 	return nil
+}
+
+// listenRetry listens on addr, retrying for 2 s while the previous
+// proxy's socket is still being closed.
+func listenRetry(addr string) (net.Listener, error) {
+	for i := 0; ; i++ {
+		l, err := net.Listen("tcp", addr)
+		if err == nil || i == 100 {
+			return l, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (pr *proxyRunner) stop() {
@@ -343,34 +397,56 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 	}
 	defer vk.kill()
 
-	target := vk.addr
-	var pr *proxyRunner
-	if mode == "proxy" {
-		port, err := freePort()
-		if err != nil {
-			return Totals{}, err
-		}
-		pr = &proxyRunner{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), upstream: vk.addr}
-		if err := pr.start(); err != nil {
-			return Totals{}, err
-		}
-		defer func() { pr.stop() }()
-		target = pr.addr
-	}
-
 	self, err := os.Executable()
 	if err != nil {
 		return Totals{}, err
 	}
+	// Where the workers send their commands: Valkey itself in plain mode
+	// (once per instance, so that both modes make the same connections),
+	// else the proxy, or each of the proxy instances in turn.
+	targets := make([]string, o.instances)
+	for i := range targets {
+		targets[i] = vk.addr
+	}
+	var pr *proxyRunner
+	var instances []*proxyProc
+	if mode == "proxy" {
+		for i := range targets {
+			port, err := freePort()
+			if err != nil {
+				return Totals{}, err
+			}
+			targets[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		}
+		if o.instances == 1 {
+			pr = &proxyRunner{addr: targets[0], upstream: vk.addr}
+			if err := pr.start(); err != nil {
+				return Totals{}, err
+			}
+			defer func() { pr.stop() }()
+		} else {
+			for _, addr := range targets {
+				pp := &proxyProc{self: self, addr: addr, upstream: vk.addr, logw: logw}
+				instances = append(instances, pp)
+				defer pp.stop()
+				if err := pp.start(); err != nil {
+					return Totals{}, err
+				}
+			}
+		}
+	}
 	until := time.Now().Add(o.duration)
 	var ws []*workerProc
 	for i := 0; i < o.workers; i++ {
-		args := []string{"-worker", "-id", strconv.Itoa(i), "-addr", target,
+		args := []string{"-worker", "-id", strconv.Itoa(i), "-addr", strings.Join(targets, ","),
 			"-until", strconv.FormatInt(until.UnixNano(), 10), "-out", filepath.Join(dir, fmt.Sprintf("worker%d.jsonl", i)),
 			"-locks", strconv.Itoa(o.locks), "-lease", o.lease.String(), "-stall", fmt.Sprint(o.stallP),
 			"-max-grants", strconv.Itoa(o.maxGrants), "-seed", strconv.FormatUint(o.seed, 10)}
 		if mode == "proxy" {
 			args = append(args, "-proxied")
+		}
+		if o.instances > 1 {
+			args = append(args, "-name", "chaos-w"+strconv.Itoa(i))
 		}
 		cmd := exec.Command(self, args...)
 		cmd.Stderr = logw
@@ -428,7 +504,20 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 			wp.mu.Unlock()
 			nextStop = now.Add(expDur(rng, o.stopEvery))
 		case !now.Before(nextRestart):
-			if restartProxy {
+			if restartProxy && o.instances > 1 {
+				// kill -9 one instance; it is down for up to a lease,
+				// then starts again on its address.
+				pp := rng.IntN(o.instances)
+				down := time.Duration(rng.Int64N(int64(o.lease) + 1))
+				if instances != nil {
+					instances[pp].kill()
+					time.Sleep(down)
+					if err := instances[pp].start(); err != nil {
+						return t, fmt.Errorf("restarting lockproxy instance %d: %w", pp, err)
+					}
+					t.ProxyKills++
+				}
+			} else if restartProxy {
 				if pr != nil {
 					pr.stop()
 					if err := pr.start(); err != nil {
@@ -483,7 +572,9 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 		resource[l] = items
 	}
 	ct := Check(mode, ops, resource)
-	ct.Stops, ct.ProxyRestarts, ct.ValkeyRestarts = t.Stops, t.ProxyRestarts, t.ValkeyRestarts
+	ct.Stops, ct.ProxyRestarts, ct.ProxyKills, ct.ValkeyRestarts = t.Stops, t.ProxyRestarts, t.ProxyKills, t.ValkeyRestarts
+	ct.Instances = o.instances
+	ct.setPortable(o.instances > 1)
 	return ct, nil
 }
 
@@ -538,6 +629,9 @@ func printTable(w io.Writer, all []Totals) {
 	row("overlapping critical sections at the resource", func(t Totals) int { return t.Overlaps })
 	row("replies lost", func(t Totals) int { return t.Lost })
 	row("replies misrouted", func(t Totals) int { return t.Misrouted })
+	if len(all) > 0 && all[0].PortableOwners {
+		row("holders refused while their lease certainly ran", func(t Totals) int { return t.HolderRefused })
+	}
 	fmt.Fprintln(tw, "the run\t")
 	row("grants", func(t Totals) int { return t.Grants })
 	row("acquire attempts that found the lock taken", func(t Totals) int { return t.Contended })
@@ -550,6 +644,7 @@ func printTable(w io.Writer, all []Totals) {
 	row("stalls past the lease (sleep)", func(t Totals) int { return t.Stalls })
 	row("workers stopped (SIGSTOP)", func(t Totals) int { return t.Stops })
 	row("proxy restarts", func(t Totals) int { return t.ProxyRestarts })
+	row("proxy instances killed (SIGKILL) and restarted", func(t Totals) int { return t.ProxyKills })
 	row("Valkey restarts (SIGKILL)", func(t Totals) int { return t.ValkeyRestarts })
 	row("commands", func(t Totals) int { return t.Commands })
 	row("-UPSTREAM/-SHUTDOWN errors", func(t Totals) int { return t.UpstreamErrors })

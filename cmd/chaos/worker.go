@@ -18,8 +18,9 @@ import (
 // workerConfig is what the driver tells a worker process (as flags).
 type workerConfig struct {
 	id       int
-	addr     string
-	proxied  bool // tokens from LOCKPROXY FENCE; else INCR on the counter
+	addrs    []string // one or more lockproxy instances (or Valkey): commands go to each in turn
+	name     string   // CLIENT SETNAME on every connection, when set
+	proxied  bool     // tokens from LOCKPROXY FENCE; else INCR on the counter
 	locks    int
 	lease    time.Duration
 	stallP   float64
@@ -35,9 +36,11 @@ type workerConfig struct {
 // taken for a lost one.
 const replyWait = 8 * time.Second
 
-// conn is a plain RESP connection, one command at a time.
+// conn is a plain RESP connection, one command at a time. With a name, it
+// sends CLIENT SETNAME first on every connection it opens.
 type conn struct {
 	addr string
+	name string
 	nc   net.Conn
 	buf  []byte
 	f    resp.Framer
@@ -56,15 +59,34 @@ func (c *conn) close() {
 func (c *conn) do(args ...string) (reply string, s, r int64) {
 	s = time.Now().UnixNano()
 	if c.nc == nil {
-		nc, err := net.DialTimeout("tcp", c.addr, 2*time.Second)
-		if err != nil {
+		if err := c.dial(); err != nil {
 			return replyCut + " dial: " + err.Error(), s, time.Now().UnixNano()
 		}
-		c.nc, c.buf, c.f = nc, c.buf[:0], resp.Framer{}
 	}
-	if _, err := c.nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
+	return c.exchange(resp.AppendCommandStrings(nil, args...)), s, time.Now().UnixNano()
+}
+
+func (c *conn) dial() error {
+	nc, err := net.DialTimeout("tcp", c.addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	c.nc, c.buf, c.f = nc, c.buf[:0], resp.Framer{}
+	if c.name == "" {
+		return nil
+	}
+	if reply := c.exchange(resp.AppendCommandStrings(nil, "CLIENT", "SETNAME", c.name)); reply != "+OK\r\n" {
 		c.close()
-		return replyCut + " write: " + err.Error(), s, time.Now().UnixNano()
+		return fmt.Errorf("CLIENT SETNAME: %q", reply)
+	}
+	return nil
+}
+
+// exchange writes one encoded command and reads its reply.
+func (c *conn) exchange(cmd []byte) string {
+	if _, err := c.nc.Write(cmd); err != nil {
+		c.close()
+		return replyCut + " write: " + err.Error()
 	}
 	_ = c.nc.SetReadDeadline(time.Now().Add(replyWait))
 	chunk := make([]byte, 4096)
@@ -72,7 +94,7 @@ func (c *conn) do(args ...string) (reply string, s, r int64) {
 		n, err := c.f.Frame(c.buf)
 		if err != nil {
 			c.close()
-			return replyCut + " unreadable: " + err.Error(), s, time.Now().UnixNano()
+			return replyCut + " unreadable: " + err.Error()
 		}
 		if n > 0 {
 			out := string(c.buf[:n])
@@ -81,7 +103,7 @@ func (c *conn) do(args ...string) (reply string, s, r int64) {
 			if len(out) > 200 {
 				out = out[:200]
 			}
-			return out, s, time.Now().UnixNano()
+			return out
 		}
 		m, err := c.nc.Read(chunk)
 		c.buf = append(c.buf, chunk[:m]...)
@@ -89,9 +111,9 @@ func (c *conn) do(args ...string) (reply string, s, r int64) {
 			c.close()
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				return replyTimeout, s, time.Now().UnixNano()
+				return replyTimeout
 			}
-			return replyCut + " read: " + err.Error(), s, time.Now().UnixNano()
+			return replyCut + " read: " + err.Error()
 		}
 	}
 }
@@ -107,15 +129,27 @@ func runWorker(cfg workerConfig) error {
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
 	rng := rand.New(rand.NewPCG(cfg.seed, uint64(cfg.id)))
-	c := &conn{addr: cfg.addr}
-	defer c.close()
+	// One connection per address; each command goes to the next address in
+	// turn, as a client behind a load balancer that spreads its pool.
+	var conns []*conn
+	for _, a := range cfg.addrs {
+		c := &conn{addr: a, name: cfg.name}
+		defer c.close()
+		conns = append(conns, c)
+	}
+	turn := 0
+	do := func(args ...string) (string, int64, int64) {
+		c := conns[turn%len(conns)]
+		turn++
+		return c.do(args...)
+	}
 	rec := func(op Op) Op {
 		op.W = cfg.id
 		_ = enc.Encode(op)
 		return op
 	}
 	cmd := func(g int, kind, lock, arg, want string, args ...string) Op {
-		reply, s, r := c.do(args...)
+		reply, s, r := do(args...)
 		return rec(Op{G: g, Kind: kind, Lock: lock, Arg: arg, Want: want, Reply: reply, S: s, R: r})
 	}
 	sleep := func(lo, hi time.Duration) { time.Sleep(lo + time.Duration(rng.Int64N(int64(hi-lo)+1))) }
@@ -129,7 +163,7 @@ func runWorker(cfg workerConfig) error {
 		// Acquire, retrying while the lock is taken.
 		var got bool
 		for time.Now().Before(cfg.until) {
-			reply, s, r := c.do("SET", key, val, "NX", "PX", strconv.FormatInt(leaseMS, 10))
+			reply, s, r := do("SET", key, val, "NX", "PX", strconv.FormatInt(leaseMS, 10))
 			rec(Op{G: g, Kind: kindAcquire, Lock: lock, Arg: val, Reply: reply, S: s, R: r, Lease: leaseMS})
 			if reply == "+OK\r\n" {
 				got = true

@@ -117,9 +117,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func checkConfig(path string, stdout, stderr io.Writer) int {
-	if _, err := policy.Load(path); err != nil {
+	cfg, err := policy.Load(path)
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if rules, err := policy.NewRules(cfg.Locks); err == nil {
+		for _, n := range rules.Notes() {
+			fmt.Fprintf(stdout, "%s: note: %s\n", path, n)
+		}
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
 	return 0
@@ -135,7 +141,7 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 		return err
 	}
 	opts.AdminPassword, opts.Version, opts.LogLevel = cfg.Admin.Password, versionString(), level
-	opts.AdminOpenRead = cfg.Admin.OpenRead
+	opts.AdminUsers, opts.AdminOpenRead = cfg.Admin.Users, cfg.Admin.OpenRead
 	opts.AuditFile, opts.AuditFileMaxBytes, opts.AuditFileKeep = cfg.Log.AuditFile, int64(cfg.Log.AuditMaxSize), cfg.Log.AuditKeep
 	opts.Config, opts.ConfigPath, opts.ConfigOverride = cfg, configPath, override
 	p, err := proxy.New(opts)

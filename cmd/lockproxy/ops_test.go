@@ -51,6 +51,41 @@ func freeAddr(t *testing.T) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(valkeytest.FreePort(t)))
 }
 
+// proc is lockproxy's main running in a child process (the test binary).
+type proc struct {
+	cmd    *exec.Cmd
+	logs   syncBuffer
+	exited chan struct{} // closed when the process has exited; then err is set
+	err    error
+}
+
+// startMain runs lockproxy with args in a child process, killed when the
+// test ends if it is still running.
+func startMain(t *testing.T, args ...string) *proc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{exited: make(chan struct{})}
+	p.cmd = exec.Command(exe, "-test.run=^$")
+	p.cmd.Env = append(os.Environ(), "LOCKPROXY_TEST_MAIN="+strings.Join(args, "\n"))
+	p.cmd.Stdout, p.cmd.Stderr = &p.logs, &p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
 func eventually(t *testing.T, what string, f func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -77,28 +112,8 @@ func TestSIGHUPReloadAndMetricsListener(t *testing.T) {
 	}
 	write(base)
 
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "LOCKPROXY_TEST_MAIN=--config\n"+path)
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{}) // closed when the process has exited; then exitErr is set
-	var exitErr error
-	go func() { exitErr = cmd.Wait(); close(exited) }()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	lp := startMain(t, "--config", path)
+	cmd, logs := lp.cmd, &lp.logs
 
 	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1, Protocol: 2})
 	defer c.Close()
@@ -168,11 +183,47 @@ func TestSIGHUPReloadAndMetricsListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-exited:
-		if exitErr != nil {
-			t.Fatalf("exit: %v\n%s", exitErr, logs.String())
+	case <-lp.exited:
+		if lp.err != nil {
+			t.Fatalf("exit: %v\n%s", lp.err, logs.String())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("no exit after SIGTERM")
+	}
+}
+
+// admin.users in the file reach the proxy: a read user reports but cannot
+// reload, and INFO lockproxy needs a login.
+func TestAdminUsersFromFile(t *testing.T) {
+	srv := valkeytest.Start(t)
+	listen := freeAddr(t)
+	path := filepath.Join(t.TempDir(), "lockproxy.yaml")
+	cfg := fmt.Sprintf("listen: %s\nupstream:\n  addr: %s\nadmin:\n  users:\n    - {name: viewer, password: v1ew}\n", listen, srv.Addr)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startMain(t, "--config", path)
+	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1, PoolSize: 1, Protocol: 2})
+	defer c.Close()
+	ctx := context.Background()
+	eventually(t, "the proxy to answer", func() bool { return c.Ping(ctx).Err() == nil })
+	errText := func(args ...any) string {
+		err := c.Do(ctx, args...).Err()
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
+	if got := errText("INFO", "lockproxy"); !strings.HasPrefix(got, "NOAUTH INFO lockproxy requires LOCKPROXY AUTH <user> <password>") {
+		t.Fatalf("INFO lockproxy before AUTH: %q", got)
+	}
+	if got := errText("LOCKPROXY", "AUTH", "viewer", "v1ew"); got != "" {
+		t.Fatalf("AUTH viewer: %q", got)
+	}
+	if got := errText("LOCKPROXY", "STATS"); got != "" {
+		t.Fatalf("STATS as viewer: %q", got)
+	}
+	if got := errText("LOCKPROXY", "RELOAD"); !strings.HasPrefix(got, "NOPERM") {
+		t.Fatalf("RELOAD as viewer: %q", got)
 	}
 }
