@@ -348,6 +348,12 @@ var diffSequences = []seqCase{
 	{name: "sync-fullresync", steps: []step{
 		cmd("REPLCONF", "capa", "eof"), {args: []string{"PSYNC", "?", "-1"}, mask: maskFullResync},
 	}, directives: []string{"repl-diskless-sync-delay 0"}},
+	{name: "auth-other-user", steps: []step{
+		cmd("AUTH", "alice", "wrong"), cmd("AUTH", "alice", "pw"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+		cmd("HELLO", "3", "AUTH", "alice", "wrong"), cmd("SET", "h:lock", "v", "NX"), cmd("SET", "h:lock", "w", "NX"),
+		{args: []string{"HELLO", "3", "AUTH", "alice", "pw"}, mask: maskHello}, cmd("SET", "h:lock", "w", "NX"),
+		cmd("RESET"), cmd("SET", "h:lock", "w", "NX"),
+	}, directives: []string{"user alice on >pw ~* &* +@all"}},
 	{name: "reset-no-evict-no-touch", steps: []step{
 		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
 		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},

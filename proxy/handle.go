@@ -35,7 +35,7 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 // route handles one command.
 func (s *session) route(cmd resp.Command, k kind) bool {
 	args := cmd.Args
-	if s.ded == nil && !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset {
+	if s.needsAuth(k) {
 		s.local(resp.AppendError(nil, errNoAuth))
 		return true
 	}
@@ -59,6 +59,15 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	if s.lockPlan(cmd) {
 		return true
 	}
+	if s.ded == nil && s.ownConnFor(k, args) {
+		login := k == kAuth || k == kHello
+		if !s.goDedicated(!login || s.proxyCreds) {
+			return true
+		}
+		if login {
+			s.ownLogin, s.loginUser = true, loginUser(k, args)
+		}
+	}
 	if s.ded != nil {
 		return s.handleDedicated(cmd)
 	}
@@ -74,18 +83,8 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 			c.expectBlock(wait)
 		}
 		s.forward(cmd.Raw, nil)
-	case kDedicated, kStream, kSync:
-		if s.goDedicated(true) {
-			return s.handleDedicated(cmd)
-		}
 	case kXRead:
-		if hasBlockArg(args) {
-			if s.goDedicated(true) {
-				return s.handleDedicated(cmd)
-			}
-			return true
-		}
-		s.forward(cmd.Raw, nil)
+		s.forward(cmd.Raw, nil) // without BLOCK
 	case kHello:
 		s.hello(cmd)
 	case kSelect:
@@ -108,22 +107,27 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	return true
 }
 
-// needsOwnConn reports whether handling args will move the session onto a
-// dedicated connection: an event loop hands such a session to a goroutine of
-// its own first, since the dial and the waits that come with it would stall
-// the loop's other clients. A case it misses still works (the loop moves the
-// session right after the command), only slower for the others.
-func (s *session) needsOwnConn(k kind, args [][]byte) bool {
-	if s.ded != nil {
-		return true
-	}
+// needsAuth reports whether the command must be refused with NOAUTH: the
+// session has not logged in, and it is not one of the commands Valkey takes
+// before that. On a dedicated connection Valkey decides.
+func (s *session) needsAuth(k kind) bool {
+	return s.ded == nil && !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset
+}
+
+// ownConnFor reports whether a command moves the session onto a dedicated
+// connection: it creates state Valkey must keep for this client alone (a
+// transaction, a blocked wait, subscriptions, a replication stream,
+// tracking), or logs in as someone other than the proxy (Valkey checks the
+// credentials there). route acts on it, and an event loop asks it before
+// route runs (needsOwnConn): one decision, not a prediction of another.
+func (s *session) ownConnFor(k kind, args [][]byte) bool {
 	switch k {
 	case kDedicated, kStream, kSync:
-		return s.authed
+		return true
 	case kXRead:
-		return s.authed && hasBlockArg(args)
+		return hasBlockArg(args)
 	case kClient:
-		return s.authed && len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
+		return len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
 	case kAuth:
 		switch len(args) {
 		case 2:
@@ -132,13 +136,79 @@ func (s *session) needsOwnConn(k kind, args [][]byte) bool {
 			return !s.matchesProxyCreds(args[1], args[2])
 		}
 	case kHello:
-		for i := 2; i+2 < len(args); i++ {
-			if resp.EqualFold(args[i], "auth") {
-				return !s.matchesProxyCreds(args[i+1], args[i+2])
-			}
+		if i := helloAuthAt(args); i > 0 {
+			return !s.matchesProxyCreds(args[i+1], args[i+2])
 		}
 	}
 	return false
+}
+
+// needsOwnConn reports whether handling a command needs the session's own
+// connection: an event loop hands such a session to a goroutine of its own
+// first, since the dial and the waits that come with it would stall the
+// loop's other clients.
+func (s *session) needsOwnConn(k kind, args [][]byte) bool {
+	return s.ded != nil || (!s.needsAuth(k) && s.ownConnFor(k, args))
+}
+
+// helloAuthAt is the position of AUTH in HELLO's arguments (0: none).
+func helloAuthAt(args [][]byte) int {
+	for i := 2; i+2 < len(args); i++ {
+		if resp.EqualFold(args[i], "auth") {
+			return i
+		}
+	}
+	return 0
+}
+
+// loginUser is the user an AUTH or HELLO ... AUTH logs in as.
+func loginUser(k kind, args [][]byte) string {
+	if k == kHello {
+		if i := helloAuthAt(args); i > 0 {
+			return string(args[i+1])
+		}
+		return "default"
+	}
+	if len(args) == 3 {
+		return string(args[1])
+	}
+	return "default"
+}
+
+// selectArg is SELECT's database, when Valkey will accept the number.
+func selectArg(args [][]byte) (int, bool) {
+	if len(args) != 2 {
+		return 0, false
+	}
+	n, ok := string2ll(args[1])
+	return int(n), ok && n >= 0 && n <= 1<<31-1
+}
+
+// helloVersion is HELLO's protocol version, when it is one Valkey speaks.
+func helloVersion(args [][]byte) (int, bool) {
+	if len(args) < 2 {
+		return 0, false
+	}
+	v, ok := string2ll(args[1])
+	return int(v), ok && (v == 2 || v == 3)
+}
+
+// poolAfter is the pool the session's commands use once a SELECT or HELLO
+// has switched them: selectDB and hello switch to it, and an event loop asks
+// it beforehand, to dial that pool off the loop (willDial).
+func (s *session) poolAfter(k kind, args [][]byte) poolKey {
+	key := s.key()
+	switch k {
+	case kSelect:
+		if db, ok := selectArg(args); ok {
+			key.db = db
+		}
+	case kHello:
+		if v, ok := helloVersion(args); ok {
+			key.proto = v
+		}
+	}
+	return key
 }
 
 // handleDedicated: on its own connection a session's state lives in Valkey,
@@ -194,8 +264,8 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			if !s.askDedicated(cmd.Raw) {
 				return true
 			}
-			if v, ok := string2ll(args[1]); ok && (v == 2 || v == 3) {
-				s.proto = int(v)
+			if v, ok := helloVersion(args); ok {
+				s.proto = v
 			}
 			for i := 2; i+1 < len(args); i++ {
 				if resp.EqualFold(args[i], "setname") {
@@ -207,8 +277,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	case kSelect:
 		if len(args) == 2 && !s.inMulti {
 			if s.askDedicated(cmd.Raw) {
-				db, _ := string2ll(args[1])
-				s.db = int(db)
+				s.db, _ = selectArg(args)
 			}
 			return true
 		}
@@ -298,8 +367,7 @@ func (s *session) hello(cmd resp.Command) {
 		s.forward(cmd.Raw, nil)
 		return
 	}
-	v, ok := string2ll(args[1])
-	ver := int(v)
+	_, ok := string2ll(args[1])
 	var user, pass, name []byte
 	hasAuth, hasName := false, false
 	for i := 2; ok && i < len(args); i++ {
@@ -319,25 +387,17 @@ func (s *session) hello(cmd resp.Command) {
 		s.forward(cmd.Raw, nil)
 		return
 	}
-	if hasAuth {
-		if s.matchesProxyCreds(user, pass) {
-			s.authed, s.proxyCreds = true, true
-		} else {
-			if s.goDedicated(s.proxyCreds) {
-				s.ownLogin, s.loginUser = true, string(user)
-				if ver == 2 || ver == 3 {
-					s.proto = ver
-				}
-				s.forward(cmd.Raw, nil)
-			}
-			return
-		}
+	if hasAuth && s.matchesProxyCreds(user, pass) {
+		// Other credentials moved the session to its own connection
+		// already (ownConnFor).
+		s.authed, s.proxyCreds = true, true
 	}
 	if !s.authed {
 		s.local(resp.AppendError(nil, errHelloNoAuth))
 		return
 	}
-	if ver != 2 && ver != 3 {
+	key := s.poolAfter(kHello, args)
+	if _, ok := helloVersion(args); !ok {
 		s.forward(cmd.Raw, nil) // NOPROTO, from Valkey
 		return
 	}
@@ -345,7 +405,7 @@ func (s *session) hello(cmd resp.Command) {
 		s.local(resp.AppendError(nil, errClientName))
 		return
 	}
-	s.proto = ver
+	s.proto = key.proto
 	if hasName {
 		s.setName(string(name))
 	}
@@ -356,18 +416,12 @@ func (s *session) hello(cmd resp.Command) {
 // SELECT itself is forwarded to a connection of that pool, so the reply (or
 // the error for a database out of range) is Valkey's own.
 func (s *session) selectDB(cmd resp.Command) {
-	args := cmd.Args
-	if len(args) != 2 {
-		s.forward(cmd.Raw, nil)
-		return
-	}
-	n, ok := string2ll(args[1])
-	if !ok || n < 0 || n > 1<<31-1 {
+	if _, ok := selectArg(cmd.Args); !ok {
 		s.forward(cmd.Raw, nil) // Valkey's error, and no switch
 		return
 	}
 	old := s.db
-	s.db = int(n)
+	s.db = s.poolAfter(kSelect, cmd.Args).db
 	if _, err := s.poolConn(s.key()); err != nil {
 		s.db = old
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
@@ -419,12 +473,9 @@ func (s *session) auth(cmd resp.Command) {
 	if s.matchesProxyCreds(user, pass) {
 		s.authed, s.proxyCreds = true, true
 		s.local(resp.AppendSimple(nil, "OK"))
-		return
 	}
-	if s.goDedicated(s.proxyCreds) {
-		s.ownLogin, s.loginUser = true, userOrDefault(string(user))
-		s.forward(cmd.Raw, nil)
-	}
+	// Other credentials moved the session to its own connection already
+	// (ownConnFor), where Valkey checks them.
 }
 
 func (s *session) matchesProxyCreds(user, pass []byte) bool {

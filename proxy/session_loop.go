@@ -151,23 +151,11 @@ func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
 	if s.ded != nil || !s.authed {
 		return poolKey{}, false
 	}
-	key := s.key()
 	switch k {
 	case kAdmin, kQuit, kReset, kAuth:
-		return key, false // answered by the proxy (AUTH as another user migrated already)
-	case kSelect:
-		if len(args) == 2 {
-			if db, ok := string2ll(args[1]); ok && db >= 0 && db <= 1<<31-1 {
-				key.db = int(db)
-			}
-		}
-	case kHello:
-		if len(args) >= 2 {
-			if v, ok := string2ll(args[1]); ok && (v == 2 || v == 3) {
-				key.proto = int(v)
-			}
-		}
+		return s.key(), false // answered by the proxy (AUTH as another user migrated already)
 	}
+	key := s.poolAfter(k, args)
 	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
 		return key, false
 	}
