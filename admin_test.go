@@ -33,21 +33,20 @@ func fileEnv(t *testing.T, yaml string, mod ...func(*proxy.Options)) (*env, stri
 	path := filepath.Join(t.TempDir(), "lockproxy.yaml")
 	writeFile(t, path, yaml)
 	srv := valkeytest.Start(t)
-	override := func(c *policy.Config) { c.Upstream.Addr = srv.Addr }
+	// As --upstream overrides the file; and the engine the suite runs
+	// with (LOCKPROXY_TEST_EVENT_LOOPS), at start and on every reload.
+	override := func(c *policy.Config) {
+		c.Upstream.Addr = srv.Addr
+		if n := testEventLoops(); n != 0 {
+			c.EventLoops = n
+		}
+	}
 	cfg, err := policy.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	override(cfg)
-	rules, err := policy.NewRules(cfg.Locks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := proxy.Options{
-		Rules: rules, OnFlush: cfg.OnFlush, AdminPassword: cfg.Admin.Password,
-		AdminUsers: cfg.Admin.Users, AdminOpenRead: cfg.Admin.OpenRead,
-		Config: cfg, ConfigPath: path, ConfigOverride: override, Version: "test",
-	}
+	opts := proxy.Options{Config: *cfg, ConfigPath: path, ConfigOverride: override, Version: "test"}
 	for _, m := range mod {
 		m(&opts)
 	}
@@ -542,7 +541,7 @@ func TestAdminAuth(t *testing.T) {
 }
 
 func TestAdminOpenRead(t *testing.T) {
-	e, _ := fileEnv(t, "admin:\n  password: s3cret\n"+abRules, func(o *proxy.Options) { o.AdminOpenRead = true })
+	e, _ := fileEnv(t, "admin:\n  password: s3cret\n"+abRules, func(o *proxy.Options) { o.Admin.OpenRead = true })
 	r := dialRaw(t, e.addr)
 	for _, sub := range []string{"STATS", "AUDIT", "LOCKS", "SESSIONS"} {
 		if got := r.do("LOCKPROXY", sub); got[0] != '*' {
@@ -568,15 +567,19 @@ func TestAdminNoPassword(t *testing.T) {
 }
 
 func TestAdminConfigRedacted(t *testing.T) {
-	e, path := fileEnv(t, "upstream:\n  username: app\n  password: pw-upstream\nadmin:\n  password: pw-admin\n"+abRules,
-		func(o *proxy.Options) { o.Username, o.Password, o.AdminPassword = "", "", "" })
-	c := e.client()
-	// The admin password in the file is in force only after a reload; the
-	// options above left it off for this client.
+	// Valkey's default user has no password (nopass), so it accepts the
+	// proxy's login with any: the upstream password is in force too.
+	e, path := fileEnv(t, "upstream:\n  password: pw-upstream\nadmin:\n  password: pw-admin\n"+abRules)
+	c := e.client(func(o *redis.Options) {
+		o.PoolSize = 1
+		o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+			return cn.Do(ctx, "LOCKPROXY", "AUTH", "pw-admin").Err()
+		}
+	})
 	cfg := rec(t, admin(t, c, "CONFIG"))
 	eq(t, cfg["config_file"], path)
 	eq(t, cfg["upstream.password"], "(redacted)")
-	eq(t, cfg["upstream.username"], "app")
+	eq(t, cfg["upstream.username"], "")
 	eq(t, cfg["admin.password"], "(redacted)")
 	eq(t, cfg["upstream.addr"], e.srv.Addr)
 	eq(t, cfg["locks[0].pattern"], "*:lock")
@@ -758,7 +761,7 @@ func TestAuditFileRotation(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "audit.jsonl")
 	e := rulesEnv(t, abRules, func(o *proxy.Options) {
-		o.AuditFile, o.AuditFileMaxBytes, o.AuditFileKeep = file, 1000, 50
+		o.Log.AuditFile, o.Log.AuditMaxSize, o.Log.AuditKeep = file, 1000, 50
 	})
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SET", "f:lock", "secret-token-value", "NX", "PX", "30000"), "+OK\r\n")
@@ -766,6 +769,7 @@ func TestAuditFileRotation(t *testing.T) {
 	for i := 0; i < n; i++ {
 		mustContain(t, b.do("DEL", "f:lock"), "-NOTOWNER")
 	}
+	e.stopProxy() // the event writer has written every line once shutdown returns
 	files, _ := filepath.Glob(file + "*")
 	if len(files) < 3 {
 		t.Fatalf("audit files %v: expected rotation", files)

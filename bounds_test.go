@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -34,7 +35,7 @@ import (
 //     buffer limit at 8 MiB, cut off after about 8 MiB with the heap never
 //     more than 32 MiB above where it started.
 //   - a client that never reads 128 MiB of replies: disconnected once
-//     OutputBufferLimit (16 MiB here) is held for it (queued, or in the
+//     client_output_buffer_limit (16 MiB here) is held for it (queued, or in the
 //     batch the writer is blocked on); HeapInuse peak — garbage not yet
 //     collected, and the upstream read buffer with a 1 MiB reply in it,
 //     included — under 1.5x that limit; another client on the same upstream
@@ -118,7 +119,7 @@ func waitClients(t *testing.T, e *env, n int64, within time.Duration) time.Durat
 // maxclients, and gives the memory back when they leave.
 func TestBoundSlowLorisClients(t *testing.T) {
 	const n = 1000
-	e := newEnv(t, proxy.Options{MaxClients: n + 1})
+	e := newEnv(t, proxy.Options{Config: policy.Config{MaxClients: n + 1}})
 	warm := dialRaw(t, e.addr)
 	eq(t, warm.do("PING"), "+PONG\r\n") // the pool's connections are open
 	warm.nc.Close()
@@ -174,36 +175,81 @@ func TestBoundSlowLorisClients(t *testing.T) {
 	}
 }
 
-// With client_idle_timeout, slow-loris clients are closed by the proxy.
+// With client_idle_timeout, slow-loris clients are closed by the proxy, and
+// none before its idle timeout: each close is timed from before that
+// client's dial, a moment that precedes the proxy's idle clock for it, so a
+// loaded machine can only make the interval longer. A client that keeps
+// talking or waits for a reply is not idle.
 func TestBoundSlowLorisIdleTimeout(t *testing.T) {
 	const n = 200
-	e := newEnv(t, proxy.Options{ClientIdleTimeout: 300 * time.Millisecond})
-	var conns []net.Conn
+	const idle = 300 * time.Millisecond
+	e := newEnv(t, proxy.Options{Config: policy.Config{ClientIdleTimeout: policy.Duration(idle)}})
+	type loris struct {
+		nc     net.Conn
+		dialed time.Time
+	}
+	var conns []loris
 	defer func() {
 		for _, c := range conns {
-			c.Close()
+			c.nc.Close()
 		}
 	}()
 	for i := 0; i < n; i++ {
+		dialed := time.Now()
 		nc, err := net.DialTimeout("tcp", e.addr, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		conns = append(conns, nc)
+		conns = append(conns, loris{nc, dialed})
 		nc.Write([]byte("*2\r\n$3\r\nGET\r\n$3\r\nk"))
 	}
-	waitClients(t, e, n, 10*time.Second)
-	start := time.Now()
-	took := waitClients(t, e, 0, 5*time.Second)
-	t.Logf("%d half-sent commands, client_idle_timeout 300ms: all closed %v later", n, (time.Since(start)).Round(time.Millisecond))
-	if took < 100*time.Millisecond {
-		t.Fatalf("closed after %v, before the idle timeout", took)
+	var wg sync.WaitGroup
+	var early atomic.Int64
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+			rest, err := io.ReadAll(c.nc)
+			closed := time.Since(c.dialed)
+			switch {
+			case err != nil && !isReset(err):
+				t.Errorf("client %d: not closed by the proxy: %v (read %q)", i, err, rest)
+			case closed < idle:
+				early.Add(1)
+				t.Errorf("client %d: closed %v after it dialled, before client_idle_timeout %v", i, closed, idle)
+			}
+		}()
 	}
-	// A client that keeps talking is not idle.
+	wg.Wait()
+	waitClients(t, e, 0, 30*time.Second)
+	t.Logf("%d half-sent commands, client_idle_timeout %v: every one closed by the proxy, %d before the timeout", n, idle, early.Load())
+
+	// A client blocked in BLPOP longer than the idle timeout waits for a
+	// reply, so it is not idle: it gets its nil, then goes on.
+	b := dialRaw(t, e.addr)
+	eq(t, b.do("BLPOP", "empty", "1"), "*-1\r\n")
+	eq(t, b.do("PING"), "+PONG\r\n")
+
+	// A client that keeps talking is not idle. Should it be closed anyway,
+	// it must have been silent for the whole timeout, measured from before
+	// its last command was sent (a stall of the test itself can make that
+	// happen; it is then not the proxy's fault).
+	talked := time.Now()
 	r := dialRaw(t, e.addr)
-	for i := 0; i < 5; i++ {
-		eq(t, r.do("PING"), "+PONG\r\n")
-		time.Sleep(150 * time.Millisecond)
+	for i := 0; i < 40; i++ {
+		sent := time.Now()
+		got, err := r.readErrDo(30*time.Second, "PING")
+		if err != nil {
+			if gap := time.Since(talked); gap < idle {
+				t.Fatalf("a talking client was closed %v after its previous command, before client_idle_timeout %v: %v", gap, idle, err)
+			}
+			t.Logf("the talking client was itself silent past the idle timeout (a stalled test); closed as it should be")
+			return
+		}
+		eq(t, got, "+PONG\r\n")
+		talked = sent
+		time.Sleep(idle / 10)
 	}
 }
 
@@ -229,9 +275,8 @@ func TestBoundHugeBulkAnnounced(t *testing.T) {
 	t.Run("query_buffer_limit", func(t *testing.T) {
 		const qlimit = 8 << 20
 		opts := proxy.Options{}
-		opts.Limits = resp.DefaultLimits()
-		opts.Limits.MaxBulkLen = 4 << 30
-		opts.Limits.MaxQueryBuffer = qlimit
+		opts.ProtoMaxBulkLen = 4 << 30
+		opts.ClientQueryBufferLimit = qlimit
 		e := newEnv(t, opts)
 		heap0, _ := heapAfterGC()
 		peak := heapPeak(false)
@@ -277,12 +322,12 @@ func TestBoundHugeBulkAnnounced(t *testing.T) {
 }
 
 // A client pipelines GETs of a 1 MiB value — 128 MiB of replies — and never
-// reads. The proxy disconnects it once OutputBufferLimit is pending, and the
+// reads. The proxy disconnects it once client_output_buffer_limit is pending, and the
 // other client sharing the same upstream connection keeps being served.
 func TestBoundOutputBufferLimit(t *testing.T) {
 	const limit = 16 << 20
 	const gets = 128
-	e := newEnv(t, proxy.Options{PoolSize: 1, OutputBufferLimit: limit})
+	e := newEnv(t, proxy.Options{Config: policy.Config{ClientOutputBufferLimit: policy.Size(limit), Upstream: policy.UpstreamConfig{PoolSize: 1}}})
 	value := make([]byte, 1<<20)
 	rand.Read(value)
 	d := e.direct()
@@ -449,7 +494,7 @@ func TestBoundMaxPipeline(t *testing.T) {
 	const maxPipeline, total = 64, 5000
 	f := startFakeUpstream(t)
 	e := &env{t: t, srv: nil}
-	p, err := proxy.New(proxy.Options{Upstream: f.l.Addr().String(), PoolSize: 1, MaxPipeline: maxPipeline, Logger: quietLogger()})
+	p, err := proxy.New(proxy.Options{Config: policy.Config{MaxPipeline: maxPipeline, Upstream: policy.UpstreamConfig{Addr: f.l.Addr().String(), PoolSize: 1}}, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

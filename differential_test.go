@@ -27,7 +27,7 @@ func TestDifferential(t *testing.T) {
 
 func differential(t *testing.T, o proxy.Options) {
 	direct := valkeytest.Start(t)
-	o.PoolSize = 2
+	o.Upstream.PoolSize = 2
 	e := newEnv(t, o)
 	const clients = 16
 	var wg sync.WaitGroup
@@ -207,7 +207,7 @@ func TestDifferentialSequences(t *testing.T) {
 				direct := valkeytest.Start(t, sc.directives...)
 				opts := rulesOptions(t, rule("rewrite"))
 				opts.EventLoops, opts.BusyPoll = o.EventLoops, o.BusyPoll
-				opts.PoolSize = 1 // every client on one shared connection
+				opts.Upstream.PoolSize = 1 // every client on one shared connection
 				e := newEnv(t, opts, sc.directives...)
 				want := runSteps(t, direct.Addr, sc.steps)
 				got := runSteps(t, e.addr, sc.steps)

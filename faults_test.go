@@ -6,39 +6,48 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
 // Upstream faults: Valkey restarted, killed and paused (SIGSTOP) while many
 // clients pipeline through the proxy. Every command must get its own reply
-// or an -UPSTREAM error, never another client's reply and never a wait past
-// the reply timeout; afterwards the proxy is back in service by itself.
+// or an -UPSTREAM error, never another client's reply and never no reply;
+// afterwards the proxy is back in service by itself. The tests assert what
+// happened, not how fast: deadlines are generous (replyDeadline) so that a
+// loaded machine cannot fail them, and the waits they measure are logged.
 
 const faultReplyTimeout = 300 * time.Millisecond
+
+// replyDeadline is how long a test waits for a reply or a close before it
+// calls it missing: far beyond every timeout the proxy is configured with.
+const replyDeadline = 20 * time.Second
+
+// settle is how long after Valkey is back the proxy gets to redial every
+// shared connection (max_backoff 200ms, many times over) before errors count
+// as errors.
+const settle = 2 * time.Second
 
 // faultOptions are the proxy options of the fault tests: a small reply
 // timeout and a quick reconnect, so each test takes a second or two.
 func faultOptions() proxy.Options {
-	return proxy.Options{
-		ReplyTimeout:     faultReplyTimeout,
-		ReconnectBackoff: 20 * time.Millisecond,
-		MaxBackoff:       200 * time.Millisecond,
-		DialTimeout:      time.Second,
-	}
+	return proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{ReplyTimeout: policy.Duration(faultReplyTimeout), ReconnectBackoff: policy.Duration(20 * time.Millisecond), MaxBackoff: policy.Duration(200 * time.Millisecond), DialTimeout: policy.Duration(time.Second)}}}
 }
 
 // trafficStats is what the traffic of one fault test saw.
 type trafficStats struct {
 	mu         sync.Mutex
 	ok, errs   int           // correct replies, -UPSTREAM errors
-	maxWait    time.Duration // longest wait for one reply, from its batch's send
+	maxWait    time.Duration // longest wait for one reply, from its batch's send (logged)
 	lastErr    time.Time     // when the last -UPSTREAM error arrived
 	okAfter    map[int]int   // correct replies per client after `recovered`
 	recovered  time.Time
@@ -48,9 +57,9 @@ type trafficStats struct {
 // runTraffic starts clients that each pipeline batches of ECHO, SET and GET
 // with payloads unique to the client and the batch, and check every reply:
 // the exact expected reply, or an -UPSTREAM error. A reply meant for another
-// client, a missing reply, or a wait longer than maxWait fails the test.
+// client, or none within replyDeadline, fails the test.
 // It returns a stop function that waits for the clients to finish.
-func runTraffic(t *testing.T, addr string, clients, batch int, maxWait time.Duration, st *trafficStats) (stop func()) {
+func runTraffic(t *testing.T, addr string, clients, batch int, st *trafficStats) (stop func()) {
 	t.Helper()
 	st.okAfter = map[int]int{}
 	quit := make(chan struct{})
@@ -88,7 +97,7 @@ func runTraffic(t *testing.T, addr string, clients, batch int, maxWait time.Dura
 					return
 				}
 				for i, w := range want {
-					got, err := r.readErr(maxWait + 2*time.Second)
+					got, err := r.readErr(replyDeadline)
 					now := time.Now()
 					if err != nil {
 						t.Errorf("client %d: no reply %d of batch %d after %v: %v", c, i, n, now.Sub(sent), err)
@@ -119,9 +128,6 @@ func runTraffic(t *testing.T, addr string, clients, batch int, maxWait time.Dura
 						return
 					}
 					st.mu.Unlock()
-					if wait > maxWait {
-						t.Errorf("client %d: reply %d of batch %d came after %v, past the bound %v", c, i, n, wait, maxWait)
-					}
 				}
 			}
 		}()
@@ -130,35 +136,46 @@ func runTraffic(t *testing.T, addr string, clients, batch int, maxWait time.Dura
 }
 
 // dedicatedSessions opens a MULTI session (a transaction open on Valkey), a
-// subscriber and a client blocked in BLPOP.
+// subscriber and a client blocked in BLPOP. It returns once Valkey has all
+// three: the BLPOP, which gets no reply, is waited for in Valkey's own
+// count of blocked clients, so that a fault cannot come before its
+// connection is made.
 type dedicatedSessions struct{ multi, sub, blpop *raw }
 
-func openDedicated(t *testing.T, addr string) dedicatedSessions {
+func openDedicated(t *testing.T, e *env) dedicatedSessions {
 	t.Helper()
+	addr := e.addr
 	d := dedicatedSessions{multi: dialRaw(t, addr), sub: dialRaw(t, addr), blpop: dialRaw(t, addr)}
 	eq(t, d.multi.do("MULTI"), "+OK\r\n")
 	eq(t, d.multi.do("SET", "tx", "1"), "+QUEUED\r\n")
 	eq(t, d.sub.do("SUBSCRIBE", "news"), "*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n")
 	d.blpop.send(string(redisCmd("BLPOP", "never", "0")))
+	direct := e.direct()
+	for deadline := time.Now().Add(replyDeadline); !strings.Contains(direct.Info(ctx, "clients").Val(), "blocked_clients:1\r\n"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the BLPOP session is not blocked in Valkey after %v", replyDeadline)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return d
 }
 
 // expectToldAndClosed reads what a dedicated session gets after its
 // upstream connection was lost: at most an -UPSTREAM error naming its own
-// connection, then the end of the connection, within bound. Anything else
+// connection, then the end of the connection, within replyDeadline. Anything else
 // (a reply from a fresh connection that silently lost the session's state)
 // fails.
-func expectToldAndClosed(t *testing.T, name string, r *raw, bound time.Duration) (told bool) {
+func expectToldAndClosed(t *testing.T, name string, r *raw) (told bool) {
 	t.Helper()
 	start := time.Now()
 	for {
-		got, err := r.readErr(bound)
+		got, err := r.readErr(replyDeadline)
 		if err != nil {
 			if err == io.EOF || isReset(err) {
 				t.Logf("%s: closed after %v (error reply first: %v)", name, time.Since(start).Round(time.Millisecond), told)
 				return told
 			}
-			t.Fatalf("%s: not closed within %v: %v", name, bound, err)
+			t.Fatalf("%s: not closed within %v: %v", name, replyDeadline, err)
 		}
 		if !strings.HasPrefix(got, "-UPSTREAM lockproxy lost this client's own connection") {
 			t.Fatalf("%s: got %q, want an -UPSTREAM error about its own connection, then EOF", name, got)
@@ -173,52 +190,52 @@ func isReset(err error) bool {
 
 func TestFaultValkeyRestartMidTraffic(t *testing.T) {
 	e := newEnv(t, faultOptions())
-	d := openDedicated(t, e.addr)
+	d := openDedicated(t, e)
 	var st trafficStats
-	stop := runTraffic(t, e.addr, 12, 10, 2*faultReplyTimeout+time.Second, &st)
+	stop := runTraffic(t, e.addr, 12, 10, &st)
 	time.Sleep(300 * time.Millisecond)
 	e.srv.Restart(t)
 	restarted := time.Now()
 	st.mu.Lock()
-	st.recovered = restarted.Add(300 * time.Millisecond) // one max_backoff + slack
+	st.recovered = restarted.Add(settle)
 	st.mu.Unlock()
 	// The transaction's EXEC must not reach a fresh connection (it would
 	// answer "EXEC without MULTI"): the session is closed instead.
 	_, _ = d.multi.nc.Write(redisCmd("EXEC"))
-	expectToldAndClosed(t, "MULTI session", d.multi, 5*time.Second)
-	subReply, _ := d.sub.readErr(5 * time.Second)
+	expectToldAndClosed(t, "MULTI session", d.multi)
+	subReply, _ := d.sub.readErr(replyDeadline)
 	mustContain(t, subReply, "-UPSTREAM lockproxy lost this client's own connection")
-	expectToldAndClosed(t, "subscriber", d.sub, 5*time.Second)
-	if !expectToldAndClosed(t, "BLPOP session", d.blpop, 5*time.Second) {
+	expectToldAndClosed(t, "subscriber", d.sub)
+	if !expectToldAndClosed(t, "BLPOP session", d.blpop) {
 		t.Fatal("BLPOP session: closed without the -UPSTREAM error for its pending BLPOP")
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Until(st.recovered) + time.Second)
 	stop()
 	reportTraffic(t, &st, restarted)
 }
 
 func TestFaultValkeyKilledMidTraffic(t *testing.T) {
 	e := newEnv(t, faultOptions())
-	d := openDedicated(t, e.addr)
+	d := openDedicated(t, e)
 	var st trafficStats
-	stop := runTraffic(t, e.addr, 12, 10, 2*faultReplyTimeout+time.Second, &st)
+	stop := runTraffic(t, e.addr, 12, 10, &st)
 	time.Sleep(300 * time.Millisecond)
 	e.srv.Stop() // SIGKILL: Valkey is gone for 700 ms
 	killed := time.Now()
-	if !expectToldAndClosed(t, "BLPOP session", d.blpop, 5*time.Second) {
+	if !expectToldAndClosed(t, "BLPOP session", d.blpop) {
 		t.Fatal("BLPOP session: closed without the -UPSTREAM error for its pending BLPOP")
 	}
-	subReply, _ := d.sub.readErr(5 * time.Second)
+	subReply, _ := d.sub.readErr(replyDeadline)
 	mustContain(t, subReply, "-UPSTREAM lockproxy lost this client's own connection")
-	expectToldAndClosed(t, "subscriber", d.sub, 5*time.Second)
+	expectToldAndClosed(t, "subscriber", d.sub)
 	_, _ = d.multi.nc.Write(redisCmd("EXEC"))
-	expectToldAndClosed(t, "MULTI session", d.multi, 5*time.Second)
+	expectToldAndClosed(t, "MULTI session", d.multi)
 	time.Sleep(700*time.Millisecond - time.Since(killed))
 	e.srv.Restart(t)
 	st.mu.Lock()
-	st.recovered = time.Now().Add(300 * time.Millisecond) // one MaxBackoff + slack
+	st.recovered = time.Now().Add(settle)
 	st.mu.Unlock()
-	time.Sleep(time.Second)
+	time.Sleep(time.Until(st.recovered) + time.Second)
 	stop()
 	reportTraffic(t, &st, killed)
 	// The new connections work for newcomers too.
@@ -227,9 +244,9 @@ func TestFaultValkeyKilledMidTraffic(t *testing.T) {
 
 func TestFaultValkeyPausedMidTraffic(t *testing.T) {
 	e := newEnv(t, faultOptions())
-	d := openDedicated(t, e.addr)
+	d := openDedicated(t, e)
 	var st trafficStats
-	stop := runTraffic(t, e.addr, 12, 10, 2*faultReplyTimeout+time.Second, &st)
+	stop := runTraffic(t, e.addr, 12, 10, &st)
 	time.Sleep(300 * time.Millisecond)
 	proc := e.srv.Process()
 	if err := proc.Signal(syscall.SIGSTOP); err != nil {
@@ -246,10 +263,11 @@ func TestFaultValkeyPausedMidTraffic(t *testing.T) {
 	t.Cleanup(resume)
 	// A paused Valkey does not close connections: the MULTI session learns
 	// of the hang from the reply timeout on its next command, is told, and
-	// is closed.
+	// is closed. Valkey stays paused until after that, so without the reply
+	// timeout no answer would come at all.
 	sent := time.Now()
 	d.multi.send(string(redisCmd("INCR", "tx")))
-	got, err := d.multi.readErr(5 * time.Second)
+	got, err := d.multi.readErr(replyDeadline)
 	if err != nil {
 		t.Fatalf("MULTI session: no reply while Valkey is paused: %v", err)
 	}
@@ -257,16 +275,13 @@ func TestFaultValkeyPausedMidTraffic(t *testing.T) {
 	mustContain(t, got, "-UPSTREAM lockproxy lost this client's own connection")
 	mustContain(t, got, "reply_timeout")
 	t.Logf("MULTI session's command answered %v after it was sent (reply_timeout %v)", waited.Round(time.Millisecond), faultReplyTimeout)
-	if waited > faultReplyTimeout+700*time.Millisecond {
-		t.Errorf("MULTI session waited %v, past reply_timeout %v", waited, faultReplyTimeout)
-	}
-	expectToldAndClosed(t, "MULTI session", d.multi, 5*time.Second)
+	expectToldAndClosed(t, "MULTI session", d.multi)
 	time.Sleep(time.Second - time.Since(paused))
 	resume()
 	st.mu.Lock()
-	st.recovered = time.Now().Add(50 * time.Millisecond)
+	st.recovered = time.Now().Add(settle)
 	st.mu.Unlock()
-	time.Sleep(time.Second)
+	time.Sleep(time.Until(st.recovered) + time.Second)
 	stop()
 	reportTraffic(t, &st, paused)
 	// The subscriber and the blocked BLPOP asked to wait: a pause is not a
@@ -299,9 +314,11 @@ func reportTraffic(t *testing.T, st *trafficStats, fault time.Time) {
 // The reply timeout counts from the first command left waiting: a steady
 // stream of new commands from other clients on the same upstream connection
 // must not postpone it, or a client waits as long as others keep sending.
+// The pusher keeps sending until the victim has its answer (or for
+// replyDeadline): the victim must be answered while the stream goes on.
 func TestFaultReplyTimeoutNotPostponedByTraffic(t *testing.T) {
 	opts := faultOptions()
-	opts.PoolSize = 1 // everybody shares one upstream connection
+	opts.Upstream.PoolSize = 1 // everybody shares one upstream connection
 	e := newEnv(t, opts)
 	victim, pusher := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, victim.do("PING"), "+PONG\r\n")
@@ -311,31 +328,46 @@ func TestFaultReplyTimeoutNotPostponedByTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proc.Signal(syscall.SIGCONT)
-	// The pusher sends a command every 50 ms for 2 s without waiting.
+	answered := make(chan struct{})
+	var pushed atomic.Int64
+	var gaveUp atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; i < 40; i++ {
-			if _, err := pusher.nc.Write(redisCmd("ECHO", fmt.Sprint(i))); err != nil {
+		for start := time.Now(); ; {
+			select {
+			case <-answered:
+				return
+			default:
+			}
+			if time.Since(start) > replyDeadline {
+				gaveUp.Store(true)
 				return
 			}
-			time.Sleep(50 * time.Millisecond)
+			if _, err := pusher.nc.Write(redisCmd("ECHO", fmt.Sprint(pushed.Load()))); err != nil {
+				return
+			}
+			pushed.Add(1)
+			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	time.Sleep(60 * time.Millisecond)
+	for pushed.Load() < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
 	sent := time.Now()
 	victim.send(string(redisCmd("GET", "k")))
-	got, err := victim.readErr(5 * time.Second)
+	got, err := victim.readErr(2 * replyDeadline)
 	waited := time.Since(sent)
+	close(answered)
 	wg.Wait()
 	if err != nil {
 		t.Fatalf("victim: no reply: %v", err)
 	}
 	mustContain(t, got, "-UPSTREAM")
-	t.Logf("victim answered after %v while another client kept sending (reply_timeout %v)", waited.Round(time.Millisecond), faultReplyTimeout)
-	if waited > faultReplyTimeout+500*time.Millisecond {
-		t.Fatalf("victim waited %v for a reply from a paused Valkey: new commands from another client postponed reply_timeout (%v)", waited, faultReplyTimeout)
+	t.Logf("victim answered after %v while another client kept sending (%d commands; reply_timeout %v)", waited.Round(time.Millisecond), pushed.Load(), faultReplyTimeout)
+	if gaveUp.Load() {
+		t.Fatalf("victim answered only after the other client stopped sending (%v): its commands postponed reply_timeout (%v)", waited, faultReplyTimeout)
 	}
 }
 
@@ -365,7 +397,8 @@ func TestFaultBlockingCommandOutlivesReplyTimeout(t *testing.T) {
 }
 
 // A blocking command sent to a paused Valkey is bounded too: by the time it
-// asked to wait plus reply_timeout, not by how long Valkey stays paused.
+// asked to wait plus reply_timeout, not by how long Valkey stays paused
+// (here: until the test ends).
 func TestFaultBlockingCommandOnPausedValkey(t *testing.T) {
 	e := newEnv(t, faultOptions())
 	r := dialRaw(t, e.addr)
@@ -377,16 +410,13 @@ func TestFaultBlockingCommandOnPausedValkey(t *testing.T) {
 	defer proc.Signal(syscall.SIGCONT)
 	start := time.Now()
 	r.send(string(redisCmd("BLPOP", "empty", "1")))
-	got, err := r.readErr(4 * time.Second)
+	got, err := r.readErr(replyDeadline)
 	took := time.Since(start)
 	t.Logf("BLPOP 1 to a paused Valkey: %q %v after %v", got, err, took.Round(time.Millisecond))
 	if err != nil {
-		t.Fatalf("BLPOP 1 sent to a paused Valkey hung for %v (asked 1 s, reply_timeout %v)", took, faultReplyTimeout)
+		t.Fatalf("BLPOP 1 sent to a paused Valkey hung for %v (asked 1 s, reply_timeout %v): Valkey stays paused, so only the proxy's bound can answer it", took, faultReplyTimeout)
 	}
 	mustContain(t, got, "-UPSTREAM")
-	if took > time.Second+faultReplyTimeout+700*time.Millisecond {
-		t.Fatalf("BLPOP 1 answered after %v: past 1 s + reply_timeout", took)
-	}
 }
 
 // A lock held across a Valkey restart (with persistence) still refuses a
@@ -396,7 +426,8 @@ func TestFaultBlockingCommandOnPausedValkey(t *testing.T) {
 func TestFaultLockSurvivesValkeyRestart(t *testing.T) {
 	opts := rulesOptions(t, rule("rewrite"))
 	fo := faultOptions()
-	opts.ReplyTimeout, opts.ReconnectBackoff, opts.MaxBackoff = fo.ReplyTimeout, fo.ReconnectBackoff, fo.MaxBackoff
+	u, fu := &opts.Upstream, fo.Upstream
+	u.ReplyTimeout, u.ReconnectBackoff, u.MaxBackoff = fu.ReplyTimeout, fu.ReconnectBackoff, fu.MaxBackoff
 	e := newEnv(t, opts, "appendonly yes", "appendfsync always")
 	holder, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, holder.do("SET", "job:lock", "holder-token", "NX", "PX", "30000"), "+OK\r\n")
@@ -481,62 +512,72 @@ func (h *logCounter) Handle(_ context.Context, r slog.Record) error {
 
 // While Valkey is down, the proxy answers each command at once with the last
 // dial error and redials only when the backoff (doubling, capped) has passed;
-// when Valkey is back, service resumes within one capped backoff.
+// when Valkey is back, service resumes. What is asserted is the schedule the
+// proxy logs and what each command saw, not how long things took: the
+// dials' spacing is a lower bound (a loaded machine only spreads them out).
 func TestFaultReconnectBackoff(t *testing.T) {
 	lc := &logCounter{msg: "cannot open a shared upstream connection"}
-	opts := proxy.Options{
-		PoolSize: 1, ReconnectBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond,
-		ReplyTimeout: faultReplyTimeout, Logger: slog.New(lc),
-	}
+	opts := proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 1, ReconnectBackoff: policy.Duration(50 * time.Millisecond), MaxBackoff: policy.Duration(400 * time.Millisecond), ReplyTimeout: policy.Duration(faultReplyTimeout)}}, Logger: slog.New(lc)}
 	e := newEnv(t, opts)
 	r := dialRaw(t, e.addr)
 	eq(t, r.do("PING"), "+PONG\r\n")
+	dials := func() int { lc.mu.Lock(); defer lc.mu.Unlock(); return lc.n }
 	e.srv.Stop()
-	start := time.Now()
-	var cmds int
-	var slowest time.Duration
-	for time.Since(start) < 1500*time.Millisecond {
-		s := time.Now()
-		mustContain(t, r.do("PING"), "-UPSTREAM")
-		slowest = max(slowest, time.Since(s))
+	down := time.Now()
+	const wantDials = 6 // 50, 100, 200, 400 and 400 ms apart: the cap is reached and kept
+	var cmds, withoutDial int
+	for dials() < wantDials {
+		if time.Since(down) > replyDeadline {
+			t.Fatalf("only %d dials in %v of downtime", dials(), replyDeadline)
+		}
+		before := dials()
+		got, err := r.readErrDo(replyDeadline, "PING")
+		if err != nil {
+			t.Fatalf("a command while Valkey was down: no reply: %v", err)
+		}
+		mustContain(t, got, "-UPSTREAM")
 		cmds++
+		if dials() == before {
+			withoutDial++
+		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	elapsed := time.Since(down)
 	lc.mu.Lock()
-	dials, waits := lc.n, append([]string(nil), lc.waits...)
+	waits := append([]string(nil), lc.waits...)
 	lc.mu.Unlock()
-	t.Logf("Valkey down 1.5 s: %d commands answered with -UPSTREAM (slowest %v), %d dials, backoffs %v", cmds, slowest.Round(time.Millisecond), dials, waits)
-	// 50+100+200+400+400+400 ms: at most 7 dials in 1.5 s.
-	if dials > 8 || dials < 3 {
-		t.Fatalf("%d dials in 1.5 s of downtime, want 3..8 with backoff 50ms doubling to 400ms", dials)
+	t.Logf("Valkey down %v: %d commands answered with -UPSTREAM (%d with no dial during them), %d dials, backoffs %v",
+		elapsed.Round(time.Millisecond), cmds, withoutDial, len(waits), waits)
+	want := []string{"50ms", "100ms", "200ms", "400ms", "400ms"}
+	if len(waits) < len(want) || !slices.Equal(waits[:len(want)], want) {
+		t.Fatalf("backoffs %v, want %v ...", waits, want)
 	}
-	if cmds < 10*dials {
-		t.Fatalf("only %d commands for %d dials: commands wait for dials instead of getting the last error at once", cmds, dials)
+	// The n-th dial waits for the backoffs before it: dialling sooner
+	// would ignore them.
+	if min := 1150 * time.Millisecond; elapsed < min {
+		t.Fatalf("%d dials within %v: the backoffs (%v) add up to %v", wantDials, elapsed, want, min)
 	}
-	if len(waits) >= 4 && (waits[0] != "50ms" || waits[1] != "100ms" || waits[3] != "400ms") {
-		t.Fatalf("backoffs %v, want 50ms, 100ms, 200ms, 400ms, 400ms ...", waits)
-	}
-	if slowest > 500*time.Millisecond {
-		t.Fatalf("a command waited %v while Valkey was down", slowest)
+	// Commands get the last error without a dial of their own.
+	if withoutDial <= wantDials {
+		t.Fatalf("only %d of %d commands were answered without a dial: commands wait for dials instead of getting the last error at once", withoutDial, cmds)
 	}
 	e.srv.Restart(t)
 	back := time.Now()
 	for {
-		got := r.do("PING")
+		got, err := r.readErrDo(replyDeadline, "PING")
+		if err != nil {
+			t.Fatalf("after Valkey's return: no reply: %v", err)
+		}
 		if got == "+PONG\r\n" {
 			break
 		}
 		mustContain(t, got, "-UPSTREAM")
-		if time.Since(back) > 3*time.Second {
-			t.Fatal("no reconnect within 3 s of Valkey's return")
+		if time.Since(back) > replyDeadline {
+			t.Fatalf("no reconnect within %v of Valkey's return", replyDeadline)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	took := time.Since(back)
-	t.Logf("service back %v after Valkey answered again (max_backoff 400ms)", took.Round(time.Millisecond))
-	if took > 400*time.Millisecond+300*time.Millisecond {
-		t.Fatalf("reconnect took %v, more than max_backoff", took)
-	}
+	t.Logf("service back %v after Valkey answered again (max_backoff 400ms)", time.Since(back).Round(time.Millisecond))
 	// Every dial is counted for the reconnect-storm alert: the first and
 	// the reconnect succeeded, each logged failure is one error.
 	lc.mu.Lock()

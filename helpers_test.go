@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/redis/go-redis/v9"
@@ -48,23 +49,29 @@ func newEnv(t *testing.T, opts proxy.Options, directives ...string) *env {
 // select it: event loops (EventLoops 1), event loops that poll before they
 // sleep (BusyPoll), and a goroutine per client (-1).
 func eachEngine(t *testing.T, f func(t *testing.T, o proxy.Options)) {
-	t.Run("loops", func(t *testing.T) { f(t, proxy.Options{EventLoops: 1}) })
+	t.Run("loops", func(t *testing.T) { f(t, proxy.Options{Config: policy.Config{EventLoops: 1}}) })
 	t.Run("loops-busy-poll", func(t *testing.T) {
-		f(t, proxy.Options{EventLoops: 1, BusyPoll: 50 * time.Microsecond})
+		f(t, proxy.Options{Config: policy.Config{EventLoops: 1, BusyPoll: policy.Duration(50 * time.Microsecond)}})
 	})
-	t.Run("goroutines", func(t *testing.T) { f(t, proxy.Options{EventLoops: -1}) })
+	t.Run("goroutines", func(t *testing.T) { f(t, proxy.Options{Config: policy.Config{EventLoops: -1}}) })
+}
+
+// testEventLoops is the engine the suite runs with when a test does not
+// choose: LOCKPROXY_TEST_EVENT_LOOPS=-1 gives a goroutine per client instead
+// of event loops (.ci/run does both); 0 when unset (the default engine).
+func testEventLoops() int {
+	n, _ := strconv.Atoi(os.Getenv("LOCKPROXY_TEST_EVENT_LOOPS"))
+	return n
 }
 
 func (e *env) startProxy(opts proxy.Options) {
 	e.t.Helper()
-	opts.Upstream = e.srv.Addr
+	opts.Upstream.Addr = e.srv.Addr
 	if e.upstream != "" {
-		opts.Upstream = e.upstream
+		opts.Upstream.Addr = e.upstream
 	}
 	if opts.EventLoops == 0 {
-		// LOCKPROXY_TEST_EVENT_LOOPS=-1 runs the suite with a goroutine
-		// per client instead of event loops (.ci/run does both).
-		opts.EventLoops, _ = strconv.Atoi(os.Getenv("LOCKPROXY_TEST_EVENT_LOOPS"))
+		opts.EventLoops = testEventLoops()
 	}
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()

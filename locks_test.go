@@ -31,11 +31,7 @@ func rulesOptions(t *testing.T, locksYAML string) proxy.Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := policy.NewRules(cfg.Locks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return proxy.Options{Rules: rules, OnFlush: cfg.OnFlush}
+	return proxy.Options{Config: policy.Config{Locks: cfg.Locks, OnFlush: cfg.OnFlush}}
 }
 
 func rule(release string) string {

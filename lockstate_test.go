@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/redis/go-redis/v9"
 )
@@ -31,7 +32,7 @@ func ownersKey(lock string) string { return "{" + lock + "}:lockproxy:owners" }
 func lockEnv(t *testing.T, locksYAML string, o proxy.Options, directives ...string) *env {
 	t.Helper()
 	r := rulesOptions(t, locksYAML)
-	o.Rules, o.OnFlush = r.Rules, r.OnFlush
+	o.Locks, o.OnFlush = r.Locks, r.OnFlush
 	return newEnv(t, o, directives...)
 }
 
@@ -40,7 +41,7 @@ func lockEnv(t *testing.T, locksYAML string, o proxy.Options, directives ...stri
 func (e *env) another(t *testing.T, locksYAML string, o proxy.Options) *env {
 	t.Helper()
 	r := rulesOptions(t, locksYAML)
-	o.Rules, o.OnFlush = r.Rules, r.OnFlush
+	o.Locks, o.OnFlush = r.Locks, r.OnFlush
 	e2 := &env{t: t, srv: e.srv, upstream: e.upstream}
 	e2.startProxy(o)
 	return e2
@@ -268,7 +269,7 @@ func TestLocksWithoutExpiryHaveNoTableCap(t *testing.T) {
 // mutex was released, while the reply path wrote them (setValue): a data
 // race -race reports here.
 func TestSiblingsConcurrentLockChangesRaceFree(t *testing.T) {
-	e := lockEnv(t, sessionRule("client_name"), proxy.Options{EventLoops: -1})
+	e := lockEnv(t, sessionRule("client_name"), proxy.Options{Config: policy.Config{EventLoops: -1}})
 	const per = 300
 	conns := []*raw{dialNamed(t, e.addr, "sib"), dialNamed(t, e.addr, "sib"), dialNamed(t, e.addr, "sib")}
 	eq(t, conns[0].do("SET", "race:lock", "v0", "NX", "PX", "60000"), "+OK\r\n")

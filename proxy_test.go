@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/redis/go-redis/v9"
@@ -200,7 +201,7 @@ func TestPipelineSwitchesPools(t *testing.T) {
 // Many clients pipelining at once share upstream connections; each gets its
 // own replies, in its own order.
 func TestConcurrentClientsGetOwnReplies(t *testing.T) {
-	e := newEnv(t, proxy.Options{PoolSize: 2})
+	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 2}}})
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)
 	for w := 0; w < 40; w++ {
@@ -326,7 +327,7 @@ func TestClientNameAndInfo(t *testing.T) {
 // HELLO 3 and the handshake go-redis sends (HELLO, CLIENT SETINFO) must not
 // cost a dedicated upstream connection: count Valkey's clients.
 func TestHandshakeStaysShared(t *testing.T) {
-	e := newEnv(t, proxy.Options{PoolSize: 1})
+	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 1}}})
 	var clients []*redis.Client
 	for i := 0; i < 20; i++ {
 		c := e.client(func(o *redis.Options) { o.Protocol = 3; o.ClientName = fmt.Sprint("c", i) })
@@ -366,7 +367,7 @@ func TestHelloOnTheWire(t *testing.T) {
 }
 
 func TestAuthPassword(t *testing.T) {
-	e := newEnv(t, proxy.Options{Password: "s3cret"}, "requirepass s3cret")
+	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{Password: "s3cret"}}}, "requirepass s3cret")
 	r := dialRaw(t, e.addr)
 	eq(t, r.do("GET", "k"), "-NOAUTH Authentication required.\r\n")
 	mustContain(t, r.do("HELLO", "3"), "-NOAUTH HELLO must be called")
@@ -452,7 +453,7 @@ func TestPubSub(t *testing.T) {
 // A blocked BLPOP holds a dedicated connection; clients on the shared ones go
 // on meanwhile.
 func TestBlockingCommands(t *testing.T) {
-	e := newEnv(t, proxy.Options{PoolSize: 1})
+	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 1}}})
 	blocker := e.client()
 	other := e.client()
 	got := make(chan []string, 1)
@@ -548,10 +549,8 @@ func TestProtocolErrors(t *testing.T) {
 // proto-max-bulk-len without the proxy allocating what it announced.
 func TestBulkLimit(t *testing.T) {
 	opts := proxy.Options{}
-	opts.Limits.MaxBulkLen = 1 << 20
-	opts.Limits.MaxQueryBuffer = 4 << 20
-	opts.Limits.MaxInlineLen = 64 << 10
-	opts.Limits.MaxArgs = 1 << 20
+	opts.ProtoMaxBulkLen = 1 << 20
+	opts.ClientQueryBufferLimit = 4 << 20
 	e := newEnv(t, opts)
 	r := dialRaw(t, e.addr)
 	r.send("*2\r\n$3\r\nGET\r\n$2000000000\r\n")
@@ -560,7 +559,7 @@ func TestBulkLimit(t *testing.T) {
 }
 
 func TestMaxClients(t *testing.T) {
-	e := newEnv(t, proxy.Options{MaxClients: 2})
+	e := newEnv(t, proxy.Options{Config: policy.Config{MaxClients: 2}})
 	a := dialRaw(t, e.addr)
 	b := dialRaw(t, e.addr)
 	eq(t, a.do("PING"), "+PONG\r\n")
@@ -598,7 +597,7 @@ func TestClientCloseReleasesDedicated(t *testing.T) {
 // Valkey restarts: in-flight commands get an error (never a hang, never
 // another client's reply), and the next commands work again.
 func TestUpstreamRestart(t *testing.T) {
-	e := newEnv(t, proxy.Options{ReconnectBackoff: 10 * time.Millisecond})
+	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{ReconnectBackoff: policy.Duration(10 * time.Millisecond)}}})
 	c := e.client()
 	eq(t, c.Set(ctx, "before", "1", 0).Val(), "OK")
 	blocked := dialRaw(t, e.addr)
@@ -627,7 +626,7 @@ func TestUpstreamRestart(t *testing.T) {
 func TestDialFailureNamesUpstream(t *testing.T) {
 	port := valkeytest.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p, err := proxy.New(proxy.Options{Upstream: addr, Logger: quietLogger()})
+	p, err := proxy.New(proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{Addr: addr}}, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/redis/go-redis/v9"
 )
@@ -190,13 +191,7 @@ func newSentinelSetup(t *testing.T) *sentinelSetup {
 	ss := startSentinels(t, 3, 2, primary)
 	waitFor(t, 15*time.Second, "sentinel sees the replica", func() bool { ok, _ := sentinelKnows(ss[0], replica.Port); return ok })
 	e := &env{t: t, srv: primary} // Upstream (the fallback) is the first primary
-	e.startProxy(proxy.Options{
-		Sentinel:         proxy.SentinelOptions{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}},
-		ReplyTimeout:     time.Second,
-		ReconnectBackoff: 20 * time.Millisecond,
-		MaxBackoff:       200 * time.Millisecond,
-		DialTimeout:      time.Second,
-	})
+	e.startProxy(proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{Sentinel: policy.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}, ReplyTimeout: policy.Duration(time.Second), ReconnectBackoff: policy.Duration(20 * time.Millisecond), MaxBackoff: policy.Duration(200 * time.Millisecond), DialTimeout: policy.Duration(time.Second)}}})
 	r := dialRaw(t, e.addr)
 	port, role := answeredBy(r)
 	t.Logf("before failover: answered by port %s, role %s (primary %d, replica %d)", port, role, primary.Port, replica.Port)
@@ -245,7 +240,7 @@ func TestSentinelFailoverCommand(t *testing.T) {
 	// The MULTI session's state lived on the old primary: it is told and
 	// closed rather than moved.
 	_, _ = tx.nc.Write(redisCmd("EXEC"))
-	expectToldAndClosed(t, "MULTI session across the failover", tx, 5*time.Second)
+	expectToldAndClosed(t, "MULTI session across the failover", tx)
 
 	time.Sleep(300 * time.Millisecond)
 	close(quit)
@@ -320,8 +315,8 @@ func TestSentinelLockRulesFollowPrimary(t *testing.T) {
 	primary := valkeytest.Start(t)
 	ss := startSentinels(t, 1, 1, primary)
 	opts := rulesOptions(t, rule("rewrite"))
-	opts.Sentinel = proxy.SentinelOptions{Master: sentinelMaster, Addrs: []string{ss[0].addr}}
-	opts.ReconnectBackoff = 20 * time.Millisecond
+	opts.Upstream.Sentinel = policy.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr}}
+	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
 	// The fallback address answers nothing.
 	nothing := &valkeytest.Server{Addr: fmt.Sprintf("127.0.0.1:%d", valkeytest.FreePort(t))}
 	e := &env{t: t, srv: nothing}

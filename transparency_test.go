@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -26,9 +27,9 @@ import (
 // 1): the kill must still reach Valkey at once, not queue behind the script.
 func TestBusyScriptKill(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		o.PoolSize = 1
+		o.Upstream.PoolSize = 1
 		opts := rulesOptions(t, rule("rewrite"))
-		opts.PoolSize, opts.EventLoops, opts.BusyPoll = 1, o.EventLoops, o.BusyPoll
+		opts.Upstream.PoolSize, opts.EventLoops, opts.BusyPoll = 1, o.EventLoops, o.BusyPoll
 		e := newEnv(t, opts, "busy-reply-threshold 50")
 		for _, tc := range []struct{ name, start, kill string }{
 			{"eval", "EVAL", "SCRIPT"},
@@ -77,7 +78,7 @@ func TestBusyScriptKill(t *testing.T) {
 // is closed as Valkey closes it.
 func TestBusyScriptShutdownNoSave(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		o.PoolSize = 1
+		o.Upstream.PoolSize = 1
 		e := newEnv(t, o, "busy-reply-threshold 50")
 		runner := dialRaw(t, e.addr)
 		runner.send(string(redisCmd("EVAL", "while true do end", "0")))
@@ -250,7 +251,7 @@ func TestResetClearsNameOwner(t *testing.T) {
 // RESET also ends a LOCKPROXY AUTH admin login.
 func TestResetEndsAdminLogin(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		o.AdminPassword = "s3cret"
+		o.Admin.Password = "s3cret"
 		e := newEnv(t, o)
 		r := dialRaw(t, e.addr)
 		eq(t, r.do("LOCKPROXY", "AUTH", "s3cret"), "+OK\r\n")
@@ -267,7 +268,7 @@ func TestResetEndsAdminLogin(t *testing.T) {
 // proxy's other clients and no upstream connection, and the killer goes on.
 func TestClientKillClosesProxyClients(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		o.PoolSize = 1
+		o.Upstream.PoolSize = 1
 		e := newEnv(t, o)
 		a, b, killer := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
 		for _, r := range []*raw{a, b, killer} {
@@ -323,14 +324,14 @@ func TestDedicatedLostIsTold(t *testing.T) {
 // dial_timeout is: Valkey is there, only busy.
 func TestLongCommandIsNotUnreachable(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		o.ReplyTimeout = 300 * time.Millisecond
+		o.Upstream.ReplyTimeout = policy.Duration(300 * time.Millisecond)
 		e := newEnv(t, o, "enable-debug-command yes")
 		a := dialRaw(t, e.addr)
 		eq(t, a.do("DEBUG", "SLEEP", "1"), "+OK\r\n")
 		eq(t, a.do("FLUSHALL", "SYNC"), "+OK\r\n")
 		eq(t, a.do("PING"), "+PONG\r\n")
 
-		o.ReplyTimeout, o.DialTimeout = 10*time.Second, 200*time.Millisecond
+		o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = policy.Duration(10*time.Second), policy.Duration(200*time.Millisecond)
 		e = newEnv(t, o, "enable-debug-command yes")
 		direct := dialRaw(t, e.srv.Addr)
 		direct.send(string(redisCmd("DEBUG", "SLEEP", "1")))

@@ -18,14 +18,14 @@ const (
 	DefaultEventLoops              = 1
 	// MaxBusyPoll bounds busy_poll: polling longer than this between
 	// rounds keeps a core busy for latencies no client would notice.
-	MaxBusyPoll             = time.Millisecond
-	DefaultShutdownTimeout  = 10 * time.Second
+	MaxBusyPoll             = Duration(time.Millisecond)
+	DefaultShutdownTimeout  = Duration(10 * time.Second)
 	DefaultUpstreamAddr     = "127.0.0.1:6379"
 	DefaultPoolSize         = 2
-	DefaultDialTimeout      = 5 * time.Second
-	DefaultReplyTimeout     = 30 * time.Second
-	DefaultReconnectBackoff = 100 * time.Millisecond
-	DefaultMaxBackoff       = 5 * time.Second
+	DefaultDialTimeout      = Duration(5 * time.Second)
+	DefaultReplyTimeout     = Duration(30 * time.Second)
+	DefaultReconnectBackoff = Duration(100 * time.Millisecond)
+	DefaultMaxBackoff       = Duration(5 * time.Second)
 )
 
 // Redacted is what [Config.Redacted] puts in place of a non-empty secret.
@@ -58,15 +58,15 @@ type Config struct {
 	// busy_poll: how long an event loop keeps asking for work after a
 	// round before it sleeps. 0 (the default) sleeps at once; 50us cuts a
 	// lone client's latency at the cost of CPU (see MaxBusyPoll).
-	BusyPoll time.Duration `yaml:"busy_poll"`
+	BusyPoll Duration `yaml:"busy_poll"`
 	// gomaxprocs: Go's GOMAXPROCS; 0 (the default) leaves Go's own choice.
 	GOMAXPROCS int `yaml:"gomaxprocs"`
 	// shutdown_timeout: how long shutdown waits for in-flight commands.
 	// Default 10s.
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// client_idle_timeout: disconnect clients idle this long; 0 (the default)
 	// never does.
-	ClientIdleTimeout time.Duration `yaml:"client_idle_timeout"`
+	ClientIdleTimeout Duration `yaml:"client_idle_timeout"`
 
 	Log      LogConfig      `yaml:"log"`
 	Upstream UpstreamConfig `yaml:"upstream"`
@@ -109,15 +109,15 @@ type UpstreamConfig struct {
 	// db); 0 = the default, 2.
 	PoolSize int `yaml:"pool_size"`
 	// DialTimeout bounds connecting (and the TLS handshake); default 5s.
-	DialTimeout time.Duration `yaml:"dial_timeout"`
+	DialTimeout Duration `yaml:"dial_timeout"`
 	// ReplyTimeout bounds the wait for a reply to a non-blocking command;
 	// blocking commands (BLPOP ...) wait as long as they asked. Default 30s.
-	ReplyTimeout time.Duration `yaml:"reply_timeout"`
+	ReplyTimeout Duration `yaml:"reply_timeout"`
 	// ReconnectBackoff is the first wait before redialling a lost upstream; it
 	// doubles up to MaxBackoff. Defaults 100ms and 5s.
-	ReconnectBackoff time.Duration `yaml:"reconnect_backoff"`
-	MaxBackoff       time.Duration `yaml:"max_backoff"`
-	TLS              UpstreamTLS   `yaml:"tls"`
+	ReconnectBackoff Duration    `yaml:"reconnect_backoff"`
+	MaxBackoff       Duration    `yaml:"max_backoff"`
+	TLS              UpstreamTLS `yaml:"tls"`
 	// Sentinel, when its master is set, finds the primary through Valkey
 	// Sentinel instead of addr, and follows failovers.
 	Sentinel SentinelConfig `yaml:"sentinel"`
@@ -290,13 +290,13 @@ var (
 // applied and no lock rules (a pure pass-through proxy).
 func Default() *Config {
 	c := &Config{}
-	c.applyDefaults()
+	c.ApplyDefaults()
 	return c
 }
 
-// applyDefaults replaces zero values by defaults. Negative values are left
-// for validation to report.
-func (c *Config) applyDefaults() {
+// ApplyDefaults replaces zero values by defaults, as Parse does for what a
+// file leaves out. Negative values are left for validation to report.
+func (c *Config) ApplyDefaults() {
 	setZero(&c.Listen, DefaultListen)
 	setZero(&c.MaxClients, DefaultMaxClients)
 	setZero(&c.ProtoMaxBulkLen, DefaultProtoMaxBulkLen)
@@ -317,6 +317,16 @@ func (c *Config) applyDefaults() {
 	setZero(&u.ReconnectBackoff, DefaultReconnectBackoff)
 	setZero(&u.MaxBackoff, DefaultMaxBackoff)
 	setZero(&c.OnFlush, FlushAllow)
+	// A list written empty ([]) is the same as none.
+	if len(u.Sentinel.Addrs) == 0 {
+		u.Sentinel.Addrs = nil
+	}
+	if len(c.Locks) == 0 {
+		c.Locks = nil
+	}
+	if len(c.Admin.Users) == 0 {
+		c.Admin.Users = nil
+	}
 	for i := range c.Locks {
 		c.Locks[i].applyDefaults()
 	}
@@ -331,6 +341,9 @@ func (r *LockRule) applyDefaults() {
 	setZero(&r.UnknownOwner, UnknownOwnerRefuse)
 	setZero(&r.UnknownSHA, UnknownSHAAllow)
 	if r.Fence != nil {
+		if len(r.Fence.Guards) == 0 {
+			r.Fence.Guards = nil
+		}
 		setZero(&r.Fence.Check, FenceCheckCurrent)
 		setZero(&r.Fence.UnfencedWrites, UnfencedReject)
 	}
@@ -361,7 +374,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	d := newDecoder(name)
 	d.decodeFile(data, c)
 	if len(d.errs) == 0 || d.root != nil {
-		c.applyDefaults()
+		c.ApplyDefaults()
 		c.resolvePaths(name)
 		v := &validator{file: name, at: d.at, skip: d.reported, errs: d.errs}
 		c.validate(v)

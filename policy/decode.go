@@ -5,44 +5,57 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
 
-// The decoder walks the yaml.Node tree by hand instead of using
-// yaml.Unmarshal into structs: that way every message carries the line of the
-// offending node, unknown and repeated keys are caught, and decoding goes on
-// after a problem so that one run reports all of them.
+// Decoding is yaml.v3's own, into the Config struct: Decoder.KnownFields
+// reports unknown keys, repeated keys are refused, and every type error of
+// the document comes back at once, each with its line; Size and Duration
+// parse themselves (units.go). What yaml.v3 does not give is which setting a
+// line holds, in the file's terms ("upstream.tls.cert_file"), nor a column
+// inside a flow collection, nor words a reader of this file knows ("not a
+// whole number" rather than Go's type names). A thin pass over the node tree
+// (index) records where each setting sits: yaml.v3's messages are reworded
+// with it, and validation, which needs whole values, places its
+// cross-field messages with it.
 
 // pos is where a value sits in the file.
 type pos struct{ line, col int }
+
+// placed is a node of the file and the setting path it holds.
+type placed struct {
+	n    *yaml.Node
+	path string
+	flow bool // inside a flow collection: messages carry a column
+}
 
 type decoder struct {
 	file string
 	root *yaml.Node
 	errs []*ConfigError
 	// positions maps a config path ("upstream.tls.cert_file", "locks[0]") to
-	// its node, so that validation, which runs after decoding, can point at
-	// the line a cross-field problem comes from.
+	// where it is written, so that validation, which runs after decoding,
+	// can point at the line a cross-field problem comes from.
 	positions map[string]pos
+	// keys and values are every mapping key and every value (list elements
+	// included) by line, for placing yaml.v3's messages.
+	keys, values map[int][]placed
 	// reported holds paths that already have an error, so validation does
 	// not add a second message about the value decoding refused.
 	reported map[string]bool
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, positions: map[string]pos{}, reported: map[string]bool{}}
-}
-
-// field decodes the value of one known key.
-type field struct {
-	name   string
-	decode func(n *yaml.Node, path string)
+	return &decoder{file: file, positions: map[string]pos{}, reported: map[string]bool{},
+		keys: map[int][]placed{}, values: map[int][]placed{}}
 }
 
 func (d *decoder) errAt(n *yaml.Node, flow bool, path, format string, args ...any) {
@@ -98,18 +111,302 @@ func (d *decoder) decodeFile(data []byte, c *Config) {
 		d.errAt(root, false, "", "the top level must be a mapping of settings (key: value), not %s", describe(root))
 		return
 	}
-	d.config(root, c)
+	d.index(root, "", false)
+
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	var te *yaml.TypeError
+	if err := safeDecode(strict, c); errors.As(err, &te) {
+		for _, msg := range te.Errors {
+			d.translate(msg)
+		}
+	} else if err != nil {
+		d.errs = append(d.errs, &ConfigError{File: d.file, Line: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")})
+	}
+}
+
+// index records where every setting is written. Aliases are not followed
+// into: their settings are where the anchor is.
+func (d *decoder) index(n *yaml.Node, path string, flow bool) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		flow = flow || n.Style&yaml.FlowStyle != 0
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.Value == "<<" {
+				d.errAt(k, flow, path, "merge keys (<<) are not supported; write the settings out")
+				continue
+			}
+			p := join(path, k.Value)
+			d.keys[k.Line] = append(d.keys[k.Line], placed{k, p, flow})
+			// Messages about a value point at its key's line: for a block
+			// section that is the line naming it ("fence:"), where an
+			// omitted field belongs, rather than the line of its first
+			// entry. Inside a flow collection the value's own line and
+			// column are exact.
+			if _, seen := d.positions[p]; !seen {
+				vp := pos{k.Line, 0}
+				if flow {
+					rv := resolve(v)
+					vp = pos{rv.Line, rv.Column}
+				}
+				d.positions[p] = vp
+			}
+			d.placeValue(v, p, flow)
+		}
+	case yaml.SequenceNode:
+		flow = flow || n.Style&yaml.FlowStyle != 0
+		for i, e := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			re := resolve(e)
+			ep := pos{re.Line, 0}
+			if flow {
+				ep.col = re.Column
+			}
+			d.positions[p] = ep
+			if isNull(re) {
+				// yaml.v3 leaves an empty element out of the list: the
+				// rule or address meant there would vanish unsaid.
+				d.errAt(re, flow, p, "expected %s, got %s", element(p), describe(re))
+				continue
+			}
+			d.placeValue(e, p, flow)
+		}
+	}
+}
+
+func (d *decoder) placeValue(v *yaml.Node, path string, flow bool) {
+	rv := resolve(v)
+	d.values[rv.Line] = append(d.values[rv.Line], placed{rv, path, flow})
+	if rv.ShortTag() == "!!float" {
+		if t := settingType(path); t != nil && t.Kind() == reflect.Int {
+			// yaml.v3 would drop the fraction without a word.
+			d.errAt(rv, flow, path, "%s is not a whole number", strconv.Quote(rv.Value))
+		}
+	}
+	if v.Kind != yaml.AliasNode {
+		d.index(v, path, flow)
+	}
+}
+
+// yaml.v3's messages, and those of the Unmarshalers in units.go.
+var (
+	reUnknown  = regexp.MustCompile(`^line (\d+): field (.*) not found in type (\S+)$`)
+	reRepeated = regexp.MustCompile(`^line (\d+): (?:mapping key "(.*)" already defined|field (.*) already set in type \S+)`)
+	reType     = regexp.MustCompile("^line (\\d+): cannot unmarshal (\\S+)(?: `(.*)`)? into (\\S+)$")
+	reOwn      = regexp.MustCompile(`^line (\d+):(\d+): (.*)$`)
+	reLine     = regexp.MustCompile(`^line (\d+): (.*)$`)
+)
+
+// translate turns one of yaml.v3's decoding messages into a ConfigError
+// naming the setting, in this file's words.
+func (d *decoder) translate(msg string) {
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	if m := reOwn.FindStringSubmatch(msg); m != nil {
+		line, col := atoi(m[1]), atoi(m[2])
+		if p := d.find(d.values[line], func(p placed) bool { return p.n.Column == col }); p != nil {
+			d.errAt(p.n, p.flow, p.path, "%s", m[3])
+			return
+		}
+		d.errs = append(d.errs, &ConfigError{File: d.file, Line: line, Msg: m[3]})
+		return
+	}
+	if m := reUnknown.FindStringSubmatch(msg); m != nil {
+		name := m[2]
+		if p := d.find(d.keys[atoi(m[1])], func(p placed) bool { return p.n.Value == name }); p != nil {
+			d.errAt(p.n, p.flow, p.path, "unknown key%s", suggest(name, yamlKeys(m[3])))
+			return
+		}
+	}
+	if m := reRepeated.FindStringSubmatch(msg); m != nil {
+		name := m[2] + m[3]
+		var first int
+		for line := 1; line < atoi(m[1]) && first == 0; line++ {
+			for _, k := range d.keys[line] {
+				if k.n.Value == name {
+					first = line
+				}
+			}
+		}
+		if p := d.find(d.keys[atoi(m[1])], func(p placed) bool { return p.n.Value == name }); p != nil {
+			d.errAt(p.n, p.flow, p.path, "repeated; it is already set on line %d", first)
+			return
+		}
+	}
+	if m := reType.FindStringSubmatch(msg); m != nil {
+		tag, text, into := m[2], strings.TrimSuffix(m[3], "..."), m[4]
+		cands := d.values[atoi(m[1])]
+		if tag == "!!seq" || tag == "!!map" {
+			// A block section starts on the line of its first key, where
+			// the value that failed may sit too: the innermost one is meant.
+			cands = slices.Clone(cands)
+			slices.Reverse(cands)
+		}
+		p := d.find(cands, func(p placed) bool {
+			if tag == "!!seq" || tag == "!!map" {
+				return p.n.ShortTag() == tag
+			}
+			return p.n.Kind == yaml.ScalarNode && strings.HasPrefix(p.n.Value, text)
+		})
+		if p != nil {
+			d.errAt(p.n, p.flow, p.path, "%s", expected(p, into))
+			return
+		}
+	}
+	e := &ConfigError{File: d.file, Line: 1, Msg: msg}
+	if m := reLine.FindStringSubmatch(msg); m != nil {
+		e.Line, e.Msg = atoi(m[1]), m[2]
+	}
+	d.errs = append(d.errs, e)
+}
+
+// find returns the first candidate that matches and has no message yet.
+func (d *decoder) find(cands []placed, match func(placed) bool) *placed {
+	for i := range cands {
+		if match(cands[i]) && !d.reported[cands[i].path] {
+			return &cands[i]
+		}
+	}
+	return nil
+}
+
+// lists names what each list of the file holds, for messages.
+var lists = map[string]string{
+	"locks":  "lock rules (lines starting with -)",
+	"users":  "users (lines starting with -)",
+	"addrs":  "host:port addresses",
+	"guards": "key templates",
+}
+
+// elements names what one element of each list is.
+var elements = map[string]string{
+	"locks":  "a lock rule (pattern: ..., release: ...)",
+	"users":  "a user (name: ..., password: ..., role: ...)",
+	"addrs":  "a host:port address",
+	"guards": "a key template",
+}
+
+// element says what the list element at path should be.
+func element(path string) string {
+	if what, ok := elements[listName(path)]; ok {
+		return what
+	}
+	return "a value"
+}
+
+// listName is the key of the list an element path belongs to:
+// "locks" for "locks[2]", "addrs" for "upstream.sentinel.addrs[0]".
+func listName(elem string) string {
+	list := elem[:strings.LastIndexByte(elem, '[')]
+	return list[strings.LastIndexAny(list, ".")+1:]
+}
+
+// expected says what the setting at p should have been, given the Go type
+// yaml.v3 could not decode it into.
+func expected(p *placed, into string) string {
+	got := describe(p.n)
+	name := p.path[strings.LastIndexAny(p.path, ".")+1:]
+	t := configTypes()[strings.TrimPrefix(into, "*")]
+	switch {
+	case into == "int":
+		return fmt.Sprintf("%s is not a whole number", strconv.Quote(p.n.Value))
+	case into == "bool":
+		return fmt.Sprintf("%s is not true or false", strconv.Quote(p.n.Value))
+	case into == "string" || t != nil && t.Kind() == reflect.String:
+		return "expected a string, got " + got
+	case strings.HasPrefix(into, "[]"):
+		what := lists[name]
+		if what == "" {
+			what = "values"
+		}
+		return fmt.Sprintf("expected a list of %s, got %s", what, got)
+	case t != nil && t.Kind() == reflect.Struct && strings.HasSuffix(p.path, "]"):
+		return fmt.Sprintf("expected %s, got %s", element(p.path), got)
+	case t != nil && t.Kind() == reflect.Struct:
+		return "expected a mapping (key: value lines), got " + got
+	}
+	return fmt.Sprintf("expected %s, got %s", into, got)
+}
+
+// configTypes maps the Go name of every type in Config ("policy.LogConfig")
+// to the type, as yaml.v3's messages name them.
+var configTypes = sync.OnceValue(func() map[string]reflect.Type {
+	types := map[string]reflect.Type{}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if _, seen := types[t.String()]; seen {
+			return
+		}
+		types[t.String()] = t
+		if t.Kind() == reflect.Struct {
+			for f := range t.Fields() {
+				walk(f.Type)
+			}
+		}
+	}
+	walk(reflect.TypeFor[Config]())
+	return types
+})
+
+// settingType is the Go type of the setting at path ("upstream.db",
+// "locks[0].fence.guards"), or nil when there is none.
+func settingType(path string) reflect.Type {
+	t := reflect.TypeFor[Config]()
+	for _, part := range strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' }) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if strings.HasSuffix(part, "]") {
+			if t.Kind() != reflect.Slice {
+				return nil
+			}
+			t = t.Elem()
+			continue
+		}
+		if t.Kind() != reflect.Struct {
+			return nil
+		}
+		var next reflect.Type
+		for f := range t.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == part {
+				next = f.Type
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		t = next
+	}
+	return t
+}
+
+// yamlKeys lists the YAML keys of the Config type named typ, in order.
+func yamlKeys(typ string) []string {
+	t := configTypes()[typ]
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // safeDecode shields Parse from a panic inside the YAML library on hostile
 // input: a configuration check must report, never crash.
-func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+func safeDecode(dec *yaml.Decoder, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("yaml: cannot parse: %v", r)
 		}
 	}()
-	return dec.Decode(n)
+	return dec.Decode(v)
 }
 
 // unknownAnchor is the one composition error yaml.v3 reports without a line.
@@ -229,86 +526,24 @@ func (d *decoder) at(path string) pos {
 	}
 }
 
-// mapping decodes the keys of a mapping node, reporting unknown and repeated
-// keys. A null value counts as omitted, so `log:` with nothing after it
-// leaves the defaults.
-func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
-	n = resolve(n)
-	if isNull(n) {
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		d.err(n, path, "expected a mapping (key: value lines), got %s", describe(n))
-		return
-	}
-	flow := n.Style&yaml.FlowStyle != 0
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], resolve(n.Content[i+1])
-		if k.Kind != yaml.ScalarNode {
-			d.errAt(k, flow, path, "a key must be a plain word, got %s", describe(k))
-			continue
-		}
-		name := k.Value
-		p := join(path, name)
-		if name == "<<" {
-			d.errAt(k, flow, path, "merge keys (<<) are not supported; write the settings out")
-			continue
-		}
-		if line, dup := seen[name]; dup {
-			d.errAt(k, flow, p, "repeated; it is already set on line %d", line)
-			continue
-		}
-		seen[name] = k.Line
-		var f *field
-		for j := range fields {
-			if fields[j].name == name {
-				f = &fields[j]
-				break
-			}
-		}
-		if f == nil {
-			d.errAt(k, flow, p, "unknown key%s", suggest(name, fields))
-			continue
-		}
-		// Messages about a value point at its key's line: for a block
-		// section that is the line naming it ("fence:"), where an omitted
-		// field belongs, rather than the line of its first entry. Inside a
-		// flow collection the value's own line and column are exact.
-		vp := pos{k.Line, 0}
-		if flow {
-			vp = pos{v.Line, v.Column}
-		}
-		d.positions[p] = vp
-		if isNull(v) {
-			continue
-		}
-		f.decode(v, p)
-	}
-}
-
 // suggest names the known key closest to an unknown one, for typos and
 // valkey.conf habits (proto-max-bulk-len, max_clients).
-func suggest(name string, fields []field) string {
+func suggest(name string, known []string) string {
 	norm := strings.ReplaceAll(strings.ToLower(name), "-", "_")
 	best, bestDist := "", 3
-	for _, f := range fields {
-		dist := editDistance(norm, f.name)
-		if strings.ReplaceAll(norm, "_", "") == strings.ReplaceAll(f.name, "_", "") {
+	for _, k := range known {
+		dist := editDistance(norm, k)
+		if strings.ReplaceAll(norm, "_", "") == strings.ReplaceAll(k, "_", "") {
 			dist = 0
 		}
 		if dist < bestDist {
-			best, bestDist = f.name, dist
+			best, bestDist = k, dist
 		}
 	}
 	if best != "" {
 		return fmt.Sprintf(" (did you mean %s?)", best)
 	}
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.name
-	}
-	return "; known keys here: " + strings.Join(names, ", ")
+	return "; known keys here: " + strings.Join(known, ", ")
 }
 
 func editDistance(a, b string) int {
@@ -329,260 +564,4 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-// scalar checks that n is a single value; what is expected goes in the
-// message.
-func (d *decoder) scalar(n *yaml.Node, path, want string) bool {
-	if n.Kind != yaml.ScalarNode {
-		d.errAt(n, d.col(path), path, "expected %s, got %s", want, describe(n))
-		return false
-	}
-	return true
-}
-
-// col reports whether errors about path should carry a column: when the
-// value shares its line with others (inside a flow collection).
-func (d *decoder) col(path string) bool { return d.positions[path].col > 0 }
-
-func (d *decoder) err(n *yaml.Node, path, format string, args ...any) {
-	d.errAt(n, d.col(path), path, format, args...)
-}
-
-// str accepts any scalar: `password: 12345` means the string "12345", and
-// the raw text keeps leading zeros that a number would lose.
-func str[T ~string](d *decoder, dst *T) func(*yaml.Node, string) {
-	return func(n *yaml.Node, path string) {
-		if d.scalar(n, path, "a string") {
-			*dst = T(n.Value)
-		}
-	}
-}
-
-func (d *decoder) integer(dst *int) func(*yaml.Node, string) {
-	return func(n *yaml.Node, path string) {
-		if !d.scalar(n, path, "a whole number") {
-			return
-		}
-		var v int64
-		if n.ShortTag() != "!!int" || n.Decode(&v) != nil || int64(int(v)) != v {
-			d.err(n, path, "%s is not a whole number", strconv.Quote(n.Value))
-			return
-		}
-		*dst = int(v)
-	}
-}
-
-func (d *decoder) boolean(dst *bool) func(*yaml.Node, string) {
-	return func(n *yaml.Node, path string) {
-		if !d.scalar(n, path, "true or false") {
-			return
-		}
-		if n.ShortTag() != "!!bool" || n.Decode(dst) != nil {
-			d.err(n, path, "%s is not true or false", strconv.Quote(n.Value))
-		}
-	}
-}
-
-func (d *decoder) size(dst *Size) func(*yaml.Node, string) {
-	return func(n *yaml.Node, path string) {
-		if !d.scalar(n, path, "a size such as 512mb") {
-			return
-		}
-		s, err := ParseSize(n.Value)
-		if err != nil {
-			d.err(n, path, "%v", err)
-			return
-		}
-		*dst = s
-	}
-}
-
-func (d *decoder) duration(dst *time.Duration) func(*yaml.Node, string) {
-	return func(n *yaml.Node, path string) {
-		if !d.scalar(n, path, "a duration such as 10s") {
-			return
-		}
-		v, err := parseDuration(n.Value)
-		if err != nil {
-			d.err(n, path, "%v", err)
-			return
-		}
-		*dst = v
-	}
-}
-
-func (d *decoder) config(n *yaml.Node, c *Config) {
-	d.mapping(n, "", []field{
-		{"listen", str(d, &c.Listen)},
-		{"maxclients", d.integer(&c.MaxClients)},
-		{"proto_max_bulk_len", d.size(&c.ProtoMaxBulkLen)},
-		{"client_query_buffer_limit", d.size(&c.ClientQueryBufferLimit)},
-		{"client_output_buffer_limit", d.size(&c.ClientOutputBufferLimit)},
-		{"max_pipeline", d.integer(&c.MaxPipeline)},
-		{"event_loops", d.integer(&c.EventLoops)},
-		{"busy_poll", d.duration(&c.BusyPoll)},
-		{"gomaxprocs", d.integer(&c.GOMAXPROCS)},
-		{"shutdown_timeout", d.duration(&c.ShutdownTimeout)},
-		{"client_idle_timeout", d.duration(&c.ClientIdleTimeout)},
-		{"log", func(n *yaml.Node, path string) {
-			d.mapping(n, path, []field{
-				{"level", str(d, &c.Log.Level)},
-				{"audit_file", str(d, &c.Log.AuditFile)},
-				{"audit_max_size", d.size(&c.Log.AuditMaxSize)},
-				{"audit_keep", d.integer(&c.Log.AuditKeep)},
-				{"format", str(d, &c.Log.Format)},
-			})
-		}},
-		{"upstream", func(n *yaml.Node, path string) { d.upstream(n, path, &c.Upstream) }},
-		{"tls", func(n *yaml.Node, path string) {
-			d.mapping(n, path, []field{
-				{"cert_file", str(d, &c.TLS.CertFile)},
-				{"key_file", str(d, &c.TLS.KeyFile)},
-				{"client_ca_file", str(d, &c.TLS.ClientCAFile)},
-			})
-		}},
-		{"admin", func(n *yaml.Node, path string) {
-			d.mapping(n, path, []field{
-				{"password", str(d, &c.Admin.Password)},
-				{"open_read", d.boolean(&c.Admin.OpenRead)},
-				{"users", func(n *yaml.Node, path string) { d.adminUsers(n, path, &c.Admin.Users) }},
-			})
-		}},
-		{"metrics", func(n *yaml.Node, path string) {
-			d.mapping(n, path, []field{{"listen", str(d, &c.Metrics.Listen)}})
-		}},
-		{"on_flush", str(d, &c.OnFlush)},
-		{"locks", func(n *yaml.Node, path string) { d.locks(n, path, c) }},
-	})
-}
-
-func (d *decoder) upstream(n *yaml.Node, path string, u *UpstreamConfig) {
-	d.mapping(n, path, []field{
-		{"addr", str(d, &u.Addr)},
-		{"username", str(d, &u.Username)},
-		{"password", str(d, &u.Password)},
-		{"db", d.integer(&u.DB)},
-		{"pool_size", d.integer(&u.PoolSize)},
-		{"dial_timeout", d.duration(&u.DialTimeout)},
-		{"reply_timeout", d.duration(&u.ReplyTimeout)},
-		{"reconnect_backoff", d.duration(&u.ReconnectBackoff)},
-		{"max_backoff", d.duration(&u.MaxBackoff)},
-		{"sentinel", func(n *yaml.Node, path string) {
-			st := &u.Sentinel
-			d.mapping(n, path, []field{
-				{"master", str(d, &st.Master)},
-				{"username", str(d, &st.Username)},
-				{"password", str(d, &st.Password)},
-				{"addrs", d.stringList(&st.Addrs, "host:port addresses")},
-			})
-		}},
-		{"tls", func(n *yaml.Node, path string) {
-			t := &u.TLS
-			d.mapping(n, path, []field{
-				{"enabled", d.boolean(&t.Enabled)},
-				{"ca_file", str(d, &t.CAFile)},
-				{"cert_file", str(d, &t.CertFile)},
-				{"key_file", str(d, &t.KeyFile)},
-				{"server_name", str(d, &t.ServerName)},
-				{"insecure_skip_verify", d.boolean(&t.InsecureSkipVerify)},
-			})
-		}},
-	})
-}
-
-func (d *decoder) locks(n *yaml.Node, path string, c *Config) {
-	if n.Kind != yaml.SequenceNode {
-		d.err(n, path, "expected a list of lock rules (lines starting with -), got %s", describe(n))
-		return
-	}
-	for i, item := range n.Content {
-		item, p := d.element(n, i, item, path)
-		var r LockRule
-		if item.Kind != yaml.MappingNode {
-			// Even null: an empty "-" is a rule without a pattern.
-			d.err(item, p, "expected a lock rule (pattern: ..., release: ...), got %s", describe(item))
-			c.Locks = append(c.Locks, r)
-			continue
-		}
-		d.mapping(item, p, []field{
-			{"pattern", str(d, &r.Pattern)},
-			{"release", str(d, &r.Release)},
-			{"session", str(d, &r.Session)},
-			{"unknown_owner", str(d, &r.UnknownOwner)},
-			{"scripts", str(d, &r.Scripts)},
-			{"unknown_sha", str(d, &r.UnknownSHA)},
-			{"fence", func(n *yaml.Node, path string) {
-				r.Fence = &FenceConfig{}
-				d.fence(n, path, r.Fence)
-			}},
-		})
-		c.Locks = append(c.Locks, r)
-	}
-}
-
-// element resolves the i-th element e of the list seq at path and records
-// where it is (with its column in a flow list like [a, b]), so errors about
-// it name its line; it returns the element and its path.
-func (d *decoder) element(seq *yaml.Node, i int, e *yaml.Node, path string) (*yaml.Node, string) {
-	e = resolve(e)
-	p := fmt.Sprintf("%s[%d]", path, i)
-	ep := pos{e.Line, 0}
-	if seq.Style&yaml.FlowStyle != 0 {
-		ep.col = e.Column
-	}
-	d.positions[p] = ep
-	return e, p
-}
-
-// stringList decodes a list of strings into dst, each element's position
-// recorded (with its column in a flow list like [a, b]) so errors about it
-// name its line.
-func (d *decoder) stringList(dst *[]string, what string) func(*yaml.Node, string) {
-	return func(n *yaml.Node, path string) {
-		if n.Kind != yaml.SequenceNode {
-			d.err(n, path, "expected a list of %s, got %s", what, describe(n))
-			return
-		}
-		for i, e := range n.Content {
-			e, p := d.element(n, i, e, path)
-			var v string
-			if !isNull(e) {
-				str(d, &v)(e, p)
-			}
-			*dst = append(*dst, v)
-		}
-	}
-}
-
-func (d *decoder) fence(n *yaml.Node, path string, f *FenceConfig) {
-	d.mapping(n, path, []field{
-		{"counter", str(d, &f.Counter)},
-		{"guards", d.stringList(&f.Guards, "key templates")},
-		{"check", str(d, &f.Check)},
-		{"unfenced_writes", str(d, &f.UnfencedWrites)},
-	})
-}
-
-func (d *decoder) adminUsers(n *yaml.Node, path string, users *[]AdminUser) {
-	if n.Kind != yaml.SequenceNode {
-		d.err(n, path, "expected a list of users (lines starting with -), got %s", describe(n))
-		return
-	}
-	for i, item := range n.Content {
-		item, p := d.element(n, i, item, path)
-		var u AdminUser
-		if item.Kind != yaml.MappingNode {
-			d.err(item, p, "expected a user (name: ..., password: ..., role: ...), got %s", describe(item))
-			*users = append(*users, u)
-			continue
-		}
-		d.mapping(item, p, []field{
-			{"name", str(d, &u.Name)},
-			{"password", str(d, &u.Password)},
-			{"password_sha256", str(d, &u.PasswordSHA256)},
-			{"role", str(d, &u.Role)},
-		})
-		*users = append(*users, u)
-	}
 }

@@ -3,11 +3,12 @@
 //
 // It has three parts, all pure (no networking, no goroutines):
 //
-//   - Config: the YAML configuration file. [Load] and [Parse] walk the YAML
-//     node tree themselves so that every problem — an unknown key, a wrong
-//     type, a bad value, a missing required value — is reported as a
-//     [*ConfigError] naming the file and line, and all problems in a file are
-//     reported together rather than one per run.
+//   - Config: the YAML configuration file. [Load] and [Parse] decode it with
+//     yaml.v3 (unknown keys refused), and every problem — an unknown key, a
+//     wrong type, a bad value, a missing required value — is reported as a
+//     [*ConfigError] naming the file, line and setting, all problems in a
+//     file together rather than one per run. The same struct configures the
+//     proxy (proxy.Options embeds it).
 //   - Pattern: a compiled Valkey glob. [Pattern.Match] answers exactly as
 //     Valkey's KEYS/SCAN MATCH would (util.c stringmatchlen), because the proxy
 //     must agree with the server about which keys a client's pattern covers and

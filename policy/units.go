@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Size is a byte count written Valkey-style in the configuration: a whole
@@ -74,6 +76,53 @@ func (s Size) String() string {
 // MarshalYAML writes the size as Load reads it back ("512mb"), so a marshalled
 // Config (for display, see [Config.Redacted]) is itself a valid config.
 func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
+
+// UnmarshalYAML reads a size as ParseSize does.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	return decodeScalar(n, s, "a size such as 512mb", ParseSize)
+}
+
+// Duration is a time.Duration written in Go syntax in the configuration
+// ("10s", "100ms", "1m30s"); see parseDuration for what is refused.
+type Duration time.Duration
+
+// D is the duration as the time package uses it.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String writes the duration as Go does ("1m30s"), which parseDuration reads back.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML reads a duration as parseDuration does.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	return decodeScalar(n, d, "a duration such as 10s", func(s string) (Duration, error) {
+		v, err := parseDuration(s)
+		return Duration(v), err
+	})
+}
+
+// MarshalYAML writes the duration as UnmarshalYAML reads it back.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// decodeScalar is an UnmarshalYAML for a value written as one scalar: parse
+// reads it into dst, want says what a value of another shape should be.
+func decodeScalar[T any](n *yaml.Node, dst *T, want string, parse func(string) (T, error)) error {
+	if n.Kind != yaml.ScalarNode {
+		return valueError(n, "expected %s, got %s", want, describe(n))
+	}
+	v, err := parse(n.Value)
+	if err != nil {
+		return valueError(n, "%v", err)
+	}
+	*dst = v
+	return nil
+}
+
+// valueError is how an Unmarshaler reports a bad value: as one of the
+// decoding's type errors, so that the others are still reported, with the
+// line and column the decoder uses to name the setting (decode.go).
+func valueError(n *yaml.Node, format string, args ...any) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d:%d: %s", n.Line, n.Column, fmt.Sprintf(format, args...))}}
+}
 
 // parseDuration reads a duration in Go syntax ("10s", "100ms", "1m30s").
 // A bare 0 is accepted because it is unambiguous; any other bare number is

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // validator collects the problems that need the whole decoded Config to see
@@ -54,7 +53,7 @@ func (v *validator) errfAt(at, path, format string, args ...any) {
 // zero values stand for their defaults, and errors carry no line numbers.
 func (c *Config) Validate() error {
 	cc := c.clone()
-	cc.applyDefaults()
+	cc.ApplyDefaults()
 	v := &validator{}
 	cc.validate(v)
 	return joinErrors(v.errs)
@@ -83,7 +82,7 @@ func (c *Config) validate(v *validator) {
 	nonNegative(v, "gomaxprocs", c.GOMAXPROCS, "Go's default")
 	for _, d := range []struct {
 		path string
-		d    time.Duration
+		d    Duration
 	}{
 		{"shutdown_timeout", c.ShutdownTimeout},
 		{"client_idle_timeout", c.ClientIdleTimeout},

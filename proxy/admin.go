@@ -141,7 +141,7 @@ func (s *session) adminDenied(what string, private, operate bool) string {
 		}
 		return ""
 	}
-	if s.p.opts.AdminOpenRead && !private {
+	if s.p.opts.Admin.OpenRead && !private {
 		return ""
 	}
 	return errAdminNoAuth(what, l.named)

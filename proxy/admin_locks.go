@@ -96,7 +96,7 @@ type lockView struct {
 // It walks the keyspace with SCAN (for *:lockproxy:owners), so it costs
 // what SCAN costs: an operator's command, never on a client's path.
 func (p *Proxy) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*p.opts.DialTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*p.opts.Upstream.DialTimeout.D())
 	defer cancel()
 	c := p.side.Conn()
 	defer c.Close()
@@ -315,7 +315,7 @@ func (s *session) adminFence(args [][]byte) []byte {
 	if r == nil {
 		return resp.AppendNull(nil, s.proto)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.p.opts.DialTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.p.opts.Upstream.DialTimeout.D())
 	defer cancel()
 	c := s.p.side.Conn()
 	defer c.Close()

@@ -57,7 +57,9 @@ type ops struct {
 	lastReload     atomic.Pointer[reloadStatus]
 	pendingRestart atomic.Pointer[[]string]
 
-	audit *auditFile // nil when no audit file is configured
+	// writer logs events and appends them to the audit file, off the
+	// reply path.
+	writer *eventWriter
 }
 
 type reloadStatus struct {
@@ -194,23 +196,21 @@ func (o *ops) eachRule(f func(label string, rs *ruleStats)) {
 
 func newOps(opts *Options) (*ops, error) {
 	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
-	o.logins.Store(newAdminLogins(opts.AdminPassword, opts.AdminUsers))
+	o.logins.Store(newAdminLogins(opts.Admin.Password, opts.Admin.Users))
 	opts.Logger = slog.New(&countingHandler{h: opts.Logger.Handler(), o: o})
-	if opts.AuditFile != "" {
-		a, err := openAudit(opts.AuditFile, opts.AuditFileMaxBytes, opts.AuditFileKeep)
+	var audit *auditFile
+	if opts.Log.AuditFile != "" {
+		a, err := openAudit(opts.Log.AuditFile, int64(opts.Log.AuditMaxSize), opts.Log.AuditKeep)
 		if err != nil {
 			return nil, err
 		}
-		o.audit = a
+		audit = a
 	}
+	o.writer = newEventWriter(opts.Logger, audit)
 	return o, nil
 }
 
-func (o *ops) close() {
-	if o.audit != nil {
-		o.audit.close()
-	}
-}
+func (o *ops) close() { o.writer.close() }
 
 // Hooks called from apply (lockplan.go) as replies come in.
 
@@ -277,8 +277,9 @@ func (p *Proxy) released(e *rewrite.Effect) {
 	}
 }
 
-// record keeps an event: the audit ring (and its log line), the counters by
-// rule and outcome, and the audit file.
+// record keeps an event: the audit ring and the counters by rule and
+// outcome at once, its log line and audit-file line through the event
+// writer's queue.
 func (p *Proxy) record(ev Event, e *rewrite.Effect) {
 	p.events.add(ev)
 	rs := p.ops.rule(e.Rule)
@@ -301,9 +302,7 @@ func (p *Proxy) record(ev Event, e *rewrite.Effect) {
 		rs.prevented.Add(1)
 		p.ops.all.prevented.Add(1)
 	}
-	if p.ops.audit != nil {
-		p.ops.audit.write(ev, p.log)
-	}
+	p.ops.writer.push(ev)
 }
 
 // refusalKind is the code word an error starts with (NOTOWNER, LOCKED, ...).

@@ -89,7 +89,7 @@ func (p *Proxy) sendOneShot(cmd []byte, proto int) ([]byte, error) {
 		return nil, err
 	}
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(p.opts.ReplyTimeout))
+	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.ReplyTimeout.D()))
 	if _, err := nc.Write(cmd); err != nil {
 		return nil, err
 	}

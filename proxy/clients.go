@@ -71,7 +71,7 @@ func (s *session) user() string {
 	if s.ownLogin && s.loginUser != "" {
 		return s.loginUser
 	}
-	return userOrDefault(s.p.opts.Username)
+	return userOrDefault(s.p.opts.Upstream.Username)
 }
 
 // noteCommand records the command being handled for CLIENT LIST's cmd.

@@ -51,7 +51,7 @@ type clientState struct {
 // tracking live on a dedicated connection, and Valkey ends them there.
 func (s *session) reset() {
 	s.setName("")
-	s.proto, s.db, s.libName, s.libVer = 2, s.p.opts.DB, "", ""
+	s.proto, s.db, s.libName, s.libVer = 2, s.p.opts.Upstream.DB, "", ""
 	s.authed, s.proxyCreds, s.ownLogin = !s.p.requireAuth, false, false
 	s.inMulti, s.multiShape = false, nil
 	s.noEvict, s.noTouch = false, false

@@ -285,7 +285,7 @@ func (l *loop) close() {
 
 func (l *loop) run() {
 	defer close(l.done)
-	idle := l.p.opts.ClientIdleTimeout
+	idle := l.p.opts.ClientIdleTimeout.D()
 	sweepEvery := min(max(idle/4, 10*time.Millisecond), time.Second)
 	if idle > 0 {
 		_ = l.file.SetReadDeadline(time.Now().Add(sweepEvery))
@@ -339,7 +339,7 @@ func (l *loop) wait() (int, error) {
 // reports true when it has events (or an error) in l.waitN (l.waitErr),
 // false to park until the epoll descriptor is readable.
 func (l *loop) poll(fd uintptr) bool {
-	spin := l.p.opts.BusyPoll
+	spin := l.p.opts.BusyPoll.D()
 	var until time.Time
 	for {
 		m, errno := epollPoll(int(fd), l.evs)
@@ -410,7 +410,7 @@ func (l *loop) round(n int) {
 	}
 	clear(l.ups)
 	var now time.Time
-	if l.p.opts.ClientIdleTimeout > 0 {
+	if l.p.opts.ClientIdleTimeout.D() > 0 {
 		now = time.Now()
 	}
 	for i, s := range l.ready {

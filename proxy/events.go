@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"context"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -21,8 +19,9 @@ const (
 	OutcomeStaleRefused       Outcome = "stale_write_refused"          // a fenced write lost to a newer grant
 )
 
-// Event is one intervention, kept in a bounded ring and logged as one line.
-// Tokens are never kept or logged whole.
+// Event is one intervention, kept in a bounded ring and, by the event
+// writer (eventwriter.go), logged as one line. Tokens are never kept or
+// logged whole.
 type Event struct {
 	Time    time.Time
 	Client  string // client address
@@ -38,32 +37,20 @@ type Event struct {
 	Detail  string
 }
 
-// events is a fixed-size ring of the most recent events.
+// events is a fixed-size ring of the most recent events. Adding to it is a
+// copy under a mutex, cheap enough for the reply path that records events.
 type events struct {
 	mu   sync.Mutex
 	ring []Event
 	next int
 	full bool
-	log  *slog.Logger
 }
 
-func newEvents(size int, log *slog.Logger) *events {
-	return &events{ring: make([]Event, size), log: log}
+func newEvents(size int) *events {
+	return &events{ring: make([]Event, size)}
 }
 
 func (ev *events) add(e Event) {
-	// A holder's own release or renewal made token-checked is routine: it is
-	// logged at debug, everything else at info. The ring keeps all of them.
-	level := slog.LevelInfo
-	if e.Outcome == OutcomeRewritten {
-		level = slog.LevelDebug
-	}
-	if ev.log.Enabled(context.Background(), level) {
-		ev.log.Log(context.Background(), level, "lock event",
-			"outcome", string(e.Outcome), "command", e.Command, "key", e.Key, "rule", e.Rule,
-			"client", e.Client, "client_name", e.Name, "owner", e.Owner, "holder", e.Holder,
-			"token", e.Token, "grant", e.Grant, "detail", e.Detail)
-	}
 	ev.mu.Lock()
 	ev.ring[ev.next] = e
 	ev.next = (ev.next + 1) % len(ev.ring)

@@ -479,7 +479,7 @@ func (s *session) auth(cmd resp.Command) {
 }
 
 func (s *session) matchesProxyCreds(user, pass []byte) bool {
-	o := &s.p.opts
+	o := &s.p.opts.Upstream
 	if o.Password == "" {
 		return false
 	}

@@ -160,6 +160,7 @@ func (p *Proxy) statsFields() []field {
 		field{"last_reload", last},
 		field{"log_warnings", o.logWarn.Load()},
 		field{"log_errors", o.logError.Load()},
+		field{"audit_events_dropped", o.writer.dropped.Load()},
 	)
 	return f
 }

@@ -364,11 +364,11 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 	p.tableMu.Lock()
 	defer p.tableMu.Unlock()
 	d := p.decider.Load()
-	if d.Table != nil || time.Since(p.tableTried) < p.opts.ReconnectBackoff {
+	if d.Table != nil || time.Since(p.tableTried) < p.opts.Upstream.ReconnectBackoff.D() {
 		return d
 	}
 	p.tableTried = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
 	defer cancel()
 	t, err := keyspec.Load(ctx, p.side)
 	if err != nil {
@@ -412,12 +412,12 @@ func (p *Proxy) tableReady() bool {
 		return false // being loaded
 	}
 	defer p.tableMu.Unlock()
-	return p.decider.Load().Table != nil || time.Since(p.tableTried) < p.opts.ReconnectBackoff
+	return p.decider.Load().Table != nil || time.Since(p.tableTried) < p.opts.Upstream.ReconnectBackoff.D()
 }
 
 // getKeys asks Valkey which keys a command with movable keys touches.
 func (p *Proxy) getKeys(args [][]byte) ([]keyspec.KeyWithFlags, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
 	defer cancel()
 	q := make([]interface{}, 0, len(args)+2)
 	q = append(q, "COMMAND", "GETKEYSANDFLAGS")
@@ -474,5 +474,5 @@ func (p *Proxy) tableAddr() string {
 	if addr, err := p.upstreamAddr(); err == nil {
 		return addr
 	}
-	return p.opts.Upstream
+	return p.opts.Upstream.Addr
 }

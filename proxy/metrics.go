@@ -30,14 +30,14 @@ func (p *Proxy) MetricsHandler() http.Handler {
 }
 
 func (p *Proxy) pingUpstream(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, min(p.opts.DialTimeout, 2*time.Second))
+	ctx, cancel := context.WithTimeout(ctx, min(p.opts.Upstream.DialTimeout.D(), 2*time.Second))
 	defer cancel()
 	return p.side.Ping(ctx).Err()
 }
 
 func (p *Proxy) healthz(w http.ResponseWriter, r *http.Request) {
 	if err := p.pingUpstream(r.Context()); err != nil {
-		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream, err), http.StatusServiceUnavailable)
+		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream.Addr, err), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")
@@ -56,7 +56,7 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := p.pingUpstream(r.Context()); err != nil {
-		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream, err), http.StatusServiceUnavailable)
+		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream.Addr, err), http.StatusServiceUnavailable)
 		return
 	}
 	if d := p.decider.Load(); d.Active() && d.Table == nil && p.loadTable().Table == nil {
@@ -77,6 +77,7 @@ var (
 	mDials       = desc("upstream_dials_total", "Attempts to open a shared connection to Valkey, by result: ok or error. Past the pool's first dials, each one is a reconnect.", "result")
 	mBytes       = desc("client_bytes_total", "Bytes exchanged with clients, by direction: in (commands read) or out (replies written).", "direction")
 	mLogRecords  = desc("log_messages_total", "Warnings and errors logged (an unreachable upstream, a client dropped for not reading its replies, a failed reload ...), by level.", "level")
+	mDropped     = desc("audit_events_dropped_total", "Lock events whose log line and audit-file line were dropped because the writer's queue was full (a slow log or disk); LOCKPROXY AUDIT still has them.")
 	mAuthFail    = desc("admin_auth_failures_total", "LOCKPROXY AUTH attempts with a wrong user or password.")
 	mAuthLimited = desc("admin_auth_rate_limited_total", "LOCKPROXY AUTH attempts refused unchecked because their client address failed too often.")
 	mReloads     = desc("config_reloads_total", "Configuration reloads (SIGHUP, LOCKPROXY RELOAD), by result: ok or error.", "result")
@@ -102,7 +103,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var allDescs = []*prometheus.Desc{mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
-	mLogRecords, mAuthFail, mAuthLimited, mReloads, mReloadOK, mRules, mLapsed, mGrants, mContention,
+	mLogRecords, mDropped, mAuthFail, mAuthLimited, mReloads, mReloadOK, mRules, mLapsed, mGrants, mContention,
 	mReleases, mRenewals, mLateRelease, mEvents, mRefusals, mPrevented, mDeleted, mStale, mHold, mWait}
 
 type collector struct{ p *Proxy }
@@ -136,6 +137,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(mBytes, o.bytesOut.Load(), "out")
 	counter(mLogRecords, o.logWarn.Load(), "warn")
 	counter(mLogRecords, o.logError.Load(), "error")
+	counter(mDropped, o.writer.dropped.Load())
 	counter(mAuthFail, o.authFailures.Load())
 	counter(mAuthLimited, o.authLimited.Load())
 	counter(mReloads, o.reloads.Load(), "ok")

@@ -35,7 +35,7 @@ func (p *Proxy) pool(key poolKey) *pool {
 	defer p.poolMu.Unlock()
 	pl := p.pools[key]
 	if pl == nil {
-		pl = &pool{p: p, key: key, slots: make([]slot, p.opts.PoolSize)}
+		pl = &pool{p: p, key: key, slots: make([]slot, p.opts.Upstream.PoolSize)}
 		p.pools[key] = pl
 	}
 	return pl
@@ -68,13 +68,13 @@ func (pl *pool) conn(i int) (*upConn, error) {
 	if err != nil {
 		pl.p.ops.dialErrors.Add(1)
 		if sl.backoff == 0 {
-			sl.backoff = pl.p.opts.ReconnectBackoff
+			sl.backoff = pl.p.opts.Upstream.ReconnectBackoff.D()
 		} else {
-			sl.backoff = min(2*sl.backoff, pl.p.opts.MaxBackoff)
+			sl.backoff = min(2*sl.backoff, pl.p.opts.Upstream.MaxBackoff.D())
 		}
 		sl.err = err
 		sl.retryAt = time.Now().Add(sl.backoff)
-		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", pl.p.opts.Upstream, "err", err, "retry_in", sl.backoff)
+		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", pl.p.opts.Upstream.Addr, "err", err, "retry_in", sl.backoff)
 		return nil, err
 	}
 	pl.p.ops.dials.Add(1)
@@ -100,9 +100,9 @@ func (p *Proxy) sharedState(key poolKey) connState {
 	return connState{
 		proto:    key.proto,
 		db:       key.db,
-		username: p.opts.Username,
-		password: p.opts.Password,
-		auth:     p.opts.Password != "",
+		username: p.opts.Upstream.Username,
+		password: p.opts.Upstream.Password,
+		auth:     p.opts.Upstream.Password != "",
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
@@ -22,8 +23,9 @@ import (
 
 // Proxy serves RESP clients in front of one Valkey.
 type Proxy struct {
-	opts Options
-	log  *slog.Logger
+	opts   Options
+	limits resp.Limits // what a client may send, from the configuration's limits
+	log    *slog.Logger
 
 	// requireAuth is true when Valkey refuses commands from a connection
 	// that has not logged in. The shared connections are logged in with the
@@ -85,41 +87,54 @@ type stats struct {
 // clients to log in. An unreachable Valkey is not an error: clients get an
 // error naming it until it comes up.
 func New(opts Options) (*Proxy, error) {
-	if opts.Upstream == "" {
+	if opts.Upstream.Addr == "" {
 		return nil, errors.New("proxy: no upstream address")
 	}
 	opts.setDefaults()
+	if opts.Upstream.Sentinel.Master != "" && len(opts.Upstream.Sentinel.Addrs) == 0 {
+		return nil, errors.New("proxy: sentinel master without sentinel addresses")
+	}
+	rules, err := policy.NewRules(opts.Locks)
+	if err != nil {
+		return nil, err
+	}
+	if opts.UpstreamTLS == nil && opts.Upstream.TLS.Enabled {
+		if opts.UpstreamTLS, err = upstreamTLS(opts.Upstream); err != nil {
+			return nil, err
+		}
+	}
 	o, err := newOps(&opts)
 	if err != nil {
 		return nil, err
 	}
+	limits := resp.DefaultLimits()
+	limits.MaxBulkLen = int64(opts.ProtoMaxBulkLen)
+	limits.MaxQueryBuffer = int64(opts.ClientQueryBufferLimit)
 	p := &Proxy{
 		ops:       o,
 		opts:      opts,
+		limits:    limits,
 		log:       opts.Logger,
 		pools:     map[poolKey]*pool{},
 		sessions:  map[*session]struct{}{},
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),
 		instance:  newInstanceID(),
-		events:    newEvents(opts.EventRing, opts.Logger),
+		events:    newEvents(opts.EventRing),
 	}
-	if opts.Sentinel.Master != "" {
-		if len(opts.Sentinel.Addrs) == 0 {
-			return nil, errors.New("proxy: sentinel master without sentinel addresses")
-		}
+	if opts.Upstream.Sentinel.Master != "" {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopWatcher = cancel
 		p.wg.Add(1)
 		go p.watchSentinel(ctx)
 	}
 	p.requireAuth = p.probeAuth()
-	p.decider.Store(&rewrite.Decider{Rules: opts.Rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed)})
+	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed)})
 	// The side client dials only when used: for the command table once
 	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.
 	p.side = redis.NewClient(&redis.Options{
-		Addr: opts.Upstream, Username: opts.Username, Password: opts.Password,
-		DialTimeout: opts.DialTimeout, Protocol: 2,
+		Addr: opts.Upstream.Addr, Username: opts.Upstream.Username, Password: opts.Upstream.Password,
+		DialTimeout: opts.Upstream.DialTimeout.D(), Protocol: 2,
 		PoolSize: 2, MaxRetries: 1, DisableIdentity: true,
 		// Where the shared connections go: with Sentinel, the primary now.
 		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -151,23 +166,23 @@ func New(opts Options) (*Proxy, error) {
 func (p *Proxy) probeAuth() bool {
 	addr, err := p.upstreamAddr()
 	if err != nil {
-		return p.opts.Password != ""
+		return p.opts.Upstream.Password != ""
 	}
-	nc, err := net.DialTimeout("tcp", addr, p.opts.DialTimeout)
+	nc, err := net.DialTimeout("tcp", addr, p.opts.Upstream.DialTimeout.D())
 	if err != nil {
-		return p.opts.Password != ""
+		return p.opts.Upstream.Password != ""
 	}
 	defer nc.Close()
 	if p.opts.UpstreamTLS != nil {
 		nc = tlsClient(nc, p.opts.UpstreamTLS)
 	}
-	_ = nc.SetDeadline(time.Now().Add(p.opts.DialTimeout))
+	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
 	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return p.opts.Password != ""
+		return p.opts.Upstream.Password != ""
 	}
 	line, err := bufio.NewReader(nc).ReadString('\n')
 	if err != nil {
-		return p.opts.Password != ""
+		return p.opts.Upstream.Password != ""
 	}
 	return strings.HasPrefix(line, "-NOAUTH")
 }
@@ -376,9 +391,9 @@ func (p *Proxy) dialErrorText(err error) string {
 	}
 	var se *slowError
 	if errors.As(err, &se) {
-		return errUpstreamSlow(p.opts.Upstream, se.wait)
+		return errUpstreamSlow(p.opts.Upstream.Addr, se.wait)
 	}
-	return errUpstreamDial(p.opts.Upstream, err)
+	return errUpstreamDial(p.opts.Upstream.Addr, err)
 }
 
 func (p *Proxy) lostErrorText(c *upConn) string {

@@ -38,46 +38,10 @@ func liveSetting(key string, logLevelLive bool) bool {
 func (p *Proxy) initConfig() {
 	o := p.ops
 	cfg := p.opts.Config
-	if cfg == nil && p.opts.ConfigPath != "" {
-		if c, err := policy.Load(p.opts.ConfigPath); err == nil {
-			if p.opts.ConfigOverride != nil {
-				p.opts.ConfigOverride(c)
-			}
-			cfg = c
-		}
-	}
-	if cfg == nil {
-		cfg = p.configFromOptions()
-	}
-	o.boot = cfg
-	o.current.Store(cfg)
+	o.boot = &cfg
+	o.current.Store(&cfg)
 	none := []string{}
 	o.pendingRestart.Store(&none)
-}
-
-// configFromOptions describes a proxy built from Options alone (no file).
-func (p *Proxy) configFromOptions() *policy.Config {
-	c := policy.Default()
-	o := &p.opts
-	c.Upstream.Addr, c.Upstream.Username, c.Upstream.Password = o.Upstream, o.Username, o.Password
-	c.Upstream.DB, c.Upstream.PoolSize, c.Upstream.DialTimeout = o.DB, o.PoolSize, o.DialTimeout
-	c.Upstream.ReconnectBackoff, c.Upstream.MaxBackoff = o.ReconnectBackoff, o.MaxBackoff
-	c.Upstream.TLS.Enabled = o.UpstreamTLS != nil
-	c.MaxClients, c.MaxPipeline = o.MaxClients, o.MaxPipeline
-	c.ClientOutputBufferLimit = policy.Size(o.OutputBufferLimit)
-	c.ProtoMaxBulkLen = policy.Size(o.Limits.MaxBulkLen)
-	c.ClientQueryBufferLimit = policy.Size(o.Limits.MaxQueryBuffer)
-	c.Admin.Password, c.Admin.Users = o.AdminPassword, o.AdminUsers
-	if o.OnFlush != "" {
-		c.OnFlush = o.OnFlush
-	}
-	for _, r := range o.Rules.All() {
-		c.Locks = append(c.Locks, policy.LockRule{
-			Pattern: r.Pattern.String(), Release: r.Release, Session: r.Session,
-			UnknownOwner: r.UnknownOwner, Scripts: r.Scripts, UnknownSHA: r.UnknownSHA, Fence: r.Fence,
-		})
-	}
-	return c
 }
 
 // Reload reads the configuration file again and, when it is valid, applies

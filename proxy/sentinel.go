@@ -14,8 +14,8 @@ import (
 // upstreamAddr is where new upstream connections go: the configured address,
 // or with Sentinel the primary it names now.
 func (p *Proxy) upstreamAddr() (string, error) {
-	if p.opts.Sentinel.Master == "" {
-		return p.opts.Upstream, nil
+	if p.opts.Upstream.Sentinel.Master == "" {
+		return p.opts.Upstream.Addr, nil
 	}
 	p.masterMu.Lock()
 	addr := p.master
@@ -36,7 +36,7 @@ func (p *Proxy) upstreamAddr() (string, error) {
 // forgetMaster makes the next dial ask Sentinel again (after a dial failed:
 // the primary may have moved before Sentinel announced it).
 func (p *Proxy) forgetMaster() {
-	if p.opts.Sentinel.Master == "" {
+	if p.opts.Upstream.Sentinel.Master == "" {
 		return
 	}
 	p.masterMu.Lock()
@@ -45,20 +45,20 @@ func (p *Proxy) forgetMaster() {
 }
 
 func (p *Proxy) sentinelClient(addr string) *redis.SentinelClient {
-	s := p.opts.Sentinel
+	s := p.opts.Upstream.Sentinel
 	return redis.NewSentinelClient(&redis.Options{
 		Addr: addr, Username: s.Username, Password: s.Password,
-		DialTimeout: p.opts.DialTimeout, ReadTimeout: p.opts.DialTimeout, MaxRetries: -1,
+		DialTimeout: p.opts.Upstream.DialTimeout.D(), ReadTimeout: p.opts.Upstream.DialTimeout.D(), MaxRetries: -1,
 	})
 }
 
 // resolveMaster asks each Sentinel in turn for the primary's address.
 func (p *Proxy) resolveMaster() (string, error) {
 	var errs []error
-	for _, sa := range p.opts.Sentinel.Addrs {
+	for _, sa := range p.opts.Upstream.Sentinel.Addrs {
 		sc := p.sentinelClient(sa)
-		ctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout)
-		hp, err := sc.GetMasterAddrByName(ctx, p.opts.Sentinel.Master).Result()
+		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
+		hp, err := sc.GetMasterAddrByName(ctx, p.opts.Upstream.Sentinel.Master).Result()
 		cancel()
 		sc.Close()
 		if err == nil && len(hp) == 2 {
@@ -66,7 +66,7 @@ func (p *Proxy) resolveMaster() (string, error) {
 		}
 		errs = append(errs, fmt.Errorf("sentinel %s: %v", sa, err))
 	}
-	return "", fmt.Errorf("no Sentinel knows master %q: %w", p.opts.Sentinel.Master, errors.Join(errs...))
+	return "", fmt.Errorf("no Sentinel knows master %q: %w", p.opts.Upstream.Sentinel.Master, errors.Join(errs...))
 }
 
 // watchSentinel follows +switch-master announcements until ctx ends. On a
@@ -76,7 +76,7 @@ func (p *Proxy) resolveMaster() (string, error) {
 func (p *Proxy) watchSentinel(ctx context.Context) {
 	defer p.wg.Done()
 	for i := 0; ctx.Err() == nil; i++ {
-		sa := p.opts.Sentinel.Addrs[i%len(p.opts.Sentinel.Addrs)]
+		sa := p.opts.Upstream.Sentinel.Addrs[i%len(p.opts.Upstream.Sentinel.Addrs)]
 		sc := p.sentinelClient(sa)
 		sub := sc.Subscribe(ctx, "+switch-master")
 		ch := sub.Channel()
@@ -91,7 +91,7 @@ func (p *Proxy) watchSentinel(ctx context.Context) {
 				}
 				// "<master> <old-ip> <old-port> <new-ip> <new-port>"
 				f := strings.Fields(msg.Payload)
-				if len(f) == 5 && f[0] == p.opts.Sentinel.Master {
+				if len(f) == 5 && f[0] == p.opts.Upstream.Sentinel.Master {
 					p.failover(net.JoinHostPort(f[3], f[4]))
 				}
 			}
@@ -100,7 +100,7 @@ func (p *Proxy) watchSentinel(ctx context.Context) {
 		sc.Close()
 		select {
 		case <-ctx.Done():
-		case <-time.After(p.opts.ReconnectBackoff):
+		case <-time.After(p.opts.Upstream.ReconnectBackoff.D()):
 		}
 	}
 }
@@ -115,7 +115,7 @@ func (p *Proxy) failover(addr string) {
 	if old == addr {
 		return
 	}
-	p.log.Warn("following a Sentinel failover", "master", p.opts.Sentinel.Master, "from", old, "to", addr)
+	p.log.Warn("following a Sentinel failover", "master", p.opts.Upstream.Sentinel.Master, "from", old, "to", addr)
 	p.poolMu.Lock()
 	var conns []*upConn
 	for _, pl := range p.pools {

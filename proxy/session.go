@@ -117,7 +117,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 		id:          id,
 		nc:          nc,
 		addr:        nc.RemoteAddr().String(),
-		clientState: clientState{proto: 2, db: p.opts.DB, authed: !p.requireAuth},
+		clientState: clientState{proto: 2, db: p.opts.Upstream.DB, authed: !p.requireAuth},
 		drained:     make(chan struct{}, 1),
 		wake:        make(chan struct{}, 1),
 		stopW:       make(chan struct{}),
@@ -135,7 +135,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	s.publish()
 	s.connOwner = "conn:" + p.instance + "-" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
-	s.rd = resp.NewReader(nc, p.opts.Limits)
+	s.rd = resp.NewReader(nc, p.limits)
 	s.lastRead = time.Now()
 	return s
 }
@@ -146,7 +146,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 func (s *session) beforeFill() {
 	s.flush()
 	s.lastActive.Store(time.Now().UnixNano())
-	idle := s.p.opts.ClientIdleTimeout
+	idle := s.p.opts.ClientIdleTimeout.D()
 	switch {
 	case s.p.shuttingDown.Load() || s.lost.Load():
 		_ = s.nc.SetReadDeadline(time.Now())
@@ -479,7 +479,7 @@ func (s *session) write(b []byte) {
 		}
 	}
 	// Checked before appending: the bytes held never pass the limit.
-	over := int64(s.out.len()+s.writing+len(b)) > s.p.opts.OutputBufferLimit
+	over := int64(s.out.len()+s.writing+len(b)) > int64(s.p.opts.ClientOutputBufferLimit)
 	if over {
 		s.outClosed = true
 		s.out.drop()
@@ -496,7 +496,7 @@ func (s *session) write(b []byte) {
 	}
 	if over {
 		s.p.log.Warn("disconnecting a client that does not read its replies",
-			"client", s.addr, "limit_bytes", s.p.opts.OutputBufferLimit)
+			"client", s.addr, "limit_bytes", int64(s.p.opts.ClientOutputBufferLimit))
 		s.abort()
 		return
 	}
@@ -599,9 +599,9 @@ func (s *session) goDedicated(withCreds bool) bool {
 		name:     s.name,
 		libName:  s.libName,
 		libVer:   s.libVer,
-		username: s.p.opts.Username,
-		password: s.p.opts.Password,
-		auth:     withCreds && s.p.opts.Password != "",
+		username: s.p.opts.Upstream.Username,
+		password: s.p.opts.Upstream.Password,
+		auth:     withCreds && s.p.opts.Upstream.Password != "",
 	}
 	c, err := s.p.dial(st, s)
 	if err != nil {

@@ -173,7 +173,7 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	d := net.Dialer{Timeout: p.opts.DialTimeout, KeepAlive: 30 * time.Second}
+	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D(), KeepAlive: 30 * time.Second}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {
 		p.forgetMaster()
@@ -184,11 +184,11 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	}
 	// Connected: Valkey is there. Its answers may wait behind a long
 	// command (SAVE, DEBUG SLEEP), so they get as long as any reply.
-	_ = nc.SetDeadline(time.Now().Add(max(p.opts.DialTimeout, p.opts.ReplyTimeout)))
+	_ = nc.SetDeadline(time.Now().Add(max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())))
 	if err := handshake(nc, st); err != nil {
 		nc.Close()
 		if isTimeout(err) {
-			err = &slowError{wait: max(p.opts.DialTimeout, p.opts.ReplyTimeout)}
+			err = &slowError{wait: max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())}
 		}
 		return nil, "", err
 	}
@@ -496,7 +496,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	case err == nil || err == errWouldBlock:
 		return true
 	case isTimeout(err) && !c.dead.Load():
-		err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.ReplyTimeout)
+		err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.Upstream.ReplyTimeout.D())
 	}
 	c.fail(err)
 	return false
@@ -699,7 +699,7 @@ func (c *upConn) armLocked(progress bool) {
 		c.armed = false
 		return
 	}
-	c.setDeadlineLocked(time.Now().Add(c.p.opts.ReplyTimeout + time.Duration(wait)))
+	c.setDeadlineLocked(time.Now().Add(c.p.opts.Upstream.ReplyTimeout.D() + time.Duration(wait)))
 	c.armed = true
 }
 
@@ -726,7 +726,7 @@ func (c *upConn) expire() {
 	late := c.armed && !c.deadline.IsZero() && !time.Now().Before(c.deadline)
 	c.mu.Unlock()
 	if late {
-		c.fail(fmt.Errorf("no reply within reply_timeout %s", c.p.opts.ReplyTimeout))
+		c.fail(fmt.Errorf("no reply within reply_timeout %s", c.p.opts.Upstream.ReplyTimeout.D()))
 	}
 }
 

@@ -121,7 +121,7 @@ end
 // word (pcall, not call, which would add the script's name). If the counter
 // cannot be incremented (it holds something else), the lock just taken is
 // given back, so no grant goes unrecorded.
-var Acquire = newScript("acquire", fnNow+fnParse+fnPut+fnLeaseEnd+fnSettle+`local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
+var Acquire = newScript("acquire", fnNow+fnParse+fnPut+fnSettle+`local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
 if type(r) == 'table' and r.err then return r end
 local taken = (r ~= false)
 if ARGV[3] == 'get' then taken = (r == false) end
@@ -132,7 +132,17 @@ if type(grant) == 'table' and grant.err then
   return grant
 end
 local now = now_ms()
-local rec = {g = string.format('%d', grant), a = now, e = lease_end(KEYS[1], now), v = ARGV[4]}
+-- The lease as SET was given it (PTTL, a millisecond later, could say
+-- 29999 of 30000); KEEPTTL or none: the key was absent, so no expiry.
+local e = 0
+for i = 5, #ARGV - 1 do
+  local o = string.upper(ARGV[i])
+  if o == 'PX' then e = now + tonumber(ARGV[i + 1])
+  elseif o == 'EX' then e = now + 1000 * tonumber(ARGV[i + 1])
+  elseif o == 'PXAT' then e = tonumber(ARGV[i + 1])
+  elseif o == 'EXAT' then e = 1000 * tonumber(ARGV[i + 1]) end
+end
+local rec = {g = string.format('%d', grant), a = now, e = e, v = ARGV[4]}
 if redis.call('EXISTS', KEYS[3]) == 0 then
   -- The usual case: no other record to mark lapsed or prune.
   put(KEYS[3], ARGV[1], rec)

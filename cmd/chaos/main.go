@@ -130,15 +130,11 @@ func proxyOptions(upstream, session string) (proxy.Options, error) {
 	if err != nil {
 		return proxy.Options{}, err
 	}
-	rules, err := policy.NewRules(cfg.Locks)
-	if err != nil {
-		return proxy.Options{}, err
-	}
-	return proxy.Options{
-		Upstream: upstream, Rules: rules, OnFlush: cfg.OnFlush,
-		ReplyTimeout: time.Second, ReconnectBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
-		DialTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, nil
+	u := &cfg.Upstream
+	u.Addr = upstream
+	u.ReplyTimeout, u.DialTimeout = policy.Duration(time.Second), policy.Duration(time.Second)
+	u.ReconnectBackoff, u.MaxBackoff = policy.Duration(20*time.Millisecond), policy.Duration(200*time.Millisecond)
+	return proxy.Options{Config: *cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, nil
 }
 
 type options struct {

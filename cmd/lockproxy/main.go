@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
-	"github.com/lockproxy/lockproxy/resp"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; otherwise
@@ -136,15 +134,10 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 	if cfg.GOMAXPROCS > 0 {
 		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 	}
-	opts, err := proxyOptions(cfg, log)
-	if err != nil {
-		return err
-	}
-	opts.AdminPassword, opts.Version, opts.LogLevel = cfg.Admin.Password, versionString(), level
-	opts.AdminUsers, opts.AdminOpenRead = cfg.Admin.Users, cfg.Admin.OpenRead
-	opts.AuditFile, opts.AuditFileMaxBytes, opts.AuditFileKeep = cfg.Log.AuditFile, int64(cfg.Log.AuditMaxSize), cfg.Log.AuditKeep
-	opts.Config, opts.ConfigPath, opts.ConfigOverride = cfg, configPath, override
-	p, err := proxy.New(opts)
+	p, err := proxy.New(proxy.Options{
+		Config: *cfg, Logger: log, LogLevel: level, Version: versionString(),
+		ConfigPath: configPath, ConfigOverride: override,
+	})
 	if err != nil {
 		return err
 	}
@@ -153,7 +146,7 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 		return err
 	}
 	if cfg.TLS.Enabled() {
-		tc, err := listenerTLS(cfg.TLS)
+		tc, err := proxy.ListenerTLS(cfg.TLS)
 		if err != nil {
 			l.Close()
 			return err
@@ -182,8 +175,8 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 		p.Close()
 		return err
 	case sig := <-sigs:
-		log.Info("shutting down: no new clients; finishing replies in flight", "signal", sig.String(), "deadline", cfg.ShutdownTimeout)
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		log.Info("shutting down: no new clients; finishing replies in flight", "signal", sig.String(), "deadline", cfg.ShutdownTimeout.D())
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.D())
 		defer cancel()
 		err := p.Shutdown(ctx)
 		<-served
@@ -193,104 +186,6 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 		}
 		return err
 	}
-}
-
-func proxyOptions(cfg *policy.Config, log *slog.Logger) (proxy.Options, error) {
-	u := cfg.Upstream
-	opts := proxy.Options{
-		Upstream:          u.Addr,
-		Username:          u.Username,
-		Password:          u.Password,
-		DB:                u.DB,
-		PoolSize:          u.PoolSize,
-		DialTimeout:       u.DialTimeout,
-		ReconnectBackoff:  u.ReconnectBackoff,
-		MaxBackoff:        u.MaxBackoff,
-		MaxClients:        cfg.MaxClients,
-		OutputBufferLimit: int64(cfg.ClientOutputBufferLimit),
-		MaxPipeline:       cfg.MaxPipeline,
-		EventLoops:        cfg.EventLoops,
-		BusyPoll:          cfg.BusyPoll,
-		ReplyTimeout:      u.ReplyTimeout,
-		ClientIdleTimeout: cfg.ClientIdleTimeout,
-		Sentinel: proxy.SentinelOptions{
-			Master: u.Sentinel.Master, Addrs: u.Sentinel.Addrs,
-			Username: u.Sentinel.Username, Password: u.Sentinel.Password,
-		},
-		Logger: log,
-	}
-	rules, err := policy.NewRules(cfg.Locks)
-	if err != nil {
-		return opts, err
-	}
-	opts.Rules, opts.OnFlush = rules, cfg.OnFlush
-	opts.Limits = resp.DefaultLimits()
-	opts.Limits.MaxBulkLen = int64(cfg.ProtoMaxBulkLen)
-	opts.Limits.MaxQueryBuffer = int64(cfg.ClientQueryBufferLimit)
-	if u.TLS.Enabled {
-		tc, err := upstreamTLS(u)
-		if err != nil {
-			return opts, err
-		}
-		opts.UpstreamTLS = tc
-	}
-	return opts, nil
-}
-
-func upstreamTLS(u policy.UpstreamConfig) (*tls.Config, error) {
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         u.TLS.ServerName,
-		InsecureSkipVerify: u.TLS.InsecureSkipVerify, // #nosec G402 -- opt-in, for tests
-	}
-	if tc.ServerName == "" {
-		host, _, _ := net.SplitHostPort(u.Addr)
-		tc.ServerName = host
-	}
-	if u.TLS.CAFile != "" {
-		pool, err := certPool(u.TLS.CAFile)
-		if err != nil {
-			return nil, err
-		}
-		tc.RootCAs = pool
-	}
-	if u.TLS.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(u.TLS.CertFile, u.TLS.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("upstream.tls: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
-}
-
-func listenerTLS(t policy.ListenerTLS) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-	if t.ClientCAFile != "" {
-		pool, err := certPool(t.ClientCAFile)
-		if err != nil {
-			return nil, err
-		}
-		tc.ClientCAs = pool
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return tc, nil
-}
-
-func certPool(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: no PEM certificates found", path)
-	}
-	return pool, nil
 }
 
 // newLogger also returns its level, which a reload may change.
