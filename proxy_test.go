@@ -22,7 +22,11 @@ func TestMain(m *testing.M) {
 		pausedHolder(addr) // the helper process of TestPausedHolderProcess
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	// The cluster tests' one cluster (cluster_test.go) stops after them.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		valkeytest.StopSharedCluster()
+		os.Exit(code)
+	}))
 }
 
 // The basics through go-redis, in both protocols: commands reach Valkey and

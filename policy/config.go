@@ -26,6 +26,7 @@ const (
 	DefaultReplyTimeout     = Duration(30 * time.Second)
 	DefaultReconnectBackoff = Duration(100 * time.Millisecond)
 	DefaultMaxBackoff       = Duration(5 * time.Second)
+	DefaultClusterRefresh   = Duration(10 * time.Second)
 )
 
 // Redacted is what [Config.Redacted] puts in place of a non-empty secret.
@@ -67,6 +68,12 @@ type Config struct {
 	// client_idle_timeout: disconnect clients idle this long; 0 (the default)
 	// never does.
 	ClientIdleTimeout Duration `yaml:"client_idle_timeout"`
+
+	// cluster_face: what CLUSTER commands answer with upstream.cluster set.
+	// hidden (the default): as a standalone server, so plain clients work
+	// unchanged; single_node: as one node owning every slot at the address
+	// the client connected to, so cluster-aware clients use the proxy alone.
+	ClusterFace ClusterFace `yaml:"cluster_face"`
 
 	Log      LogConfig      `yaml:"log"`
 	Upstream UpstreamConfig `yaml:"upstream"`
@@ -121,6 +128,18 @@ type UpstreamConfig struct {
 	// Sentinel, when its master is set, finds the primary through Valkey
 	// Sentinel instead of addr, and follows failovers.
 	Sentinel SentinelConfig `yaml:"sentinel"`
+	// Cluster, when its seeds are set, puts lockproxy in front of a Valkey
+	// Cluster instead of one primary (addr and sentinel must then be unset).
+	Cluster ClusterConfig `yaml:"cluster"`
+}
+
+// ClusterConfig names a Valkey Cluster: any of its nodes will do as a seed,
+// the rest of the topology is read from them (CLUSTER SHARDS).
+type ClusterConfig struct {
+	Seeds []string `yaml:"seeds"` // host:port of some of the cluster's nodes
+	// Refresh is how often the slot map is read again when nothing asked
+	// for it sooner (a MOVED, a node that cannot be reached). Default 10s.
+	Refresh Duration `yaml:"refresh"`
 }
 
 // SentinelConfig names a master monitored by Sentinel.
@@ -225,6 +244,7 @@ type (
 	FenceCheck       string
 	UnfencedWrites   string
 	AdminRole        string
+	ClusterFace      string
 )
 
 const (
@@ -269,12 +289,16 @@ const (
 	// only reports (and INFO lockproxy); operate = those and RELOAD.
 	AdminRead    AdminRole = "read"
 	AdminOperate AdminRole = "operate"
+
+	ClusterFaceHidden     ClusterFace = "hidden"      // CLUSTER commands answered as a standalone server
+	ClusterFaceSingleNode ClusterFace = "single_node" // ... as one node owning all 16384 slots
 )
 
 // The accepted words of each enumeration, in the order messages list them.
 var (
 	logLevels      = []LogLevel{LogDebug, LogInfo, LogWarn, LogError}
 	logFormats     = []LogFormat{LogText, LogJSON}
+	clusterFaces   = []ClusterFace{ClusterFaceHidden, ClusterFaceSingleNode}
 	flushPolicies  = []FlushPolicy{FlushAllow, FlushReject}
 	releaseModes   = []ReleaseMode{ReleaseRewrite, ReleaseReject, ReleaseObserve}
 	sessionModes   = []SessionMode{SessionConnection, SessionClientName, SessionClientAddr}
@@ -310,16 +334,23 @@ func (c *Config) ApplyDefaults() {
 	setZero(&c.Log.AuditMaxSize, 64*MB)
 	setZero(&c.Log.AuditKeep, 5)
 	u := &c.Upstream
-	setZero(&u.Addr, DefaultUpstreamAddr)
+	if len(u.Cluster.Seeds) == 0 {
+		setZero(&u.Addr, DefaultUpstreamAddr) // with seeds, addr stays unset: they exclude each other
+	}
+	setZero(&c.ClusterFace, ClusterFaceHidden)
 	setZero(&u.PoolSize, DefaultPoolSize)
 	setZero(&u.DialTimeout, DefaultDialTimeout)
 	setZero(&u.ReplyTimeout, DefaultReplyTimeout)
 	setZero(&u.ReconnectBackoff, DefaultReconnectBackoff)
 	setZero(&u.MaxBackoff, DefaultMaxBackoff)
+	setZero(&u.Cluster.Refresh, DefaultClusterRefresh)
 	setZero(&c.OnFlush, FlushAllow)
 	// A list written empty ([]) is the same as none.
 	if len(u.Sentinel.Addrs) == 0 {
 		u.Sentinel.Addrs = nil
+	}
+	if len(u.Cluster.Seeds) == 0 {
+		u.Cluster.Seeds = nil
 	}
 	if len(c.Locks) == 0 {
 		c.Locks = nil
@@ -411,6 +442,7 @@ func (c *Config) clone() *Config {
 	r := *c
 	r.Locks = slices.Clone(c.Locks)
 	r.Upstream.Sentinel.Addrs = slices.Clone(c.Upstream.Sentinel.Addrs)
+	r.Upstream.Cluster.Seeds = slices.Clone(c.Upstream.Cluster.Seeds)
 	r.Admin.Users = slices.Clone(c.Admin.Users)
 	for i := range r.Locks {
 		r.Locks[i] = r.Locks[i].clone()

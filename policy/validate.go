@@ -91,6 +91,7 @@ func (c *Config) validate(v *validator) {
 		{"upstream.reply_timeout", c.Upstream.ReplyTimeout},
 		{"upstream.reconnect_backoff", c.Upstream.ReconnectBackoff},
 		{"upstream.max_backoff", c.Upstream.MaxBackoff},
+		{"upstream.cluster.refresh", c.Upstream.Cluster.Refresh},
 	} {
 		if d.d < 0 {
 			v.errf(d.path, "%s is negative", d.d)
@@ -100,7 +101,10 @@ func (c *Config) validate(v *validator) {
 	oneOf(v, "log.format", c.Log.Format, logFormats)
 
 	u := &c.Upstream
-	checkAddr(v, "upstream.addr", u.Addr, false)
+	if len(u.Cluster.Seeds) == 0 || u.Addr != "" {
+		checkAddr(v, "upstream.addr", u.Addr, false)
+	}
+	validateCluster(v, c)
 	nonNegative(v, "upstream.db", u.DB, "database 0")
 	nonNegative(v, "upstream.pool_size", u.PoolSize, "the default, 2")
 	if u.MaxBackoff < u.ReconnectBackoff {
@@ -154,6 +158,32 @@ func (c *Config) validate(v *validator) {
 	}
 	oneOf(v, "on_flush", c.OnFlush, flushPolicies)
 	validateLocks(v, c.Locks)
+}
+
+// validateCluster checks upstream.cluster and cluster_face. A cluster is
+// its own upstream: an addr or a Sentinel beside it would leave two answers
+// to "where do commands go", and a cluster has database 0 only.
+func validateCluster(v *validator, c *Config) {
+	u := &c.Upstream
+	oneOf(v, "cluster_face", c.ClusterFace, clusterFaces)
+	if len(u.Cluster.Seeds) == 0 {
+		if c.ClusterFace == ClusterFaceSingleNode {
+			v.errf("cluster_face", "single_node needs upstream.cluster: without a cluster behind it, use the default, hidden")
+		}
+		return
+	}
+	for i, a := range u.Cluster.Seeds {
+		checkAddr(v, fmt.Sprintf("upstream.cluster.seeds[%d]", i), a, false)
+	}
+	if u.Addr != "" {
+		v.errf("upstream.addr", "cannot be set with upstream.cluster: the cluster's nodes are found from its seeds; remove addr")
+	}
+	if u.Sentinel.Master != "" || len(u.Sentinel.Addrs) > 0 {
+		v.errf("upstream.sentinel", "cannot be set with upstream.cluster: a cluster fails over by itself; remove sentinel")
+	}
+	if u.DB != 0 {
+		v.errf("upstream.db", "%d cannot be used with upstream.cluster: a cluster has database 0 only", u.DB)
+	}
 }
 
 // validateLocks checks the lock rules and returns their compiled patterns

@@ -98,14 +98,32 @@ type lockView struct {
 func (p *Proxy) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*p.opts.Upstream.DialTimeout.D())
 	defer cancel()
-	c := p.side.Conn()
+	clients, done := p.lockClients() // in a cluster, every primary: a lock's keys are on its slot's
+	defer done()
+	var out []lockView
+	for _, cl := range clients {
+		var err error
+		if out, err = p.readLocksFrom(ctx, cl.Conn(), db, pat, out); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].key != out[j].key {
+			return out[i].key < out[j].key
+		}
+		return out[i].grant < out[j].grant
+	})
+	return out, nil
+}
+
+// readLocksFrom appends to out the records readLocks keeps from one server.
+func (p *Proxy) readLocksFrom(ctx context.Context, c *redis.Conn, db int, pat *policy.Pattern, out []lockView) ([]lockView, error) {
 	defer c.Close()
 	if err := c.Select(ctx, db).Err(); err != nil {
 		return nil, err
 	}
 	rules := p.decider.Load().Rules
 	now := time.Now()
-	var out []lockView
 	var cursor uint64
 	for {
 		keys, next, err := c.Scan(ctx, cursor, "*"+rewrite.RecordsSuffix, 1000).Result()
@@ -151,12 +169,6 @@ func (p *Proxy) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
 			break
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].key != out[j].key {
-			return out[i].key < out[j].key
-		}
-		return out[i].grant < out[j].grant
-	})
 	return out, nil
 }
 
@@ -317,7 +329,9 @@ func (s *session) adminFence(args [][]byte) []byte {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.p.opts.Upstream.DialTimeout.D())
 	defer cancel()
-	c := s.p.side.Conn()
+	kc, done := s.p.keyClient(key)
+	defer done()
+	c := kc.Conn()
 	defer c.Close()
 	if err := c.Select(ctx, s.db).Err(); err != nil {
 		return resp.AppendError(nil, errAdminUpstream(err))

@@ -131,3 +131,66 @@ func clip(s string, n int) string {
 	}
 	return s
 }
+
+// Errors in front of a cluster (cluster*.go).
+
+const (
+	// Same text as Valkey, so clients that match on it keep working.
+	errCrossSlot       = "CROSSSLOT Keys in request don't hash to the same slot"
+	errClusterSelect   = "ERR SELECT is not allowed in cluster mode"
+	errClusterDisabled = "ERR This instance has cluster support disabled"
+	errClusterBadSlot  = "ERR Invalid or out of range slot"
+
+	errClusterMultiSlot = "CROSSSLOT this transaction's keys are on more than one cluster node (lockproxy keeps a transaction on the node of its first key); put the keys of one transaction in one slot with a hash tag, e.g. {user1}:a and {user1}:b"
+)
+
+func errClusterCrossSlotLock(cmd, key string) string {
+	return fmt.Sprintf("CROSSSLOT %s touches the lock or guarded key %q and keys in other hash slots; lockproxy splits only commands without lock keys: send it once per slot, or put the keys in one slot with a hash tag", cmd, clip(key, 64))
+}
+
+func errClusterLockSlot(lock, other string) string {
+	return fmt.Sprintf("CROSSSLOT lockproxy's script for %q needs %q, which is in another hash slot, so a cluster cannot run them together; give the lock a hash tag (e.g. {name}:lock) and keep its fence guards in the same tag", clip(lock, 64), clip(other, 64))
+}
+
+func errClusterDown(slot uint16) string {
+	return fmt.Sprintf("CLUSTERDOWN no primary serves hash slot %d now (a failover or resharding in progress, or the cluster is down); lockproxy did not run the command: retry later", slot)
+}
+
+func errClusterNoMap(err error) string {
+	why := ""
+	if err != nil {
+		why = " (" + oneLine(err) + ")"
+	}
+	return "CLUSTERDOWN lockproxy has not read the cluster's slot map yet" + why + "; check upstream.cluster.seeds and retry when the nodes are reachable"
+}
+
+func errClusterRedirects(n int) string {
+	return fmt.Sprintf("TRYAGAIN lockproxy followed %d cluster redirects for this command without reaching the slot's primary (the slot is moving); retry it", n)
+}
+
+// errClusterOwnMoved: on a connection of the client's own (a transaction,
+// a blocking wait, another login) a redirect is not followed: the state
+// there would not come along.
+func errClusterOwnMoved(to string) string {
+	return fmt.Sprintf("TRYAGAIN this command's hash slot moved to the cluster node at %s while it ran on this client's own connection (MULTI, WATCH, a blocking command or another login), which lockproxy does not move; the command did not run: retry it", to)
+}
+
+func errClusterOwnConn(own, node string) string {
+	if node == "" {
+		return fmt.Sprintf("CROSSSLOT this client's own connection (after MULTI, WATCH, SUBSCRIBE, CLIENT TRACKING or another login) is to the cluster node at %s, and lockproxy runs its commands only there; use another connection for keys on other nodes", own)
+	}
+	return fmt.Sprintf("CROSSSLOT this client's own connection (after WATCH, SUBSCRIBE, CLIENT TRACKING or another login) is to the cluster node at %s, but this key is served by %s; use another connection for it", own, node)
+}
+
+// errClusterScanCursor: a SCAN cursor that names no primary (made up, or
+// from before the cluster lost primaries), or a node's cursor too large to
+// carry the node's place beside it.
+const errClusterScanCursor = "ERR invalid cursor: lockproxy's SCAN cursors name a cluster primary in their low 8 bits, and this one names none (or its node's cursor is too large); start the scan again from 0"
+
+func errClusterUnknownSub(sub string) string {
+	return fmt.Sprintf("ERR unknown subcommand '%s'. Try CLUSTER HELP.", clip(sub, 128))
+}
+
+func errClusterFaceOnly(sub string) string {
+	return fmt.Sprintf("ERR lockproxy answers CLUSTER SLOTS, SHARDS, NODES, INFO, MYID, MYSHARDID, KEYSLOT, COUNTKEYSINSLOT and GETKEYSINSLOT as one node (cluster_face: single_node); CLUSTER %s is for the cluster's nodes: run it on them directly", clip(sub, 32))
+}

@@ -56,6 +56,9 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		s.forward(cmd.Raw, nil) // Valkey's error
 		return true
 	}
+	if s.p.cl != nil && s.clusterRoute(cmd, k) {
+		return true
+	}
 	if s.lockPlan(cmd) {
 		return true
 	}

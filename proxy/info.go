@@ -162,7 +162,7 @@ func (p *Proxy) statsFields() []field {
 		field{"log_errors", o.logError.Load()},
 		field{"audit_events_dropped", o.writer.dropped.Load()},
 	)
-	return f
+	return append(f, p.clusterFields()...)
 }
 
 func histFields(name string, h histSnapshot) []field {

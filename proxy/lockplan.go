@@ -131,6 +131,9 @@ func (s *session) run(plan rewrite.Plan) {
 		s.local(resp.AppendError(nil, errStreamLock))
 		return
 	}
+	if s.p.cl != nil && !s.routeScript(plan.Keys) {
+		return
+	}
 	if s.ded != nil && s.inMulti {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return

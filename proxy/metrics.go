@@ -112,6 +112,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range allDescs {
 		ch <- d
 	}
+	for _, d := range clusterDescs {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -150,6 +153,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	d := p.decider.Load()
 	gauge(mRules, int64(d.Rules.Len()))
 	counter(mLapsed, p.lapsedTotal())
+	p.collectCluster(gauge, counter)
 
 	// Every rule in force has its series from the start, at 0.
 	rules := d.Rules.All()

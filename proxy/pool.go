@@ -12,6 +12,7 @@ import (
 type poolKey struct {
 	proto int
 	db    int
+	node  string // in a cluster: the primary the connections go to
 }
 
 // pool is the shared connections for one poolKey. A session is pinned to one
@@ -103,6 +104,7 @@ func (p *Proxy) sharedState(key poolKey) connState {
 		username: p.opts.Upstream.Username,
 		password: p.opts.Upstream.Password,
 		auth:     p.opts.Upstream.Password != "",
+		node:     key.node,
 	}
 }
 

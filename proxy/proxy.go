@@ -70,6 +70,9 @@ type Proxy struct {
 	master      string
 	stopWatcher context.CancelFunc
 
+	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
+	cl *clusterState
+
 	stats stats
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (admin_stats.go)
 }
@@ -87,10 +90,17 @@ type stats struct {
 // clients to log in. An unreachable Valkey is not an error: clients get an
 // error naming it until it comes up.
 func New(opts Options) (*Proxy, error) {
-	if opts.Upstream.Addr == "" {
+	if opts.Upstream.Addr == "" && len(opts.Upstream.Cluster.Seeds) == 0 {
 		return nil, errors.New("proxy: no upstream address")
 	}
 	opts.setDefaults()
+	if len(opts.Upstream.Cluster.Seeds) > 0 {
+		// Sessions of a cluster switch between nodes' connections, which
+		// waits for the replies owed, and redirects are followed where the
+		// reply arrives: both block, which an event loop must not (a later
+		// step: sessions that wait on no connection; docs/cluster.md).
+		opts.EventLoops = -1
+	}
 	if opts.Upstream.Sentinel.Master != "" && len(opts.Upstream.Sentinel.Addrs) == 0 {
 		return nil, errors.New("proxy: sentinel master without sentinel addresses")
 	}
@@ -128,6 +138,9 @@ func New(opts Options) (*Proxy, error) {
 		p.wg.Add(1)
 		go p.watchSentinel(ctx)
 	}
+	if len(opts.Upstream.Cluster.Seeds) > 0 {
+		p.startCluster()
+	}
 	p.requireAuth = p.probeAuth()
 	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed)})
 	// The side client dials only when used: for the command table once
@@ -154,8 +167,8 @@ func New(opts Options) (*Proxy, error) {
 		},
 	})
 	p.initConfig()
-	if p.decider.Load().Active() {
-		p.loadTable()
+	if p.decider.Load().Active() || p.cl != nil {
+		p.loadTable() // a cluster routes by keys, rules or not
 	}
 	return p, nil
 }
@@ -360,6 +373,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	if p.stopWatcher != nil {
 		p.stopWatcher()
 	}
+	p.stopCluster()
 	p.closePools() // before the loops: a loop closes the connections it reads
 	p.closeLoops()
 	p.wg.Wait()

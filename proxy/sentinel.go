@@ -14,6 +14,9 @@ import (
 // upstreamAddr is where new upstream connections go: the configured address,
 // or with Sentinel the primary it names now.
 func (p *Proxy) upstreamAddr() (string, error) {
+	if p.cl != nil {
+		return p.clusterAddr()
+	}
 	if p.opts.Upstream.Sentinel.Master == "" {
 		return p.opts.Upstream.Addr, nil
 	}
@@ -36,6 +39,10 @@ func (p *Proxy) upstreamAddr() (string, error) {
 // forgetMaster makes the next dial ask Sentinel again (after a dial failed:
 // the primary may have moved before Sentinel announced it).
 func (p *Proxy) forgetMaster() {
+	if p.cl != nil {
+		p.cl.refreshSoon() // in a cluster: the node may have failed over
+		return
+	}
 	if p.opts.Upstream.Sentinel.Master == "" {
 		return
 	}

@@ -35,6 +35,14 @@ type session struct {
 	// The client's connection state (connstate.go).
 	clientState
 
+	// node, in front of a cluster, is the primary of the slot of the
+	// command being handled (cluster_route.go).
+	node string
+	// ownMovable: the dedicated connection holds no state a later command
+	// needs (it was opened for MULTI or a blocking command), so in a
+	// cluster it may be left for another node's (cluster_route.go).
+	ownMovable bool
+
 	ded       *upConn // the session's own upstream connection, once it needs one
 	dedMu     sync.Mutex
 	shared    *upConn // cached shared connection for key()
@@ -158,7 +166,7 @@ func (s *session) beforeFill() {
 	}
 }
 
-func (s *session) key() poolKey { return poolKey{proto: s.proto, db: s.db} }
+func (s *session) key() poolKey { return poolKey{proto: s.proto, db: s.db, node: s.node} }
 
 // serveGo runs the session on a goroutine of its own until the client
 // leaves, breaks the protocol, or the proxy shuts down.
@@ -298,7 +306,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute})
+	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, cluster: s.clusterPend(raw)})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -602,6 +610,7 @@ func (s *session) goDedicated(withCreds bool) bool {
 		username: s.p.opts.Upstream.Username,
 		password: s.p.opts.Upstream.Password,
 		auth:     withCreds && s.p.opts.Upstream.Password != "",
+		node:     s.node,
 	}
 	c, err := s.p.dial(st, s)
 	if err != nil {

@@ -33,6 +33,9 @@ type pend struct {
 	// mute: the client asked for no reply to this command (CLIENT REPLY
 	// OFF or SKIP): the reply is taken, and its hook run, but not sent.
 	mute bool
+	// cluster, in front of a cluster, is what following a redirect needs
+	// (cluster_redirect.go): error replies go through it.
+	cluster *clusterCmd
 }
 
 // upConn is one connection to Valkey. Any number of sessions write commands
@@ -117,6 +120,7 @@ type connState struct {
 	// bare: no lockproxy scripts (a one-off connection for a command that
 	// must run while Valkey is busy, when SCRIPT LOAD would be refused).
 	bare bool
+	node string // in a cluster: the node to connect to
 }
 
 // replyError is an error reply Valkey gave during the handshake (for example
@@ -170,6 +174,9 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 // replays st on it.
 func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	addr, err := p.upstreamAddr()
+	if st.node != "" {
+		addr, err = st.node, nil
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -572,7 +579,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		p := (*ps)[i]
 		i++
-		if p.hook == nil && p.retry == nil && !p.mute {
+		if p.hook == nil && p.retry == nil && !p.mute && (p.cluster == nil || fr[0] != '-') {
 			if runN > 0 && p.s == runS && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
 				run = run[:len(run)+len(fr)]
 				runN++
@@ -583,6 +590,9 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 			continue
 		}
 		flushRun()
+		if p.cluster != nil && fr[0] == '-' {
+			fr = c.p.redirected(p.cluster, fr, c.addr)
+		}
 		if p.retry != nil && bytes.HasPrefix(fr, noscript) {
 			if c.retry(p) {
 				continue

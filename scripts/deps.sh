@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what lockproxy's run and tests need and is not there yet:
-# valkey-server 8 (Debian bookworm-backports), valkey-tools (valkey-cli,
+# valkey-server 8 (Debian bookworm-backports), valkey-tools (valkey-cli, which
+# the cluster tests create their local cluster with,
 # valkey-benchmark), valkey-sentinel, and redis-server 7.0 (the second
 # server the tests run against). Does nothing when all are present.
 # `deps.sh bench` also installs nutcracker (twemproxy), the reference proxy

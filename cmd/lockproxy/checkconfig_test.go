@@ -36,3 +36,27 @@ func TestCheckConfigNotesGuardsOverOwnKeys(t *testing.T) {
 		}
 	}
 }
+
+// check-config accepts a cluster upstream and refuses one beside addr, at
+// the line of addr.
+func TestCheckConfigCluster(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, cfg, want string
+		code            int
+	}{
+		{"ok.yaml", "cluster_face: single_node\nupstream:\n  cluster:\n    seeds: [127.0.0.1:7000, 127.0.0.1:7001]\n", "ok.yaml: ok\n", 0},
+		{"both.yaml", "upstream:\n  addr: 127.0.0.1:6379\n  cluster:\n    seeds: [127.0.0.1:7000]\n",
+			"both.yaml:2: upstream.addr: cannot be set with upstream.cluster", 1},
+	} {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, []byte(tc.cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		code := checkConfig(p, &out, &errb)
+		if code != tc.code || !strings.Contains(out.String()+errb.String(), tc.want) {
+			t.Errorf("%s: exit %d, out %q, err %q; want exit %d with %q", tc.name, code, out.String(), errb.String(), tc.code, tc.want)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// clusterState is the proxy's view of the cluster: the slot map now, and
+// what keeps it current.
+type clusterState struct {
+	// What upstream.cluster and cluster_face say (policy.ClusterConfig).
+	seeds []string
+	every time.Duration // the timer's period
+	face  policy.ClusterFace
+	m     atomic.Pointer[cluster.Map]
+
+	// refresh asks the refresher to read the topology again soon.
+	refresh chan struct{}
+	stop    context.CancelFunc
+	// refreshes and disagreements count topology reads that changed the map
+	// and those a second node did not confirm (tests, metrics).
+	refreshes, disagreements atomic.Int64
+	// What redirects and splits the proxy took on for its clients.
+	moved, asked, tryAgain, splits atomic.Int64
+
+	mu      sync.Mutex
+	lastErr error // why the last refresh found no map
+
+	conns nodeConns
+}
+
+// minRefreshGap bounds how often redirects and dial failures may make the
+// proxy read the topology: a burst of MOVED during a resharding costs one
+// read, not one per command.
+const minRefreshGap = 100 * time.Millisecond
+
+// startCluster reads the topology once (a cluster that cannot be reached is
+// not an error: commands get one until it can) and starts the refresher.
+func (p *Proxy) startCluster() {
+	c := p.opts.Upstream.Cluster
+	cl := &clusterState{seeds: c.Seeds, every: c.Refresh.D(), face: p.opts.ClusterFace, refresh: make(chan struct{}, 1)}
+	cl.conns.idle = map[nodeKey][]*nodeConn{}
+	p.cl = cl
+	p.refreshTopology()
+	ctx, cancel := context.WithCancel(context.Background())
+	cl.stop = cancel
+	p.wg.Add(1)
+	go p.refresher(ctx)
+}
+
+func (p *Proxy) stopCluster() {
+	if p.cl == nil {
+		return
+	}
+	p.cl.stop()
+	p.cl.conns.closeAll()
+}
+
+// refresher reads the topology on request and on a timer.
+func (p *Proxy) refresher(ctx context.Context) {
+	defer p.wg.Done()
+	t := time.NewTicker(p.cl.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.cl.refresh:
+		}
+		p.refreshTopology()
+		select { // requests that came during the read are answered by it
+		case <-ctx.Done():
+			return
+		case <-time.After(minRefreshGap):
+		}
+	}
+}
+
+// refreshSoon asks for a topology read without waiting for it.
+func (cl *clusterState) refreshSoon() {
+	select {
+	case cl.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// slotMap returns the map now; nil before the cluster was first reached.
+func (p *Proxy) slotMap() *cluster.Map { return p.cl.m.Load() }
+
+// refreshTopology asks the nodes for the slot map and installs it when it
+// may be believed: a map unchanged from the current one needs one node's
+// word; a new one (or the first) needs a second node that says the same, so
+// one node with a stale or partitioned view cannot move the proxy's traffic
+// (envoy#8099). A cluster of a single node is its own second word.
+func (p *Proxy) refreshTopology() {
+	cl := p.cl
+	cur := cl.m.Load()
+	var candidates []string
+	if cur != nil {
+		candidates = append(candidates, cur.Nodes...)
+	}
+	for _, s := range cl.seeds {
+		if !slices.Contains(candidates, s) {
+			candidates = append(candidates, s)
+		}
+	}
+	var seen []*cluster.Map // maps given so far, none confirmed yet
+	var errs []error
+	for _, addr := range candidates {
+		m, err := p.readTopology(addr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		if cur != nil && m.Equal(cur) {
+			p.setTopologyErr(nil)
+			return
+		}
+		for _, o := range seen {
+			if m.Equal(o) {
+				p.installMap(m)
+				return
+			}
+		}
+		if len(candidates) == 1 && len(m.Nodes) == 1 {
+			p.installMap(m) // a cluster of one node, the only one named
+			return
+		}
+		if len(seen) > 0 {
+			p.log.Warn("cluster nodes disagree on the slot map; waiting for a second node to confirm one", "node", addr)
+		}
+		seen = append(seen, m)
+	}
+	if len(seen) > 0 {
+		cl.disagreements.Add(1)
+		errs = append(errs, errors.New("no second node confirmed a slot map"))
+	}
+	p.setTopologyErr(errors.Join(errs...))
+	if cur == nil {
+		p.log.Warn("cannot read the cluster's slot map yet", "seeds", cl.seeds, "err", errors.Join(errs...))
+	}
+}
+
+func (p *Proxy) installMap(m *cluster.Map) {
+	old := p.cl.m.Swap(m)
+	p.cl.refreshes.Add(1)
+	p.setTopologyErr(nil)
+	if old != nil {
+		p.log.Info("cluster slot map changed", "primaries", m.Primaries)
+	}
+}
+
+func (p *Proxy) setTopologyErr(err error) {
+	p.cl.mu.Lock()
+	p.cl.lastErr = err
+	p.cl.mu.Unlock()
+}
+
+func (p *Proxy) topologyErr() error {
+	p.cl.mu.Lock()
+	defer p.cl.mu.Unlock()
+	return p.cl.lastErr
+}
+
+// readTopology asks one node: CLUSTER SHARDS, or CLUSTER SLOTS where that
+// is refused (servers before 7.0).
+func (p *Proxy) readTopology(addr string) (*cluster.Map, error) {
+	r, err := p.nodeDo(addr, 2, resp.AppendCommandStrings(nil, "CLUSTER", "SHARDS"))
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := resp.Parse(r[0])
+	if err != nil {
+		return nil, err
+	}
+	if v.Type != '-' {
+		return cluster.FromShards(v, p.opts.UpstreamTLS != nil, addr)
+	}
+	r, err = p.nodeDo(addr, 2, resp.AppendCommandStrings(nil, "CLUSTER", "SLOTS"))
+	if err != nil {
+		return nil, err
+	}
+	if v, _, err = resp.Parse(r[0]); err != nil {
+		return nil, err
+	}
+	return cluster.FromSlots(v, addr)
+}
+
+// The cluster's metrics: the same counters as clusterFields, served only
+// in front of a cluster.
+var (
+	mClusterPrimaries = desc("cluster_primaries", "Primaries in the cluster's slot map the proxy uses.")
+	mClusterSlots     = desc("cluster_slots_served", "Hash slots a primary serves in the proxy's map (16384 when the cluster is whole).")
+	mClusterMap       = desc("cluster_map_changes_total", "Slot maps installed (the first, and each change two nodes agreed on).")
+	mClusterUnconf    = desc("cluster_map_unconfirmed_total", "Topology reads after which no second node confirmed the slot map a node gave.")
+	mClusterRedirects = desc("cluster_redirects_followed_total", "MOVED and ASK replies the proxy followed for its clients, by kind.", "kind")
+	mClusterTryAgain  = desc("cluster_tryagain_retries_total", "TRYAGAIN replies retried (a multi-key command during a slot's migration).")
+	mClusterSplits    = desc("cluster_split_commands_total", "Commands split per slot or fanned out to every primary.")
+	clusterDescs      = []*prometheus.Desc{mClusterPrimaries, mClusterSlots, mClusterMap, mClusterUnconf, mClusterRedirects, mClusterTryAgain, mClusterSplits}
+)
+
+// collectCluster reports the cluster's metrics, none for a single primary.
+func (p *Proxy) collectCluster(gauge, counter func(*prometheus.Desc, int64, ...string)) {
+	cl := p.cl
+	if cl == nil {
+		return
+	}
+	prims, covered := p.mapSize()
+	gauge(mClusterPrimaries, prims)
+	gauge(mClusterSlots, covered)
+	counter(mClusterMap, cl.refreshes.Load())
+	counter(mClusterUnconf, cl.disagreements.Load())
+	counter(mClusterRedirects, cl.moved.Load(), "moved")
+	counter(mClusterRedirects, cl.asked.Load(), "ask")
+	counter(mClusterTryAgain, cl.tryAgain.Load())
+	counter(mClusterSplits, cl.splits.Load())
+}
+
+// mapSize is how many primaries the map names and how many slots they serve.
+func (p *Proxy) mapSize() (prims, covered int64) {
+	if m := p.slotMap(); m != nil {
+		return int64(len(m.Primaries)), int64(m.Covered())
+	}
+	return 0, 0
+}
+
+// clusterFields are the cluster's lines of INFO lockproxy and LOCKPROXY
+// STATS; none for a single primary.
+func (p *Proxy) clusterFields() []field {
+	cl := p.cl
+	if cl == nil {
+		return nil
+	}
+	prims, covered := p.mapSize()
+	return []field{
+		{"cluster_primaries", prims},
+		{"cluster_slots_served", covered},
+		{"cluster_map_changes", cl.refreshes.Load()},
+		{"cluster_map_unconfirmed", cl.disagreements.Load()},
+		{"cluster_moved_followed", cl.moved.Load()},
+		{"cluster_ask_followed", cl.asked.Load()},
+		{"cluster_tryagain_retries", cl.tryAgain.Load()},
+		{"cluster_split_commands", cl.splits.Load()},
+	}
+}
+
+// clusterAddr is where a connection with no slot to go by is opened (the
+// side connection, a keyless command's first connection): a primary, or a
+// seed before any map was read.
+func (p *Proxy) clusterAddr() (string, error) {
+	if m := p.slotMap(); m != nil && len(m.Primaries) > 0 {
+		return m.Primaries[0], nil
+	}
+	if len(p.cl.seeds) == 0 {
+		return "", errors.New("no cluster seeds")
+	}
+	return p.cl.seeds[0], nil
+}

@@ -1,0 +1,54 @@
+package proxy
+
+import (
+	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/redis/go-redis/v9"
+)
+
+// The admin commands that read lock state from Valkey (LOCKPROXY LOCKS,
+// FENCE) ask the server that has it: the one upstream through the side
+// client, or in a cluster the primary of each lock's slot.
+
+// nodeClient is a client of one cluster node, logged in as the proxy, for
+// an admin command's few round trips; the caller closes it.
+func (p *Proxy) nodeClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: addr, Username: p.opts.Upstream.Username, Password: p.opts.Upstream.Password,
+		DialTimeout: p.opts.Upstream.DialTimeout.D(), Protocol: 2, PoolSize: 1, MaxRetries: 1,
+		DisableIdentity: true, TLSConfig: p.opts.UpstreamTLS,
+	})
+}
+
+// lockClients are the servers that hold lock records: the side client, or
+// every primary of the cluster. done closes what was opened for the call.
+func (p *Proxy) lockClients() (clients []*redis.Client, done func()) {
+	m := (*cluster.Map)(nil)
+	if p.cl != nil {
+		m = p.slotMap()
+	}
+	if m == nil {
+		return []*redis.Client{p.side}, func() {}
+	}
+	for _, a := range m.Primaries {
+		clients = append(clients, p.nodeClient(a))
+	}
+	return clients, func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}
+}
+
+// keyClient is the client for the server that holds key: the side client,
+// or the primary of key's slot.
+func (p *Proxy) keyClient(key []byte) (*redis.Client, func()) {
+	if p.cl != nil {
+		if m := p.slotMap(); m != nil {
+			if a, ok := m.Primary(cluster.Slot(key)); ok {
+				c := p.nodeClient(a)
+				return c, func() { c.Close() }
+			}
+		}
+	}
+	return p.side, func() {}
+}

@@ -1,0 +1,267 @@
+package proxy
+
+import (
+	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// clusterRoute runs for every command in front of a cluster, before the lock
+// rules: it sets s.node to the primary of the slot the command's keys are in
+// (so the usual path sends it there), or answers the command itself — a
+// CLUSTER command (cluster_face.go), SELECT of another database, keys in
+// several slots (split, or refused: cluster_split.go), a slot no primary
+// serves. It reports whether it answered.
+func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
+	args := cmd.Args
+	switch {
+	case k == kSelect:
+		if len(args) == 2 && string(args[1]) != "0" {
+			s.local(resp.AppendError(nil, errClusterSelect))
+			return true
+		}
+	case isClusterFaceCommand(args[0]):
+		s.clusterFace(cmd)
+		return true
+	}
+	if s.ded != nil && s.ownMovable && !statelessOwn(k, args) {
+		s.ownMovable = false // the connection now holds state of the client's
+	}
+	d := s.p.decider.Load()
+	if d.Table == nil {
+		d = s.p.loadTable()
+		if d.Table == nil {
+			s.local(resp.AppendError(nil, s.p.noTableError()))
+			return true
+		}
+	}
+	keys, _ := d.Table.Keys(args, s.keys[:0])
+	s.keys = keys[:0]
+	if isShardChannelCommand(args[0]) && len(args) > 1 {
+		return s.routeShardChannels(args)
+	}
+	if len(keys) == 0 && s.ded == nil && resp.EqualFold(args[0], "scan") && s.scan(cmd) {
+		return true
+	}
+	if len(keys) == 0 && s.ded == nil && k == kForward {
+		if c := d.Table.Command(args); c != nil && !notFannedOut(args[0]) {
+			if rp, fan := fanOutPolicy(c); fan {
+				s.fanOut(cmd, rp, d)
+				return true
+			}
+		}
+	}
+	if len(keys) == 0 {
+		// Keyless (PING, INFO, SCRIPT LOAD, ...): where the session's last
+		// command went, so it need not switch connections.
+		if s.node == "" || s.ded == nil && !s.p.isPrimary(s.node) {
+			s.node = s.p.keylessNode(s.id)
+		}
+		if s.ded == nil && k == kDedicated && statelessOwn(k, args) {
+			s.ownMovable = true // MULTI: the transaction's first key may move it
+		}
+		return false
+	}
+	slot := cluster.Slot(args[keys[0].Index])
+	for _, key := range keys[1:] {
+		if cluster.Slot(args[key.Index]) != slot {
+			s.crossSlot(cmd, keys, d)
+			return true
+		}
+	}
+	if !s.routeSlot(slot) {
+		return true
+	}
+	if s.ded == nil && k == kDedicated && statelessOwn(k, args) {
+		s.ownMovable = true // a blocking command: its connection may be left after it
+	}
+	return false
+}
+
+// isShardChannelCommand: SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH name shard
+// channels, which Valkey places in the slot of the channel's name as if it
+// were a key (their key specs say NOT_KEY, so the table finds no keys).
+func isShardChannelCommand(name []byte) bool {
+	return resp.EqualFold(name, "ssubscribe") || resp.EqualFold(name, "sunsubscribe") || resp.EqualFold(name, "spublish")
+}
+
+// routeShardChannels routes by the channels' slot: SPUBLISH by its channel,
+// SSUBSCRIBE and SUNSUBSCRIBE by all of theirs, which must share one slot
+// as Valkey requires. It reports whether it answered the client.
+func (s *session) routeShardChannels(args [][]byte) bool {
+	chans := args[1:]
+	if resp.EqualFold(args[0], "spublish") {
+		chans = args[1:2]
+	}
+	slot := cluster.Slot(chans[0])
+	for _, c := range chans[1:] {
+		if cluster.Slot(c) != slot {
+			s.local(resp.AppendError(nil, errCrossSlot))
+			return true
+		}
+	}
+	return !s.routeSlot(slot)
+}
+
+// statelessOwn reports whether a command leaves no state on the session's
+// own connection that a later command depends on: MULTI (the transaction
+// ends with EXEC or DISCARD, kForward), blocking commands, and everything
+// that shares connections anyway. WATCH, subscriptions, CLIENT TRACKING,
+// another login, READONLY and the like do leave state.
+func statelessOwn(k kind, args [][]byte) bool {
+	switch k {
+	case kForward, kXRead, kInfo, kAdmin, kQuit, kSelect:
+		return true
+	case kDedicated:
+		if resp.EqualFold(args[0], "multi") {
+			return true
+		}
+		_, blocking := blockingWait(args)
+		return blocking && !resp.EqualFold(args[0], "wait") && !resp.EqualFold(args[0], "waitaof")
+	}
+	return false
+}
+
+// routeScript routes a lock script by its first key. Every key of a lock
+// script is in that key's slot by construction (the counter and records
+// take the lock's hash tag, or wrap the lock in one) except where the lock
+// name makes that impossible (a '}' with no valid tag before it) or a fence
+// guards a key of another slot: the script is then refused, as Valkey would
+// refuse it, with a sentence. It reports false when it answered the client.
+func (s *session) routeScript(keys [][]byte) bool {
+	if len(keys) == 0 {
+		return true
+	}
+	slot := cluster.Slot(keys[0])
+	for _, k := range keys[1:] {
+		if cluster.Slot(k) != slot {
+			s.local(resp.AppendError(nil, errClusterLockSlot(string(keys[0]), string(k))))
+			return false
+		}
+	}
+	return s.routeSlot(slot)
+}
+
+// routeSlot sets s.node to slot's primary. It reports false, having
+// answered the client, when there is none, or when the session's own
+// connection is on another node.
+func (s *session) routeSlot(slot uint16) bool {
+	m := s.p.slotMap()
+	if m == nil {
+		s.p.refreshTopology()
+		if m = s.p.slotMap(); m == nil {
+			s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
+			return false
+		}
+	}
+	addr, ok := m.Primary(slot)
+	if !ok {
+		s.p.cl.refreshSoon()
+		s.local(resp.AppendError(nil, errClusterDown(slot)))
+		return false
+	}
+	if s.ded != nil && s.ded.addr != addr {
+		switch {
+		case s.ownMovable && s.inMulti && len(s.multiShape) == 0:
+			s.node = addr
+			return s.moveMulti()
+		case s.ownMovable && !s.inMulti && !s.ded.stream.Load():
+			s.leaveOwnConn()
+		default:
+			s.refuseOwnConn(addr)
+			return false
+		}
+	}
+	s.node = addr
+	return true
+}
+
+// leaveOwnConn closes the session's own connection, which holds nothing a
+// later command needs (see statelessOwn), after the replies owed on it: the
+// session shares connections again, and can reach every node.
+func (s *session) leaveOwnConn() {
+	old := s.takeOwnConn()
+	s.p.stats.dedicated.Add(-1)
+	s.ownMovable = false
+	old.close()
+}
+
+// takeOwnConn detaches the session's own connection, after the replies owed
+// on it, and returns it.
+func (s *session) takeOwnConn() *upConn {
+	s.flush()
+	s.waitDrain(0)
+	old := s.ded
+	s.dedMu.Lock()
+	s.ded = nil
+	s.dedMu.Unlock()
+	s.last = nil
+	return old
+}
+
+// refuseOwnConn answers a command whose slot is on another node than the
+// session's own connection. In a transaction the refusal is a queue-time
+// error, so that EXEC aborts as Valkey's own CROSSSLOT would make it.
+func (s *session) refuseOwnConn(addr string) {
+	if s.inMulti {
+		msg := errClusterMultiSlot
+		s.queueInMulti(resp.AppendCommandStrings(nil, "LOCKPROXY-REFUSED"),
+			func([]byte) []byte { return resp.AppendError(nil, msg) }, nil)
+		return
+	}
+	s.local(resp.AppendError(nil, errClusterOwnConn(s.ded.addr, addr)))
+}
+
+// moveMulti moves a transaction that has no command queued yet, opened on
+// some node's connection, to s.node, the node of its first key: a new
+// connection there gets the MULTI (its +OK was the client's already), the
+// old one is closed. It reports false, having answered the client, when the
+// dial fails.
+func (s *session) moveMulti() bool {
+	old := s.takeOwnConn()
+	if !s.goDedicated(true) {
+		// The client has the dial's error for this command; the old
+		// transaction must abort at EXEC as if Valkey had refused it.
+		s.dedMu.Lock()
+		s.ded = old
+		s.dedMu.Unlock()
+		s.queueInMulti(resp.AppendCommandStrings(nil, "LOCKPROXY-REFUSED"), func([]byte) []byte { return nil }, nil)
+		return false
+	}
+	s.p.stats.dedicated.Add(-1) // the same session's, moved
+	old.close()
+	s.forward(resp.AppendCommandStrings(nil, "MULTI"), func([]byte) []byte { return nil })
+	return true
+}
+
+// isPrimary reports whether addr serves slots in the map now.
+func (p *Proxy) isPrimary(addr string) bool {
+	m := p.slotMap()
+	if m == nil {
+		return true // nothing better known
+	}
+	for _, a := range m.Primaries {
+		if a == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// keylessNode spreads sessions' keyless commands over the primaries.
+func (p *Proxy) keylessNode(id uint64) string {
+	if m := p.slotMap(); m != nil && len(m.Primaries) > 0 {
+		return m.Primaries[id%uint64(len(m.Primaries))]
+	}
+	addr, _ := p.clusterAddr()
+	return addr
+}
+
+// clusterKeys is the keys of a command found by the table, as byte slices.
+func clusterKeys(args [][]byte, keys []keyspec.Key) [][]byte {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = args[k.Index]
+	}
+	return out
+}
