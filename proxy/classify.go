@@ -48,6 +48,11 @@ const (
 	kServer
 )
 
+// forwarded reports whether commands of kind k go to Valkey as they are,
+// with nothing about the connection to decide: kForward, and kServer and
+// kLong, which are kForward with one detail each.
+func forwarded(k kind) bool { return k == kForward || k == kServer || k == kLong }
+
 // kinds lists every command that is not kForward. Blocking commands are the
 // ones Valkey flags "blocking" in COMMAND INFO; they would stall every other
 // client on a shared connection.

@@ -26,7 +26,7 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 		s.replySkip = s.replySkip || skip
 	}
 	s.mute = false
-	if k != kForward || inMulti || s.inMulti {
+	if !forwarded(k) || inMulti || s.inMulti {
 		s.publish() // the state CLIENT LIST shows may have changed
 	}
 	return ok
@@ -59,6 +59,17 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	if s.p.cl != nil && s.clusterRoute(cmd, k) {
 		return true
 	}
+	if k == kLong && s.ded == nil {
+		// Before the lock rules, which may send it with a hook of their
+		// own (FLUSHALL under on_flush).
+		if wait, ok := blockingWait(args); ok {
+			c := s.target()
+			if c == nil {
+				return true
+			}
+			c.expectBlock(wait)
+		}
+	}
 	if s.lockPlan(cmd) {
 		return true
 	}
@@ -75,16 +86,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		return s.handleDedicated(cmd)
 	}
 	switch k {
-	case kForward, kServer:
-		s.forward(cmd.Raw, nil)
-	case kLong:
-		if wait, ok := blockingWait(args); ok {
-			c := s.target()
-			if c == nil {
-				return true
-			}
-			c.expectBlock(wait)
-		}
+	case kForward, kServer, kLong:
 		s.forward(cmd.Raw, nil)
 	case kXRead:
 		s.forward(cmd.Raw, nil) // without BLOCK
