@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/proxy"
@@ -157,4 +159,254 @@ func replay(t *testing.T, addr string, cmds []diffCmd) [][]byte {
 		i += n
 	}
 	return out
+}
+
+// step is one command of a scripted sequence and how to compare its reply.
+type step struct {
+	args []string // nil: send nothing, read the next frame (a MONITOR line)
+	// on is the connection the step uses: 0, the sequence's own, or 1 and 2,
+	// two more (another client's commands, seen by a MONITOR).
+	on int
+	// none: the command gets no reply (CLIENT REPLY OFF, SKIP).
+	none bool
+	// until: send the command again (every 20 ms, for up to a minute)
+	// until its reply starts with this (SCRIPT KILL before the script runs
+	// gets NOTBUSY).
+	until string
+	// mask, when set, rewrites both replies before they are compared: for
+	// the fields that differ by nature (connection ids, addresses, ages).
+	mask func(string) string
+}
+
+func cmd(args ...string) step { return step{args: args} }
+
+// seqCase is a named sequence of steps on up to three fresh connections,
+// against a server started with directives.
+type seqCase struct {
+	name       string
+	steps      []step
+	directives []string
+	// valkey8: the proxy answers these itself, as Valkey 8 does (CLIENT
+	// INFO's fields, SETINFO, NO-TOUCH, names checked up to a NUL byte);
+	// Redis 7.0 answers otherwise, so they are compared against Valkey only.
+	valkey8 bool
+}
+
+// TestDifferentialSequences runs connection-state sequences — SELECT and
+// HELLO argument parsing, RESET, CLIENT introspection, MONITOR, CLIENT
+// REPLY, busy scripts, SYNC — against Valkey directly and through the proxy
+// (lock rules on), one command at a time, and compares each reply byte for
+// byte after masking what differs by nature.
+func TestDifferentialSequences(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		for _, sc := range diffSequences {
+			t.Run(sc.name, func(t *testing.T) {
+				if sc.valkey8 && !strings.Contains(valkeytest.Binary(), "valkey") {
+					t.Skipf("the proxy answers as Valkey 8 does; the server is %s", valkeytest.Binary())
+				}
+				direct := valkeytest.Start(t, sc.directives...)
+				opts := rulesOptions(t, rule("rewrite"))
+				opts.EventLoops, opts.BusyPoll = o.EventLoops, o.BusyPoll
+				opts.Upstream.PoolSize = 1 // every client on one shared connection
+				e := newEnv(t, opts, sc.directives...)
+				want := runSteps(t, direct.Addr, sc.steps)
+				got := runSteps(t, e.addr, sc.steps)
+				for i, st := range sc.steps {
+					w, g := want[i], got[i]
+					if st.mask != nil {
+						w, g = st.mask(w), st.mask(g)
+					}
+					if w != g {
+						t.Fatalf("step %d %q:\n proxy:  %q\n direct: %q", i, st.args, g, w)
+					}
+				}
+			})
+		}
+	})
+}
+
+// runSteps sends each step and reads its reply. A step with none reads
+// nothing: a reply sent for it would be read, and fail, in its place by the
+// next step on that connection.
+func runSteps(t *testing.T, addr string, steps []step) []string {
+	conns := []*raw{dialRaw(t, addr), dialRaw(t, addr), dialRaw(t, addr)}
+	out := make([]string, len(steps))
+	for i, st := range steps {
+		r := conns[st.on]
+		switch {
+		case st.args == nil:
+			out[i] = r.read()
+		case st.until != "":
+			deadline := time.Now().Add(time.Minute)
+			for {
+				r.send(string(redisCmd(st.args...)))
+				var err error
+				if out[i], err = r.readErr(10 * time.Second); err != nil {
+					t.Fatalf("%s: step %d %q: %v", addr, i, st.args, err)
+				}
+				if strings.HasPrefix(out[i], st.until) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		default:
+			r.send(string(redisCmd(st.args...)))
+			if !st.none {
+				out[i] = r.read()
+			}
+		}
+	}
+	return out
+}
+
+var diffSequences = []seqCase{
+	{name: "select-number-forms", steps: []step{
+		cmd("SELECT", "01"), cmd("SET", "seq", "in0"), cmd("SELECT", "+1"), cmd("GET", "seq"),
+		cmd("SELECT", "-0"), cmd("SELECT", " 1"), cmd("SELECT", "1 "), cmd("SELECT", "1"),
+		cmd("GET", "seq"), cmd("SELECT", "-1"), cmd("SELECT", "00"), cmd("GET", "seq"),
+	}},
+	{name: "hello-number-forms", steps: []step{
+		cmd("HELLO", "03"), cmd("GET", "missing"), cmd("HELLO", "+3"), cmd("GET", "missing"),
+		cmd("HELLO", "4"), cmd("HELLO", "3x"), cmd("HELLO", "-3"), cmd("GET", "missing"),
+	}},
+	{name: "reset-arity", steps: []step{cmd("RESET", "x"), cmd("RESET"), cmd("PING")}},
+	{name: "reset-shared", steps: []step{
+		cmd("SELECT", "2"), cmd("SET", "r", "in2"), cmd("CLIENT", "SETNAME", "rn"),
+		cmd("CLIENT", "SETINFO", "LIB-NAME", "rl"), {args: []string{"HELLO", "3"}, mask: maskHello},
+		cmd("GET", "missing"), cmd("RESET"), cmd("GET", "missing"), cmd("GET", "r"),
+		cmd("CLIENT", "GETNAME"), cmd("SELECT", "2"), cmd("GET", "r"),
+	}, valkey8: true},
+	{name: "reset-dedicated", steps: []step{
+		{args: []string{"HELLO", "3", "SETNAME", "rd"}, mask: maskHello}, {args: []string{"CLIENT", "ID"}, mask: maskInt},
+		cmd("SELECT", "3"), cmd("SET", "r", "in3"), cmd("MULTI"), cmd("SET", "a", "1"), cmd("RESET"),
+		cmd("GET", "missing"), cmd("EXEC"), cmd("GET", "r"), cmd("GET", "a"), cmd("CLIENT", "GETNAME"),
+		cmd("SELECT", "3"), cmd("GET", "r"), cmd("SET", "d:lock", "v", "NX"), cmd("SET", "d:lock", "w", "NX"),
+	}},
+	{name: "reset-subscribed", steps: []step{
+		cmd("SUBSCRIBE", "ch1", "ch2"), {args: []string{"SUBSCRIBE", "ch3"}}, cmd("RESET"),
+		cmd("PING"), cmd("GET", "missing"), cmd("SET", "x:lock", "v", "NX"), cmd("GET", "x:lock"),
+	}},
+	{name: "reset-resp3-subscribed", steps: []step{
+		{args: []string{"HELLO", "3"}, mask: maskHello}, cmd("SUBSCRIBE", "ch1"), cmd("RESET"),
+		cmd("PING"), cmd("GET", "missing"),
+	}},
+	{name: "reset-monitor", steps: []step{cmd("MONITOR"), cmd("RESET"), cmd("PING"), cmd("GET", "missing")}},
+	{name: "reset-reply-off", steps: []step{
+		{args: []string{"CLIENT", "REPLY", "OFF"}, none: true}, {args: []string{"SET", "a", "1"}, none: true},
+		cmd("RESET"), cmd("GET", "a"),
+	}},
+	{name: "reset-tracking", steps: []step{
+		{args: []string{"HELLO", "3"}, mask: maskHello}, cmd("CLIENT", "TRACKING", "ON"), cmd("GET", "t"),
+		cmd("RESET"), cmd("CLIENT", "TRACKINGINFO"),
+	}},
+	{name: "client-reply-skip-lock", steps: []step{
+		{args: []string{"CLIENT", "REPLY", "SKIP"}, none: true}, {args: []string{"SET", "x:lock", "v", "NX", "PX", "10000"}, none: true},
+		cmd("PING"), cmd("SET", "x:lock", "w", "NX"),
+		{args: []string{"CLIENT", "REPLY", "SKIP"}, none: true}, {args: []string{"SET", "x:lock", "w"}, none: true},
+		cmd("PING"), {args: []string{"CLIENT", "REPLY", "SKIP"}, none: true}, {args: []string{"CLIENT", "REPLY", "ON"}},
+		cmd("CLIENT", "REPLY", "BOGUS"), cmd("CLIENT", "REPLY"),
+	}},
+	{name: "client-reply-off-local", steps: []step{
+		{args: []string{"CLIENT", "REPLY", "OFF"}, none: true}, {args: []string{"CLIENT", "SETNAME", "nn"}, none: true},
+		{args: []string{"CLIENT", "GETNAME"}, none: true}, {args: []string{"GET", "missing"}, none: true},
+		{args: []string{"CLIENT", "REPLY", "SKIP"}, none: true}, {args: []string{"SELECT", "1"}, none: true},
+		{args: []string{"SET", "y:lock", "v", "NX"}, none: true},
+		cmd("CLIENT", "REPLY", "ON"), cmd("CLIENT", "GETNAME"), cmd("GET", "y:lock"), cmd("DEL", "y:lock"),
+	}},
+	{name: "client-reply-subscribed", steps: []step{
+		cmd("SUBSCRIBE", "ch"), {args: []string{"CLIENT", "REPLY", "OFF"}, none: true},
+		{args: []string{"PING"}, none: true}, cmd("CLIENT", "REPLY", "ON"), cmd("PING"),
+	}},
+	{name: "subscribed-resp2-errors-first", steps: []step{
+		cmd("SET", "s:lock", "v", "NX"), cmd("SUBSCRIBE", "ch"), cmd("DEL", "s:lock"), cmd("SET", "s:lock", "w", "NX"),
+		cmd("CLIENT", "SETNAME", "sub"), cmd("SELECT", "1"), cmd("INFO", "server"), cmd("MONITOR"), cmd("PING"),
+		cmd("UNSUBSCRIBE"), cmd("CLIENT", "GETNAME"),
+	}},
+	{name: "client-info-shapes", steps: []step{
+		cmd("CLIENT", "SETNAME", "cn"), cmd("CLIENT", "SETINFO", "LIB-NAME", "ln"), cmd("CLIENT", "SETINFO", "LIB-VER", "1.0"),
+		cmd("SELECT", "2"), cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"),
+		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo}, {args: []string{"CLIENT", "LIST"}, mask: maskClientInfo},
+		cmd("CLIENT", "LIST", "TYPE", "pubsub"), cmd("CLIENT", "LIST", "TYPE", "foo"), cmd("CLIENT", "LIST", "ID", "abc"),
+		cmd("CLIENT", "LIST", "ID", "999999"), cmd("CLIENT", "LIST", "BOGUS"),
+		cmd("CLIENT", "KILL", "1.2.3.4:5"), cmd("CLIENT", "KILL", "ID", "0"), cmd("CLIENT", "KILL", "ID", "99999"),
+		cmd("CLIENT", "KILL", "TYPE", "foo"), cmd("CLIENT", "KILL", "MAXAGE", "x"), cmd("CLIENT", "KILL", "foo", "bar"),
+		cmd("CLIENT", "KILL", "ID"), cmd("CLIENT", "KILL", "ID", "1", "SKIPME"), cmd("CLIENT", "NO-EVICT", "maybe"),
+		cmd("CLIENT", "ID", "x"), cmd("CLIENT", "NO-EVICT", "OFF"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+	}, valkey8: true},
+	{name: "client-info-resp3-subscribed", steps: []step{
+		{args: []string{"HELLO", "3"}, mask: maskHello}, {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+		cmd("SUBSCRIBE", "ch"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+		{args: []string{"CLIENT", "LIST", "TYPE", "pubsub"}, mask: maskClientInfo},
+	}, valkey8: true},
+	{name: "client-info-monitor", steps: []step{cmd("MONITOR"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo}}, valkey8: true},
+	// A lock command shows in MONITOR as the script Valkey runs for it
+	// (README, Connection model), so the feed here is of other commands.
+	{name: "monitor-feed", steps: []step{
+		{args: []string{"PING"}, on: 1}, cmd("MONITOR"), {args: []string{"SET", "mk", "v"}, on: 1},
+		{mask: maskMonitor}, {args: []string{"GET", "mk"}, on: 1}, {mask: maskMonitor},
+		{args: []string{"DEL", "mk"}, on: 1}, {mask: maskMonitor}, cmd("RESET"), cmd("PING"),
+	}},
+	{name: "busy-script-kill", steps: []step{
+		{args: []string{"PING"}, on: 1}, {args: []string{"PING"}, on: 2},
+		{args: []string{"EVAL", "while true do end", "0"}, none: true},
+		{args: []string{"SCRIPT", "KILL"}, on: 1, until: "+OK"}, cmd(), {args: []string{"SCRIPT", "KILL"}, on: 1},
+		{args: []string{"FUNCTION", "KILL"}, on: 1}, cmd("PING"), {args: []string{"PING"}, on: 2},
+	}, directives: []string{"busy-reply-threshold 50"}},
+	{name: "sync-fullresync", steps: []step{
+		cmd("REPLCONF", "capa", "eof"), {args: []string{"PSYNC", "?", "-1"}, mask: maskFullResync},
+	}, directives: []string{"repl-diskless-sync-delay 0"}},
+	{name: "auth-other-user", steps: []step{
+		cmd("AUTH", "alice", "wrong"), cmd("AUTH", "alice", "pw"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+		cmd("HELLO", "3", "AUTH", "alice", "wrong"), cmd("SET", "h:lock", "v", "NX"), cmd("SET", "h:lock", "w", "NX"),
+		{args: []string{"HELLO", "3", "AUTH", "alice", "pw"}, mask: maskHello}, cmd("SET", "h:lock", "w", "NX"),
+		cmd("RESET"), cmd("SET", "h:lock", "w", "NX"),
+	}, directives: []string{"user alice on >pw ~* &* +@all"}, valkey8: true},
+	{name: "reset-no-evict-no-touch", steps: []step{
+		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
+		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+	}, valkey8: true},
+	{name: "setname-nul", steps: []step{
+		cmd("CLIENT", "SETNAME", "ab\x00c d"), cmd("CLIENT", "GETNAME"),
+		cmd("CLIENT", "SETNAME", "a b"), cmd("CLIENT", "GETNAME"),
+	}, valkey8: true},
+}
+
+// Masks for what differs by nature between two servers and connections.
+var (
+	reInt        = regexp.MustCompile(`^:\d+\r\n$`)
+	reHelloID    = regexp.MustCompile(`(\$2\r\nid\r\n:)\d+`)
+	reHelloVer   = regexp.MustCompile(`(\$7\r\nversion\r\n\$)\d+\r\n[^\r]*`)
+	reInfoField  = regexp.MustCompile(`\b(id|addr|laddr|fd|age|idle|qbuf|qbuf-free|argv-mem|multi-mem|obl|oll|omem|tot-mem|tot-net-in|tot-net-out|tot-cmds|io-thread|rbs|rbp)=\S*`)
+	reBulkLen    = regexp.MustCompile(`^([$=])\d+\r\n`)
+	reMonitor    = regexp.MustCompile(`^\+\d+\.\d+ \[(\d+) [^\]]+\]`)
+	reFullResync = regexp.MustCompile(`^\+FULLRESYNC \S+ \d+`)
+)
+
+// maskMonitor keeps a MONITOR line's command and arguments and masks its
+// time and the address of the connection it came on (through the proxy,
+// an upstream connection of the proxy's).
+func maskMonitor(s string) string {
+	return reMonitor.ReplaceAllString(s, "+T [${1} A]")
+}
+
+func maskFullResync(s string) string {
+	return reFullResync.ReplaceAllString(s, "+FULLRESYNC ID OFFSET")
+}
+
+func maskInt(s string) string {
+	if reInt.MatchString(s) {
+		return ":N\r\n"
+	}
+	return s
+}
+
+func maskHello(s string) string {
+	return reHelloVer.ReplaceAllString(reHelloID.ReplaceAllString(s, "${1}N"), "${1}V")
+}
+
+// maskClientInfo keeps CLIENT INFO's and CLIENT LIST's field names, order and
+// the values that are the client's own state (name, db, flags, cmd, user,
+// lib-name, resp...), and masks the ones that differ by nature.
+func maskClientInfo(s string) string {
+	return reBulkLen.ReplaceAllString(reInfoField.ReplaceAllString(s, "$1=?"), "${1}N\r\n")
 }

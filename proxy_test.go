@@ -312,16 +312,20 @@ func TestClientNameAndInfo(t *testing.T) {
 	eq(t, r.do("CLIENT", "SETNAME", "has space"), "-ERR Client names cannot contain spaces, newlines or special characters.\r\n")
 	eq(t, r.do("CLIENT", "SETINFO", "LIB-NAME", "mylib"), "+OK\r\n")
 	mustContain(t, r.do("CLIENT", "SETINFO", "BOGUS", "x"), "-ERR Unrecognized option 'BOGUS'")
-	// CLIENT ID needs a connection of its own: it is the real id of it, and
-	// the name set earlier was replayed there.
+	// CLIENT ID, INFO and LIST answer about the proxy's own clients: the
+	// id is the one CLIENT LIST shows with the client's name and library.
 	id := r.do("CLIENT", "ID")
 	if !strings.HasPrefix(id, ":") {
 		t.Fatalf("CLIENT ID: %q", id)
 	}
-	list := e.direct().ClientList(ctx).Val()
+	list := c.ClientList(ctx).Val()
 	mustContain(t, list, "id="+strings.TrimSpace(id[1:])+" ")
-	mustContain(t, list, "name=alpha")
+	mustContain(t, list, " name=alpha ")
+	mustContain(t, list, " name=worker-7 ")
+	mustContain(t, r.do("CLIENT", "INFO"), "id="+strings.TrimSpace(id[1:])+" addr="+r.nc.LocalAddr().String()+" ")
+	mustContain(t, r.do("CLIENT", "INFO"), " lib-name=mylib ")
 	eq(t, r.do("CLIENT", "GETNAME"), bulk("alpha"))
+	mustContain(t, r.do("INFO", "lockproxy"), "dedicated_sessions:0\r\n")
 }
 
 // HELLO 3 and the handshake go-redis sends (HELLO, CLIENT SETINFO) must not

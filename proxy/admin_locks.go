@@ -277,13 +277,7 @@ func yesNo(b bool) string {
 // SESSIONS
 func (s *session) adminSessions([][]byte) []byte {
 	p := s.p
-	p.mu.Lock()
-	list := make([]*session, 0, len(p.sessions))
-	for x := range p.sessions {
-		list = append(list, x)
-	}
-	p.mu.Unlock()
-	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
+	list := p.allSessions()
 	// The locks are Valkey's records (of the caller's database), read once
 	// for all sessions.
 	held, err := p.readLocks(s.db, nil)

@@ -22,6 +22,10 @@ const (
 	// one with commands (SUBSCRIBE confirms once per channel, MONITOR never
 	// stops), so the connection forwards replies as they arrive.
 	kStream
+	// kSync: SYNC and PSYNC; like kStream, and what follows is not RESP
+	// any more but a replication stream: the connection becomes a byte
+	// pipe both ways.
+	kSync
 	// kXRead: dedicated only with BLOCK (a blocking read), shared otherwise.
 	kXRead
 	kHello
@@ -34,7 +38,20 @@ const (
 	kAdmin
 	// kInfo: INFO; the proxy answers INFO lockproxy, forwards the rest.
 	kInfo
+	// kLong: a command that may hold Valkey for long (SAVE, FLUSHALL,
+	// FLUSHDB, DEBUG): forwarded like kForward, with the reply deadline
+	// stretched as blockingWait says.
+	kLong
+	// kServer: SCRIPT, FUNCTION and SHUTDOWN, whose KILL, STATS and
+	// SHUTDOWN itself go on a connection of their own (busy.go); the rest
+	// is kForward.
+	kServer
 )
+
+// forwarded reports whether commands of kind k go to Valkey as they are,
+// with nothing about the connection to decide: kForward, and kServer and
+// kLong, which are kForward with one detail each.
+func forwarded(k kind) bool { return k == kForward || k == kServer || k == kLong }
 
 // kinds lists every command that is not kForward. Blocking commands are the
 // ones Valkey flags "blocking" in COMMAND INFO; they would stall every other
@@ -71,8 +88,11 @@ var kinds = map[string]kind{
 	"punsubscribe": kStream,
 	"sunsubscribe": kStream,
 	"monitor":      kStream,
-	"sync":         kStream,
-	"psync":        kStream,
+	"sync":         kSync,
+	"psync":        kSync,
+	// REPLCONF (capa eof, rdb-only, ...) configures the replication
+	// stream of the connection that sends it.
+	"replconf": kDedicated,
 
 	"hello":  kHello,
 	"select": kSelect,
@@ -83,6 +103,15 @@ var kinds = map[string]kind{
 
 	"lockproxy": kAdmin,
 	"info":      kInfo,
+
+	"save":     kLong,
+	"flushall": kLong,
+	"flushdb":  kLong,
+	"debug":    kLong,
+
+	"script":   kServer,
+	"function": kServer,
+	"shutdown": kServer,
 }
 
 // clientKind is the same for CLIENT subcommands. SETNAME, GETNAME and SETINFO
@@ -90,16 +119,11 @@ var kinds = map[string]kind{
 // clients send them on every new connection, so they must not cost a
 // dedicated connection); the rest of this list is per-connection state.
 var clientKinds = map[string]kind{
-	"id":            kDedicated,
-	"info":          kDedicated,
 	"tracking":      kDedicated,
 	"trackinginfo":  kDedicated,
 	"getredir":      kDedicated,
 	"caching":       kDedicated,
-	"no-evict":      kDedicated,
-	"no-touch":      kDedicated,
 	"capa":          kDedicated,
-	"reply":         kDedicated, // kStream for OFF and SKIP, decided in session
 	"import-source": kDedicated,
 }
 
@@ -147,12 +171,20 @@ func hasBlockArg(args [][]byte) bool {
 // how long it asked (negative: forever). Timeouts are where each command
 // takes them: seconds as the last argument (BLPOP, BRPOP, BRPOPLPUSH, BLMOVE,
 // BZPOPMIN, BZPOPMAX), seconds first (BLMPOP, BZMPOP), milliseconds last
-// (WAIT, WAITAOF), milliseconds after BLOCK (XREAD, XREADGROUP).
+// (WAIT, WAITAOF), milliseconds after BLOCK (XREAD, XREADGROUP). DEBUG SLEEP
+// holds Valkey as long as it says; SAVE, a synchronous FLUSHALL or FLUSHDB
+// and DEBUG RELOAD as long as the dataset takes, which no timeout can tell
+// from a hung server: Valkey is alive, so the reply is waited for.
 func blockingWait(args [][]byte) (time.Duration, bool) {
 	var buf [16]byte
 	name, ok := lower(buf[:], args[0])
-	if !ok || len(args) < 2 {
+	if !ok {
 		return 0, false
+	}
+	if len(args) < 2 {
+		// SAVE, FLUSHALL and FLUSHDB alone run synchronously.
+		l := string(name)
+		return -1, l == "save" || l == "flushall" || l == "flushdb"
 	}
 	last := args[len(args)-1]
 	switch string(name) {
@@ -162,6 +194,15 @@ func blockingWait(args [][]byte) (time.Duration, bool) {
 		return waitFor(args[1], time.Second), true
 	case "wait", "waitaof":
 		return waitFor(last, time.Millisecond), true
+	case "save", "flushall", "flushdb":
+		return -1, !resp.EqualFold(last, "async")
+	case "debug":
+		switch {
+		case resp.EqualFold(args[1], "sleep") && len(args) == 3:
+			return waitFor(args[2], time.Second), true
+		case resp.EqualFold(args[1], "reload"), resp.EqualFold(args[1], "loadaof"):
+			return -1, true
+		}
 	case "xread", "xreadgroup":
 		for i, a := range args[1 : len(args)-1] {
 			if resp.EqualFold(a, "streams") {

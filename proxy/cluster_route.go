@@ -43,7 +43,7 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	if len(keys) == 0 && s.ded == nil && resp.EqualFold(args[0], "scan") && s.scan(cmd) {
 		return true
 	}
-	if len(keys) == 0 && s.ded == nil && k == kForward {
+	if len(keys) == 0 && s.ded == nil && forwarded(k) {
 		if c := d.Table.Command(args); c != nil && !notFannedOut(args[0]) {
 			if rp, fan := fanOutPolicy(c); fan {
 				s.fanOut(cmd, rp, d)
@@ -110,7 +110,7 @@ func (s *session) routeShardChannels(args [][]byte) bool {
 // another login, READONLY and the like do leave state.
 func statelessOwn(k kind, args [][]byte) bool {
 	switch k {
-	case kForward, kXRead, kInfo, kAdmin, kQuit, kSelect:
+	case kForward, kServer, kLong, kXRead, kInfo, kAdmin, kQuit, kSelect:
 		return true
 	case kDedicated:
 		if resp.EqualFold(args[0], "multi") {

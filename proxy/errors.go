@@ -19,7 +19,15 @@ const (
 		"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate " +
 		"the client and select the RESP protocol version at the same time"
 	errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+	// CLIENT LIST and CLIENT KILL, answered by the proxy about its clients.
+	errSyntax       = "ERR syntax error"
+	errClientID     = "ERR Invalid client ID"
+	errClientIDKill = "ERR client-id should be greater than 0"
+	errNoSuchClient = "ERR No such client"
+	errMaxAge       = "ERR maxage is not an integer or out of range"
 )
+
+func errClientType(t string) string { return fmt.Sprintf("ERR Unknown client type '%s'", t) }
 
 func errProtocol(msg string) string { return "ERR " + msg }
 
@@ -38,6 +46,12 @@ func errSetinfoValue(attr string) string {
 // errUpstreamDial is the reply when lockproxy cannot reach Valkey at all.
 func errUpstreamDial(addr string, err error) string {
 	return fmt.Sprintf("UPSTREAM lockproxy cannot reach Valkey at %s (%v); retry later or check the upstream address in the lockproxy config", addr, err)
+}
+
+// errUpstreamSlow is the reply when Valkey accepted a new connection but did
+// not answer it: alive, and busy with something long.
+func errUpstreamSlow(addr string, wait time.Duration) string {
+	return fmt.Sprintf("UPSTREAM Valkey at %s accepted lockproxy's connection but did not answer within %s (busy with a long command such as SAVE or DEBUG SLEEP, or a busy script); retry later", addr, wait)
 }
 
 // errUpstreamLost is the reply for each command that was in flight when the
@@ -63,7 +77,7 @@ func errNoCommandTable(addr string, err error) string {
 
 // errStreamLock: on a connection in subscribe/monitor mode replies no longer
 // pair with commands, so the proxy cannot shape a script's reply there.
-const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connection that is subscribed, monitoring or has CLIENT REPLY off; use another connection for locks"
+const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connection that is subscribed or monitoring; use another connection for locks"
 
 // errScriptFlushed: a SCRIPT FLUSH removed lockproxy's script while a lock
 // command was in flight with more of the client's commands behind it;

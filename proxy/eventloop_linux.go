@@ -232,6 +232,7 @@ func (l *loop) remove(s *session) {
 // reading turns reading s on or off (off while it waits for its replies to
 // catch up: its client is then held back by TCP, as a goroutine would be).
 func (l *loop) reading(s *session, on bool) {
+	s.readOff = !on
 	ev := unix.EpollEvent{Fd: int32(s.fd)}
 	if on {
 		ev.Events = unix.EPOLLIN | unix.EPOLLRDHUP
@@ -431,7 +432,10 @@ func (l *loop) round(n int) {
 		if s.lp != l {
 			continue // ended or moved to a goroutine meanwhile
 		}
-		if !s.paused.Load() && s.waitLE.Load() != -1 {
+		if !s.paused.Load() && s.readOff {
+			// Not waitLE: a job that ended before the loop went on
+			// has the command handled at once, and that may have
+			// waited (waitDrain) and reset waitLE already.
 			s.waitLE.Store(-1)
 			l.reading(s, true)
 		}

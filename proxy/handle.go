@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"crypto/subtle"
-	"strconv"
+	"sync/atomic"
 
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -13,10 +13,29 @@ func (s *session) handle(cmd resp.Command) bool {
 	return s.handleKind(cmd, lookup(kinds, cmd.Args[0]))
 }
 
-// handleKind is handle for a command whose kind was looked up already.
+// handleKind is handle for a command whose kind was looked up already. It
+// decides whether the command's reply is muted (CLIENT REPLY): a command
+// put back to be handled again later (offLoop) keeps an armed SKIP for then.
 func (s *session) handleKind(cmd resp.Command, k kind) bool {
+	skip := s.replySkip
+	s.mute, s.replySkip, s.putBack = s.replyOff || skip, false, false
+	s.noteCommand(cmd.Args)
+	inMulti := s.inMulti
+	ok := s.route(cmd, k)
+	if s.putBack {
+		s.replySkip = s.replySkip || skip
+	}
+	s.mute = false
+	if !forwarded(k) || inMulti || s.inMulti {
+		s.publish() // the state CLIENT LIST shows may have changed
+	}
+	return ok
+}
+
+// route handles one command.
+func (s *session) route(cmd resp.Command, k kind) bool {
 	args := cmd.Args
-	if s.ded == nil && !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset {
+	if s.needsAuth(k) {
 		s.local(resp.AppendError(nil, errNoAuth))
 		return true
 	}
@@ -28,66 +47,92 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 		if s.info(cmd) {
 			return true
 		}
+	case kServer:
+		if forBusyServer(args) {
+			return s.busyCommand(cmd)
+		}
+	}
+	if s.ded != nil && s.refusedInSubscribe(k, args) {
+		s.forward(cmd.Raw, nil) // Valkey's error
+		return true
 	}
 	if s.p.cl != nil && s.clusterRoute(cmd, k) {
 		return true
 	}
+	if k == kLong && s.ded == nil {
+		// Before the lock rules, which may send it with a hook of their
+		// own (FLUSHALL under on_flush).
+		if wait, ok := blockingWait(args); ok {
+			c := s.target()
+			if c == nil {
+				return true
+			}
+			c.expectBlock(wait)
+		}
+	}
 	if s.lockPlan(cmd) {
 		return true
+	}
+	if s.ded == nil && s.ownConnFor(k, args) {
+		login := k == kAuth || k == kHello
+		if !s.goDedicated(!login || s.proxyCreds) {
+			return true
+		}
+		if login {
+			s.ownLogin, s.loginUser = true, loginUser(k, args)
+		}
 	}
 	if s.ded != nil {
 		return s.handleDedicated(cmd)
 	}
 	switch k {
-	case kForward:
+	case kForward, kServer, kLong:
 		s.forward(cmd.Raw, nil)
-	case kDedicated, kStream:
-		if s.goDedicated(true) {
-			return s.handleDedicated(cmd)
-		}
 	case kXRead:
-		if hasBlockArg(args) {
-			if s.goDedicated(true) {
-				return s.handleDedicated(cmd)
-			}
-			return true
-		}
-		s.forward(cmd.Raw, nil)
+		s.forward(cmd.Raw, nil) // without BLOCK
 	case kHello:
 		s.hello(cmd)
 	case kSelect:
 		s.selectDB(cmd)
 	case kClient:
-		s.client(cmd)
+		return s.client(cmd)
 	case kAuth:
 		s.auth(cmd)
 	case kQuit:
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kReset:
-		s.proto, s.db, s.name, s.libName, s.libVer = 2, s.p.opts.Upstream.DB, "", "", ""
-		s.authed, s.proxyCreds = !s.p.requireAuth, false
+		if len(args) != 1 {
+			s.local(resp.AppendError(nil, errWrongArgs("reset")))
+			return true
+		}
+		s.reset()
 		s.local(resp.AppendSimple(nil, "RESET"))
 	}
 	return true
 }
 
-// needsOwnConn reports whether handling args will move the session onto a
-// dedicated connection: an event loop hands such a session to a goroutine of
-// its own first, since the dial and the waits that come with it would stall
-// the loop's other clients. A case it misses still works (the loop moves the
-// session right after the command), only slower for the others.
-func (s *session) needsOwnConn(k kind, args [][]byte) bool {
-	if s.ded != nil {
-		return true
-	}
+// needsAuth reports whether the command must be refused with NOAUTH: the
+// session has not logged in, and it is not one of the commands Valkey takes
+// before that. On a dedicated connection Valkey decides.
+func (s *session) needsAuth(k kind) bool {
+	return s.ded == nil && !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset
+}
+
+// ownConnFor reports whether a command moves the session onto a dedicated
+// connection: it creates state Valkey must keep for this client alone (a
+// transaction, a blocked wait, subscriptions, a replication stream,
+// tracking), or logs in as someone other than the proxy (Valkey checks the
+// credentials there). route acts on it, and an event loop asks it before
+// route runs (needsOwnConn): one decision, not a prediction of another.
+func (s *session) ownConnFor(k kind, args [][]byte) bool {
 	switch k {
-	case kDedicated, kStream:
-		return s.authed
+	case kDedicated, kStream, kSync:
+		return true
 	case kXRead:
-		return s.authed && hasBlockArg(args)
+		return hasBlockArg(args)
 	case kClient:
-		return s.authed && len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
+		return len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
 	case kAuth:
 		switch len(args) {
 		case 2:
@@ -96,13 +141,79 @@ func (s *session) needsOwnConn(k kind, args [][]byte) bool {
 			return !s.matchesProxyCreds(args[1], args[2])
 		}
 	case kHello:
-		for i := 2; i+2 < len(args); i++ {
-			if resp.EqualFold(args[i], "auth") {
-				return !s.matchesProxyCreds(args[i+1], args[i+2])
-			}
+		if i := helloAuthAt(args); i > 0 {
+			return !s.matchesProxyCreds(args[i+1], args[i+2])
 		}
 	}
 	return false
+}
+
+// needsOwnConn reports whether handling a command needs the session's own
+// connection: an event loop hands such a session to a goroutine of its own
+// first, since the dial and the waits that come with it would stall the
+// loop's other clients.
+func (s *session) needsOwnConn(k kind, args [][]byte) bool {
+	return s.ded != nil || (!s.needsAuth(k) && s.ownConnFor(k, args))
+}
+
+// helloAuthAt is the position of AUTH in HELLO's arguments (0: none).
+func helloAuthAt(args [][]byte) int {
+	for i := 2; i+2 < len(args); i++ {
+		if resp.EqualFold(args[i], "auth") {
+			return i
+		}
+	}
+	return 0
+}
+
+// loginUser is the user an AUTH or HELLO ... AUTH logs in as.
+func loginUser(k kind, args [][]byte) string {
+	if k == kHello {
+		if i := helloAuthAt(args); i > 0 {
+			return string(args[i+1])
+		}
+		return "default"
+	}
+	if len(args) == 3 {
+		return string(args[1])
+	}
+	return "default"
+}
+
+// selectArg is SELECT's database, when Valkey will accept the number.
+func selectArg(args [][]byte) (int, bool) {
+	if len(args) != 2 {
+		return 0, false
+	}
+	n, ok := string2ll(args[1])
+	return int(n), ok && n >= 0 && n <= 1<<31-1
+}
+
+// helloVersion is HELLO's protocol version, when it is one Valkey speaks.
+func helloVersion(args [][]byte) (int, bool) {
+	if len(args) < 2 {
+		return 0, false
+	}
+	v, ok := string2ll(args[1])
+	return int(v), ok && (v == 2 || v == 3)
+}
+
+// poolAfter is the pool the session's commands use once a SELECT or HELLO
+// has switched them: selectDB and hello switch to it, and an event loop asks
+// it beforehand, to dial that pool off the loop (willDial).
+func (s *session) poolAfter(k kind, args [][]byte) poolKey {
+	key := s.key()
+	switch k {
+	case kSelect:
+		if db, ok := selectArg(args); ok {
+			key.db = db
+		}
+	case kHello:
+		if v, ok := helloVersion(args); ok {
+			key.proto = v
+		}
+	}
+	return key
 }
 
 // handleDedicated: on its own connection a session's state lives in Valkey,
@@ -115,30 +226,86 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		return false
 	case kStream:
 		if !s.ded.stream.Load() {
-			s.goStream()
+			s.goStream(false)
 		}
+		s.subscribing(args)
+		s.monitor = s.monitor || resp.EqualFold(args[0], "monitor")
+	case kSync:
+		s.replica = true
+		s.publish()
+		s.goStream(true)
+		s.forward(cmd.Raw, nil)
+		s.flush()
+		return true
 	case kClient:
-		if len(args) >= 3 && resp.EqualFold(args[1], "reply") && !resp.EqualFold(args[2], "on") && !s.ded.stream.Load() {
-			s.goStream()
+		if len(args) == 3 && resp.EqualFold(args[1], "reply") && !s.inMulti {
+			if s.ded.stream.Load() {
+				// Replies do not pair with commands here: Valkey
+				// applies it, the proxy only to its own replies.
+				s.forward(cmd.Raw, nil)
+				s.clientReplyState(args[2])
+				return true
+			}
+			if s.clientReply(args[2]) {
+				return true
+			}
 		}
-		if len(args) == 3 && resp.EqualFold(args[1], "setname") && validName(args[2]) {
-			s.setName(string(args[2]))
+		if !s.inMulti {
+			if handled, keep := s.clientSelf(args); handled {
+				return keep
+			}
+			if len(args) == 2 && resp.EqualFold(args[1], "unpause") {
+				return s.busyCommand(cmd)
+			}
+		}
+		if len(args) >= 3 && resp.EqualFold(args[1], "tracking") {
+			s.tracking = resp.EqualFold(args[2], "on")
 		}
 	case kHello:
 		// Track the protocol and name: replies are shaped for the
-		// protocol, and the name may be a lock owner.
-		if len(args) >= 2 {
-			if v, err := strconv.Atoi(string(args[1])); err == nil && (v == 2 || v == 3) {
+		// protocol, and the name may be a lock owner. Only what Valkey
+		// accepted counts.
+		if len(args) >= 2 && !s.inMulti {
+			if !s.askDedicated(cmd.Raw) {
+				return true
+			}
+			if v, ok := helloVersion(args); ok {
 				s.proto = v
 			}
 			for i := 2; i+1 < len(args); i++ {
-				if resp.EqualFold(args[i], "setname") && validName(args[i+1]) {
+				if resp.EqualFold(args[i], "setname") {
 					s.setName(string(args[i+1]))
 				}
 			}
+			return true
+		}
+	case kSelect:
+		if len(args) == 2 && !s.inMulti {
+			if s.askDedicated(cmd.Raw) {
+				s.db, _ = selectArg(args)
+			}
+			return true
 		}
 	case kReset:
-		s.inMulti, s.multiShape = false, nil
+		if len(args) != 1 {
+			s.local(resp.AppendError(nil, errWrongArgs("reset")))
+			return true
+		}
+		s.reset()
+		if c := s.ded; c.stream.Load() {
+			// Valkey ends the subscriptions, MONITOR and CLIENT REPLY
+			// OFF: from its +RESET on, replies pair with commands again
+			// (upConn.dispatch), and nothing is sent before it arrives.
+			c.resets.Add(1)
+			s.forward(cmd.Raw, nil)
+			s.flush()
+			select {
+			case <-c.unstream:
+			case <-c.quit:
+			case <-s.p.force:
+			}
+			return true
+		}
 	}
 	if wait, ok := blockingWait(args); ok {
 		s.ded.expectBlock(wait)
@@ -170,6 +337,26 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	return true
 }
 
+// askDedicated sends raw on the dedicated connection and waits for the
+// reply, reporting whether Valkey accepted the command: the session's state
+// then follows what Valkey did. In stream mode, where replies do not pair
+// with commands, it only sends and reports true for the caller to apply what
+// the command asked.
+func (s *session) askDedicated(raw []byte) bool {
+	if s.ded.stream.Load() {
+		s.forward(raw, nil)
+		return true
+	}
+	var ok atomic.Bool
+	s.forward(raw, func(reply []byte) []byte {
+		ok.Store(len(reply) > 0 && reply[0] != '-')
+		return reply
+	})
+	s.flush()
+	s.waitDrain(0)
+	return ok.Load()
+}
+
 // hello handles HELLO [protover [AUTH user pass] [SETNAME name]] on shared
 // connections. A plain protocol switch, with or without SETNAME, stays
 // shared: the session moves to the shared pool of the new protocol and the
@@ -185,9 +372,9 @@ func (s *session) hello(cmd resp.Command) {
 		s.forward(cmd.Raw, nil)
 		return
 	}
-	ver, err := strconv.Atoi(string(args[1]))
+	_, ok := string2ll(args[1])
 	var user, pass, name []byte
-	hasAuth, hasName, ok := false, false, err == nil
+	hasAuth, hasName := false, false
 	for i := 2; ok && i < len(args); i++ {
 		switch {
 		case resp.EqualFold(args[i], "auth") && i+2 < len(args):
@@ -205,24 +392,17 @@ func (s *session) hello(cmd resp.Command) {
 		s.forward(cmd.Raw, nil)
 		return
 	}
-	if hasAuth {
-		if s.matchesProxyCreds(user, pass) {
-			s.authed, s.proxyCreds = true, true
-		} else {
-			if s.goDedicated(s.proxyCreds) {
-				if ver == 2 || ver == 3 {
-					s.proto = ver
-				}
-				s.forward(cmd.Raw, nil)
-			}
-			return
-		}
+	if hasAuth && s.matchesProxyCreds(user, pass) {
+		// Other credentials moved the session to its own connection
+		// already (ownConnFor).
+		s.authed, s.proxyCreds = true, true
 	}
 	if !s.authed {
 		s.local(resp.AppendError(nil, errHelloNoAuth))
 		return
 	}
-	if ver != 2 && ver != 3 {
+	key := s.poolAfter(kHello, args)
+	if _, ok := helloVersion(args); !ok {
 		s.forward(cmd.Raw, nil) // NOPROTO, from Valkey
 		return
 	}
@@ -230,7 +410,7 @@ func (s *session) hello(cmd resp.Command) {
 		s.local(resp.AppendError(nil, errClientName))
 		return
 	}
-	s.proto = ver
+	s.proto = key.proto
 	if hasName {
 		s.setName(string(name))
 	}
@@ -241,19 +421,13 @@ func (s *session) hello(cmd resp.Command) {
 // SELECT itself is forwarded to a connection of that pool, so the reply (or
 // the error for a database out of range) is Valkey's own.
 func (s *session) selectDB(cmd resp.Command) {
-	args := cmd.Args
-	if len(args) != 2 {
-		s.forward(cmd.Raw, nil)
-		return
-	}
-	db, err := strconv.Atoi(string(args[1]))
-	if err != nil || db < 0 {
-		s.forward(cmd.Raw, nil)
+	if _, ok := selectArg(cmd.Args); !ok {
+		s.forward(cmd.Raw, nil) // Valkey's error, and no switch
 		return
 	}
 	old := s.db
-	s.db = db
-	if _, err := s.p.pool(s.key()).conn(int(s.id)); err != nil {
+	s.db = s.poolAfter(kSelect, cmd.Args).db
+	if _, err := s.poolConn(s.key()); err != nil {
 		s.db = old
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return
@@ -261,60 +435,30 @@ func (s *session) selectDB(cmd resp.Command) {
 	s.forward(cmd.Raw, nil)
 }
 
-// client handles CLIENT subcommands: the ones every client library sends at
-// connect are answered from session state; per-connection ones need a
-// dedicated connection; the rest (KILL, LIST, PAUSE, ...) are forwarded.
-func (s *session) client(cmd resp.Command) {
+// client handles CLIENT subcommands on shared connections: the ones about
+// the client itself are answered by the proxy (clientSelf), CLIENT UNPAUSE
+// goes on a connection of its own (writes paused by CLIENT PAUSE may be
+// queued ahead of it on a shared one), per-connection ones (TRACKING,
+// CACHING, ...) need a dedicated connection, the rest is forwarded. It
+// reports false when the session must end.
+func (s *session) client(cmd resp.Command) bool {
 	args := cmd.Args
-	if len(args) < 2 {
-		s.forward(cmd.Raw, nil)
-		return
+	if handled, keep := s.clientSelf(args); handled {
+		return keep
 	}
-	sub := args[1]
 	switch {
-	case resp.EqualFold(sub, "setname") && len(args) == 3:
-		if !validName(args[2]) {
-			s.local(resp.AppendError(nil, errClientName))
-			return
-		}
-		s.setName(string(args[2]))
-		s.local(resp.AppendSimple(nil, "OK"))
-	case resp.EqualFold(sub, "getname") && len(args) == 2:
-		if s.name == "" {
-			s.local(resp.AppendNull(nil, s.proto))
-		} else {
-			s.local(resp.AppendBulk(nil, []byte(s.name)))
-		}
-	case resp.EqualFold(sub, "setinfo") && len(args) == 4:
-		v := args[3]
-		switch {
-		case resp.EqualFold(args[2], "lib-name"):
-			if !validName(v) {
-				s.local(resp.AppendError(nil, errSetinfoValue("lib-name")))
-				return
-			}
-			s.libName = string(v)
-		case resp.EqualFold(args[2], "lib-ver"):
-			if !validName(v) {
-				s.local(resp.AppendError(nil, errSetinfoValue("lib-ver")))
-				return
-			}
-			s.libVer = string(v)
-		default:
-			s.local(resp.AppendError(nil, errSetinfoOption(string(args[2]))))
-			return
-		}
-		s.local(resp.AppendSimple(nil, "OK"))
-	default:
-		k := lookup(clientKinds, sub)
-		if k == kForward {
-			s.forward(cmd.Raw, nil)
-			return
-		}
-		if s.goDedicated(true) {
-			s.handleDedicated(cmd)
-		}
+	case len(args) == 3 && resp.EqualFold(args[1], "reply") && s.clientReply(args[2]):
+		return true
+	case len(args) == 2 && resp.EqualFold(args[1], "unpause"):
+		return s.busyCommand(cmd)
+	case len(args) < 2 || lookup(clientKinds, args[1]) == kForward:
+		s.forward(cmd.Raw, nil)
+		return true
 	}
+	if s.goDedicated(true) {
+		return s.handleDedicated(cmd)
+	}
+	return true
 }
 
 // auth: the proxy's own credentials keep the session on shared connections;
@@ -334,11 +478,9 @@ func (s *session) auth(cmd resp.Command) {
 	if s.matchesProxyCreds(user, pass) {
 		s.authed, s.proxyCreds = true, true
 		s.local(resp.AppendSimple(nil, "OK"))
-		return
 	}
-	if s.goDedicated(s.proxyCreds) {
-		s.forward(cmd.Raw, nil)
-	}
+	// Other credentials moved the session to its own connection already
+	// (ownConnFor), where Valkey checks them.
 }
 
 func (s *session) matchesProxyCreds(user, pass []byte) bool {
@@ -356,9 +498,13 @@ func (s *session) matchesProxyCreds(user, pass []byte) bool {
 }
 
 // validName is Valkey's rule for client names and library info: printable
-// ASCII without spaces.
+// ASCII without spaces. Valkey checks the value as a C string, up to its
+// first NUL byte, and keeps the whole of it.
 func validName(b []byte) bool {
 	for _, c := range b {
+		if c == 0 {
+			return true
+		}
 		if c < '!' || c > '~' {
 			return false
 		}

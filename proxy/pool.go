@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"sync"
 	"time"
 )
@@ -59,6 +60,12 @@ func (pl *pool) conn(i int) (*upConn, error) {
 	}
 	st := pl.p.sharedState(pl.key)
 	c, err := pl.p.dial(st, nil)
+	var re *replyError
+	if errors.As(err, &re) {
+		// Valkey's answer to the handshake (SELECT of a database it
+		// does not have): the client's error, not a failure to connect.
+		return nil, err
+	}
 	if err != nil {
 		pl.p.ops.dialErrors.Add(1)
 		if sl.backoff == 0 {

@@ -403,6 +403,10 @@ func (p *Proxy) dialErrorText(err error) string {
 	if errors.As(err, &re) {
 		return re.msg
 	}
+	var se *slowError
+	if errors.As(err, &se) {
+		return errUpstreamSlow(p.opts.Upstream.Addr, se.wait)
+	}
 	return errUpstreamDial(p.opts.Upstream.Addr, err)
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime/debug"
 	"strconv"
@@ -31,19 +32,8 @@ type session struct {
 	nameA     atomic.Pointer[string] // name, readable from upstream readers
 	keys      []keyspec.Key          // scratch for key extraction
 
-	// A transaction in progress on the dedicated connection: the shaper of
-	// each queued command's EXEC element (nil for commands left as they are).
-	inMulti    bool
-	multiShape []func([]byte) []byte
-
-	// Connection state the proxy keeps itself while the session shares
-	// upstream connections, and replays onto a dedicated one.
-	proto           int
-	db              int
-	name            string
-	libName, libVer string
-	authed          bool // may run commands (no AUTH needed, or AUTH given)
-	proxyCreds      bool // authenticated with the proxy's own upstream credentials
+	// The client's connection state (connstate.go).
+	clientState
 
 	// node, in front of a cluster, is the primary of the slot of the
 	// command being handled (cluster_route.go).
@@ -73,9 +63,9 @@ type session struct {
 	drained  chan struct{}
 
 	outMu     sync.Mutex
-	out       []byte
+	out       outQueue
 	outClosed bool // no more output: the client is gone or over its limit
-	writing   bool // the writer goroutine is writing a batch it took from out
+	writing   int  // bytes of a batch the writer goroutine took from out and is writing
 	// writer is set once the writer goroutine runs: it starts the first
 	// time the socket does not take a reply at once, so an idle client
 	// costs no goroutine.
@@ -87,6 +77,10 @@ type session struct {
 	writerEnd chan struct{}
 
 	lost atomic.Bool // the dedicated upstream connection died
+	// inputEnded: the client ended its side of the connection (it may have
+	// only half-closed it): like Valkey, the proxy still sends every reply
+	// to what it read, then closes.
+	inputEnded atomic.Bool
 
 	// Event-loop mode (eventloop_linux.go, session_loop.go). home is the loop the session was
 	// given at accept (nil: it runs on a goroutine of its own from the
@@ -97,32 +91,56 @@ type session struct {
 	fd     int
 	src    fdReader
 	paused atomic.Bool // the loop stopped reading it until inflight <= waitLE, or a job ends (waitJob)
+	// readOff: the loop turned reading the client off (only the loop
+	// touches it).
+	readOff bool
 	// movable is what an off-loop COMMAND GETKEYSANDFLAGS said about the
 	// command put back meanwhile (lockplan.go).
 	movable *movableKeys
+	// shot is what an off-loop one-off connection answered to the command
+	// put back meanwhile (busy.go).
+	shot *oneShot
+	// dialed is what an off-loop dial for the command put back gave.
+	dialed *dialResult
+	// putBack: the command being handled was put back, to be handled
+	// again (offLoop).
+	putBack bool
+
+	// For CLIENT LIST (clients.go): the published state, the last
+	// command, when the client last sent something (unix ns), when it
+	// connected, the proxy's address it connected to, its socket.
+	snap       atomic.Pointer[clientSnap]
+	lastCmd    atomic.Pointer[string]
+	lastActive atomic.Int64
+	since      time.Time
+	laddr      string
+	sockFd     int
 	// lastRead is when the loop last read the client (client_idle_timeout).
 	lastRead time.Time
 }
 
 func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	s := &session{
-		p:         p,
-		id:        id,
-		nc:        nc,
-		addr:      nc.RemoteAddr().String(),
-		proto:     2,
-		db:        p.opts.Upstream.DB,
-		authed:    !p.requireAuth,
-		drained:   make(chan struct{}, 1),
-		wake:      make(chan struct{}, 1),
-		stopW:     make(chan struct{}),
-		writerEnd: make(chan struct{}),
+		p:           p,
+		id:          id,
+		nc:          nc,
+		addr:        nc.RemoteAddr().String(),
+		clientState: clientState{proto: 2, db: p.opts.Upstream.DB, authed: !p.requireAuth},
+		drained:     make(chan struct{}, 1),
+		wake:        make(chan struct{}, 1),
+		stopW:       make(chan struct{}),
+		writerEnd:   make(chan struct{}),
 	}
 	s.waitLE.Store(-1)
 	s.host, _, _ = net.SplitHostPort(s.addr)
+	s.sockFd = -1
 	if s.dw.init(nc) {
 		s.raw = s.dw.rc
+		_ = s.raw.Control(func(fd uintptr) { s.sockFd = int(fd) })
 	}
+	s.since, s.laddr = time.Now(), localAddr(nc)
+	s.lastActive.Store(s.since.UnixNano())
+	s.publish()
 	s.connOwner = "conn:" + p.instance + "-" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
 	s.rd = resp.NewReader(nc, p.limits)
@@ -135,6 +153,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 // client has nothing in flight.
 func (s *session) beforeFill() {
 	s.flush()
+	s.lastActive.Store(time.Now().UnixNano())
 	idle := s.p.opts.ClientIdleTimeout.D()
 	switch {
 	case s.p.shuttingDown.Load() || s.lost.Load():
@@ -164,6 +183,16 @@ func (s *session) serveGo() {
 func (s *session) finish(graceful bool) {
 	s.flush()
 	if graceful {
+		if c := s.ded; c != nil && s.inputEnded.Load() {
+			// Pass the end of input on: Valkey answers what it read,
+			// then closes, as it would for the client itself (a blocked
+			// BLPOP, a subscription end there, unanswered).
+			c.closeWrite()
+			select {
+			case <-c.quit:
+			case <-s.p.force:
+			}
+		}
 		s.waitDrain(0)
 	}
 	s.outMu.Lock()
@@ -218,11 +247,40 @@ func (s *session) loop() (graceful bool) {
 				return true
 			case s.p.shuttingDown.Load() || s.lost.Load():
 				return true
+			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+				s.inputEnded.Store(true)
+				return true
 			}
 			return false
 		}
 		if !s.handle(cmd) {
 			return true
+		}
+		if s.ded != nil && s.ded.pipe.Load() {
+			s.pipeClient()
+			return true
+		}
+	}
+}
+
+// pipeClient copies what the client sends to its dedicated connection as
+// it is, once that has become a replication stream (SYNC, PSYNC: a replica
+// sends REPLCONF ACKs, and nothing it sends is the proxy's business), until
+// either side ends.
+func (s *session) pipeClient() {
+	c := s.ded
+	_ = s.nc.SetReadDeadline(time.Time{})
+	if b := s.rd.Take(); len(b) > 0 && !c.send(b, nil, nil) {
+		return
+	}
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := s.nc.Read(buf)
+		if n > 0 && !c.send(buf[:n], nil, nil) {
+			return
+		}
+		if err != nil {
+			return
 		}
 	}
 }
@@ -248,7 +306,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, cluster: s.clusterPend(raw)})
+	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, cluster: s.clusterPend(raw)})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -271,13 +329,33 @@ func (s *session) target() *upConn {
 	if c := s.shared; c != nil && s.sharedKey == s.key() && !c.dead.Load() {
 		return c
 	}
-	c, err := s.p.pool(s.key()).conn(int(s.id))
+	c, err := s.poolConn(s.key())
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return nil
 	}
 	s.shared, s.sharedKey = c, s.key()
 	return c
+}
+
+// poolConn returns the session's connection of the pool key. A dial done off
+// the event loop for the command being handled answers in its place when it
+// failed: the loop must not dial again (a handshake Valkey refuses, SELECT of
+// a database it does not have, is not remembered by the pool).
+func (s *session) poolConn(key poolKey) (*upConn, error) {
+	if d := s.dialed; d != nil {
+		s.dialed = nil
+		if d.key == key && d.err != nil {
+			return nil, d.err
+		}
+	}
+	return s.p.pool(key).conn(int(s.id))
+}
+
+// dialResult is what an off-loop dial of a pool's connection gave.
+type dialResult struct {
+	key poolKey
+	err error
 }
 
 // flush hands the queued batch to its upstream connection.
@@ -299,8 +377,10 @@ func (s *session) flush() {
 		}
 		s.waitDrain(0)
 		reply := resp.AppendError(nil, s.p.lostErrorText(c))
-		for range s.bpend {
-			s.write(reply)
+		for _, p := range s.bpend {
+			if !p.mute {
+				s.write(reply)
+			}
 		}
 	} else {
 		s.last = c
@@ -346,6 +426,9 @@ func (s *session) waitDrain(le int64) {
 // still owed, so replies stay in command order: with commands in flight,
 // the reply queues behind them on their connection.
 func (s *session) local(reply []byte) {
+	if s.mute {
+		return
+	}
 	s.flush()
 	if s.ded == nil || !s.ded.stream.Load() {
 		if s.last != nil && s.last.sendLocal(s, reply) {
@@ -362,7 +445,9 @@ func (s *session) deliver(b []byte) { s.deliverN(b, 1) }
 
 // deliverN is deliver for n consecutive replies in b.
 func (s *session) deliverN(b []byte, n int) {
-	s.write(b)
+	if len(b) > 0 {
+		s.write(b)
+	}
 	if n := s.inflight.Add(-int64(n)); n <= s.waitLE.Load() {
 		select {
 		case s.drained <- struct{}{}:
@@ -381,14 +466,15 @@ func (s *session) push(b []byte) { s.write(b) }
 // write appends to the output buffer. A client whose unread output passes the
 // limit is disconnected, as Valkey's client-output-buffer-limit does: the
 // alternative is the proxy's memory growing without bound, or every other
-// client on the same upstream connection waiting for this one.
+// client on the same upstream connection waiting for this one. The limit
+// counts every byte held for the client: queued, and being written.
 func (s *session) write(b []byte) {
 	s.outMu.Lock()
 	if s.outClosed {
 		s.outMu.Unlock()
 		return
 	}
-	if len(s.out) == 0 && !s.writing && s.raw != nil {
+	if s.out.len() == 0 && s.writing == 0 && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
 		n := s.dw.write(b)
 		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
@@ -400,13 +486,13 @@ func (s *session) write(b []byte) {
 			return
 		}
 	}
-	// Checked before appending: the buffer never grows past the limit.
-	over := int64(len(s.out)+len(b)) > int64(s.p.opts.ClientOutputBufferLimit)
+	// Checked before appending: the bytes held never pass the limit.
+	over := int64(s.out.len()+s.writing+len(b)) > int64(s.p.opts.ClientOutputBufferLimit)
 	if over {
 		s.outClosed = true
-		s.out = nil
+		s.out.drop()
 	} else {
-		s.out = append(s.out, b...)
+		s.out.add(b)
 	}
 	start := !over && !s.writer
 	if start {
@@ -430,7 +516,17 @@ func (s *session) write(b []byte) {
 
 func (s *session) writeLoop() {
 	defer close(s.writerEnd)
-	var buf []byte
+	// writev straight to the socket where there is one (the counting
+	// wrapper would turn it into one write per chunk).
+	var w io.Writer = s.nc
+	count := func(int) {}
+	if u, ok := s.nc.(interface {
+		unwrap() net.Conn
+		countWrite(int)
+	}); ok {
+		w, count = u.unwrap(), u.countWrite
+	}
+	var batch, held [][]byte
 	for {
 		stop := false
 		select {
@@ -439,21 +535,28 @@ func (s *session) writeLoop() {
 			stop = true
 		}
 		s.outMu.Lock()
-		buf, s.out = s.out, buf[:0]
-		s.writing = len(buf) > 0
+		s.writing = s.out.len()
+		batch = s.out.take(batch[:0])
 		s.outMu.Unlock()
-		if len(buf) > 0 {
-			if _, err := s.nc.Write(buf); err != nil {
+		if len(batch) > 0 {
+			// WriteTo consumes batch; held keeps the chunks for reuse.
+			held = append(held[:0], batch...)
+			bufs := net.Buffers(batch)
+			n, err := bufs.WriteTo(w)
+			count(int(n))
+			held = recycle(held)
+			if err != nil {
 				s.outMu.Lock()
 				s.outClosed = true
-				s.out = nil
+				s.writing = 0
+				s.out.drop()
 				s.outMu.Unlock()
 				s.abort()
 				return
 			}
 			s.outMu.Lock()
-			s.writing = false
-			more := len(s.out) > 0
+			s.writing = 0
+			more := s.out.len() > 0
 			s.outMu.Unlock()
 			if more {
 				select {
@@ -462,12 +565,9 @@ func (s *session) writeLoop() {
 				}
 			}
 		}
-		if cap(buf) > 1<<20 {
-			buf = nil
-		}
 		if stop {
 			s.outMu.Lock()
-			rest := len(s.out)
+			rest := s.out.len()
 			s.outMu.Unlock()
 			if rest == 0 {
 				return
@@ -478,12 +578,16 @@ func (s *session) writeLoop() {
 
 // upstreamLost is called when the session's dedicated connection died. The
 // state that lived on it is gone, so the session ends rather than move on
-// silently; a streaming client (a subscriber) is told why first.
-func (s *session) upstreamLost(c *upConn, err error) {
+// silently; the client is told why first (told: commands in flight got the
+// error as their reply already).
+func (s *session) upstreamLost(c *upConn, err error, told bool) {
 	if errors.Is(err, errClosed) || s.lost.Swap(true) {
 		return
 	}
-	if c.stream.Load() {
+	if !told && !c.pipe.Load() && !s.inputEnded.Load() {
+		// Nothing was in flight to carry the news (or the replies do not
+		// pair): say it before closing, rather than let the client meet
+		// a closed connection on its next command.
 		s.push(resp.AppendError(nil, errDedicatedLost(c.addr, err)))
 	}
 	_ = s.nc.SetReadDeadline(time.Now())
@@ -521,10 +625,11 @@ func (s *session) goDedicated(withCreds bool) bool {
 }
 
 // goStream puts the dedicated connection into stream mode, after every reply
-// owed so far has arrived.
-func (s *session) goStream() {
+// owed so far has arrived; with pipe, into a byte pipe.
+func (s *session) goStream(pipe bool) {
 	s.flush()
 	s.waitDrain(0)
+	s.ded.pipe.Store(pipe)
 	s.ded.stream.Store(true)
 }
 

@@ -3,8 +3,9 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
-	"strconv"
+	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -17,6 +18,7 @@ import (
 // socket at most once (only when the loop saw it readable), and never
 // waiting for more.
 func (s *session) pump() {
+	s.lastActive.Store(time.Now().UnixNano())
 	defer func() {
 		if r := recover(); r != nil {
 			s.p.log.Error("closing a client after an internal error", "client", s.addr,
@@ -44,6 +46,10 @@ func (s *session) pump() {
 				s.local(resp.AppendError(nil, errProtocol(pe.Error())))
 				s.end(true)
 				return
+			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+				s.inputEnded.Store(true)
+				s.end(true)
+				return
 			}
 			s.end(false)
 			return
@@ -67,7 +73,10 @@ func (s *session) pump() {
 		if key, dials := s.willDial(k, cmd.Args); dials {
 			// Dialling could take up to dial_timeout (Valkey slow or
 			// unreachable): the loop's other clients must not wait.
-			s.offLoop(func() { _, _ = s.p.pool(key).conn(int(s.id)) })
+			s.offLoop(func() {
+				_, err := s.p.pool(key).conn(int(s.id))
+				s.dialed = &dialResult{key: key, err: err}
+			})
 			return
 		}
 		if !s.handleKind(cmd, k) {
@@ -120,6 +129,7 @@ const waitJob = -2
 // s.movable).
 func (s *session) offLoop(job func()) {
 	s.rd.Unread()
+	s.putBack = true
 	s.flush()
 	s.waitLE.Store(waitJob)
 	s.paused.Store(true)
@@ -141,25 +151,16 @@ func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
 	if s.ded != nil || !s.authed {
 		return poolKey{}, false
 	}
-	key := s.key()
 	switch k {
 	case kAdmin, kQuit, kReset, kAuth:
-		return key, false // answered by the proxy (AUTH as another user migrated already)
-	case kSelect:
-		if len(args) == 2 {
-			if db, err := strconv.Atoi(string(args[1])); err == nil && db >= 0 {
-				key.db = db
-			}
-		}
-	case kHello:
-		if len(args) >= 2 {
-			if v, err := strconv.Atoi(string(args[1])); err == nil && (v == 2 || v == 3) {
-				key.proto = v
-			}
-		}
+		return s.key(), false // answered by the proxy (AUTH as another user migrated already)
 	}
+	key := s.poolAfter(k, args)
 	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
 		return key, false
+	}
+	if d := s.dialed; d != nil && d.key == key {
+		return key, false // dialled for this very command
 	}
 	return key, !s.p.pool(key).ready(int(s.id))
 }

@@ -30,6 +30,9 @@ type pend struct {
 	// handed out when the replies queued before it have been, so the
 	// session's replies stay in command order without the session waiting.
 	local []byte
+	// mute: the client asked for no reply to this command (CLIENT REPLY
+	// OFF or SKIP): the reply is taken, and its hook run, but not sent.
+	mute bool
 	// cluster, in front of a cluster, is what following a redirect needs
 	// (cluster_redirect.go): error replies go through it.
 	cluster *clusterCmd
@@ -55,7 +58,16 @@ type upConn struct {
 	// one-to-one with commands (SUBSCRIBE, MONITOR, CLIENT REPLY OFF): every
 	// frame then goes straight to the owner, in arrival order.
 	stream atomic.Bool
-	dead   atomic.Bool
+	// pipe is set (with stream) once a replication stream starts (SYNC,
+	// PSYNC): the bytes are no longer RESP frames (the RDB payload has no
+	// CRLF after it), so they go to the owner as they arrive.
+	pipe atomic.Bool
+	// resets counts the RESETs sent in stream mode whose +RESET has not
+	// come: with the last, replies pair with commands again, and unstream
+	// tells the session.
+	resets   atomic.Int32
+	unstream chan struct{}
+	dead     atomic.Bool
 	// blockWait is how long the blocking commands in flight may wait on the
 	// server (nanoseconds; -1 forever): the reply deadline allows for it.
 	blockWait atomic.Int64
@@ -85,6 +97,10 @@ type upConn struct {
 	// only when there are some.
 	locals atomic.Int32
 
+	// endWrite: shut the sending side once wbuf is written (the client
+	// half-closed its connection; under mu).
+	endWrite bool
+
 	wake chan struct{}
 	quit chan struct{}
 	// onDead is called once, after the connection failed and its pending
@@ -101,7 +117,10 @@ type connState struct {
 	auth               bool // log in with username/password
 	name               string
 	libName, libVer    string
-	node               string // in a cluster: the node to connect to
+	// bare: no lockproxy scripts (a one-off connection for a command that
+	// must run while Valkey is busy, when SCRIPT LOAD would be refused).
+	bare bool
+	node string // in a cluster: the node to connect to
 }
 
 // replyError is an error reply Valkey gave during the handshake (for example
@@ -110,31 +129,20 @@ type replyError struct{ msg string }
 
 func (e *replyError) Error() string { return e.msg }
 
+// slowError: Valkey accepted the connection but did not answer its
+// handshake in time; it is alive, and busy.
+type slowError struct{ wait time.Duration }
+
+func (e *slowError) Error() string {
+	return fmt.Sprintf("connected, but no answer within %s", e.wait)
+}
+
 // dial connects to Valkey and replays st on the new connection.
 func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
-	addr, err := p.upstreamAddr()
-	if st.node != "" {
-		addr, err = st.node, nil
-	}
+	nc, addr, err := p.connect(st)
 	if err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D(), KeepAlive: 30 * time.Second}
-	nc, err := d.Dial("tcp", addr)
-	if err != nil {
-		p.forgetMaster()
-		return nil, err
-	}
-	if p.opts.UpstreamTLS != nil {
-		tc := tls.Client(nc, p.opts.UpstreamTLS)
-		nc = tc
-	}
-	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
-	if err := handshake(nc, st); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	_ = nc.SetDeadline(time.Time{})
 	c := &upConn{
 		p:     p,
 		nc:    nc,
@@ -142,6 +150,9 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 		owner: owner,
 		wake:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
+	}
+	if owner != nil {
+		c.unstream = make(chan struct{}, 1)
 	}
 	if c.dw.init(nc) {
 		c.raw = c.dw.rc
@@ -157,6 +168,39 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 	go c.writeLoop()
 	go c.readLoop()
 	return c, nil
+}
+
+// connect opens a connection to Valkey (the primary now, with Sentinel) and
+// replays st on it.
+func (p *Proxy) connect(st connState) (net.Conn, string, error) {
+	addr, err := p.upstreamAddr()
+	if st.node != "" {
+		addr, err = st.node, nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D(), KeepAlive: 30 * time.Second}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		p.forgetMaster()
+		return nil, "", err
+	}
+	if p.opts.UpstreamTLS != nil {
+		nc = tls.Client(nc, p.opts.UpstreamTLS)
+	}
+	// Connected: Valkey is there. Its answers may wait behind a long
+	// command (SAVE, DEBUG SLEEP), so they get as long as any reply.
+	_ = nc.SetDeadline(time.Now().Add(max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())))
+	if err := handshake(nc, st); err != nil {
+		nc.Close()
+		if isTimeout(err) {
+			err = &slowError{wait: max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())}
+		}
+		return nil, "", err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nc, addr, nil
 }
 
 // handshake sends the commands that make a new connection equal to the
@@ -193,6 +237,9 @@ func handshake(nc net.Conn, st connState) error {
 	// Load lockproxy's own scripts, so its EVALSHAs find them; a user not
 	// allowed to (ACL) still gets them by EVAL on NOSCRIPT.
 	for _, sc := range rewrite.Scripts {
+		if st.bare {
+			break
+		}
 		optional[len(cmds)] = true
 		cmds = append(cmds, []string{"SCRIPT", "LOAD", sc.Body})
 	}
@@ -207,31 +254,39 @@ func handshake(nc net.Conn, st connState) error {
 		return err
 	}
 	buf := make([]byte, 0, 4096)
-	var f resp.Framer
 	for i := range cmds {
-		for {
-			n, err := f.Frame(buf)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				if buf[0] == '-' && !optional[i] {
-					return &replyError{msg: string(bytes.TrimRight(buf[1:n], "\r\n"))}
-				}
-				buf = append(buf[:0], buf[n:]...)
-				break
-			}
-			if len(buf) == cap(buf) {
-				buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
-			}
-			m, err := nc.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+m]
-			if err != nil && m == 0 {
-				return err
-			}
+		var n int
+		var err error
+		if buf, n, err = readReply(nc, buf); err != nil {
+			return err
 		}
+		if buf[0] == '-' && !optional[i] {
+			return &replyError{msg: string(bytes.TrimRight(buf[1:n], "\r\n"))}
+		}
+		buf = append(buf[:0], buf[n:]...)
 	}
 	return nil
+}
+
+// readReply reads from nc into buf until buf starts with a whole reply, and
+// returns buf (grown as needed) and that reply's length. A blocking read: only
+// for connections no reader goroutine or loop serves yet.
+func readReply(nc net.Conn, buf []byte) ([]byte, int, error) {
+	var f resp.Framer
+	for {
+		n, err := f.Frame(buf)
+		if err != nil || n > 0 {
+			return buf, n, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, max(len(buf), 4096))...)[:len(buf)]
+		}
+		m, err := nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil && m == 0 {
+			return buf, 0, err
+		}
+	}
 }
 
 func userOrDefault(u string) string {
@@ -333,7 +388,11 @@ func (c *upConn) writeLoop() {
 		c.mu.Lock()
 		buf, c.wbuf = c.wbuf, buf[:0]
 		c.writing = len(buf) > 0
+		end := len(buf) == 0 && c.endWrite
 		c.mu.Unlock()
+		if end {
+			c.shutWrite()
+		}
 		if len(buf) > 0 {
 			if _, err := c.nc.Write(buf); err != nil {
 				c.fail(err)
@@ -341,7 +400,7 @@ func (c *upConn) writeLoop() {
 			}
 			c.mu.Lock()
 			c.writing = false
-			more := len(c.wbuf) > 0
+			more := len(c.wbuf) > 0 || c.endWrite
 			c.armLocked(false)
 			c.mu.Unlock()
 			if more {
@@ -409,6 +468,10 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	n = max(n, 0)
 	r.buf = r.buf[:len(r.buf)+n]
 	r.frames = r.frames[:0]
+	if c.pipe.Load() && r.start < len(r.buf) {
+		c.owner.push(r.buf[r.start:])
+		r.start = len(r.buf)
+	}
 	for r.start < len(r.buf) {
 		m, ferr := r.f.Frame(r.buf[r.start:])
 		if ferr != nil {
@@ -458,6 +521,13 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	if c.stream.Load() {
 		for _, fr := range frames {
 			c.owner.push(fr)
+			if c.resets.Load() > 0 && string(fr) == "+RESET\r\n" && c.resets.Add(-1) == 0 {
+				c.stream.Store(false)
+				select {
+				case c.unstream <- struct{}{}:
+				default:
+				}
+			}
 		}
 		return true
 	}
@@ -509,7 +579,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		p := (*ps)[i]
 		i++
-		if p.hook == nil && p.retry == nil && (p.cluster == nil || fr[0] != '-') {
+		if p.hook == nil && p.retry == nil && !p.mute && (p.cluster == nil || fr[0] != '-') {
 			if runN > 0 && p.s == runS && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
 				run = run[:len(run)+len(fr)]
 				runN++
@@ -531,6 +601,9 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 		if p.hook != nil {
 			fr = p.hook(fr)
+		}
+		if p.mute {
+			fr = nil
 		}
 		p.s.deliver(fr)
 	}
@@ -594,7 +667,7 @@ func (c *upConn) retry(p pend) bool {
 	c.mu.Lock()
 	ok := !c.dead.Load() && p.s.inflight.Load() == 1
 	if ok {
-		c.q.push(pend{s: p.s, hook: p.hook})
+		c.q.push(pend{s: p.s, hook: p.hook, mute: p.mute})
 		c.wbuf = append(c.wbuf, eval...)
 	}
 	c.mu.Unlock()
@@ -712,10 +785,18 @@ func (c *upConn) fail(err error) {
 			msg = errUpstreamLost(c.addr, err)
 		}
 		reply := resp.AppendError(nil, msg)
+		if c.owner != nil && c.owner.inputEnded.Load() {
+			// Valkey closed the connection the client half-closed: what
+			// it left unanswered stays so, as it would directly.
+			reply = nil
+		}
 		for _, p := range ps {
-			if p.local != nil {
+			switch {
+			case p.local != nil:
 				p.s.deliver(p.local)
-			} else {
+			case p.mute:
+				p.s.deliver(nil)
+			default:
 				p.s.deliver(reply)
 			}
 		}
@@ -724,8 +805,32 @@ func (c *upConn) fail(err error) {
 		c.onDead(c)
 	}
 	if c.owner != nil {
-		c.owner.upstreamLost(c, err)
+		c.owner.upstreamLost(c, err, len(ps) > 0 && !c.stream.Load())
 	}
+}
+
+// closeWrite shuts the sending side of c once everything queued on it is
+// written: Valkey then answers what it read and closes its side.
+func (c *upConn) closeWrite() {
+	c.mu.Lock()
+	c.endWrite = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *upConn) shutWrite() {
+	if c.raw != nil {
+		_ = c.raw.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_WR) })
+		return
+	}
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	c.close()
 }
 
 // close ends a connection nobody needs any more.

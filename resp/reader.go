@@ -162,6 +162,16 @@ func (r *Reader) SetAuthRequired(on bool) { r.auth = on }
 // commands yet (they may hold further complete commands, or a partial one).
 func (r *Reader) Buffered() int { return r.w - r.r }
 
+// Take returns the received bytes not yet returned as commands and forgets
+// them: the proxy hands them on as they are once a client's connection
+// has become a byte pipe (replication after SYNC). The slice is valid until
+// the next call on r.
+func (r *Reader) Take() []byte {
+	b := r.buf[r.r:r.w]
+	r.r = r.w
+	return b
+}
+
 // ReadCommand returns the next command; empty commands ("*0", "*-1", blank
 // lines) are skipped as Valkey does.
 //

@@ -1,0 +1,161 @@
+package proxy
+
+import "github.com/lockproxy/lockproxy/resp"
+
+// clientState is what Valkey would hold for a client if it had a connection
+// of its own (connState, in upstream.go, is what a fresh upstream connection
+// is told of it). The proxy keeps it for every session, shared or
+// dedicated, in either client engine, and changes it in one way for each
+// command that changes it: on a shared connection it is the only copy (the
+// pool is chosen from proto and db, the name and library info are replayed
+// if the session moves to a dedicated connection); on a dedicated one it
+// follows what Valkey did (a HELLO or SELECT Valkey refused changes nothing).
+type clientState struct {
+	proto           int
+	db              int
+	name            string
+	libName, libVer string
+	authed          bool // may run commands (no AUTH needed, or AUTH given)
+	proxyCreds      bool // authenticated with the proxy's own upstream credentials
+	// ownLogin: an AUTH as another user went to the dedicated connection,
+	// so Valkey may know this session as someone else than the proxy.
+	ownLogin  bool
+	loginUser string // the user of that AUTH
+
+	// A transaction in progress on the dedicated connection: the shaper of
+	// each queued command's EXEC element (nil for commands left as they are).
+	inMulti    bool
+	multiShape []func([]byte) []byte
+
+	// CLIENT NO-EVICT and NO-TOUCH, as the client set them.
+	noEvict, noTouch bool
+
+	// CLIENT REPLY: OFF, or SKIP armed for the next command. The proxy
+	// applies it itself, to Valkey's replies and its own alike (pend.mute),
+	// so it costs no dedicated connection and replies keep pairing with
+	// commands; mute is the decision for the command being handled.
+	replyOff, replySkip bool
+	mute                bool
+
+	// subscribed: a SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE went to the dedicated
+	// connection and no UNSUBSCRIBE since, so Valkey surely counts at least
+	// one subscription (after an UNSUBSCRIBE it may or may not).
+	subscribed bool
+	// monitor, replica (SYNC, PSYNC) and tracking: for CLIENT LIST's flags.
+	monitor, replica, tracking bool
+}
+
+// reset is what RESET does to a connection (Valkey's clearClientConnectionState):
+// RESP2, the default database, no name or library info, logged out (back to
+// the default user), no transaction, no flags. Subscriptions, MONITOR and
+// tracking live on a dedicated connection, and Valkey ends them there.
+func (s *session) reset() {
+	s.setName("")
+	s.proto, s.db, s.libName, s.libVer = 2, s.p.opts.Upstream.DB, "", ""
+	s.authed, s.proxyCreds, s.ownLogin = !s.p.requireAuth, false, false
+	s.inMulti, s.multiShape = false, nil
+	s.noEvict, s.noTouch = false, false
+	s.replyOff, s.replySkip, s.mute = false, false, false
+	s.subscribed, s.monitor, s.tracking = false, false, false
+	s.loginUser = ""
+	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
+}
+
+// string2ll parses a number exactly as Valkey's string2ll does: an optional
+// minus sign, then digits without leading zeros ("0" alone is zero), nothing
+// else; no plus sign, no spaces. SELECT 01 and HELLO +3 are errors in Valkey,
+// so they must change nothing here either.
+func string2ll(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	switch {
+	case neg && v <= 1<<63:
+		return -int64(v), true
+	case !neg && v < 1<<63:
+		return int64(v), true
+	}
+	return 0, false
+}
+
+// clientReply applies CLIENT REPLY ON|OFF|SKIP as Valkey does: ON is
+// answered +OK (even after OFF or SKIP), OFF and SKIP are not answered. It
+// reports false for any other argument, which Valkey refuses.
+func (s *session) clientReply(mode []byte) bool {
+	if !s.clientReplyState(mode) {
+		return false
+	}
+	if resp.EqualFold(mode, "on") {
+		s.local(resp.AppendSimple(nil, "OK"))
+	}
+	return true
+}
+
+// clientReplyState is clientReply's change of state; SKIP does nothing
+// while OFF.
+func (s *session) clientReplyState(mode []byte) bool {
+	switch {
+	case resp.EqualFold(mode, "on"):
+		s.replyOff, s.replySkip, s.mute = false, false, false
+	case resp.EqualFold(mode, "off"):
+		s.replyOff = true
+	case resp.EqualFold(mode, "skip"):
+		s.replySkip = !s.replyOff
+	default:
+		return false
+	}
+	return true
+}
+
+// refusedInSubscribe reports whether Valkey will refuse the command because
+// the connection is subscribed in RESP2, where only (P|S)SUBSCRIBE,
+// (P|S)UNSUBSCRIBE, PING, QUIT and RESET are allowed. Such a command goes to
+// Valkey as it is, so its error is the client's answer, before any of the
+// proxy's (a lock refusal) and without any change of state.
+func (s *session) refusedInSubscribe(k kind, args [][]byte) bool {
+	if !s.subscribed || s.proto != 2 {
+		return false
+	}
+	switch k {
+	case kQuit, kReset:
+		return false
+	case kStream:
+		return resp.EqualFold(args[0], "monitor")
+	}
+	return !resp.EqualFold(args[0], "ping")
+}
+
+// subscribing notes what a subscribe-family command does to subscribed.
+func (s *session) subscribing(args [][]byte) {
+	switch name := args[0]; {
+	case hasSuffixFold(name, "unsubscribe"):
+		s.subscribed = false
+	case len(args) > 1 && hasSuffixFold(name, "subscribe"):
+		s.subscribed = true
+	}
+}
+
+func hasSuffixFold(b []byte, suffix string) bool {
+	return len(b) >= len(suffix) && resp.EqualFold(b[len(b)-len(suffix):], suffix)
+}

@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"net"
+	"sync"
+)
+
+// outQueue is the output a client is owed and its socket has not taken yet,
+// kept in chunks of outChunk bytes. client_output_buffer_limit bounds the
+// bytes held, and chunks make that the memory held too: one growing buffer
+// kept up to twice its length in capacity, the copies left behind each time
+// it grew, and the batch the writer was blocked on — about five times the
+// limit in all before a client that did not read was cut off.
+type outQueue struct {
+	chunks [][]byte // the last one may have room left
+	n      int      // bytes queued
+}
+
+// outChunk is the size of one chunk: large enough that a writev of a
+// client's backlog takes few of them, small enough that the last, partly
+// filled one wastes little.
+const outChunk = 64 << 10
+
+var chunkPool = sync.Pool{New: func() any { return new([outChunk]byte) }}
+
+func (q *outQueue) len() int { return q.n }
+
+// add copies b to the end of the queue.
+func (q *outQueue) add(b []byte) {
+	q.n += len(b)
+	for len(b) > 0 {
+		k := len(q.chunks) - 1
+		if k < 0 || len(q.chunks[k]) == cap(q.chunks[k]) {
+			q.chunks = append(q.chunks, chunkPool.Get().(*[outChunk]byte)[:0])
+			k++
+		}
+		c := q.chunks[k]
+		m := copy(c[len(c):cap(c)], b)
+		q.chunks[k] = c[:len(c)+m]
+		b = b[m:]
+	}
+}
+
+// take moves every chunk to dst (for the writer) and empties the queue.
+func (q *outQueue) take(dst net.Buffers) net.Buffers {
+	dst = append(dst, q.chunks...)
+	clear(q.chunks)
+	q.chunks, q.n = q.chunks[:0], 0
+	return dst
+}
+
+// drop forgets what is queued (the client is gone).
+func (q *outQueue) drop() {
+	q.chunks = recycle(q.chunks)
+	q.n = 0
+}
+
+// recycle gives chunks back for reuse and returns bufs emptied.
+func recycle(bufs [][]byte) [][]byte {
+	for i, c := range bufs {
+		if cap(c) == outChunk {
+			chunkPool.Put((*[outChunk]byte)(c[:outChunk]))
+		}
+		bufs[i] = nil
+	}
+	return bufs[:0]
+}
