@@ -74,11 +74,11 @@ type Proxy struct {
 	cl *clusterState
 
 	stats stats
-	ops   *ops // admin commands, INFO lockproxy, metrics, reload (admin_stats.go)
+	ops   *ops // admin commands, INFO lockproxy, metrics, reload (ops.go)
 }
 
 // stats counts connections. What lock traffic did is counted once, by rule
-// and in total, in ops (admin_stats.go): INFO, LOCKPROXY STATS and
+// and in total, in ops (rulestats.go, lockcounts.go): INFO, LOCKPROXY STATS and
 // /metrics all read it there.
 type stats struct {
 	clients   atomic.Int64
