@@ -76,13 +76,14 @@ func (s *session) user() string {
 
 // noteCommand records the command being handled for CLIENT LIST's cmd.
 func (s *session) noteCommand(args [][]byte) {
-	s.lastCmd.Store(internCmd(args))
+	s.lastCmd.Store(internCmd(args, s.p.cmds().containers))
 }
 
 // internCmd is a command's full name as Valkey shows it (client|list for a
 // subcommand), shared by every session that sends it; names never seen in
-// Valkey's command set are not kept (at most maxInterned).
-func internCmd(args [][]byte) *string {
+// Valkey's command set are not kept (at most maxInterned). containers are the
+// commands whose name includes the subcommand.
+func internCmd(args [][]byte, containers map[string]bool) *string {
 	var buf [48]byte
 	name, ok := lower(buf[:24], args[0])
 	if !ok {
@@ -109,10 +110,6 @@ var (
 	interned   sync.Map
 	internedN  atomic.Int64
 	unknownCmd = "NULL"
-	// Commands whose CLIENT LIST name includes the subcommand.
-	containers = map[string]bool{"client": true, "config": true, "script": true, "function": true,
-		"object": true, "memory": true, "xinfo": true, "acl": true, "cluster": true, "command": true,
-		"latency": true, "module": true, "pubsub": true, "slowlog": true, "xgroup": true}
 )
 
 const maxInterned = 4096

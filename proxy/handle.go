@@ -10,7 +10,7 @@ import (
 // handle routes one command. It returns false when the session must end
 // (QUIT).
 func (s *session) handle(cmd resp.Command) bool {
-	return s.handleKind(cmd, lookup(kinds, cmd.Args[0]))
+	return s.handleKind(cmd, s.p.cmds().kind(cmd.Args[0]))
 }
 
 // handleKind is handle for a command whose kind was looked up already. It
@@ -62,7 +62,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	if k == kLong && s.ded == nil {
 		// Before the lock rules, which may send it with a hook of their
 		// own (FLUSHALL under on_flush).
-		if wait, ok := blockingWait(args); ok {
+		if wait, ok := s.p.cmds().blockingWait(args); ok {
 			c := s.target()
 			if c == nil {
 				return true
@@ -220,7 +220,7 @@ func (s *session) poolAfter(k kind, args [][]byte) poolKey {
 // so nearly everything is forwarded as it is.
 func (s *session) handleDedicated(cmd resp.Command) bool {
 	args := cmd.Args
-	switch lookup(kinds, args[0]) {
+	switch s.p.cmds().kind(args[0]) {
 	case kQuit:
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
@@ -307,7 +307,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			return true
 		}
 	}
-	if wait, ok := blockingWait(args); ok {
+	if wait, ok := s.p.cmds().blockingWait(args); ok {
 		s.ded.expectBlock(wait)
 	}
 	// Transactions: remember which queued commands need their EXEC element

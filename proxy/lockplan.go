@@ -95,7 +95,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 			s.queueInMulti(cmd.Raw, nil, hook)
 			return true
 		}
-		if !forwarded(lookup(kinds, cmd.Args[0])) {
+		if !forwarded(s.p.cmds().kind(cmd.Args[0])) {
 			// A command with its own routing (none that touch keys today):
 			// record what was seen and let the usual path send it.
 			s.apply(effects, nil)

@@ -56,6 +56,7 @@ type Proxy struct {
 	// Lock rules: the decider (swapped whole on reload), Valkey's command
 	// table inside it, the grant records and the audit ring.
 	decider    atomic.Pointer[rewrite.Decider]
+	known      atomic.Pointer[commands] // derived from the table (commands.go)
 	tableMu    sync.Mutex
 	tableTried time.Time
 	tableErr   error         // why the last load failed
@@ -169,6 +170,10 @@ func New(opts Options) (*Proxy, error) {
 	p.initConfig()
 	if p.decider.Load().Active() || p.cl != nil {
 		p.loadTable() // a cluster routes by keys, rules or not
+	} else {
+		// Without rules the table only sharpens routing (commands.go).
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.loadTable() }()
 	}
 	return p, nil
 }
