@@ -10,6 +10,7 @@ import (
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/scriptcheck"
 )
 
 // Owner is the session as the rewrite package sees it: who the client is
@@ -396,6 +397,7 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 		return d
 	}
 	p.tableErr = nil
+	scriptcheck.UseTable(t) // key effects in scripts, from the same table
 	nd := *d
 	nd.Table = t
 	p.decider.Store(&nd)
