@@ -27,7 +27,7 @@ type clientSnap struct {
 	user            string
 	flags           string
 	multi           int
-	sub             int // 1 when subscribed (the exact count is Valkey's)
+	sub, psub, ssub int // subscriptions: channels, patterns, shard channels
 	replica         bool
 }
 
@@ -45,9 +45,9 @@ func (s *session) publish() {
 	if s.monitor {
 		f = append(f, 'O')
 	}
-	if s.subscribed {
+	if s.subscribed() {
 		f = append(f, 'P')
-		sn.sub = 1
+		sn.sub, sn.psub, sn.ssub = len(s.subs[subChannel]), len(s.subs[subPattern]), len(s.subs[subShard])
 	}
 	if s.inMulti {
 		f = append(f, 'x')
@@ -148,7 +148,11 @@ func (s *session) clientInfoLine(b []byte, now time.Time) []byte {
 	b = strconv.AppendInt(b, int64(sn.db), 10)
 	b = append(b, " sub="...)
 	b = strconv.AppendInt(b, int64(sn.sub), 10)
-	b = append(b, " psub=0 ssub=0 multi="...)
+	b = append(b, " psub="...)
+	b = strconv.AppendInt(b, int64(sn.psub), 10)
+	b = append(b, " ssub="...)
+	b = strconv.AppendInt(b, int64(sn.ssub), 10)
+	b = append(b, " multi="...)
 	b = strconv.AppendInt(b, int64(sn.multi), 10)
 	b = append(b, " watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem="...)
 	b = strconv.AppendInt(b, int64(omem), 10)
@@ -183,7 +187,7 @@ func clientType(sn *clientSnap) string {
 	switch {
 	case sn.replica:
 		return "replica"
-	case sn.sub > 0:
+	case sn.sub+sn.psub+sn.ssub > 0:
 		return "pubsub"
 	}
 	return "normal"
