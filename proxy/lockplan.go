@@ -104,6 +104,9 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		}
 		s.forward(cmd.Raw, hook)
 	case rewrite.Refuse:
+		if s.refuseTyped(cmd, d, plan) {
+			return true // WRONGTYPE or the refusal, from Valkey (typegate.go)
+		}
 		s.apply(plan.Effects, nil)
 		msg := plan.Err
 		if s.ded != nil && s.inMulti {
