@@ -59,6 +59,11 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	if s.p.cl != nil && s.clusterRoute(cmd, k) {
 		return true
 	}
+	if w := s.p.pauseWait(); w > 0 && forwarded(k) && s.p.cl == nil {
+		if c := s.target(); c != nil {
+			c.expectBlock(w) // CLIENT PAUSE may hold it back (pause.go)
+		}
+	}
 	if k == kLong && s.ded == nil {
 		// Before the lock rules, which may send it with a hook of their
 		// own (FLUSHALL under on_flush).
@@ -238,6 +243,9 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		s.flush()
 		return true
 	case kClient:
+		if !s.inMulti {
+			s.notePause(args)
+		}
 		if len(args) == 3 && resp.EqualFold(args[1], "reply") && !s.inMulti {
 			if s.ded.stream.Load() {
 				// Replies do not pair with commands here: Valkey
@@ -443,6 +451,7 @@ func (s *session) selectDB(cmd resp.Command) {
 // reports false when the session must end.
 func (s *session) client(cmd resp.Command) bool {
 	args := cmd.Args
+	s.notePause(args)
 	if handled, keep := s.clientSelf(args); handled {
 		return keep
 	}

@@ -55,13 +55,16 @@ type Proxy struct {
 
 	// Lock rules: the decider (swapped whole on reload), Valkey's command
 	// table inside it, the grant records and the audit ring.
-	decider    atomic.Pointer[rewrite.Decider]
-	known      atomic.Pointer[commands] // derived from the table (commands.go)
-	tableMu    sync.Mutex
-	tableTried time.Time
-	tableErr   error         // why the last load failed
-	side       *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
-	events     *events
+	decider atomic.Pointer[rewrite.Decider]
+	known   atomic.Pointer[commands] // derived from the table (commands.go)
+	// pausedUntil: the end of a CLIENT PAUSE sent through the proxy, in
+	// Unix nanoseconds; 0 when none (pause.go).
+	pausedUntil atomic.Int64
+	tableMu     sync.Mutex
+	tableTried  time.Time
+	tableErr    error         // why the last load failed
+	side        *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
+	events      *events
 	// instance names this process in connection owners (conn:<instance>-<id>):
 	// new at every start, so no two instances, nor two runs of one, share one.
 	instance string
