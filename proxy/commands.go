@@ -70,8 +70,8 @@ func fromLists(blocking, subscribe, containers []string) *commands {
 	for _, n := range containers {
 		c.containers[n] = true
 	}
-	// What the proxy handles by name comes last: it wins over the flags
-	// (MONITOR is a stream, WAIT-like flags would not make CLIENT blocking).
+	// What the proxy handles by name comes last: a command it handles
+	// itself keeps that handling whatever its flags say.
 	for n, k := range byName {
 		c.kinds[n] = k
 	}
