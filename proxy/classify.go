@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"strconv"
 	"time"
@@ -132,20 +133,6 @@ func lookup(table map[string]kind, name []byte) kind {
 	return table[string(l)]
 }
 
-// hasBlockArg reports whether an XREAD/XREADGROUP asks to block: a BLOCK
-// option before STREAMS (after STREAMS every argument is a key or an id).
-func hasBlockArg(args [][]byte) bool {
-	for _, a := range args[1:] {
-		if resp.EqualFold(a, "streams") {
-			return false
-		}
-		if resp.EqualFold(a, "block") {
-			return true
-		}
-	}
-	return false
-}
-
 // blockingWait reports whether a command may block on the server, and for
 // how long it asked (negative: forever). Whether it blocks is c.blocks (the
 // "blocking" flag); where its timeout is, COMMAND does not say, so the
@@ -194,7 +181,7 @@ func (c *commands) blockingWait(args [][]byte) (time.Duration, bool) {
 			}
 		}
 	default:
-		if c.blocks[string(name)] && !blocksWithArg[string(name)] {
+		if c.blocks[string(name)] && !keyspec.BlocksOnlyWithOption(string(name)) {
 			return -1, true
 		}
 	}

@@ -14,7 +14,8 @@ type commands struct {
 	table *keyspec.Table // nil for the fallback
 	kinds map[string]kind
 	// blocks: the command may block on the server (Valkey's "blocking"
-	// flag; for the names in blocksWithArg only with that argument).
+	// flag; XREAD and XREADGROUP only with BLOCK, see
+	// keyspec.BlocksOnlyWithOption).
 	blocks map[string]bool
 	// containers: commands with subcommands, whose CLIENT LIST cmd field
 	// names the subcommand too (client|list).
@@ -43,9 +44,6 @@ var (
 	// blocksUnflagged: WAIT blocks (on the replicas' acknowledgements) but
 	// Redis 7.0 does not flag it "blocking"; Valkey 8 does.
 	blocksUnflagged = []string{"wait"}
-	// blocksWithArg: flagged "blocking", yet they block only with BLOCK
-	// (hasBlockArg); without it they are plain reads, shared like any.
-	blocksWithArg = map[string]bool{"xread": true, "xreadgroup": true}
 )
 
 // fallbackCommands is the knowledge used until a table is loaded.
@@ -57,7 +55,7 @@ func fromLists(blocking, subscribe, containers []string) *commands {
 	for _, n := range blocking {
 		c.blocks[n] = true
 		c.kinds[n] = kDedicated
-		if blocksWithArg[n] {
+		if keyspec.BlocksOnlyWithOption(n) {
 			c.kinds[n] = kXRead
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"sync/atomic"
 
+	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -135,7 +136,7 @@ func (s *session) ownConnFor(k kind, args [][]byte) bool {
 	case kDedicated, kStream, kSync:
 		return true
 	case kXRead:
-		return hasBlockArg(args)
+		return keyspec.HasBlockOption(args)
 	case kClient:
 		return len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
 	case kAuth:
