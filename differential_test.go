@@ -365,6 +365,20 @@ var diffSequences = []seqCase{
 		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
 		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
 	}, valkey8: true},
+	// Valkey's errors come first: a command of another data type on a
+	// string lock key gets WRONGTYPE (from Valkey, in the same step as the
+	// refusal it would otherwise get), by its holder and by a stranger,
+	// on a shared and on a dedicated connection; the lock is untouched.
+	{name: "wrongtype-on-lock", steps: []step{
+		cmd("SET", "w:lock", "v", "NX", "PX", "60000"),
+		cmd("LPOP", "w:lock"), cmd("RPUSH", "w:lock", "x"), cmd("SREM", "w:lock", "v"), cmd("SADD", "w:lock", "v"),
+		cmd("HDEL", "w:lock", "f"), cmd("HINCRBY", "w:lock", "f", "1"), cmd("HGET", "w:lock", "f"),
+		cmd("ZADD", "w:lock", "1", "m"), cmd("ZPOPMIN", "w:lock"), cmd("XADD", "w:lock", "*", "f", "v"),
+		cmd("GEOADD", "w:lock", "0", "0", "m"), cmd("LMOVE", "w:lock", "w:other", "LEFT", "RIGHT"),
+		{args: []string{"LPOP", "w:lock"}, on: 1}, {args: []string{"HSET", "w:lock", "f", "v"}, on: 1},
+		cmd("CLIENT", "ID", "x"), cmd("GET", "w:lock"),
+		cmd("MULTI"), cmd("GET", "w:lock"), cmd("DISCARD"), cmd("LPOP", "w:lock"), cmd("GET", "w:lock"),
+	}},
 	{name: "setname-nul", steps: []step{
 		cmd("CLIENT", "SETNAME", "ab\x00c d"), cmd("CLIENT", "GETNAME"),
 		cmd("CLIENT", "SETNAME", "a b"), cmd("CLIENT", "GETNAME"),

@@ -55,4 +55,10 @@
 //   - MOVE removes the key from the current database, but its spec says
 //     RW+ACCESS+UPDATE, so it shows as an overwrite, not a deletion.
 //   - Commands queued in MULTI are resolved one by one, like any other.
+//
+// # Blocking
+//
+// Command.Blocks tells whether a concrete command may block: the
+// "blocking" flag, and for XREAD and XREADGROUP a BLOCK option, which the
+// flag cannot express (blocking.go).
 package keyspec

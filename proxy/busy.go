@@ -3,6 +3,8 @@ package proxy
 import (
 	"errors"
 	"io"
+	"net"
+	"sync"
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
@@ -58,14 +60,14 @@ func (s *session) busyCommand(cmd resp.Command) bool {
 		// The dial and the round trip must not stall the loop's other
 		// clients.
 		raw := append([]byte(nil), cmd.Raw...)
-		proto := s.proto
+		proto, kill := s.proto, killName(cmd.Args)
 		s.offLoop(func() {
-			reply, err := s.p.sendOneShot(raw, proto)
+			reply, err := s.p.sendBusy(raw, kill, proto)
 			s.shot = &oneShot{raw: raw, reply: reply, err: err}
 		})
 		return true
 	default:
-		r.reply, r.err = s.p.sendOneShot(cmd.Raw, s.proto)
+		r.reply, r.err = s.p.sendBusy(cmd.Raw, killName(cmd.Args), s.proto)
 	}
 	switch {
 	case r.err != nil:
@@ -79,6 +81,66 @@ func (s *session) busyCommand(cmd resp.Command) bool {
 	return true
 }
 
+// killName is "script|kill" for SCRIPT KILL, "function|kill" for
+// FUNCTION KILL, "" for any other command.
+func killName(args [][]byte) string {
+	switch {
+	case len(args) != 2 || !resp.EqualFold(args[1], "kill"):
+	case resp.EqualFold(args[0], "script"):
+		return "script|kill"
+	case resp.EqualFold(args[0], "function"):
+		return "function|kill"
+	}
+	return ""
+}
+
+// sendBusy sends a command for a busy Valkey (forBusyServer). In a cluster,
+// SCRIPT KILL and FUNCTION KILL go to every primary, each on a connection of
+// its own, at once: the busy script may run on any of them. Their replies
+// are folded as the commands' tips say (request_policy:all_shards,
+// response_policy:one_succeeded: +OK when one primary killed a script,
+// else the first error, NOTBUSY when none runs one), read from Valkey's
+// command table once loaded. SHUTDOWN and FUNCTION STATS go to the one
+// upstream, as without a cluster.
+func (p *Proxy) sendBusy(cmd []byte, kill string, proto int) ([]byte, error) {
+	if kill == "" || p.cl == nil {
+		return p.sendOneShot(cmd, proto)
+	}
+	m := p.slotMap()
+	if m == nil || len(m.Primaries) == 0 {
+		p.refreshTopology()
+		if m = p.slotMap(); m == nil || len(m.Primaries) == 0 {
+			return resp.AppendError(nil, errClusterNoMap(p.topologyErr())), nil
+		}
+	}
+	rp := fanOneOK // Valkey 8's and Redis 7's tips for both, until the table says
+	if t := p.decider.Load().Table; t != nil {
+		if c := t.LookupString(kill); c != nil {
+			if r, fan := fanOutPolicy(c); fan {
+				rp = r
+			}
+		}
+	}
+	replies := make([][]byte, len(m.Primaries))
+	var wg sync.WaitGroup
+	for i, addr := range m.Primaries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reply, err := p.oneShotTo(addr, cmd, proto)
+			switch {
+			case err != nil:
+				reply = resp.AppendError(nil, errUpstreamLost(addr, err))
+			case reply == nil:
+				reply = resp.AppendError(nil, errUpstreamLost(addr, io.EOF))
+			}
+			replies[i] = reply
+		}()
+	}
+	wg.Wait()
+	return foldFan(rp, replies), nil
+}
+
 // sendOneShot opens a connection logged in as the proxy, sends cmd, and
 // returns the reply (nil when Valkey closed the connection first).
 func (p *Proxy) sendOneShot(cmd []byte, proto int) ([]byte, error) {
@@ -88,6 +150,31 @@ func (p *Proxy) sendOneShot(cmd []byte, proto int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.shoot(nc, cmd)
+}
+
+// oneShotTo is sendOneShot to one cluster node.
+func (p *Proxy) oneShotTo(addr string, cmd []byte, proto int) ([]byte, error) {
+	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D()}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if p.opts.UpstreamTLS != nil {
+		nc = tlsClient(nc, p.opts.UpstreamTLS)
+	}
+	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
+	st := p.sharedState(poolKey{proto: proto})
+	st.bare = true // no SCRIPT LOAD: Valkey answers it BUSY
+	if err := handshake(nc, st); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return p.shoot(nc, cmd)
+}
+
+// shoot sends cmd on nc, returns its reply and closes nc.
+func (p *Proxy) shoot(nc net.Conn, cmd []byte) ([]byte, error) {
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.ReplyTimeout.D()))
 	if _, err := nc.Write(cmd); err != nil {

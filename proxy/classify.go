@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"strconv"
 	"time"
@@ -53,43 +54,22 @@ const (
 // kLong, which are kForward with one detail each.
 func forwarded(k kind) bool { return k == kForward || k == kServer || k == kLong }
 
-// kinds lists every command that is not kForward. Blocking commands are the
-// ones Valkey flags "blocking" in COMMAND INFO; they would stall every other
-// client on a shared connection.
-var kinds = map[string]kind{
+// byName lists the commands the proxy handles by name: each is a behaviour
+// of its own (connection state, logins, the proxy's own commands), which no
+// command flag describes. Blocking and subscribe-family commands are not
+// here: they come from Valkey's command table (see commands).
+var byName = map[string]kind{
 	"multi": kDedicated,
 	"watch": kDedicated,
-
-	"blpop":      kDedicated,
-	"brpop":      kDedicated,
-	"brpoplpush": kDedicated,
-	"blmove":     kDedicated,
-	"blmpop":     kDedicated,
-	"bzpopmin":   kDedicated,
-	"bzpopmax":   kDedicated,
-	"bzmpop":     kDedicated,
-	"wait":       kDedicated,
-	"waitaof":    kDedicated,
-	"xread":      kXRead,
-	"xreadgroup": kXRead,
 
 	// Cluster-mode connection flags.
 	"readonly":  kDedicated,
 	"readwrite": kDedicated,
 	"asking":    kDedicated,
 
-	// Every subscribe-family command, including UNSUBSCRIBE: on a RESP3
-	// connection even an UNSUBSCRIBE without subscriptions answers with
-	// push messages, one per channel named.
-	"subscribe":    kStream,
-	"psubscribe":   kStream,
-	"ssubscribe":   kStream,
-	"unsubscribe":  kStream,
-	"punsubscribe": kStream,
-	"sunsubscribe": kStream,
-	"monitor":      kStream,
-	"sync":         kSync,
-	"psync":        kSync,
+	"monitor": kStream,
+	"sync":    kSync,
+	"psync":   kSync,
 	// REPLCONF (capa eof, rdb-only, ...) configures the replication
 	// stream of the connection that sends it.
 	"replconf": kDedicated,
@@ -153,30 +133,18 @@ func lookup(table map[string]kind, name []byte) kind {
 	return table[string(l)]
 }
 
-// hasBlockArg reports whether an XREAD/XREADGROUP asks to block: a BLOCK
-// option before STREAMS (after STREAMS every argument is a key or an id).
-func hasBlockArg(args [][]byte) bool {
-	for _, a := range args[1:] {
-		if resp.EqualFold(a, "streams") {
-			return false
-		}
-		if resp.EqualFold(a, "block") {
-			return true
-		}
-	}
-	return false
-}
-
 // blockingWait reports whether a command may block on the server, and for
-// how long it asked (negative: forever). Timeouts are where each command
-// takes them: seconds as the last argument (BLPOP, BRPOP, BRPOPLPUSH, BLMOVE,
-// BZPOPMIN, BZPOPMAX), seconds first (BLMPOP, BZMPOP), milliseconds last
-// (WAIT, WAITAOF), milliseconds after BLOCK (XREAD, XREADGROUP). DEBUG SLEEP
-// holds Valkey as long as it says; SAVE, a synchronous FLUSHALL or FLUSHDB
-// and DEBUG RELOAD as long as the dataset takes, which no timeout can tell
-// from a hung server: Valkey is alive, so the reply is waited for.
-func blockingWait(args [][]byte) (time.Duration, bool) {
-	var buf [16]byte
+// how long it asked (negative: forever). Whether it blocks is c.blocks (the
+// "blocking" flag); where its timeout is, COMMAND does not say, so the
+// commands Valkey 8 has are listed: seconds as the last argument (BLPOP,
+// BRPOP, BRPOPLPUSH, BLMOVE, BZPOPMIN, BZPOPMAX), seconds first (BLMPOP,
+// BZMPOP), milliseconds last (WAIT, WAITAOF), milliseconds after BLOCK
+// (XREAD, XREADGROUP); any other blocking command may wait forever. DEBUG
+// SLEEP holds Valkey as long as it says; SAVE, a synchronous FLUSHALL or
+// FLUSHDB and DEBUG RELOAD as long as the dataset takes, which no timeout
+// can tell from a hung server: Valkey is alive, so the reply is waited for.
+func (c *commands) blockingWait(args [][]byte) (time.Duration, bool) {
+	var buf [24]byte
 	name, ok := lower(buf[:], args[0])
 	if !ok {
 		return 0, false
@@ -211,6 +179,10 @@ func blockingWait(args [][]byte) (time.Duration, bool) {
 			if resp.EqualFold(a, "block") {
 				return waitFor(args[i+2], time.Millisecond), true
 			}
+		}
+	default:
+		if c.blocks[string(name)] && !keyspec.BlocksOnlyWithOption(string(name)) {
+			return -1, true
 		}
 	}
 	return 0, false

@@ -27,7 +27,7 @@ type clientSnap struct {
 	user            string
 	flags           string
 	multi           int
-	sub             int // 1 when subscribed (the exact count is Valkey's)
+	sub, psub, ssub int // subscriptions: channels, patterns, shard channels
 	replica         bool
 }
 
@@ -45,9 +45,9 @@ func (s *session) publish() {
 	if s.monitor {
 		f = append(f, 'O')
 	}
-	if s.subscribed {
+	if s.subscribed() {
 		f = append(f, 'P')
-		sn.sub = 1
+		sn.sub, sn.psub, sn.ssub = len(s.subs[subChannel]), len(s.subs[subPattern]), len(s.subs[subShard])
 	}
 	if s.inMulti {
 		f = append(f, 'x')
@@ -76,13 +76,14 @@ func (s *session) user() string {
 
 // noteCommand records the command being handled for CLIENT LIST's cmd.
 func (s *session) noteCommand(args [][]byte) {
-	s.lastCmd.Store(internCmd(args))
+	s.lastCmd.Store(internCmd(args, s.p.cmds().containers))
 }
 
 // internCmd is a command's full name as Valkey shows it (client|list for a
 // subcommand), shared by every session that sends it; names never seen in
-// Valkey's command set are not kept (at most maxInterned).
-func internCmd(args [][]byte) *string {
+// Valkey's command set are not kept (at most maxInterned). containers are the
+// commands whose name includes the subcommand.
+func internCmd(args [][]byte, containers map[string]bool) *string {
 	var buf [48]byte
 	name, ok := lower(buf[:24], args[0])
 	if !ok {
@@ -109,10 +110,6 @@ var (
 	interned   sync.Map
 	internedN  atomic.Int64
 	unknownCmd = "NULL"
-	// Commands whose CLIENT LIST name includes the subcommand.
-	containers = map[string]bool{"client": true, "config": true, "script": true, "function": true,
-		"object": true, "memory": true, "xinfo": true, "acl": true, "cluster": true, "command": true,
-		"latency": true, "module": true, "pubsub": true, "slowlog": true, "xgroup": true}
 )
 
 const maxInterned = 4096
@@ -151,7 +148,11 @@ func (s *session) clientInfoLine(b []byte, now time.Time) []byte {
 	b = strconv.AppendInt(b, int64(sn.db), 10)
 	b = append(b, " sub="...)
 	b = strconv.AppendInt(b, int64(sn.sub), 10)
-	b = append(b, " psub=0 ssub=0 multi="...)
+	b = append(b, " psub="...)
+	b = strconv.AppendInt(b, int64(sn.psub), 10)
+	b = append(b, " ssub="...)
+	b = strconv.AppendInt(b, int64(sn.ssub), 10)
+	b = append(b, " multi="...)
 	b = strconv.AppendInt(b, int64(sn.multi), 10)
 	b = append(b, " watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem="...)
 	b = strconv.AppendInt(b, int64(omem), 10)
@@ -186,7 +187,7 @@ func clientType(sn *clientSnap) string {
 	switch {
 	case sn.replica:
 		return "replica"
-	case sn.sub > 0:
+	case sn.sub+sn.psub+sn.ssub > 0:
 		return "pubsub"
 	}
 	return "normal"

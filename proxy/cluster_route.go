@@ -24,7 +24,7 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 		s.clusterFace(cmd)
 		return true
 	}
-	if s.ded != nil && s.ownMovable && !statelessOwn(k, args) {
+	if s.ded != nil && s.ownMovable && !s.statelessOwn(k, args) {
 		s.ownMovable = false // the connection now holds state of the client's
 	}
 	d := s.p.decider.Load()
@@ -57,7 +57,7 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 		if s.node == "" || s.ded == nil && !s.p.isPrimary(s.node) {
 			s.node = s.p.keylessNode(s.id)
 		}
-		if s.ded == nil && k == kDedicated && statelessOwn(k, args) {
+		if s.ded == nil && k == kDedicated && s.statelessOwn(k, args) {
 			s.ownMovable = true // MULTI: the transaction's first key may move it
 		}
 		return false
@@ -72,7 +72,7 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	if !s.routeSlot(slot) {
 		return true
 	}
-	if s.ded == nil && k == kDedicated && statelessOwn(k, args) {
+	if s.ded == nil && k == kDedicated && s.statelessOwn(k, args) {
 		s.ownMovable = true // a blocking command: its connection may be left after it
 	}
 	return false
@@ -108,7 +108,7 @@ func (s *session) routeShardChannels(args [][]byte) bool {
 // ends with EXEC or DISCARD, kForward), blocking commands, and everything
 // that shares connections anyway. WATCH, subscriptions, CLIENT TRACKING,
 // another login, READONLY and the like do leave state.
-func statelessOwn(k kind, args [][]byte) bool {
+func (s *session) statelessOwn(k kind, args [][]byte) bool {
 	switch k {
 	case kForward, kServer, kLong, kXRead, kInfo, kAdmin, kQuit, kSelect:
 		return true
@@ -116,7 +116,7 @@ func statelessOwn(k kind, args [][]byte) bool {
 		if resp.EqualFold(args[0], "multi") {
 			return true
 		}
-		_, blocking := blockingWait(args)
+		_, blocking := s.p.cmds().blockingWait(args)
 		return blocking && !resp.EqualFold(args[0], "wait") && !resp.EqualFold(args[0], "waitaof")
 	}
 	return false

@@ -37,10 +37,10 @@ type clientState struct {
 	replyOff, replySkip bool
 	mute                bool
 
-	// subscribed: a SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE went to the dedicated
-	// connection and no UNSUBSCRIBE since, so Valkey surely counts at least
-	// one subscription (after an UNSUBSCRIBE it may or may not).
-	subscribed bool
+	// subs: the channels, patterns and shard channels the session is
+	// subscribed to on its dedicated connection (subKind), for CLIENT
+	// LIST's sub, psub and ssub and for the RESP2 subscribe context.
+	subs [3]map[string]struct{}
 	// monitor, replica (SYNC, PSYNC) and tracking: for CLIENT LIST's flags.
 	monitor, replica, tracking bool
 }
@@ -56,7 +56,7 @@ func (s *session) reset() {
 	s.inMulti, s.multiShape = false, nil
 	s.noEvict, s.noTouch = false, false
 	s.replyOff, s.replySkip, s.mute = false, false, false
-	s.subscribed, s.monitor, s.tracking = false, false, false
+	s.subs, s.monitor, s.tracking = [3]map[string]struct{}{}, false, false
 	s.loginUser = ""
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }
@@ -134,7 +134,7 @@ func (s *session) clientReplyState(mode []byte) bool {
 // Valkey as it is, so its error is the client's answer, before any of the
 // proxy's (a lock refusal) and without any change of state.
 func (s *session) refusedInSubscribe(k kind, args [][]byte) bool {
-	if !s.subscribed || s.proto != 2 {
+	if !s.subscribed() || s.proto != 2 {
 		return false
 	}
 	switch k {
@@ -146,14 +146,53 @@ func (s *session) refusedInSubscribe(k kind, args [][]byte) bool {
 	return !resp.EqualFold(args[0], "ping")
 }
 
-// subscribing notes what a subscribe-family command does to subscribed.
-func (s *session) subscribing(args [][]byte) {
-	switch name := args[0]; {
-	case hasSuffixFold(name, "unsubscribe"):
-		s.subscribed = false
-	case len(args) > 1 && hasSuffixFold(name, "subscribe"):
-		s.subscribed = true
+// The kinds of subscription, as Valkey counts them apart.
+const (
+	subChannel = iota // SUBSCRIBE
+	subPattern        // PSUBSCRIBE
+	subShard          // SSUBSCRIBE
+)
+
+// subKind tells a subscribe-family command's kind of subscription, and
+// whether it unsubscribes.
+func subKind(name []byte) (kind int, unsub bool) {
+	switch {
+	case len(name) > 0 && (name[0] == 'p' || name[0] == 'P'):
+		kind = subPattern
+	case len(name) > 0 && (name[0] == 's' || name[0] == 'S') && !resp.EqualFold(name, "subscribe"):
+		kind = subShard
 	}
+	return kind, hasSuffixFold(name, "unsubscribe")
+}
+
+// subscribing applies a subscribe-family command to subs as Valkey applies
+// it: SUBSCRIBE adds its channels, UNSUBSCRIBE removes the ones it names,
+// or all of its kind when it names none. Valkey refuses a subscription only
+// as a whole (ACL), which the proxy does not see: it counts it.
+func (s *session) subscribing(args [][]byte) {
+	k, unsub := subKind(args[0])
+	set := s.subs[k]
+	switch {
+	case unsub && len(args) == 1:
+		s.subs[k] = nil
+	case unsub:
+		for _, ch := range args[1:] {
+			delete(set, string(ch))
+		}
+	default:
+		if set == nil {
+			set = make(map[string]struct{}, len(args)-1)
+			s.subs[k] = set
+		}
+		for _, ch := range args[1:] {
+			set[string(ch)] = struct{}{}
+		}
+	}
+}
+
+// subscribed reports whether Valkey counts a subscription of the session.
+func (s *session) subscribed() bool {
+	return len(s.subs[subChannel])+len(s.subs[subPattern])+len(s.subs[subShard]) > 0
 }
 
 func hasSuffixFold(b []byte, suffix string) bool {

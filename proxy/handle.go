@@ -4,13 +4,14 @@ import (
 	"crypto/subtle"
 	"sync/atomic"
 
+	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
 // handle routes one command. It returns false when the session must end
 // (QUIT).
 func (s *session) handle(cmd resp.Command) bool {
-	return s.handleKind(cmd, lookup(kinds, cmd.Args[0]))
+	return s.handleKind(cmd, s.p.cmds().kind(cmd.Args[0]))
 }
 
 // handleKind is handle for a command whose kind was looked up already. It
@@ -59,10 +60,15 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	if s.p.cl != nil && s.clusterRoute(cmd, k) {
 		return true
 	}
+	if w := s.p.pauseWait(); w > 0 && forwarded(k) && s.p.cl == nil {
+		if c := s.target(); c != nil {
+			c.expectBlock(w) // CLIENT PAUSE may hold it back (pause.go)
+		}
+	}
 	if k == kLong && s.ded == nil {
 		// Before the lock rules, which may send it with a hook of their
 		// own (FLUSHALL under on_flush).
-		if wait, ok := blockingWait(args); ok {
+		if wait, ok := s.p.cmds().blockingWait(args); ok {
 			c := s.target()
 			if c == nil {
 				return true
@@ -130,7 +136,7 @@ func (s *session) ownConnFor(k kind, args [][]byte) bool {
 	case kDedicated, kStream, kSync:
 		return true
 	case kXRead:
-		return hasBlockArg(args)
+		return keyspec.HasBlockOption(args)
 	case kClient:
 		return len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
 	case kAuth:
@@ -220,7 +226,7 @@ func (s *session) poolAfter(k kind, args [][]byte) poolKey {
 // so nearly everything is forwarded as it is.
 func (s *session) handleDedicated(cmd resp.Command) bool {
 	args := cmd.Args
-	switch lookup(kinds, args[0]) {
+	switch s.p.cmds().kind(args[0]) {
 	case kQuit:
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
@@ -238,6 +244,9 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		s.flush()
 		return true
 	case kClient:
+		if !s.inMulti {
+			s.notePause(args)
+		}
 		if len(args) == 3 && resp.EqualFold(args[1], "reply") && !s.inMulti {
 			if s.ded.stream.Load() {
 				// Replies do not pair with commands here: Valkey
@@ -307,7 +316,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			return true
 		}
 	}
-	if wait, ok := blockingWait(args); ok {
+	if wait, ok := s.p.cmds().blockingWait(args); ok {
 		s.ded.expectBlock(wait)
 	}
 	// Transactions: remember which queued commands need their EXEC element
@@ -443,6 +452,7 @@ func (s *session) selectDB(cmd resp.Command) {
 // reports false when the session must end.
 func (s *session) client(cmd resp.Command) bool {
 	args := cmd.Args
+	s.notePause(args)
 	if handled, keep := s.clientSelf(args); handled {
 		return keep
 	}

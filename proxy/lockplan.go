@@ -10,6 +10,7 @@ import (
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/scriptcheck"
 )
 
 // Owner is the session as the rewrite package sees it: who the client is
@@ -95,7 +96,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 			s.queueInMulti(cmd.Raw, nil, hook)
 			return true
 		}
-		if !forwarded(lookup(kinds, cmd.Args[0])) {
+		if !forwarded(s.p.cmds().kind(cmd.Args[0])) {
 			// A command with its own routing (none that touch keys today):
 			// record what was seen and let the usual path send it.
 			s.apply(effects, nil)
@@ -103,6 +104,9 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		}
 		s.forward(cmd.Raw, hook)
 	case rewrite.Refuse:
+		if s.refuseTyped(cmd, d, plan) {
+			return true // WRONGTYPE or the refusal, from Valkey (typegate.go)
+		}
 		s.apply(plan.Effects, nil)
 		msg := plan.Err
 		if s.ded != nil && s.inMulti {
@@ -396,6 +400,7 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 		return d
 	}
 	p.tableErr = nil
+	scriptcheck.UseTable(t) // key effects in scripts, from the same table
 	nd := *d
 	nd.Table = t
 	p.decider.Store(&nd)

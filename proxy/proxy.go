@@ -55,12 +55,16 @@ type Proxy struct {
 
 	// Lock rules: the decider (swapped whole on reload), Valkey's command
 	// table inside it, the grant records and the audit ring.
-	decider    atomic.Pointer[rewrite.Decider]
-	tableMu    sync.Mutex
-	tableTried time.Time
-	tableErr   error         // why the last load failed
-	side       *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
-	events     *events
+	decider atomic.Pointer[rewrite.Decider]
+	known   atomic.Pointer[commands] // derived from the table (commands.go)
+	// pausedUntil: the end of a CLIENT PAUSE sent through the proxy, in
+	// Unix nanoseconds; 0 when none (pause.go).
+	pausedUntil atomic.Int64
+	tableMu     sync.Mutex
+	tableTried  time.Time
+	tableErr    error         // why the last load failed
+	side        *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
+	events      *events
 	// instance names this process in connection owners (conn:<instance>-<id>):
 	// new at every start, so no two instances, nor two runs of one, share one.
 	instance string
@@ -169,6 +173,10 @@ func New(opts Options) (*Proxy, error) {
 	p.initConfig()
 	if p.decider.Load().Active() || p.cl != nil {
 		p.loadTable() // a cluster routes by keys, rules or not
+	} else {
+		// Without rules the table only sharpens routing (commands.go).
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.loadTable() }()
 	}
 	return p, nil
 }

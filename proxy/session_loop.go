@@ -54,7 +54,7 @@ func (s *session) pump() {
 			s.end(false)
 			return
 		}
-		k := lookup(kinds, cmd.Args[0])
+		k := s.p.cmds().kind(cmd.Args[0])
 		if s.needsOwnConn(k, cmd.Args) {
 			s.rd.Unread()
 			s.migrate()

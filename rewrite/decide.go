@@ -108,7 +108,10 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		// keeps every other command free of allocations.
 		for _, k := range keys {
 			if d.Rules.Fenced() && k.Flags.Writes() && guarded(d.Rules, args[k.Index]) {
-				if blocks(cmd, args) {
+				// Inside the fence's script nothing blocks: BLPOP would
+				// answer nil at once instead of waiting, so a blocking
+				// write to a guarded key is refused.
+				if cmd.Blocks(args) {
 					return refuseBlocking(cmd.Upper, args[k.Index])
 				}
 				return d.fence(args, touches(args, keys), s)

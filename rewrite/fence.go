@@ -1,7 +1,6 @@
 package rewrite
 
 import (
-	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
 )
 
@@ -22,20 +21,6 @@ func (d *Decider) fence(args [][]byte, keys []touch, s Session) Plan {
 		skeys = append(skeys, k.key)
 	}
 	return Plan{Kind: Run, Script: Fenced, Keys: skeys, Args: append(fc.args, args...), Shape: FencedReply, Effects: fc.effects}
-}
-
-// blocks reports whether a command may block (Valkey's "blocking" flag;
-// XREAD and XREADGROUP only with BLOCK). The fence check runs the write
-// inside a script, where nothing blocks: BLPOP would answer nil at once
-// instead of waiting, so a blocking write to a guarded key is refused.
-func blocks(cmd *keyspec.Command, args [][]byte) bool {
-	if !cmd.Flags.Has(keyspec.Blocking) {
-		return false
-	}
-	if cmd.Upper == "XREAD" || cmd.Upper == "XREADGROUP" {
-		return hasArg(args, "block")
-	}
-	return true
 }
 
 func refuseBlocking(name string, key []byte) Plan {

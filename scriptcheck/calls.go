@@ -21,7 +21,7 @@ func (a *analyzer) redisCall(line int, al argList, fs facts) val {
 		return data
 	}
 	cmd := strings.ToUpper(name)
-	spec, known := commands[cmd]
+	spec, known := lookupCommand(cmd)
 	if !known {
 		a.unknownCall(line, cmd, "lockproxy's analysis does not know the command "+cmd, args, fs)
 		return data
@@ -98,6 +98,11 @@ func (a *analyzer) redisCall(line int, al argList, fs facts) val {
 			if args.spread.kind == vNil {
 				return val{kind: vMulti, elems: v}
 			}
+		}
+		return data
+	case posSpecs:
+		for _, r := range spec.ranges {
+			a.rangeSites(line, cmd, r, args, fs)
 		}
 		return data
 	case posPairs:
@@ -179,6 +184,29 @@ func (a *analyzer) redisCall(line int, al argList, fs facts) val {
 		}
 	}
 	return data
+}
+
+// rangeSites records the sites of one key range derived from a key spec
+// (keyRange): its arguments known one by one, and the rest of a spread
+// (unpack(ARGV)) when the range reaches into it.
+func (a *analyzer) rangeSites(line int, cmd string, r keyRange, args argList, fs facts) {
+	if r.op == OpNone {
+		return
+	}
+	v, spread := args.vals, args.spread.kind != vNil
+	end := len(v) - 1 // the last index of v the range covers
+	switch {
+	case r.last >= 0:
+		end = min(r.last-1, end)
+	case !spread:
+		end = len(v) + r.last
+	}
+	for i := max(r.first-1, 0); i <= end; i += r.step {
+		a.site(line, cmd, v[i], r.op, fs, 0, "")
+	}
+	if spread && (r.last < 0 || r.last > len(v)) {
+		a.site(line, cmd, args.spread, r.op, fs, 0, "")
+	}
 }
 
 // mayFlush: a command whose name is not a literal may be FLUSHALL, FLUSHDB

@@ -43,6 +43,11 @@
 // those names with the actual arguments. Names computed from stored data
 // are not followed (Valkey Cluster forbids such keys too).
 //
+// Which arguments of a command are keys, and what the command does to
+// them, comes from the server's command table once the proxy has loaded it
+// (UseTable: key specs and flags), and otherwise from the same facts
+// written out (commands.go); a command neither knows makes its keys Unknown.
+//
 // The analysis is conservative where it cannot follow the script (Unknown),
 // but it trusts what it reads: a comparison with any argument counts as a
 // token check. It defends against mistaken clients, not hostile ones.

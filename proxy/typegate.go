@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// refuseTyped answers a refusal of a command that works on one data type
+// (LPOP, HDEL, ...) through rewrite.TypeGate, in Valkey: WRONGTYPE, as
+// Valkey answers, when a key holds a type the command cannot work on; the
+// refusal otherwise, recorded as any. It reports false, leaving the refusal
+// to the caller, for other commands, inside MULTI (a refusal there must
+// abort the transaction at EXEC, as today) and in subscribe or MONITOR mode.
+func (s *session) refuseTyped(cmd resp.Command, d *rewrite.Decider, plan rewrite.Plan) bool {
+	if s.ded != nil && (s.inMulti || s.ded.stream.Load()) {
+		return false
+	}
+	keys, types, ok := d.TypeCheck(cmd.Args)
+	if !ok {
+		return false
+	}
+	if s.p.cl != nil && !s.routeScript(keys) {
+		return true
+	}
+	args := make([][]byte, 0, 4+len(keys)+len(types))
+	args = append(args, []byte("EVAL"), []byte(rewrite.TypeGate), strconv.AppendInt(nil, int64(len(keys)), 10))
+	args = append(args, keys...)
+	args = append(args, []byte(rewrite.TypeGateRefused))
+	for _, t := range types {
+		args = append(args, []byte(t))
+	}
+	effects, msg := plan.Effects, plan.Err
+	s.forward(resp.AppendCommand(nil, args...), func(reply []byte) []byte {
+		if bytes.HasPrefix(reply, []byte("-WRONGTYPE ")) {
+			return reply // Valkey's error: nothing was refused
+		}
+		s.apply(effects, nil)
+		return resp.AppendError(nil, msg)
+	})
+	return true
+}
