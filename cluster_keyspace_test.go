@@ -1,0 +1,93 @@
+package lockproxy_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/proxy"
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// keyspaceLine returns INFO's db0 line ("keys=...,expires=...,avg_ttl=...")
+// or "".
+func keyspaceLine(info string) string {
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "db0:"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// keyspaceField reads one field of a db line.
+func keyspaceField(t *testing.T, line, name string) int64 {
+	t.Helper()
+	for _, kv := range strings.Split(line, ",") {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			var n int64
+			if _, err := fmt.Sscan(v, &n); err != nil {
+				t.Fatalf("%s in %q", name, line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in %q", name, line)
+	return 0
+}
+
+// INFO's Keyspace section through the proxy counts every primary's keys:
+// keys and expires are the sums of what each primary says directly, the
+// other sections are one node's, and DBSIZE agrees with it. INFO keyspace,
+// INFO, INFO all and INFO keyspace lockproxy all carry the summed section.
+func TestClusterInfoKeyspace(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{})
+	m := slotMap(t, cl)
+	c := dialRaw(t, e.addr)
+	keys := keysEveryPrimary(m, "ks:", 3)
+	for i, k := range keys {
+		if i%2 == 0 {
+			eq(t, c.do("SET", k, "v", "EX", "1000"), "+OK\r\n")
+		} else {
+			eq(t, c.do("SET", k, "v"), "+OK\r\n")
+		}
+	}
+	defer c.do(append([]string{"DEL"}, keys...)...)
+	var keysSum, expiresSum int64
+	for _, p := range m.Primaries {
+		line := keyspaceLine(string(valkeytest.Dial(t, p, 2).Do(t, "INFO", "keyspace")))
+		if line == "" {
+			t.Fatalf("%s has no keys", p)
+		}
+		keysSum += keyspaceField(t, line, "keys")
+		expiresSum += keyspaceField(t, line, "expires")
+	}
+	for _, args := range [][]string{{"INFO", "keyspace"}, {"INFO"}, {"INFO", "all"}, {"INFO", "keyspace", "lockproxy"}} {
+		info := c.do(args...)
+		line := keyspaceLine(info)
+		if line == "" || keyspaceField(t, line, "keys") != keysSum || keyspaceField(t, line, "expires") != expiresSum {
+			t.Errorf("%v: db0:%s; the primaries hold keys=%d expires=%d", args, line, keysSum, expiresSum)
+		}
+		if ttl := keyspaceField(t, line, "avg_ttl"); ttl < 0 || ttl > 1000*1000 {
+			t.Errorf("%v: avg_ttl %d outside the keys' TTLs", args, ttl)
+		}
+		if strings.Count(info, "# Keyspace") != 1 {
+			t.Errorf("%v: %d Keyspace sections:\n%s", args, strings.Count(info, "# Keyspace"), info)
+		}
+		if args[0] == "INFO" && len(args) == 1 && !strings.Contains(info, "# Server") {
+			t.Errorf("INFO lost the other sections:\n%s", info)
+		}
+		if len(args) == 3 && !strings.Contains(info, "# Lockproxy") {
+			t.Errorf("INFO keyspace lockproxy: no Lockproxy section:\n%s", info)
+		}
+	}
+	// RESP3: the same section in a verbatim string.
+	c3 := dialRaw(t, e.addr)
+	c3.do("HELLO", "3")
+	v, _, err := resp.Parse([]byte(c3.do("INFO", "keyspace")))
+	if err != nil || v.Type != '=' || keyspaceField(t, keyspaceLine(string(v.Str)), "keys") != keysSum {
+		t.Errorf("RESP3 INFO keyspace: %q %v", v.Str, err)
+	}
+	eq(t, c.do("DBSIZE"), fmt.Sprintf(":%d\r\n", keysSum))
+}
