@@ -32,6 +32,8 @@ type clusterState struct {
 	refreshes, disagreements atomic.Int64
 	// What redirects and splits the proxy took on for its clients.
 	moved, asked, tryAgain, splits atomic.Int64
+	// Sharded subscriptions the proxy followed to a slot's new primary.
+	shardFollows atomic.Int64
 
 	mu      sync.Mutex
 	lastErr error // why the last refresh found no map
@@ -252,6 +254,7 @@ func (p *Proxy) clusterFields() []field {
 		{"cluster_ask_followed", cl.asked.Load()},
 		{"cluster_tryagain_retries", cl.tryAgain.Load()},
 		{"cluster_split_commands", cl.splits.Load()},
+		{"cluster_shard_subscriptions_followed", cl.shardFollows.Load()},
 	}
 }
 

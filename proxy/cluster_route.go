@@ -89,6 +89,9 @@ func isShardChannelCommand(name []byte) bool {
 // SSUBSCRIBE and SUNSUBSCRIBE by all of theirs, which must share one slot
 // as Valkey requires. It reports whether it answered the client.
 func (s *session) routeShardChannels(args [][]byte) bool {
+	if s.unsubscribeFollowed(args) {
+		return true // channels the proxy follows on another node
+	}
 	chans := args[1:]
 	if resp.EqualFold(args[0], "spublish") {
 		chans = args[1:2]

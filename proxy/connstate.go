@@ -148,6 +148,7 @@ func (s *session) refusedInSubscribe(k kind, args [][]byte) bool {
 
 // subscribing notes what a subscribe-family command does to subscribed.
 func (s *session) subscribing(args [][]byte) {
+	s.trackShardChannels(args)
 	switch name := args[0]; {
 	case hasSuffixFold(name, "unsubscribe"):
 		s.subscribed = false
