@@ -61,6 +61,9 @@ func TestClusterShardSubscriberFollowsSlot(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			eq(t, sub.read(), head+bulk("smessage")+bulk(ch)+bulk("after"))
+			if n := infoInt(t, pub.do("INFO", "lockproxy"), "cluster_shard_subscriptions_followed"); n == 0 {
+				t.Errorf("cluster_shard_subscriptions_followed is 0 after a followed move")
+			}
 			eq(t, pub.do("SPUBLISH", stay, "still"), ":1\r\n")
 			eq(t, sub.read(), head+bulk("smessage")+bulk(stay)+bulk("still"))
 			eq(t, sub.do("SUNSUBSCRIBE", ch), head+bulk("sunsubscribe")+bulk(ch)+":1\r\n")

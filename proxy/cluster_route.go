@@ -119,8 +119,11 @@ func statelessOwn(k kind, args [][]byte) bool {
 		if resp.EqualFold(args[0], "multi") {
 			return true
 		}
+		// WAIT and WAITAOF too: a new connection's handshake writes
+		// (SCRIPT LOAD, replicated), so the next WAIT on the node counts
+		// the writes the session made there before it.
 		_, blocking := blockingWait(args)
-		return blocking && !resp.EqualFold(args[0], "wait") && !resp.EqualFold(args[0], "waitaof")
+		return blocking
 	}
 	return false
 }
