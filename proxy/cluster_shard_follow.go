@@ -72,9 +72,9 @@ func (s *session) trackShardChannels(args [][]byte) {
 
 // shardUnsubscribed reports whether b, a frame for the session from its
 // own connection, is an sunsubscribe the client did not ask for; it then
-// starts following the channel to its slot's new primary. from is the node
-// the frame came from.
-func (s *session) shardUnsubscribed(b []byte, from string) bool {
+// starts following the channel to its slot's new primary, away from the
+// node of the session's own connection, which sent it.
+func (s *session) shardUnsubscribed(b []byte) bool {
 	f := s.shards.Load()
 	if f == nil {
 		return false
@@ -86,10 +86,11 @@ func (s *session) shardUnsubscribed(b []byte, from string) bool {
 	f.mu.Lock()
 	want := f.chans[ch]
 	f.mu.Unlock()
-	if !want {
+	d := s.dedicated()
+	if !want || d == nil {
 		return false
 	}
-	go s.followShard(ch, from)
+	go s.followShard(ch, d.addr)
 	return true
 }
 

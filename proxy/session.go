@@ -463,7 +463,7 @@ func (s *session) deliverN(b []byte, n int) {
 // push is called by an upstream reader with a frame that answers no command
 // (a RESP3 push, or anything on a connection in stream mode).
 func (s *session) push(b []byte) {
-	if d := s.dedicated(); d != nil && s.shards.Load() != nil && s.shardUnsubscribed(b, d.addr) {
+	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return // the slot moved: followed, not passed on
 	}
 	s.write(b)
