@@ -13,7 +13,9 @@ import (
 // node's (the one the session's keyless commands go to), and each db line
 // is summed over the primaries — keys and expires (and any other count
 // Valkey adds) added, avg_ttl the mean of the primaries' avg_ttl weighted by
-// their expires, the way Valkey itself averages its per-db estimates.
+// their expires (each primary's figure is an estimate over its keys with a
+// TTL). A session on a connection of its own (MULTI, WATCH, ...) gets its
+// node's INFO as it is.
 
 // infoWantsKeyspace reports whether INFO with these section arguments
 // includes the Keyspace section: no argument (default), default, all,
