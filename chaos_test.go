@@ -26,6 +26,8 @@ type chaosTotals struct {
 	ProxyRestarts    int    `json:"proxy_restarts"`
 	ProxyKills       int    `json:"proxy_kills"`
 	ValkeyRestarts   int    `json:"valkey_restarts"`
+	Failovers        int    `json:"cluster_failovers"`
+	PrimaryStops     int    `json:"primary_sigstops"`
 }
 
 func (c chaosTotals) violations() int {
@@ -73,6 +75,28 @@ func TestChaosTwoInstancesShort(t *testing.T) {
 		t.Errorf("no violation against plain Valkey: the checker cannot tell: %+v", plain)
 	}
 	if px.Grants < 20 || px.Writes == 0 || px.Stops == 0 || px.ProxyKills == 0 || px.ValkeyRestarts == 0 {
+		t.Errorf("the proxy run did not exercise every fault: %+v", px)
+	}
+	if err != nil && px.violations() == 0 && plain.violations() > 0 {
+		t.Errorf("chaos exited with %v although the totals pass", err)
+	}
+}
+
+// The same in front of a Valkey Cluster (3 primaries, 3 replicas): the
+// Valkey faults are a CLUSTER FAILOVER on a replica and a primary stopped
+// with SIGSTOP for a moment, besides the proxy restarts; the plain run's
+// workers are cluster-aware clients (MOVED and ASK followed). No violation
+// through lockproxy (no redirect leaked, none misrouted), violations
+// without it.
+func TestChaosClusterShort(t *testing.T) {
+	px, plain, err := runChaos(t, "-cluster", "-restart-every", "1000ms")
+	if px.violations() != 0 {
+		t.Errorf("violations through lockproxy in front of a cluster: %+v", px)
+	}
+	if plain.violations() == 0 {
+		t.Errorf("no violation against the plain cluster: the checker cannot tell: %+v", plain)
+	}
+	if px.Grants < 20 || px.Writes == 0 || px.Stops == 0 || px.ProxyRestarts == 0 || px.Failovers == 0 {
 		t.Errorf("the proxy run did not exercise every fault: %+v", px)
 	}
 	if err != nil && px.violations() == 0 && plain.violations() > 0 {

@@ -72,3 +72,51 @@ func TestClusterConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// In front of a cluster, a rule whose locks cannot keep their records,
+// fence counter or guarded keys in the lock's hash slot is refused at the
+// line of the setting to change; the same rules pass without a cluster,
+// and the documented shapes pass with one.
+func TestClusterLockSlots(t *testing.T) {
+	const seeds = "upstream:\n  cluster:\n    seeds: [127.0.0.1:7000]\n"
+	cases := []struct {
+		name, locks string
+		want        []string
+	}{
+		{"tagged lock and fence", "locks:\n  - pattern: \"{*}:lock\"\n    fence:\n      counter: \"{base}:fence\"\n      guards: [\"{base}:*\", \"{base}:data\"]\n", nil},
+		{"plain pattern", "locks:\n  - pattern: \"*:lock\"\n  - pattern: \"lock:*\"\n  - pattern: \"{app}:lock:*\"\n", nil},
+		{"untagged lock, wrapped fence keys", "locks:\n  - pattern: \"*:mutex\"\n    fence:\n      counter: \"{{key}}:fence\"\n      guards: [\"{{key}}:*\"]\n", nil},
+		{"brace without tag", "locks:\n  - pattern: \"*}:lock\"\n",
+			[]string{`c.yaml:5: locks[0].pattern: "*}:lock": in a cluster the lock records of its keys (e.g. "sample}:lock") cannot share the key's hash slot: the key has a '}' and no hash tag before it, so lockproxy would refuse every lock of this rule (CROSSSLOT); put the name in a hash tag, e.g. "{*}:lock"`}},
+		{"empty tag", "locks:\n  - pattern: \"lock:{}*\"\n",
+			[]string{`c.yaml:5: locks[0].pattern: "lock:{}*": in a cluster the lock records of its keys (e.g. "lock:{}sample") cannot share`}},
+		{"fence counter outside", "locks:\n  - pattern: \"*:mutex\"\n    fence:\n      counter: \"{key}:fence\"\n      guards: [\"{{key}}:data\"]\n",
+			[]string{`c.yaml:7: locks[0].fence.counter: "{key}:fence" puts the fence counter of lock "sample:mutex" at "sample:mutex:fence", in another hash slot`}},
+		{"guard outside", "locks:\n  - pattern: \"*:mutex\"\n    fence:\n      counter: \"{{key}}:fence\"\n      guards: [\"{{key}}:ok\", \"data:{key}\", \"data:{key}:*\"]\n",
+			[]string{
+				`c.yaml:8:30: locks[0].fence.guards[1]: "data:{key}" guards, for lock "sample:mutex", keys in hash slot`,
+				`c.yaml:8:44: locks[0].fence.guards[2]: "data:{key}:*" guards, for lock "sample:mutex", keys in many hash slots ("data:sample:mutex:*")`,
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(seeds+tc.locks))
+			var got []string
+			for _, e := range ConfigErrors(err) {
+				got = append(got, e.Error())
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("errors:\n%s\nwant %d starting:\n%s", strings.Join(got, "\n"), len(tc.want), strings.Join(tc.want, "\n"))
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("error %d:\n%s\nwant it to start:\n%s", i, got[i], tc.want[i])
+				}
+			}
+			// Without a cluster every key is on one server: no slot to share.
+			if _, err := Parse("c.yaml", []byte(tc.locks)); err != nil {
+				t.Errorf("without a cluster: %v", err)
+			}
+		})
+	}
+}

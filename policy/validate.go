@@ -157,7 +157,10 @@ func (c *Config) validate(v *validator) {
 		checkAddr(v, "metrics.listen", c.Metrics.Listen, true)
 	}
 	oneOf(v, "on_flush", c.OnFlush, flushPolicies)
-	validateLocks(v, c.Locks)
+	pats := validateLocks(v, c.Locks)
+	if len(u.Cluster.Seeds) > 0 {
+		validateClusterLocks(v, c.Locks, pats)
+	}
 }
 
 // validateCluster checks upstream.cluster and cluster_face. A cluster is

@@ -32,6 +32,8 @@ type clusterState struct {
 	refreshes, disagreements atomic.Int64
 	// What redirects and splits the proxy took on for its clients.
 	moved, asked, tryAgain, splits atomic.Int64
+	// Sharded subscriptions the proxy followed to a slot's new primary.
+	shardFollows atomic.Int64
 
 	mu      sync.Mutex
 	lastErr error // why the last refresh found no map
@@ -207,7 +209,8 @@ var (
 	mClusterRedirects = desc("cluster_redirects_followed_total", "MOVED and ASK replies the proxy followed for its clients, by kind.", "kind")
 	mClusterTryAgain  = desc("cluster_tryagain_retries_total", "TRYAGAIN replies retried (a multi-key command during a slot's migration).")
 	mClusterSplits    = desc("cluster_split_commands_total", "Commands split per slot or fanned out to every primary.")
-	clusterDescs      = []*prometheus.Desc{mClusterPrimaries, mClusterSlots, mClusterMap, mClusterUnconf, mClusterRedirects, mClusterTryAgain, mClusterSplits}
+	mClusterFollows   = desc("cluster_shard_subscriptions_followed_total", "Sharded subscriptions the proxy moved to their slot's new primary.")
+	clusterDescs      = []*prometheus.Desc{mClusterPrimaries, mClusterSlots, mClusterMap, mClusterUnconf, mClusterRedirects, mClusterTryAgain, mClusterSplits, mClusterFollows}
 )
 
 // collectCluster reports the cluster's metrics, none for a single primary.
@@ -225,6 +228,7 @@ func (p *Proxy) collectCluster(gauge, counter func(*prometheus.Desc, int64, ...s
 	counter(mClusterRedirects, cl.asked.Load(), "ask")
 	counter(mClusterTryAgain, cl.tryAgain.Load())
 	counter(mClusterSplits, cl.splits.Load())
+	counter(mClusterFollows, cl.shardFollows.Load())
 }
 
 // mapSize is how many primaries the map names and how many slots they serve.
@@ -252,6 +256,7 @@ func (p *Proxy) clusterFields() []field {
 		{"cluster_ask_followed", cl.asked.Load()},
 		{"cluster_tryagain_retries", cl.tryAgain.Load()},
 		{"cluster_split_commands", cl.splits.Load()},
+		{"cluster_shard_subscriptions_followed", cl.shardFollows.Load()},
 	}
 }
 

@@ -89,6 +89,9 @@ func isShardChannelCommand(name []byte) bool {
 // SSUBSCRIBE and SUNSUBSCRIBE by all of theirs, which must share one slot
 // as Valkey requires. It reports whether it answered the client.
 func (s *session) routeShardChannels(args [][]byte) bool {
+	if s.unsubscribeFollowed(args) {
+		return true // channels the proxy follows on another node
+	}
 	chans := args[1:]
 	if resp.EqualFold(args[0], "spublish") {
 		chans = args[1:2]
@@ -116,8 +119,11 @@ func (s *session) statelessOwn(k kind, args [][]byte) bool {
 		if resp.EqualFold(args[0], "multi") {
 			return true
 		}
+		// WAIT and WAITAOF too: a new connection's handshake writes
+		// (SCRIPT LOAD, replicated), so the next WAIT on the node counts
+		// the writes the session made there before it.
 		_, blocking := s.p.cmds().blockingWait(args)
-		return blocking && !resp.EqualFold(args[0], "wait") && !resp.EqualFold(args[0], "waitaof")
+		return blocking
 	}
 	return false
 }

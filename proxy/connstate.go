@@ -170,6 +170,7 @@ func subKind(name []byte) (kind int, unsub bool) {
 // or all of its kind when it names none. Valkey refuses a subscription only
 // as a whole (ACL), which the proxy does not see: it counts it.
 func (s *session) subscribing(args [][]byte) {
+	s.trackShardChannels(args)
 	k, unsub := subKind(args[0])
 	set := s.subs[k]
 	switch {

@@ -27,6 +27,14 @@ func (s *session) info(cmd resp.Command) bool {
 			rest = append(rest, a)
 		}
 	}
+	if s.p.cl != nil && s.ded == nil && !(mine && len(rest) == 1) && infoWantsKeyspace(rest[1:]) {
+		if msg := s.infoDenied(); mine && msg != "" {
+			s.local(resp.AppendError(nil, msg))
+			return true
+		}
+		s.clusterInfo(rest, mine) // the Keyspace section summed over the primaries
+		return true
+	}
 	if !mine {
 		if s.ded != nil {
 			return false

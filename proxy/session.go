@@ -43,7 +43,8 @@ type session struct {
 	// cluster it may be left for another node's (cluster_route.go).
 	ownMovable bool
 
-	ded       *upConn // the session's own upstream connection, once it needs one
+	ded       *upConn                     // the session's own upstream connection, once it needs one
+	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upConn // cached shared connection for key()
 	sharedKey poolKey
@@ -461,7 +462,12 @@ func (s *session) deliverN(b []byte, n int) {
 
 // push is called by an upstream reader with a frame that answers no command
 // (a RESP3 push, or anything on a connection in stream mode).
-func (s *session) push(b []byte) { s.write(b) }
+func (s *session) push(b []byte) {
+	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
+		return // the slot moved: followed, not passed on
+	}
+	s.write(b)
+}
 
 // write appends to the output buffer. A client whose unread output passes the
 // limit is disconnected, as Valkey's client-output-buffer-limit does: the

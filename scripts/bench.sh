@@ -21,6 +21,7 @@
 #   BENCH_QUICK=1        smoke run: tiny N, 1 round (explicit knobs still win)
 #   BENCH_GOMAXPROCS="1 2"  GOMAXPROCS values lockproxy is run with
 #   BENCH_FILTER=REGEX   only scenarios whose name matches (grep -E)
+#   BENCH_CLUSTER=0      skip the Valkey Cluster rows (bench.d/cluster.sh)
 #   BENCH_BUSY_POLL=50us then runs the scenarios matching
 #   BENCH_BUSY_POLL_FILTER='c1|SET P1 c50' again through a proxy with that
 #                        busy_poll ("" skips it; not with PROXY_ADDR)
@@ -94,14 +95,18 @@ log() { printf 'bench.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
 # ---------------------------------------------------------------- scenarios
-# scenario [--proxy-only] NAME VALKEY-BENCHMARK-ARGS...
+# scenario [--proxy-only|--cluster] NAME VALKEY-BENCHMARK-ARGS...
 # One valkey-benchmark test per scenario (one -t test, or one custom command),
 # so the CPU measured over a run belongs to exactly that test. -n defaults to
-# $N. --proxy-only is for commands only lockproxy understands (no direct side).
+# $N. --proxy-only is for commands only lockproxy understands (no direct side);
+# --cluster rows are measured by bench.d/cluster.sh against its own cluster.
 SCEN_NAME=() SCEN_ARGS=() SCEN_MODE=() SCEN_N=() SCEN_C=() SCEN_P=()
 scenario() {
   local mode=pair name n="" c=50 p=1 i
-  if [[ $1 == --proxy-only ]]; then mode=proxy; shift; fi
+  case $1 in
+    --proxy-only) mode=proxy; shift ;;
+    --cluster) mode=cluster; shift ;;
+  esac
   name=$1; shift
   [[ $name != *$'\t'* ]] || die "scenario name must not contain a tab: $name"
   if [[ -n $FILTER ]] && ! grep -qE -- "$FILTER" <<<"$name"; then return 0; fi
@@ -132,6 +137,9 @@ default_scenarios() {
 }
 
 BENCH_SCENARIO_HOOKS=(default_scenarios)
+# Arguments only the direct side's valkey-benchmark gets (--cluster, for the
+# cluster rows of bench.d/cluster.sh).
+DIRECT_ARGS=()
 # Functions run after the scenarios of each GOMAXPROCS, with the proxy still
 # up (PROXY_HOST/PORT/PID, DIRECT_HOST/PORT set, $gmp the GOMAXPROCS): for
 # measurements valkey-benchmark cannot make. They append lines to
@@ -273,8 +281,11 @@ start_proxy() {
   local gmp=$1 tag=${2:-} port pid _
   for _ in 1 2 3; do
     port=$(free_port)
-    printf 'listen: 127.0.0.1:%s\nupstream:\n  addr: %s:%s\n%s\n' \
-      "$port" "$DIRECT_HOST" "$DIRECT_PORT" "$PROXY_CONFIG_EXTRA" >"$tmp/lockproxy.yaml"
+    # PROXY_SEEDS (host:port, ...): in front of a cluster instead.
+    local up="  addr: $DIRECT_HOST:$DIRECT_PORT"
+    [[ -z ${PROXY_SEEDS:-} ]] || up=$(printf '  cluster:\n    seeds: [%s]' "$PROXY_SEEDS")
+    printf 'listen: 127.0.0.1:%s\nupstream:\n%s\n%s\n' \
+      "$port" "$up" "$PROXY_CONFIG_EXTRA" >"$tmp/lockproxy.yaml"
     # Started directly (no subshell), so $! is lockproxy's own pid: the one
     # whose /proc/PID/stat we read.
     GOMAXPROCS=$gmp "$LOCKPROXY_BIN" --config "$tmp/lockproxy.yaml" >"$tmp/lockproxy-gmp$gmp$tag.log" 2>&1 &
@@ -468,7 +479,7 @@ measure() {
     fi
     for side in "${sides[@]}"; do
       case $side in
-        direct) run_bench "$DIRECT_HOST" "$DIRECT_PORT" "$DIRECT_PID" "$n" "${args[@]}" ;;
+        direct) run_bench "$DIRECT_HOST" "$DIRECT_PORT" "$DIRECT_PID" "$n" "${DIRECT_ARGS[@]}" "${args[@]}" ;;
         proxy) run_bench "$PROXY_HOST" "$PROXY_PORT" "$PROXY_PID" "$n" "${args[@]}" ;;
         ref) run_bench "$REF_HOST" "$REF_PORT" "$REF_PID" "$n" "${args[@]}" ;;
       esac
@@ -478,7 +489,7 @@ measure() {
       log "$(printf '[GOMAXPROCS=%s] %-16s round %d/%d %-6s %9s rps  p50 %5sµs  p99 %5sµs  cpu/req %sµs' \
         "$gmp" "$name" "$r" "$ROUNDS" "$side" "$rps" "$p50" "$p99" "$cpu")"
     done
-    if [[ ${SCEN_MODE[i]} == pair ]]; then
+    if [[ ${SCEN_MODE[i]} != proxy ]]; then
       ratio_runs proxy "$tmp/ratio.runs"
       [[ ! -s $tmp/ref.runs ]] || ratio_runs ref "$tmp/refratio.runs"
     fi
@@ -505,7 +516,7 @@ for gmp in $GOMAXPROCS_LIST; do
   run_bench "$PROXY_HOST" "$PROXY_PORT" "" "$N_WARM" -t set -n "$N_WARM" -c 50
   [[ -z $REF_PORT ]] || run_bench "$REF_HOST" "$REF_PORT" "" "$N_WARM" -t set -n "$N_WARM" -c 50
 
-  for i in "${!SCEN_NAME[@]}"; do measure "$i"; done
+  for i in "${!SCEN_NAME[@]}"; do [[ ${SCEN_MODE[i]} == cluster ]] || measure "$i"; done
 
   for h in "${BENCH_AFTER_HOOKS[@]}"; do "$h"; done
 
@@ -520,7 +531,7 @@ for gmp in $GOMAXPROCS_LIST; do
       log "proxy: lockproxy with busy_poll $BUSY_POLL at $PROXY_HOST:$PROXY_PORT, pid $PROXY_PID, GOMAXPROCS=$gmp"
       run_bench "$PROXY_HOST" "$PROXY_PORT" "" "$N_WARM" -t set -n "$N_WARM" -c 50
       for i in "${!SCEN_NAME[@]}"; do
-        if grep -qE -- "$BUSY_POLL_FILTER" <<<"${SCEN_NAME[i]}"; then
+        if [[ ${SCEN_MODE[i]} != cluster ]] && grep -qE -- "$BUSY_POLL_FILTER" <<<"${SCEN_NAME[i]}"; then
           measure "$i" " busy_poll=$BUSY_POLL"
         fi
       done

@@ -97,6 +97,11 @@ type Totals struct {
 	ProxyRestarts  int `json:"proxy_restarts"`
 	ProxyKills     int `json:"proxy_kills"`
 	ValkeyRestarts int `json:"valkey_restarts"`
+	// In front of a cluster (-cluster): CLUSTER FAILOVERs on a replica, and
+	// primaries stopped with SIGSTOP for a moment.
+	Cluster      bool `json:"cluster,omitempty"`
+	Failovers    int  `json:"cluster_failovers"`
+	PrimaryStops int  `json:"primary_sigstops"`
 
 	// Examples of each violation, for the report.
 	Examples []string `json:"examples,omitempty"`
@@ -152,14 +157,18 @@ const expiryMargin = 5 * time.Millisecond
 
 // allowedErrors are the error codes each kind of command may get. Any other
 // error is a reply that cannot belong to the command: misrouted.
+// In a cluster every keyed command may also meet CLUSTERDOWN (no primary
+// serves the slot, during a failover) or TRYAGAIN (the slot is moving); both
+// say the command did not run. MOVED and ASK never may: a redirect reaching
+// the client is a leak.
 var allowedErrors = map[string][]string{
-	kindAcquire: {"UPSTREAM", "SHUTDOWN", "LOADING"},
-	kindToken:   {"UPSTREAM", "SHUTDOWN", "LOADING"},
-	kindWrite:   {"UPSTREAM", "SHUTDOWN", "LOADING", "STALE", "UNFENCED"},
-	kindRelease: {"UPSTREAM", "SHUTDOWN", "LOADING", "NOTOWNER", "TOKENRELEASE"},
+	kindAcquire: {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
+	kindToken:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
+	kindWrite:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "STALE", "UNFENCED"},
+	kindRelease: {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "NOTOWNER", "TOKENRELEASE"},
 	kindEcho:    {"UPSTREAM", "SHUTDOWN", "LOADING"},
-	kindSet:     {"UPSTREAM", "SHUTDOWN", "LOADING"},
-	kindGet:     {"UPSTREAM", "SHUTDOWN", "LOADING"},
+	kindSet:     {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
+	kindGet:     {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
 }
 
 func errCode(reply string) string {
@@ -246,7 +255,8 @@ func Check(mode string, ops []Op, resource map[string][]string) Totals {
 			t.Misrouted++
 			t.example("reply misrouted: worker %d %s %q got %q", op.W, op.Kind, op.Arg, op.Reply)
 			continue
-		case errCode(op.Reply) == "UPSTREAM" || errCode(op.Reply) == "SHUTDOWN":
+		case errCode(op.Reply) == "UPSTREAM" || errCode(op.Reply) == "SHUTDOWN" ||
+			errCode(op.Reply) == "CLUSTERDOWN" || errCode(op.Reply) == "TRYAGAIN":
 			t.UpstreamErrors++
 		}
 		if a, ok := acquired[gid{op.W, op.G}]; ok && certainlyHeld(a, op) && refusedHolder(op) {

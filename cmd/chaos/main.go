@@ -103,6 +103,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/redis/go-redis/v9"
@@ -125,13 +126,16 @@ func rulesYAML(session string) string {
 
 // proxyOptions are the options of every proxy a run starts: short reply
 // timeout and backoffs, so that restarts are felt and recovered from fast.
-func proxyOptions(upstream, session string) (proxy.Options, error) {
+func proxyOptions(upstream string, seeds []string, session string) (proxy.Options, error) {
 	cfg, err := policy.Parse("chaos.yaml", []byte(rulesYAML(session)))
 	if err != nil {
 		return proxy.Options{}, err
 	}
 	u := &cfg.Upstream
 	u.Addr = upstream
+	if len(seeds) > 0 {
+		u.Addr, u.Cluster.Seeds = "", seeds
+	}
 	u.ReplyTimeout, u.DialTimeout = policy.Duration(time.Second), policy.Duration(time.Second)
 	u.ReconnectBackoff, u.MaxBackoff = policy.Duration(20*time.Millisecond), policy.Duration(200*time.Millisecond)
 	return proxy.Options{Config: *cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, nil
@@ -152,6 +156,7 @@ type options struct {
 	seed         uint64
 	json         bool
 	keep         bool
+	cluster      bool
 }
 
 func main() {
@@ -177,6 +182,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed (0: from the clock)")
 	fs.BoolVar(&o.json, "json", false, "also print the totals as JSON lines")
 	fs.BoolVar(&o.keep, "keep", false, "keep the run directory (histories, Valkey files)")
+	fs.BoolVar(&o.cluster, "cluster", false, "a local Valkey Cluster (3 primaries, 3 replicas) instead of one Valkey: "+
+		"the Valkey restarts become CLUSTER FAILOVERs and brief SIGSTOPs of a primary; the plain run uses a cluster-aware client")
 	// Worker mode (the driver re-executes this binary).
 	var wc workerConfig
 	var worker bool
@@ -187,6 +194,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&addrs, "addr", "", "internal: comma-separated")
 	fs.StringVar(&wc.name, "name", "", "internal")
 	fs.BoolVar(&wc.proxied, "proxied", false, "internal")
+	fs.BoolVar(&wc.cluster, "cluster-client", false, "internal")
 	fs.Int64Var(&untilNS, "until", 0, "internal")
 	fs.StringVar(&wc.out, "out", "", "internal")
 	// Proxy mode: one lockproxy instance of a several-instance run.
@@ -221,6 +229,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "chaos: -workers, -locks, -lease, -duration and -instances must be positive")
 		return 2
 	}
+	if o.cluster && o.instances > 1 {
+		fmt.Fprintln(stderr, "chaos: -cluster runs one lockproxy instance; leave -instances at 1")
+		return 2
+	}
 	var modes []string
 	switch o.mode {
 	case "both":
@@ -231,8 +243,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "chaos: -mode is both, proxy or plain")
 		return 2
 	}
-	fmt.Fprintf(stderr, "chaos: %d workers, %d locks, lease %v, stall probability %.2f, %d proxy instance(s), %v per run, seed %d\n",
-		o.workers, o.locks, o.lease, o.stallP, o.instances, o.duration, o.seed)
+	where := "one Valkey"
+	if o.cluster {
+		where = "a Valkey Cluster"
+	}
+	fmt.Fprintf(stderr, "chaos: %d workers, %d locks, lease %v, stall probability %.2f, %d proxy instance(s) in front of %s, %v per run, seed %d\n",
+		o.workers, o.locks, o.lease, o.stallP, o.instances, where, o.duration, o.seed)
 	var all []Totals
 	for _, m := range modes {
 		t, err := runMode(o, m, stderr)
@@ -324,12 +340,13 @@ func (v *valkey) kill() {
 // proxyRunner runs lockproxy in-process on a fixed address across restarts.
 type proxyRunner struct {
 	addr, upstream string
+	seeds          []string // in front of a cluster
 	p              *proxy.Proxy
 	done           chan error
 }
 
 func (pr *proxyRunner) start() error {
-	opts, err := proxyOptions(pr.upstream, "")
+	opts, err := proxyOptions(pr.upstream, pr.seeds, "")
 	if err != nil {
 		return err
 	}
@@ -387,11 +404,26 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	vk, err := startValkey(o.valkey, dir)
-	if err != nil {
-		return Totals{}, err
+	// One Valkey, or a cluster (vk nil): its seeds are where the plain
+	// run's cluster client starts and what the proxy is given.
+	var vk *valkey
+	var cl *valkeytest.Cluster
+	var upstream string
+	var seeds []string
+	if o.cluster {
+		if cl, err = valkeytest.StartCluster(); err != nil {
+			return Totals{}, err
+		}
+		defer cl.Stop()
+		seeds = cl.Seeds()
+		upstream = seeds[0]
+	} else {
+		if vk, err = startValkey(o.valkey, dir); err != nil {
+			return Totals{}, err
+		}
+		defer vk.kill()
+		upstream = vk.addr
 	}
-	defer vk.kill()
 
 	self, err := os.Executable()
 	if err != nil {
@@ -402,7 +434,7 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 	// else the proxy, or each of the proxy instances in turn.
 	targets := make([]string, o.instances)
 	for i := range targets {
-		targets[i] = vk.addr
+		targets[i] = upstream
 	}
 	var pr *proxyRunner
 	var instances []*proxyProc
@@ -415,14 +447,14 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 			targets[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		}
 		if o.instances == 1 {
-			pr = &proxyRunner{addr: targets[0], upstream: vk.addr}
+			pr = &proxyRunner{addr: targets[0], upstream: upstream, seeds: seeds}
 			if err := pr.start(); err != nil {
 				return Totals{}, err
 			}
 			defer func() { pr.stop() }()
 		} else {
 			for _, addr := range targets {
-				pp := &proxyProc{self: self, addr: addr, upstream: vk.addr, logw: logw}
+				pp := &proxyProc{self: self, addr: addr, upstream: upstream, logw: logw}
 				instances = append(instances, pp)
 				defer pp.stop()
 				if err := pp.start(); err != nil {
@@ -440,6 +472,8 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 			"-max-grants", strconv.Itoa(o.maxGrants), "-seed", strconv.FormatUint(o.seed, 10)}
 		if mode == "proxy" {
 			args = append(args, "-proxied")
+		} else if o.cluster {
+			args = append(args, "-cluster-client")
 		}
 		if o.instances > 1 {
 			args = append(args, "-name", "chaos-w"+strconv.Itoa(i))
@@ -521,6 +555,10 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 					}
 					t.ProxyRestarts++
 				}
+			} else if cl != nil {
+				if err := clusterFault(cl, rng, o.lease, &t); err != nil {
+					return t, err
+				}
 			} else {
 				vk.kill()
 				err := vk.start()
@@ -557,8 +595,16 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 		ops = append(ops, o...)
 	}
 	resource := map[string][]string{}
-	rc := redis.NewClient(&redis.Options{Addr: vk.addr})
-	defer rc.Close()
+	var rc redis.Cmdable
+	if cl != nil {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds})
+		defer c.Close()
+		rc = c
+	} else {
+		c := redis.NewClient(&redis.Options{Addr: vk.addr})
+		defer c.Close()
+		rc = c
+	}
 	for i := 0; i < o.locks; i++ {
 		l := "c" + strconv.Itoa(i)
 		items, err := rc.LRange(context.Background(), "{"+l+"}:items", 0, -1).Result()
@@ -569,6 +615,7 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 	}
 	ct := Check(mode, ops, resource)
 	ct.Stops, ct.ProxyRestarts, ct.ProxyKills, ct.ValkeyRestarts = t.Stops, t.ProxyRestarts, t.ProxyKills, t.ValkeyRestarts
+	ct.Cluster, ct.Failovers, ct.PrimaryStops = o.cluster, t.Failovers, t.PrimaryStops
 	ct.Instances = o.instances
 	ct.setPortable(o.instances > 1)
 	return ct, nil
@@ -641,9 +688,14 @@ func printTable(w io.Writer, all []Totals) {
 	row("workers stopped (SIGSTOP)", func(t Totals) int { return t.Stops })
 	row("proxy restarts", func(t Totals) int { return t.ProxyRestarts })
 	row("proxy instances killed (SIGKILL) and restarted", func(t Totals) int { return t.ProxyKills })
-	row("Valkey restarts (SIGKILL)", func(t Totals) int { return t.ValkeyRestarts })
+	if len(all) > 0 && all[0].Cluster {
+		row("CLUSTER FAILOVERs (on a replica)", func(t Totals) int { return t.Failovers })
+		row("primaries stopped (SIGSTOP)", func(t Totals) int { return t.PrimaryStops })
+	} else {
+		row("Valkey restarts (SIGKILL)", func(t Totals) int { return t.ValkeyRestarts })
+	}
 	row("commands", func(t Totals) int { return t.Commands })
-	row("-UPSTREAM/-SHUTDOWN errors", func(t Totals) int { return t.UpstreamErrors })
+	row("-UPSTREAM/-SHUTDOWN/-CLUSTERDOWN/-TRYAGAIN errors", func(t Totals) int { return t.UpstreamErrors })
 	row("commands cut by a closed connection", func(t Totals) int { return t.Cut })
 	tw.Flush()
 	for _, t := range all {
@@ -651,4 +703,38 @@ func printTable(w io.Writer, all []Totals) {
 			fmt.Fprintf(w, "  %s: %s\n", t.Mode, ex)
 		}
 	}
+}
+
+// clusterFault is the cluster run's Valkey fault, in turn: a coordinated
+// CLUSTER FAILOVER on a random primary's replica (the replica catches up
+// first: nothing acknowledged is lost), or a random primary stopped with
+// SIGSTOP for 1.2 to 4 leases, well under the cluster's node timeout, so
+// the cluster waits for it rather than failing it over.
+func clusterFault(cl *valkeytest.Cluster, rng *rand.Rand, lease time.Duration, t *Totals) error {
+	prims, err := cl.Primaries()
+	if err != nil || len(prims) == 0 {
+		return fmt.Errorf("the cluster's primaries: %v", err)
+	}
+	p := prims[rng.IntN(len(prims))]
+	if t.Failovers <= t.PrimaryStops {
+		r, err := cl.ReplicaOf(p)
+		if err != nil {
+			return err
+		}
+		if err := cl.Failover(r); err != nil {
+			return err
+		}
+		t.Failovers++
+		return nil
+	}
+	pause := min(lease*6/5+time.Duration(rng.Int64N(int64(lease*14/5))), valkeytest.ClusterNodeTimeout/2)
+	if err := p.Process().Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	time.Sleep(pause)
+	if err := p.Process().Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	t.PrimaryStops++
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -21,6 +22,7 @@ type workerConfig struct {
 	addrs    []string // one or more lockproxy instances (or Valkey): commands go to each in turn
 	name     string   // CLIENT SETNAME on every connection, when set
 	proxied  bool     // tokens from LOCKPROXY FENCE; else INCR on the counter
+	cluster  bool     // addrs[0] is a cluster node, and the worker a cluster client
 	locks    int
 	lease    time.Duration
 	stallP   float64
@@ -143,6 +145,11 @@ func runWorker(cfg workerConfig) error {
 		turn++
 		return c.do(args...)
 	}
+	if cfg.cluster {
+		cc := &clusterClient{seed: cfg.addrs[0], name: cfg.name, conns: map[string]*conn{}, slots: map[uint16]string{}}
+		defer cc.close()
+		do = cc.do
+	}
 	rec := func(op Op) Op {
 		op.W = cfg.id
 		_ = enc.Encode(op)
@@ -229,4 +236,61 @@ func runWorker(cfg workerConfig) error {
 		sleep(0, 10*time.Millisecond)
 	}
 	return w.Flush()
+}
+
+// clusterClient is the plain-cluster run's client, as a cluster-aware
+// library is: each keyed command goes to the node its slot was last seen
+// on, a MOVED is followed and remembered, an ASK followed once after
+// ASKING. The reply recorded is the last one; s is the first send.
+type clusterClient struct {
+	seed, name string
+	conns      map[string]*conn
+	slots      map[uint16]string
+}
+
+func (cc *clusterClient) close() {
+	for _, c := range cc.conns {
+		c.close()
+	}
+}
+
+func (cc *clusterClient) conn(addr string) *conn {
+	c := cc.conns[addr]
+	if c == nil {
+		c = &conn{addr: addr, name: cc.name}
+		cc.conns[addr] = c
+	}
+	return c
+}
+
+func (cc *clusterClient) do(args ...string) (reply string, s, r int64) {
+	addr, slot := cc.seed, uint16(0)
+	keyed := len(args) > 1 && !strings.EqualFold(args[0], "ECHO")
+	if keyed {
+		slot = cluster.Slot([]byte(args[1]))
+		if a, ok := cc.slots[slot]; ok {
+			addr = a
+		}
+	}
+	s = time.Now().UnixNano()
+	asking := false
+	for range 8 {
+		c := cc.conn(addr)
+		if asking {
+			if reply, _, _ = c.do("ASKING"); reply != "+OK\r\n" {
+				return reply, s, time.Now().UnixNano()
+			}
+		}
+		reply, _, r = c.do(args...)
+		code := errCode(reply)
+		if f := strings.Fields(reply); (code == "MOVED" || code == "ASK") && len(f) == 3 {
+			addr, asking = f[2], code == "ASK"
+			if code == "MOVED" {
+				cc.slots[slot] = addr
+			}
+			continue
+		}
+		return reply, s, r
+	}
+	return reply, s, r
 }

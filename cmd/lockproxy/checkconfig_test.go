@@ -38,7 +38,8 @@ func TestCheckConfigNotesGuardsOverOwnKeys(t *testing.T) {
 }
 
 // check-config accepts a cluster upstream and refuses one beside addr, at
-// the line of addr.
+// the line of addr; in front of a cluster it refuses lock patterns whose
+// records cannot share their key's slot and guards outside the lock's slot.
 func TestCheckConfigCluster(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -48,6 +49,10 @@ func TestCheckConfigCluster(t *testing.T) {
 		{"ok.yaml", "cluster_face: single_node\nupstream:\n  cluster:\n    seeds: [127.0.0.1:7000, 127.0.0.1:7001]\n", "ok.yaml: ok\n", 0},
 		{"both.yaml", "upstream:\n  addr: 127.0.0.1:6379\n  cluster:\n    seeds: [127.0.0.1:7000]\n",
 			"both.yaml:2: upstream.addr: cannot be set with upstream.cluster", 1},
+		{"brace.yaml", "upstream:\n  cluster:\n    seeds: [127.0.0.1:7000]\nlocks:\n  - pattern: \"job}*:lock\"\n",
+			`brace.yaml:5: locks[0].pattern: "job}*:lock": in a cluster the lock records of its keys (e.g. "job}sample:lock") cannot share the key's hash slot`, 1},
+		{"guard.yaml", "upstream:\n  cluster:\n    seeds: [127.0.0.1:7000]\nlocks:\n  - pattern: \"*:lock\"\n    fence:\n      counter: \"{{key}}:fence\"\n      guards: [\"{{key}}:*\", \"audit:{key}\"]\n",
+			`guard.yaml:8:29: locks[0].fence.guards[1]: "audit:{key}" guards, for lock "sample:lock", keys in hash slot`, 1},
 	} {
 		p := filepath.Join(dir, tc.name)
 		if err := os.WriteFile(p, []byte(tc.cfg), 0o600); err != nil {

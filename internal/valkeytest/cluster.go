@@ -468,3 +468,31 @@ func (c *Cluster) Failover(replica *Server) error {
 	}
 	return fmt.Errorf("valkeytest: %s did not become a primary", replica.Addr)
 }
+
+// NodeID returns a node's cluster id (CLUSTER MYID).
+func NodeID(s *Server) (string, error) {
+	out, err := Do(s.Addr, "CLUSTER", "MYID")
+	return strings.TrimSpace(out), err
+}
+
+// Reshard moves n slots from the primary from to the primary to with the
+// real tool, valkey-cli --cluster reshard, non-interactively; valkey-cli
+// takes the source's lowest-numbered slots. It waits until every node
+// agrees on the result.
+func (c *Cluster) Reshard(from, to *Server, n int) error {
+	fromID, err := NodeID(from)
+	if err != nil {
+		return err
+	}
+	toID, err := NodeID(to)
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command("valkey-cli", "--cluster", "reshard", from.Addr,
+		"--cluster-from", fromID, "--cluster-to", toID, "--cluster-slots", strconv.Itoa(n),
+		"--cluster-pipeline", "2", "--cluster-yes").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("valkeytest: valkey-cli --cluster reshard: %v\n%s", err, out)
+	}
+	return c.WaitOK(30 * time.Second)
+}

@@ -1,0 +1,292 @@
+package proxy
+
+import (
+	"net"
+	"sync"
+	"time"
+
+	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// Sharded subscribers are followed when their channel's slot moves. A
+// cluster node that loses a slot (resharding, failover) tells each client
+// subscribed to a shard channel of that slot with an sunsubscribe the
+// client never asked for; a cluster-aware client then subscribes again on
+// the slot's new primary. A client of lockproxy believes it talks to one
+// server (cluster_face hidden) or to one node owning every slot
+// (single_node), where that never happens: so the proxy keeps the
+// subscription itself. The unrequested sunsubscribe is not passed on; a
+// connection of the proxy's own subscribes to the channel on the new
+// primary and hands the client its messages, until the client unsubscribes
+// from it (answered by the proxy, as Valkey would) or leaves. Messages
+// published between the node's sunsubscribe and the new SSUBSCRIBE are
+// lost, as they are for a cluster-aware client.
+
+// shardFollow is a session's shard channels, as the client sees them.
+type shardFollow struct {
+	mu       sync.Mutex
+	chans    map[string]bool     // SSUBSCRIBEd and not SUNSUBSCRIBEd by the client
+	followed map[string]net.Conn // channel → the proxy's connection following it
+}
+
+// trackShardChannels notes the client's SSUBSCRIBE and SUNSUBSCRIBE, before
+// they are sent, so that a later sunsubscribe can be told apart: one the
+// client asked for finds its channel gone from chans.
+func (s *session) trackShardChannels(args [][]byte) {
+	if s.p.cl == nil {
+		return
+	}
+	sub := resp.EqualFold(args[0], "ssubscribe")
+	if !sub && !resp.EqualFold(args[0], "sunsubscribe") {
+		return
+	}
+	f := s.shards.Load()
+	if f == nil {
+		if !sub {
+			return
+		}
+		f = &shardFollow{chans: map[string]bool{}, followed: map[string]net.Conn{}}
+		s.shards.Store(f)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !sub && len(args) == 1 {
+		// All of them: the followed ones end too (their connections'
+		// readers see the channel gone and close).
+		clear(f.chans)
+		for ch, c := range f.followed {
+			c.Close()
+			delete(f.followed, ch)
+		}
+		return
+	}
+	for _, ch := range args[1:] {
+		if sub {
+			f.chans[string(ch)] = true
+		} else {
+			delete(f.chans, string(ch))
+		}
+	}
+}
+
+// shardUnsubscribed reports whether b, a frame for the session from its
+// own connection, is an sunsubscribe the client did not ask for; it then
+// starts following the channel to its slot's new primary, away from the
+// node of the session's own connection, which sent it.
+func (s *session) shardUnsubscribed(b []byte) bool {
+	f := s.shards.Load()
+	if f == nil {
+		return false
+	}
+	ch, ok := sunsubscribeChannel(b)
+	if !ok {
+		return false
+	}
+	f.mu.Lock()
+	want := f.chans[ch]
+	f.mu.Unlock()
+	d := s.dedicated()
+	if !want || d == nil {
+		return false
+	}
+	go s.followShard(ch, d.addr)
+	return true
+}
+
+// sunsubscribeChannel returns the channel of an sunsubscribe message (a
+// RESP2 array or a RESP3 push).
+func sunsubscribeChannel(b []byte) (string, bool) {
+	if len(b) == 0 || (b[0] != '*' && b[0] != '>') {
+		return "", false
+	}
+	v, n, err := resp.Parse(b)
+	if err != nil || n != len(b) || len(v.Elems) != 3 || !resp.EqualFold(v.Elems[0].Str, "sunsubscribe") || v.Elems[1].Null {
+		return "", false
+	}
+	return string(v.Elems[1].Str), true
+}
+
+// followShard subscribes to ch on its slot's primary once the proxy's map
+// names one other than from, and hands the client the channel's messages,
+// following it again if the slot moves on. It gives up, and tells the
+// client with the sunsubscribe it withheld, when no other primary is known
+// within followTimeout.
+func (s *session) followShard(ch, from string) {
+	f := s.shards.Load()
+	slot := cluster.Slot([]byte(ch))
+	deadline := time.Now().Add(followTimeout)
+	for !s.shardGone(ch) {
+		to := ""
+		if m := s.p.slotMap(); m != nil {
+			if a, ok := m.Primary(slot); ok && a != from {
+				to = a
+			}
+		}
+		if to == "" {
+			if time.Now().After(deadline) {
+				s.giveUpShard(ch)
+				return
+			}
+			s.p.refreshTopology()
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		nc, err := s.p.nodeDial(to, s.proto)
+		if err != nil {
+			s.p.cl.refreshSoon()
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		f.mu.Lock()
+		if !f.chans[ch] {
+			f.mu.Unlock()
+			nc.Close()
+			return
+		}
+		f.followed[ch] = nc
+		f.mu.Unlock()
+		s.p.cl.shardFollows.Add(1)
+		moved := s.relayShard(nc, ch)
+		f.mu.Lock()
+		if f.followed[ch] == nc {
+			delete(f.followed, ch)
+		}
+		f.mu.Unlock()
+		nc.Close()
+		if !moved {
+			if time.Now().After(deadline) {
+				s.giveUpShard(ch)
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // refused (MOVED: an old map) or cut: again
+			continue
+		}
+		from, deadline = to, time.Now().Add(followTimeout)
+	}
+}
+
+// followTimeout bounds the wait for the map to name the slot's new primary.
+const followTimeout = 10 * time.Second
+
+// relayShard subscribes nc to ch and hands the client every message until
+// the client no longer wants ch, the session ends, or the node sends an
+// sunsubscribe of its own (the slot moved on: moved is true).
+func (s *session) relayShard(nc net.Conn, ch string) (moved bool) {
+	if _, err := nc.Write(resp.AppendCommandStrings(nil, "SSUBSCRIBE", ch)); err != nil {
+		return false
+	}
+	var f resp.Framer
+	buf := make([]byte, 0, 4096)
+	confirmed := false
+	for {
+		m, err := f.Frame(buf)
+		if err != nil {
+			return false
+		}
+		if m > 0 {
+			fr := buf[:m]
+			switch {
+			case !confirmed:
+				// The reply to the proxy's SSUBSCRIBE: not the client's.
+				if fr[0] == '-' {
+					s.p.cl.refreshSoon()
+					return false
+				}
+				confirmed = true
+			default:
+				if c, ok := sunsubscribeChannel(fr); ok && c == ch {
+					return !s.shardGone(ch)
+				}
+				s.write(fr)
+			}
+			buf = append(buf[:0], buf[m:]...)
+			continue
+		}
+		if s.shardGone(ch) {
+			return false
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
+		}
+		_ = nc.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil && n == 0 && !isTimeout(err) {
+			return false
+		}
+	}
+}
+
+// shardGone reports whether the client no longer wants ch, or is gone.
+func (s *session) shardGone(ch string) bool {
+	s.outMu.Lock()
+	closed := s.outClosed
+	s.outMu.Unlock()
+	if closed || s.p.closed.Load() {
+		return true
+	}
+	f := s.shards.Load()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.chans[ch]
+}
+
+// giveUpShard tells the client its subscription to ch ended, with the
+// sunsubscribe Valkey sent, when it cannot be followed.
+func (s *session) giveUpShard(ch string) {
+	f := s.shards.Load()
+	f.mu.Lock()
+	if !f.chans[ch] {
+		f.mu.Unlock()
+		return
+	}
+	delete(f.chans, ch)
+	n := len(f.chans)
+	f.mu.Unlock()
+	s.write(appendShardUnsubscribed(nil, s.proto, ch, n))
+}
+
+// unsubscribeFollowed answers a client's SUNSUBSCRIBE of channels that are
+// all followed (their slot moved to another node than the client's own
+// connection): their connections close, and the client gets Valkey's
+// replies, one per channel, with the count of shard channels left. It
+// reports whether it answered.
+func (s *session) unsubscribeFollowed(args [][]byte) bool {
+	f := s.shards.Load()
+	if f == nil || len(args) < 2 || !resp.EqualFold(args[0], "sunsubscribe") {
+		return false
+	}
+	f.mu.Lock()
+	for _, ch := range args[1:] {
+		if f.followed[string(ch)] == nil {
+			f.mu.Unlock()
+			return false
+		}
+	}
+	var out []byte
+	for _, ch := range args[1:] {
+		if c := f.followed[string(ch)]; c != nil {
+			c.Close()
+			delete(f.followed, string(ch))
+		}
+		delete(f.chans, string(ch))
+		out = appendShardUnsubscribed(out, s.proto, string(ch), len(f.chans))
+	}
+	f.mu.Unlock()
+	s.local(out)
+	return true
+}
+
+// appendShardUnsubscribed encodes Valkey's sunsubscribe message: an array
+// in RESP2, a push in RESP3.
+func appendShardUnsubscribed(dst []byte, proto int, ch string, left int) []byte {
+	if proto >= 3 {
+		dst = append(dst, ">3\r\n"...)
+	} else {
+		dst = append(dst, "*3\r\n"...)
+	}
+	dst = resp.AppendBulk(dst, []byte("sunsubscribe"))
+	dst = resp.AppendBulk(dst, []byte(ch))
+	return resp.AppendInt(dst, int64(left))
+}

@@ -1,0 +1,79 @@
+package proxy
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// WAIT in front of a cluster. Valkey's WAIT counts the replicas that
+// acknowledged the calling connection's own last write. A session's writes
+// go over shared connections, and its WAIT over a new connection of its own
+// to the node of its last command (keyless commands stay where the session
+// was), whose last write would be none: WAIT would answer at once, whatever
+// the replicas acknowledged. So before the WAIT that new connection makes a
+// write of its own that replicates and leaves nothing behind — a script
+// that sets and deletes a key in a slot of that node, replicated as one
+// MULTI/EXEC — whose offset is past every write the session made there
+// before (their replies came back first). Its reply is not the client's.
+
+// primeWaitScript sets and deletes its key: replicated, with no effect.
+const primeWaitScript = "redis.call('SET', KEYS[1], '') return redis.call('DEL', KEYS[1])"
+
+// primeWait is called once the session's own connection is opened for a
+// WAIT or WAITAOF, before the command is sent on it.
+func (s *session) primeWait(args [][]byte) {
+	if s.p.cl == nil || s.ded == nil || !(resp.EqualFold(args[0], "wait") || resp.EqualFold(args[0], "waitaof")) {
+		return
+	}
+	key := s.p.waitKey(s.ded.addr)
+	if key == "" {
+		return
+	}
+	muted := s.mute
+	s.mute = true
+	s.forward(resp.AppendCommandStrings(nil, "EVAL", primeWaitScript, "1", key), nil)
+	s.mute = muted
+}
+
+// waitKey returns a key in a slot the node at addr serves, in the proxy's
+// map, or "" when it serves none.
+func (p *Proxy) waitKey(addr string) string {
+	m := p.slotMap()
+	if m == nil {
+		return ""
+	}
+	for slot := 0; slot < cluster.SlotCount; slot++ {
+		if a, ok := m.Primary(uint16(slot)); ok && a == addr {
+			return "{" + slotTag(uint16(slot)) + "}:lockproxy:wait"
+		}
+	}
+	return ""
+}
+
+var slotTags struct {
+	sync.Mutex
+	m map[uint16]string
+}
+
+// slotTag returns a short hash tag that hashes to slot (found by trying
+// numbers, once per slot).
+func slotTag(slot uint16) string {
+	slotTags.Lock()
+	defer slotTags.Unlock()
+	if t, ok := slotTags.m[slot]; ok {
+		return t
+	}
+	if slotTags.m == nil {
+		slotTags.m = map[uint16]string{}
+	}
+	for n := 0; ; n++ {
+		t := strconv.Itoa(n)
+		if cluster.Slot([]byte(t)) == slot {
+			slotTags.m[slot] = t
+			return t
+		}
+	}
+}
