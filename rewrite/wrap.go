@@ -82,34 +82,43 @@ if e then __lockproxy = e else mark(marks) end
 `)
 	}
 	if locks {
+		// The caller's record moves only when it held the lock before the
+		// body ran (its record's value and grant current): released, the
+		// record goes (and the hash is settled only when it may have no
+		// expiry, as in Release); re-set or its lease moved, it follows.
+		// Valkey's clock is read only on the paths that write a time.
 		b.WriteString(fnNow + fnPut + fnLeaseEnd + fnSettle + fnGrant + `local g = 3 + nfa
 if not __lockproxy then
-local owner, keep, n, before = A[g], tonumber(A[g + 1]), tonumber(A[g + 2]), {}
-local function value(key)
-local v = redis.pcall('GET', key)
-if type(v) == 'table' then return '' end
-return v
+local owner, n, before = A[g], tonumber(A[g + 2]), {}
+for i = 1, n do
+local v = redis.pcall('GET', K[nfk + 3 * i - 2])
+if type(v) == 'table' then v = '' end
+before[i] = v
 end
-for i = 1, n do before[i] = value(K[nfk + 3 * i - 2]) end
 __lockproxy_after = function()
 redis.set_repl(redis.REPL_ALL)
+local keep = tonumber(A[g + 1])
 for i = 1, n do
 local k = nfk + 3 * i - 2
 local key, ck, rk = K[k], K[k + 1], K[k + 2]
-local now = value(key)
+local now = redis.pcall('GET', key)
+if type(now) == 'table' then now = '' end
 if not before[i] then
 if now then grant_to(key, ck, rk, owner, keep, now) end
 else
 local rec = parse(redis.call('HGET', rk, owner))
 if rec and rec.v == before[i] and redis.call('GET', ck) == rec.g then
-local t = now_ms()
 if not now then
 redis.call('HDEL', rk, owner)
-if redis.call('PTTL', rk) == -1 then settle(rk, t, keep, '') end
-elseif now ~= rec.v or lease_end(key, t) ~= rec.e then
-rec.v, rec.e = now, lease_end(key, t)
+if rec.e == 0 and redis.call('PTTL', rk) == -1 then settle(rk, now_ms(), keep, '') end
+else
+local t = now_ms()
+local e = lease_end(key, t)
+if now ~= rec.v or e ~= rec.e then
+rec.v, rec.e = now, e
 put(rk, owner, rec)
 settle(rk, t, keep, nil)
+end
 end
 end
 end
