@@ -160,22 +160,6 @@ end
   return nil, tokens, marks, ai
 end
 `
-	// fnGrant mints the next grant of a lock just taken and writes the
-	// taker's record, as Acquire does (see there).
-	fnGrant = `local function grant_to(key, ck, rk, owner, keep, v)
-  local g = redis.call('INCR', ck)
-  local now = now_ms()
-  local e = lease_end(key, now)
-  local fresh = redis.call('EXISTS', rk) == 0
-  redis.call('HSET', rk, owner, string.format('%d %d %d ', g, now, e) .. v)
-  if not fresh then
-    settle(rk, now, keep, owner)
-  elseif e > 0 then
-    redis.call('PEXPIREAT', rk, e + keep)
-  end
-  return g
-end
-`
 	// fnRun runs the command A[from], A[from + 1], ... Lua cannot unpack
 	// more than about 8000 values into a call, so a longer command is run
 	// in parts, where its reply composes: DEL, UNLINK, EXISTS and TOUCH of
@@ -232,7 +216,7 @@ end
 // word (pcall, not call, which would add the script's name). If the counter
 // cannot be incremented (it holds something else), the lock just taken is
 // given back, so no grant goes unrecorded.
-var Acquire = newScript("acquire", fnParse+`local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
+var Acquire = newScript("acquire", `local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
 if type(r) == 'table' and r.err then return r end
 -- Taken: SET answered (OK), or, with GET, answered nil (no old value).
 if (r ~= false) == (ARGV[3] == 'get') then return {0, r} end
@@ -262,7 +246,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
   if e > 0 then redis.call('PEXPIREAT', KEYS[3], e + ARGV[2]) end
   return {grant, r}
 end
-`+fnPut+fnSettle+`redis.call('HSET', KEYS[3], ARGV[1], rec)
+`+fnParse+fnPut+fnSettle+`redis.call('HSET', KEYS[3], ARGV[1], rec)
 settle(KEYS[3], now, tonumber(ARGV[2]), ARGV[1])
 return {grant, r}`)
 
@@ -292,7 +276,8 @@ return {grant, r}`)
 // time since the caller's grant (-1 without a record); lapsed 1 when the
 // caller's lease had run out; grant the caller's (0 without a record). A refusal is the error "NOTOWNER <i>" or
 // "TOKENRELEASE <i>" (i: which lock), which the proxy words.
-var Release = newScript("release", fnParse+fnPut+fnCurrent+fnHolder+fnSettle+`local n = tonumber(ARGV[2])
+var Release = newScript("release", fnParse+fnCurrent+`local function rare() `+fnPut+fnHolder+fnSettle+`return holder, settle end
+local n = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local plan = {}
@@ -325,7 +310,10 @@ for i = 1, #plan do
   local k = n + 3 * i - 2
   local what, rec = plan[i][1], plan[i][2]
   local who = ''
-  if what ~= 'released' then who = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[2 + 2 * i]) end
+  if what ~= 'released' then
+    local holder = rare()
+    who = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[2 + 2 * i])
+  end
   if what ~= 'superseded' then deleted = deleted + redis.call(ARGV[1], KEYS[k]) end
   local held, lapsed, grant, head, size = -1, 0, 0, '', 0
   if rec then
@@ -341,6 +329,7 @@ for i = 1, #plan do
     -- must expire.
     local gone = nil
     if redis.call('EXISTS', KEYS[k]) == 0 then gone = '' end
+    local _, settle = rare()
     settle(KEYS[k + 2], now, tonumber(ARGV[3]), gone)
   end
   out[#out + 1] = what
