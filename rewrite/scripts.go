@@ -276,7 +276,7 @@ return {grant, r}`)
 // time since the caller's grant (-1 without a record); lapsed 1 when the
 // caller's lease had run out; grant the caller's (0 without a record). A refusal is the error "NOTOWNER <i>" or
 // "TOKENRELEASE <i>" (i: which lock), which the proxy words.
-var Release = newScript("release", fnParse+fnCurrent+`local function rare() `+fnPut+fnHolder+fnSettle+`return holder, settle end
+var Release = newScript("release", releaseOne+fnParse+fnCurrent+`local function rare() `+fnPut+fnHolder+fnSettle+`return holder, settle end
 local n = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -342,6 +342,27 @@ for i = 1, #plan do
 end
 out[1] = deleted
 return out`)
+
+// releaseOne is Release's usual case, first and on its own: one lock key,
+// no plain keys, rewrite mode, and the caller holds the lock under a lease.
+// It answers exactly as the general path below would (which it falls
+// through to otherwise), without its tables and helpers: a fifth of the
+// instructions Valkey spends on the call.
+const releaseOne = `if ARGV[2] == '0' and #KEYS == 3 and ARGV[5] == 'rewrite' then
+  local r = redis.call('HGET', KEYS[3], ARGV[4])
+  if not r then return redis.error_reply('NOTOWNER 1') end
+  local g, a, e, v = string.match(r, '^(%d+) (%d+) (%d+) (.*)$')
+  if g and e ~= '0' and redis.call('GET', KEYS[1]) == v and redis.call('GET', KEYS[2]) == g then
+    local t = redis.call('TIME')
+    local now = t[1] * 1000 + math.floor(t[2] / 1000)
+    local deleted = redis.call(ARGV[1], KEYS[1])
+    redis.call('HDEL', KEYS[3], ARGV[4])
+    local lapsed = 0
+    if e + 0 <= now then lapsed = 1 end
+    return {deleted, 'released', '', now - a, lapsed, tonumber(g), string.sub(v, 1, 3), #v}
+  end
+end
+`
 
 // Holder runs one command on a lock key for the lock's holder only: a lease
 // change (EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST, GETEX with options)
