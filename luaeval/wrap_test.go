@@ -37,6 +37,8 @@ func TestDifferentialWrappers(t *testing.T) {
 		refresh = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], 20000) end\nreturn 0"
 		write   = "redis.call('SET', KEYS[1], ARGV[1])\nreturn {#KEYS, #ARGV, KEYS[1], ARGV[1]}"
 		broken  = "redis.call('SET', KEYS[1], ARGV[1])\nlocal t = nil\nreturn t.x"
+		forever = "if redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 1 end\nreturn 0"
+		reset   = "return redis.call('SET', KEYS[1], ARGV[1], 'XX', 'PX', 30000)"
 	)
 	steps := []step{
 		do(locked(obtain, "tok")...),
@@ -51,6 +53,26 @@ func TestDifferentialWrappers(t *testing.T) {
 		do(locked(release, "tok")...),
 		do("HLEN", recs),
 		do("EXISTS", lock),
+		// A lock without a lease: its records have no expiry until it goes.
+		do(locked(forever, "p")...),
+		do("HLEN", recs),
+		do("PTTL", recs),
+		do(locked(release, "p")...),
+		do("EXISTS", recs),
+		// Taken again over a record left behind (the lock deleted under
+		// it): the records are settled, not written fresh.
+		do(locked(obtain, "tok")...),
+		do("DEL", lock),
+		do(locked(obtain, "tok2")...),
+		do("GET", ctr),
+		do("HLEN", recs),
+		// The holder re-sets its lock with another value: the record follows.
+		do(locked(reset, "tok3")...),
+		do("HLEN", recs),
+		do(locked(release, "tok2")...),
+		do("EXISTS", lock),
+		do(locked(release, "tok3")...),
+		do("EXISTS", lock, recs),
 		do(fenced(write, "current", "reject", "v")...),
 		do(fenced(write, "current", "allow", "v")...),
 		do("GET", "{g}:data"),

@@ -75,41 +75,77 @@ for i = #KEYS, k0 + 1, -1 do KEYS[i] = nil end
 for i = #ARGV, a0 + 1, -1 do ARGV[i] = nil end
 local nfk, nfa = tonumber(A[1]), tonumber(A[2])
 `)
-	b.WriteString(fnParse)
 	if fence {
 		b.WriteString(fnFence + fnMark + `local e, _, marks = fence(K, A, 1, 5, A[3], tonumber(A[4]))
 if e then __lockproxy = e else mark(marks) end
 `)
 	}
 	if locks {
-		b.WriteString(fnNow + fnPut + fnLeaseEnd + fnSettle + fnGrant + `local g = 3 + nfa
+		// The caller's record moves only when it held the lock before the
+		// body ran (its record's value and grant current): released, the
+		// record goes (and the hash is settled only when it may have no
+		// expiry, as in Release); re-set or its lease moved, it follows.
+		// The common paths (a grant to a fresh hash, a release) run inline;
+		// the helpers for the others are made only when one is taken
+		// (lp_fns: each function defined is a closure made at every run).
+		// Valkey's clock is read only on the paths that write a time.
+		b.WriteString(`local function lp_fns() ` + fnParse + fnPut + fnSettle + `return parse, put, settle end
+local g = 3 + nfa
 if not __lockproxy then
-local owner, keep, n, before = A[g], tonumber(A[g + 1]), tonumber(A[g + 2]), {}
-local function value(key)
-local v = redis.pcall('GET', key)
-if type(v) == 'table' then return '' end
-return v
+local owner, n, before = A[g], (nk - nfk) / 3, {}
+for i = 1, n do
+local v = redis.pcall('GET', K[nfk + 3 * i - 2])
+if type(v) == 'table' then v = '' end
+before[i] = v
 end
-for i = 1, n do before[i] = value(K[nfk + 3 * i - 2]) end
 __lockproxy_after = function()
 redis.set_repl(redis.REPL_ALL)
 for i = 1, n do
 local k = nfk + 3 * i - 2
 local key, ck, rk = K[k], K[k + 1], K[k + 2]
-local now = value(key)
-if not before[i] then
-if now then grant_to(key, ck, rk, owner, keep, now) end
+local now = redis.pcall('GET', key)
+if type(now) == 'table' then now = '' end
+local was = before[i]
+if not was then
+if now then
+local gr = redis.call('INCR', ck)
+local t = redis.call('TIME')
+local ms = t[1] * 1000 + math.floor(t[2] / 1000)
+local e = redis.call('PTTL', key)
+if e > 0 then e = ms + e else e = 0 end
+local fresh = redis.call('EXISTS', rk) == 0
+redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
+if not fresh then
+local _, _, settle = lp_fns()
+settle(rk, ms, tonumber(A[g + 1]), owner)
+elseif e > 0 then
+redis.call('PEXPIREAT', rk, e + A[g + 1])
+end
+end
 else
-local rec = parse(redis.call('HGET', rk, owner))
-if rec and rec.v == before[i] and redis.call('GET', ck) == rec.g then
-local t = now_ms()
+local r = redis.call('HGET', rk, owner)
+local rg, re, rv
+if r then rg, re, rv = string.match(r, '^(%d+) %d+ (%d+) (.*)$') end
+if rg and rv == was and redis.call('GET', ck) == rg then
 if not now then
 redis.call('HDEL', rk, owner)
-if redis.call('PTTL', rk) == -1 then settle(rk, t, keep, '') end
-elseif now ~= rec.v or lease_end(key, t) ~= rec.e then
-rec.v, rec.e = now, lease_end(key, t)
+if re == '0' and redis.call('PTTL', rk) == -1 then
+local _, _, settle = lp_fns()
+local t = redis.call('TIME')
+settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), tonumber(A[g + 1]), '')
+end
+else
+local t = redis.call('TIME')
+local ms = t[1] * 1000 + math.floor(t[2] / 1000)
+local e = redis.call('PTTL', key)
+if e > 0 then e = ms + e else e = 0 end
+if now ~= rv or e ~= tonumber(re) then
+local parse, put, settle = lp_fns()
+local rec = parse(r)
+rec.v, rec.e = now, e
 put(rk, owner, rec)
-settle(rk, t, keep, nil)
+settle(rk, ms, tonumber(A[g + 1]), nil)
+end
 end
 end
 end

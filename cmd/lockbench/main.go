@@ -25,6 +25,10 @@
 //	script-fenced   a holder's scripted write to a guarded key through the
 //	         proxy (its wrapper checks the fence) against the same script
 //	         sent directly.
+//	script-hop, script-fenced-hop  the same scripts on a key no rule
+//	         matches (or no lock guards), through the proxy (forwarded, not
+//	         wrapped) and directly: the hop's share of the two above, which
+//	         bounds them.
 //
 // It prints one tab-separated line per measurement: name, ops/s of each
 // side, and the ratio. -only a (or b) runs one side, to profile it.
@@ -37,6 +41,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,7 +55,7 @@ func main() {
 	clients := flag.Int("c", 50, "concurrent clients")
 	dur := flag.Duration("d", 5*time.Second, "how long each side runs")
 	rounds := flag.Int("rounds", 3, "alternating rounds per side; the median is reported")
-	mode := flag.String("mode", "release", "release | scripted | transit | fenced")
+	mode := flag.String("mode", "release", "release | scripted | transit | fenced | script-acquire | script-hop | script-fenced | script-fenced-hop")
 	only := flag.String("only", "", "run one side only, a or b (for profiling one of them)")
 	flag.Parse()
 	ctx := context.Background()
@@ -90,19 +95,34 @@ func main() {
 		}
 		an, ac, a = "plain cycle via proxy (SET NX, DEL)", proxy, cycle
 		bn, bc, b = "plain cycle direct", direct, cycle
-	case "script-acquire":
-		an, ac, a = "script obtain+release via proxy (wrapped)", proxy, libCycle
-		bn, bc, b = "same scripts direct", direct, libCycle
+	case "script-acquire", "script-hop":
+		an, ac, a = "script obtain+release via proxy (wrapped)", proxy, libCycle("lock")
+		bn, bc, b = "same scripts direct", direct, libCycle("lock")
+		if *mode == "script-hop" {
+			// The same scripts on a key no rule matches: forwarded, not
+			// wrapped. What the hop alone costs these scripts, so that
+			// script-acquire's ratio can be read as hop times wrapper.
+			an, a = "same scripts via proxy (no rule)", libCycle("free")
+			b = libCycle("free")
+		}
 		for _, c := range []*redis.Client{proxy, direct} {
 			c.ScriptLoad(ctx, obtainLua)
 			c.ScriptLoad(ctx, releaseLua)
 		}
-	case "script-fenced":
-		write := func(ctx context.Context, c *redis.Conn, w, i int) error {
-			return c.EvalSha(ctx, sha(writeLua), []string{fmt.Sprintf("{b%d}:data", w)}, i).Err()
+	case "script-fenced", "script-fenced-hop":
+		write := func(key string) func(ctx context.Context, c *redis.Conn, w, i int) error {
+			return func(ctx context.Context, c *redis.Conn, w, i int) error {
+				return c.EvalSha(ctx, sha(writeLua), []string{fmt.Sprintf(key, w)}, i).Err()
+			}
 		}
-		an, ac, a = "scripted fenced write via proxy (holder, wrapped)", proxy, write
-		bn, bc, b = "same script direct", direct, write
+		an, ac, a = "scripted fenced write via proxy (holder, wrapped)", proxy, write("{b%d}:data")
+		bn, bc, b = "same script direct", direct, write("{b%d}:data")
+		if *mode == "script-fenced-hop" {
+			// The same script on a key no lock guards: forwarded, not
+			// wrapped; the hop alone.
+			an, a = "same script via proxy (unguarded key)", write("{b%d}:free")
+			b = write("{b%d}:free")
+		}
 		for _, c := range []*redis.Client{proxy, direct} {
 			c.ScriptLoad(ctx, writeLua)
 		}
@@ -114,13 +134,13 @@ func main() {
 			return c.Set(ctx, fmt.Sprintf("plain:%d", w), i, 0).Err()
 		}
 	default:
-		fmt.Fprintln(os.Stderr, "lockbench: -mode is release, scripted, transit, fenced, script-acquire or script-fenced")
+		fmt.Fprintln(os.Stderr, "lockbench: -mode is release, scripted, transit, fenced, script-acquire, script-hop, script-fenced or script-fenced-hop")
 		os.Exit(2)
 	}
 	var ra, rb []float64
 	for r := 0; r < *rounds; r++ {
 		if *only != "b" {
-			ra = append(ra, run(ctx, ac, *clients, *dur, a, *mode == "fenced" || *mode == "script-fenced"))
+			ra = append(ra, run(ctx, ac, *clients, *dur, a, *mode == "fenced" || strings.HasPrefix(*mode, "script-fenced")))
 		}
 		if *only != "a" {
 			rb = append(rb, run(ctx, bc, *clients, *dur, b, false))
@@ -155,9 +175,15 @@ func sha(body string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// libCycle obtains and releases a lock with the library's own scripts.
-func libCycle(ctx context.Context, c *redis.Conn, w, i int) error {
-	k := fmt.Sprintf("bench:%d:lock", w)
+// libCycle obtains and releases a lock with the library's own scripts, on
+// keys bench:N:suffix.
+func libCycle(suffix string) func(context.Context, *redis.Conn, int, int) error {
+	return func(ctx context.Context, c *redis.Conn, w, i int) error {
+		return libCycleOn(ctx, c, fmt.Sprintf("bench:%d:%s", w, suffix), w, i)
+	}
+}
+
+func libCycleOn(ctx context.Context, c *redis.Conn, k string, w, i int) error {
 	tok := fmt.Sprintf("tok-%d-%d", w, i)
 	if err := c.EvalSha(ctx, sha(obtainLua), []string{k}, tok, 0, 10000).Err(); err != nil {
 		return err

@@ -20,7 +20,13 @@
 #            against the same scripts sent directly (goal >= 0.85);
 #   script-fenced   a holder's scripted write to a guarded key through the
 #            proxy (the wrapper checks its token) against the same script
-#            sent directly (goal >= 0.85).
+#            sent directly (goal >= 0.85);
+#   script-hop, script-fenced-hop  the same scripts on keys no rule matches,
+#            through the proxy (forwarded, not wrapped) and directly: the
+#            hop alone, which bounds the two rows above.
+# BENCH_LOCK_MODES="release script-acquire" runs only those modes (with
+# BENCH_FILTER naming one short scenario, e.g. 'SET P1 c1$', a run that
+# measures lock traffic only).
 
 PROXY_CONFIG_EXTRA+='
 locks:
@@ -40,7 +46,7 @@ lock_measurements() {
   fi
   local mode d=${BENCH_LOCK_SECONDS:-3}s
   [[ ${BENCH_QUICK:-} == 1 ]] && d=1s
-  for mode in release scripted transit fenced script-acquire script-fenced; do
+  for mode in ${BENCH_LOCK_MODES:-release scripted transit fenced script-acquire script-hop script-fenced script-fenced-hop}; do
     log "[GOMAXPROCS=$gmp] lockbench -mode $mode -c 50 -d $d x $ROUNDS rounds"
     printf 'GOMAXPROCS=%s c50\t' "$gmp" >>"$tmp/extra.txt"
     "$tmp/lockbench" -proxy "$PROXY_HOST:$PROXY_PORT" -direct "$DIRECT_HOST:$DIRECT_PORT" \
