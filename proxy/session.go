@@ -96,7 +96,7 @@ type session struct {
 	// touches it).
 	readOff bool
 	// movable is what an off-loop COMMAND GETKEYSANDFLAGS said about the
-	// command put back meanwhile (lockplan.go).
+	// command put back meanwhile (cmdtable.go).
 	movable *movableKeys
 	// shot is what an off-loop one-off connection answered to the command
 	// put back meanwhile (busy.go).

@@ -1,0 +1,102 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/scriptcheck"
+)
+
+// loadTable reads Valkey's command table (COMMAND) once the upstream is
+// reachable, and installs a decider that has it.
+func (p *Proxy) loadTable() *rewrite.Decider {
+	p.tableMu.Lock()
+	defer p.tableMu.Unlock()
+	d := p.decider.Load()
+	if d.Table != nil || time.Since(p.tableTried) < p.opts.Upstream.ReconnectBackoff.D() {
+		return d
+	}
+	p.tableTried = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
+	defer cancel()
+	t, err := keyspec.Load(ctx, p.side)
+	if err != nil {
+		p.tableErr = err
+		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.tableAddr(), "err", err)
+		return d
+	}
+	p.tableErr = nil
+	scriptcheck.UseTable(t) // key effects in scripts, from the same table
+	nd := *d
+	nd.Table = t
+	p.decider.Store(&nd)
+	return &nd
+}
+
+// movableKeys is COMMAND GETKEYSANDFLAGS's answer for the command raw,
+// asked off the loop.
+type movableKeys struct {
+	raw  []byte
+	keys []keyspec.KeyWithFlags
+	err  error
+}
+
+// cloneArgs copies a command out of the client's read buffer, for a job
+// that outlives the buffer's contents.
+func cloneArgs(cmd resp.Command) (raw []byte, args [][]byte) {
+	raw = bytes.Clone(cmd.Raw)
+	args = make([][]byte, len(cmd.Args))
+	for i, a := range cmd.Args {
+		args[i] = bytes.Clone(a)
+	}
+	return raw, args
+}
+
+// tableReady reports whether loadTable would return at once: the table is
+// loaded, or the last attempt failed within the reconnect backoff.
+func (p *Proxy) tableReady() bool {
+	if p.decider.Load().Table != nil {
+		return true
+	}
+	if !p.tableMu.TryLock() {
+		return false // being loaded
+	}
+	defer p.tableMu.Unlock()
+	return p.decider.Load().Table != nil || time.Since(p.tableTried) < p.opts.Upstream.ReconnectBackoff.D()
+}
+
+// getKeys asks Valkey which keys a command with movable keys touches.
+func (p *Proxy) getKeys(args [][]byte) ([]keyspec.KeyWithFlags, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
+	defer cancel()
+	q := make([]interface{}, 0, len(args)+2)
+	q = append(q, "COMMAND", "GETKEYSANDFLAGS")
+	for _, a := range args {
+		q = append(q, string(a))
+	}
+	reply, err := p.side.Do(ctx, q...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	return keyspec.GetKeysAndFlags(reply)
+}
+
+// noTableError is the refusal while the command table is missing, with the
+// address tried and why it failed.
+func (p *Proxy) noTableError() string {
+	p.tableMu.Lock()
+	err := p.tableErr
+	p.tableMu.Unlock()
+	return errNoCommandTable(p.tableAddr(), err)
+}
+
+func (p *Proxy) tableAddr() string {
+	if addr, err := p.upstreamAddr(); err == nil {
+		return addr
+	}
+	return p.opts.Upstream.Addr
+}

@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// apply records what a command's reply meant, in the counters and the
+// audit: effects as Fold filled them in (or as decided, for commands
+// forwarded or refused without a script). reply is the client's reply, nil
+// for effects known before sending (refusals).
+func (s *session) apply(effects []rewrite.Effect, reply []byte) {
+	if len(reply) > 0 && reply[0] == '-' {
+		if bytes.HasPrefix(reply, []byte("-STALE ")) {
+			s.staleWrite(effects, reply)
+			return
+		}
+		if !refusedBy(effects) {
+			return // Valkey refused it: nothing changed
+		}
+	}
+	now := time.Now()
+	p := s.p
+	for i := range effects {
+		e := &effects[i]
+		// First what only counts: no event to build.
+		switch e.Kind {
+		case 0:
+			continue // did not happen: another lock key of the command was refused
+		case rewrite.Grant:
+			if e.Grant == 0 {
+				p.contended(e, now)
+			} else {
+				p.granted(e, now)
+			}
+			continue
+		case rewrite.SetValue:
+			continue
+		case rewrite.FencedWrite:
+			if !e.Unfenced || e.Rule == nil || e.Rule.Fencing.UnfencedWrites != policy.UnfencedObserve {
+				continue // a write that passed its fence is not an intervention
+			}
+		}
+		ev := Event{Time: now, Client: s.addr, Name: s.nameSnapshot(), Command: e.Command, Key: string(e.Key),
+			Owner: e.Owner, Holder: e.Holder, Grant: e.Grant}
+		if e.Rule != nil {
+			ev.Rule = e.Rule.Pattern.String()
+		}
+		n, isInt := resp.ReplyInt(reply)
+		switch e.Kind {
+		case rewrite.Released:
+			switch e.Outcome {
+			case rewrite.OutcomeForwarded:
+				ev.Outcome, ev.Detail = OutcomeObserved, "forwarded unchecked"
+				if e.Holder != "" {
+					ev.Outcome = OutcomeSuccessorDeleted
+					ev.Detail = "deleted a lock granted to " + e.Holder
+				}
+			default:
+				p.released(e)
+				ev.Outcome, ev.Token = OutcomeRewritten, maskHead(e.Value, e.ValueLen)
+				ev.Detail = releaseDetail(n)
+				if e.Outcome == rewrite.OutcomeSuperseded && e.Holder != "" {
+					ev.Outcome = OutcomeSuccessorPrevented
+					ev.Detail = "the lock is now " + e.Holder + "'s; not deleted"
+				}
+			}
+		case rewrite.Renewed:
+			ev.Outcome = OutcomeRewritten
+			ev.Detail = "token-checked lease change"
+			if !e.Acted {
+				ev.Detail = "token-checked lease change: no longer the holder, nothing changed"
+			}
+		case rewrite.Observed:
+			ev.Outcome, ev.Detail = OutcomeObserved, e.Reason
+			if isInt && n > int64(e.Plain) && e.Holder != "" {
+				ev.Outcome = OutcomeSuccessorDeleted
+				ev.Detail = "deleted a lock granted to " + e.Holder
+			}
+		case rewrite.Refused:
+			ev.Outcome, ev.Detail = OutcomeRefused, e.Reason
+			if e.Holder != "" {
+			}
+		case rewrite.Flushed:
+			ev.Outcome = OutcomeFlushed
+		case rewrite.FencedWrite: // unfenced, under unfenced_writes: observe
+			ev.Outcome, ev.Detail = OutcomeObserved, "write to a guarded key without a grant of its lock"
+		}
+		p.record(ev, e) // ring, log line, counters by rule and outcome, audit file
+	}
+}
+
+// accepted reports whether a reply says Valkey carried the command out
+// (anything but an error).
+func accepted(reply []byte) bool {
+	return len(reply) > 0 && reply[0] != '-' && reply[0] != '!'
+}
+
+// refusedBy reports whether a script refused the command (Fold turned one
+// of its effects into Refused), as opposed to Valkey rejecting it.
+func refusedBy(effects []rewrite.Effect) bool {
+	for i := range effects {
+		if effects[i].Kind == rewrite.Refused && effects[i].Reason != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseDetail is a rewritten release's event detail; the usual two are
+// built once.
+func releaseDetail(n int64) string {
+	switch n {
+	case 0:
+		return releasedNone
+	case 1:
+		return releasedOne
+	}
+	return "token-checked release deleted " + strconv.FormatInt(n, 10) + " key(s)"
+}
+
+var releasedNone, releasedOne = "token-checked release deleted 0 key(s)", "token-checked release deleted 1 key(s)"
+
+// staleWrite records a fenced write the fence refused.
+func (s *session) staleWrite(effects []rewrite.Effect, reply []byte) {
+	for i := range effects {
+		e := &effects[i]
+		if e.Kind != rewrite.FencedWrite {
+			continue
+		}
+		ev := Event{Time: time.Now(), Client: s.addr, Name: s.nameSnapshot(), Command: e.Command,
+			Key: string(e.Key), Owner: e.Owner, Grant: staleToken(reply), Outcome: OutcomeStaleRefused,
+			Detail: string(bytes.TrimRight(reply[1:], "\r\n"))}
+		if e.Rule != nil {
+			ev.Rule = e.Rule.Pattern.String()
+		}
+		s.p.record(ev, e)
+		return
+	}
+}
+
+// staleToken reads the refused token out of the Fenced script's STALE
+// error ("... with fencing token 33: ..."): the script found it in the
+// writer's record, so only the reply knows it.
+func staleToken(reply []byte) int64 {
+	_, rest, ok := bytes.Cut(reply, []byte("with fencing token "))
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.ParseInt(string(rest[:max(0, bytes.IndexByte(rest, ':'))]), 10, 64)
+	return n
+}

@@ -1,0 +1,47 @@
+package proxy
+
+import (
+	"bytes"
+
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// queueInMulti sends a command while a transaction is open. queued shapes
+// its queue-time reply (+QUEUED, or an error); atExec, if set, shapes its
+// element of EXEC's reply and records its effects then, when it has run.
+func (s *session) queueInMulti(raw []byte, queued func([]byte) []byte, atExec func([]byte) []byte) {
+	s.multiShape = append(s.multiShape, atExec)
+	s.forward(raw, queued)
+}
+
+// execHook shapes EXEC's reply: each queued command with a shaper gets its
+// element rewritten (a script's grant number back into +OK, ...).
+func (s *session) execHook(shapers []func([]byte) []byte) func([]byte) []byte {
+	return func(reply []byte) []byte {
+		if len(reply) == 0 || (reply[0] != '*' && reply[0] != '~') {
+			return reply // EXECABORT, or nil when WATCH aborted: nothing ran
+		}
+		v, n, err := resp.Parse(reply)
+		if err != nil || n != len(reply) || len(v.Elems) != len(shapers) {
+			return reply
+		}
+		// Split the array into its elements' bytes with the framer.
+		hdr := bytes.IndexByte(reply, '\n') + 1
+		out := append([]byte(nil), reply[:hdr]...)
+		rest := reply[hdr:]
+		var f resp.Framer
+		for i := range shapers {
+			m, err := f.Frame(rest)
+			if err != nil || m == 0 {
+				return reply
+			}
+			el := rest[:m]
+			if shapers[i] != nil {
+				el = shapers[i](el)
+			}
+			out = append(out, el...)
+			rest = rest[m:]
+		}
+		return out
+	}
+}
