@@ -38,10 +38,17 @@ type session struct {
 	// node, in front of a cluster, is the primary of the slot of the
 	// command being handled (cluster_route.go).
 	node string
+	// mapAsked: the slot map was read off the event loop for the command
+	// put back meanwhile (cluster_route.go).
+	mapAsked bool
 	// ownMovable: the dedicated connection holds no state a later command
 	// needs (it was opened for MULTI or a blocking command), so in a
 	// cluster it may be left for another node's (cluster_route.go).
 	ownMovable bool
+
+	// redirects: MOVED, ASK and TRYAGAIN replies being followed
+	// (cluster_redirect.go).
+	redirects redirects
 
 	ded       *upConn // the session's own upstream connection, once it needs one
 	dedMu     sync.Mutex
@@ -53,17 +60,24 @@ type session struct {
 	bconn *upConn
 	bbuf  []byte
 	bpend []pend
-	// last is the connection holding the session's in-flight commands.
-	// Switching to another one waits for those replies first, so replies
-	// from two connections can never overtake each other.
+	// last is the connection the session's last batch went to. In front
+	// of one primary, switching to another one waits for the replies owed
+	// on it first (see forwardRetry).
 	last *upConn
+	// seqNext is the sequence number the next reply owed gets (reorder.go;
+	// only the session's goroutine or loop touches it).
+	seqNext uint64
 
 	inflight atomic.Int64 // commands sent whose replies are not in out yet
 	waitLE   atomic.Int64 // the session goroutine waits for inflight <= this (-1: not waiting)
 	drained  chan struct{}
 
-	outMu     sync.Mutex
-	out       outQueue
+	outMu sync.Mutex
+	out   outQueue
+	// outSeq is the sequence number of the reply the client gets next;
+	// held keeps the replies that came before it (reorder.go).
+	outSeq    uint64
+	held      reorder
 	outClosed bool // no more output: the client is gone or over its limit
 	writing   int  // bytes of a batch the writer goroutine took from out and is writing
 	// writer is set once the writer goroutine runs: it starts the first
@@ -300,7 +314,13 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 	}
 	if c != s.bconn {
 		s.flush()
-		if s.last != nil && s.last != c {
+		if s.last != nil && s.last != c && s.p.cl == nil {
+			// Two connections to one server: commands sent on the new
+			// one could run before those still in flight on the old.
+			// In a cluster a session has one connection per node, and
+			// commands on different nodes touch different keys: the
+			// session goes on at once, and the replies are put back in
+			// order as they arrive (reorder.go).
 			s.waitDrain(0)
 		}
 		s.bconn = c
@@ -365,21 +385,29 @@ func (s *session) flush() {
 	}
 	c := s.bconn
 	n := int64(len(s.bpend))
+	// A connection in stream mode pairs no reply with a command: nothing
+	// is counted, and what comes goes to the client as it comes.
 	counted := !c.stream.Load()
 	if counted {
 		s.inflight.Add(n)
+		for i := range s.bpend {
+			s.bpend[i].seq = s.seqNext
+			s.seqNext++
+		}
 	}
 	if !c.send(s.bbuf, s.bpend, s.lp) {
 		// The connection died before this batch left: nothing was sent, so
 		// each command gets the same error its in-flight siblings got.
-		if counted {
-			s.inflight.Add(-n)
-		}
-		s.waitDrain(0)
 		reply := resp.AppendError(nil, s.p.lostErrorText(c))
 		for _, p := range s.bpend {
-			if !p.mute {
-				s.write(reply)
+			r := reply
+			if p.mute {
+				r = nil
+			}
+			if counted {
+				s.deliverN(p.seq, r, 1)
+			} else {
+				s.write(r)
 			}
 		}
 	} else {
@@ -423,31 +451,73 @@ func (s *session) waitDrain(le int64) {
 }
 
 // local answers the client from the proxy itself, after every reply it is
-// still owed, so replies stay in command order: with commands in flight,
-// the reply queues behind them on their connection.
+// still owed, so replies stay in command order: with replies owed, it is
+// held until their turn has come (reorder.go), and the session goes on.
 func (s *session) local(reply []byte) {
 	if s.mute {
 		return
 	}
 	s.flush()
-	if s.ded == nil || !s.ded.stream.Load() {
-		if s.last != nil && s.last.sendLocal(s, reply) {
-			return
-		}
-		s.waitDrain(0) // only a dead connection's errors can still be owed
+	if s.ded != nil && s.ded.stream.Load() {
+		s.write(reply) // nothing pairs with commands there: no order to keep
+		return
 	}
-	s.write(reply)
+	s.deliverN(s.owe(), reply, 1)
 }
 
-// deliver is called by an upstream reader with the reply to one of this
-// session's commands.
-func (s *session) deliver(b []byte) { s.deliverN(b, 1) }
+// owe counts one more reply owed, answered by the proxy itself, and returns
+// its sequence number.
+func (s *session) owe() uint64 {
+	s.inflight.Add(1)
+	seq := s.seqNext
+	s.seqNext++
+	return seq
+}
 
-// deliverN is deliver for n consecutive replies in b.
-func (s *session) deliverN(b []byte, n int) {
-	if len(b) > 0 {
-		s.write(b)
+// deliverN hands the client n consecutive replies in b, numbered seq on
+// (b is empty for replies the client asked not to get): at once when their
+// turn has come, followed by the held replies whose turn comes with them;
+// held until then otherwise. It is called by upstream readers, and by the
+// session for replies the proxy made.
+func (s *session) deliverN(seq uint64, b []byte, n int) {
+	done := n // replies that reached the output (or were dropped with it)
+	s.outMu.Lock()
+	var a outAction
+	switch {
+	case s.outClosed:
+	case seq != s.outSeq:
+		if s.overLocked(len(b)) {
+			s.closeOutLocked()
+			a = outOver
+			break
+		}
+		s.held.add(seq, b, n)
+		done = 0
+	default:
+		s.outSeq += uint64(n)
+		a = s.writeLocked(b)
+		for !s.outClosed {
+			h, ok := s.held.next(s.outSeq)
+			if !ok {
+				break
+			}
+			s.outSeq += uint64(h.n)
+			done += h.n
+			a |= s.writeLocked(h.b)
+		}
 	}
+	if s.outClosed {
+		done += s.held.drop()
+	}
+	s.outMu.Unlock()
+	s.afterWrite(a)
+	s.answered(done)
+}
+
+// answered counts n replies owed as given: a session waiting for its
+// replies to catch up (waitDrain, or paused on its loop) goes on once
+// enough are.
+func (s *session) answered(n int) {
 	if n := s.inflight.Add(-int64(n)); n <= s.waitLE.Load() {
 		select {
 		case s.drained <- struct{}{}:
@@ -470,9 +540,32 @@ func (s *session) push(b []byte) { s.write(b) }
 // counts every byte held for the client: queued, and being written.
 func (s *session) write(b []byte) {
 	s.outMu.Lock()
+	a := s.writeLocked(b)
+	dropped := 0
 	if s.outClosed {
-		s.outMu.Unlock()
-		return
+		dropped = s.held.drop()
+	}
+	s.outMu.Unlock()
+	s.afterWrite(a)
+	if dropped > 0 {
+		s.answered(dropped)
+	}
+}
+
+// outAction is what is left to do, once outMu is released, after bytes were
+// added to the output.
+type outAction uint8
+
+const (
+	outWake  outAction = 1 << iota // the writer goroutine has bytes to write
+	outStart                       // start the writer goroutine
+	outOver                        // the limit was passed: cut the client off
+)
+
+// writeLocked is write's part under outMu.
+func (s *session) writeLocked(b []byte) outAction {
+	if s.outClosed || len(b) == 0 {
+		return 0
 	}
 	if s.out.len() == 0 && s.writing == 0 && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
@@ -482,35 +575,52 @@ func (s *session) write(b []byte) {
 		}
 		b = b[n:]
 		if len(b) == 0 {
-			s.outMu.Unlock()
-			return
+			return 0
 		}
 	}
 	// Checked before appending: the bytes held never pass the limit.
-	over := int64(s.out.len()+s.writing+len(b)) > int64(s.p.opts.ClientOutputBufferLimit)
-	if over {
-		s.outClosed = true
-		s.out.drop()
-	} else {
-		s.out.add(b)
+	if s.overLocked(len(b)) {
+		s.closeOutLocked()
+		return outOver
 	}
-	start := !over && !s.writer
-	if start {
+	s.out.add(b)
+	if !s.writer {
 		s.writer = true
+		return outStart | outWake
 	}
-	s.outMu.Unlock()
-	if start {
+	return outWake
+}
+
+// overLocked reports whether m more bytes would pass the output limit,
+// which counts every byte held for the client: queued, being written, and
+// held for their turn.
+func (s *session) overLocked(m int) bool {
+	return int64(s.out.len()+s.writing+s.held.bytes+m) > int64(s.p.opts.ClientOutputBufferLimit)
+}
+
+// closeOutLocked ends the output and forgets what it queued; the caller
+// drops what is held (those replies count as given).
+func (s *session) closeOutLocked() {
+	s.outClosed = true
+	s.out.drop()
+}
+
+// afterWrite does what writeLocked left to do.
+func (s *session) afterWrite(a outAction) {
+	if a&outStart != 0 {
 		go s.writeLoop()
 	}
-	if over {
+	if a&outOver != 0 {
 		s.p.log.Warn("disconnecting a client that does not read its replies",
 			"client", s.addr, "limit_bytes", int64(s.p.opts.ClientOutputBufferLimit))
 		s.abort()
 		return
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if a&outWake != 0 {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
