@@ -78,8 +78,9 @@ type session struct {
 	// held keeps the replies that came before it (reorder.go).
 	outSeq    uint64
 	held      reorder
-	outClosed bool // no more output: the client is gone or over its limit
-	writing   int  // bytes of a batch the writer goroutine took from out and is writing
+	gather    []byte // scratch for the replies written together
+	outClosed bool   // no more output: the client is gone or over its limit
+	writing   int    // bytes of a batch the writer goroutine took from out and is writing
 	// writer is set once the writer goroutine runs: it starts the first
 	// time the socket does not take a reply at once, so an idle client
 	// costs no goroutine.
@@ -479,7 +480,15 @@ func (s *session) owe() uint64 {
 // turn has come, followed by the held replies whose turn comes with them;
 // held until then otherwise. It is called by upstream readers, and by the
 // session for replies the proxy made.
-func (s *session) deliverN(seq uint64, b []byte, n int) {
+func (s *session) deliverN(seq uint64, b []byte, n int) { s.deliverCork(seq, b, n, false) }
+
+// deliverCork is deliverN; with cork, the bytes are queued but not written:
+// an upstream reader handing out a batch of replies for many clients calls
+// uncorkOut for each once the batch is out, so a client whose replies come
+// in between other clients' (in front of a cluster, where its pipeline's
+// replies come from several nodes) gets one write per batch, not one per
+// reply.
+func (s *session) deliverCork(seq uint64, b []byte, n int, cork bool) {
 	done := n // replies that reached the output (or were dropped with it)
 	s.outMu.Lock()
 	var a outAction
@@ -495,15 +504,24 @@ func (s *session) deliverN(seq uint64, b []byte, n int) {
 		done = 0
 	default:
 		s.outSeq += uint64(n)
-		a = s.writeLocked(b)
-		for !s.outClosed {
-			h, ok := s.held.next(s.outSeq)
-			if !ok {
-				break
-			}
+		h, ok := s.held.next(s.outSeq)
+		if !ok {
+			a = s.writeCork(b, cork)
+			break
+		}
+		// The held replies whose turn came with these go out with them
+		// in one write (one system call, not one per reply).
+		buf := append(s.gather[:0], b...)
+		for ok {
 			s.outSeq += uint64(h.n)
 			done += h.n
-			a |= s.writeLocked(h.b)
+			buf = append(buf, h.b...)
+			h, ok = s.held.next(s.outSeq)
+		}
+		a = s.writeCork(buf, cork)
+		s.gather = buf[:0]
+		if cap(buf) > 1<<20 {
+			s.gather = nil
 		}
 	}
 	if s.outClosed {
@@ -563,8 +581,19 @@ const (
 )
 
 // writeLocked is write's part under outMu.
-func (s *session) writeLocked(b []byte) outAction {
+func (s *session) writeLocked(b []byte) outAction { return s.writeCork(b, false) }
+
+// writeCork is writeLocked; with cork, b is only queued (see deliverCork).
+func (s *session) writeCork(b []byte, cork bool) outAction {
 	if s.outClosed || len(b) == 0 {
+		return 0
+	}
+	if cork {
+		if s.overLocked(len(b)) {
+			s.closeOutLocked()
+			return outOver
+		}
+		s.out.add(b)
 		return 0
 	}
 	if s.out.len() == 0 && s.writing == 0 && s.raw != nil {
@@ -589,6 +618,33 @@ func (s *session) writeLocked(b []byte) outAction {
 		return outStart | outWake
 	}
 	return outWake
+}
+
+// uncorkOut writes what deliverCork queued: straight to the socket when the
+// writer goroutine is not writing, the rest (what the socket did not take)
+// by the writer goroutine.
+func (s *session) uncorkOut() {
+	s.outMu.Lock()
+	if s.outClosed || s.out.len() == 0 {
+		s.outMu.Unlock()
+		return
+	}
+	if s.writing == 0 && s.raw != nil {
+		n := s.out.writeTo(s.dw.write)
+		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
+			c.countWrite(n)
+		}
+	}
+	var a outAction
+	if s.out.len() > 0 {
+		a = outWake
+		if !s.writer {
+			s.writer = true
+			a |= outStart
+		}
+	}
+	s.outMu.Unlock()
+	s.afterWrite(a)
 }
 
 // overLocked reports whether m more bytes would pass the output limit,

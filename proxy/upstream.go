@@ -418,6 +418,9 @@ type replyReader struct {
 	f      resp.Framer
 	frames [][]byte
 	ps     []pend
+	// touched: the sessions a batch's replies were queued for (corked,
+	// in front of a cluster), to be written once the batch is out.
+	touched []*session
 }
 
 // readOnce reads once with read, frames the complete replies and hands them
@@ -461,7 +464,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 		r.start += m // the Framer starts afresh by itself
 	}
 	if len(r.frames) > 0 {
-		if !c.dispatch(r.frames, &r.ps) {
+		if !c.dispatch(r.frames, &r.ps, &r.touched) {
 			return false
 		}
 	}
@@ -493,7 +496,12 @@ func isTimeout(err error) bool {
 // dispatch hands each frame to its session. Pending entries are popped for
 // the whole read at once, so the queue lock is taken once per read, not once
 // per reply.
-func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
+//
+// In front of a cluster the replies are corked: a session's replies in one
+// batch are rarely consecutive (its pipeline's other replies come from other
+// nodes), so each is queued and every session touched gets one write at the
+// end, instead of one per reply.
+func (c *upConn) dispatch(frames [][]byte, ps *[]pend, touched *[]*session) bool {
 	if c.stream.Load() {
 		for _, fr := range frames {
 			c.owner.push(fr)
@@ -530,9 +538,20 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 	var runS *session
 	var runSeq uint64
 	runN := 0
+	cork := c.p.cl != nil
+	deliver := func(s *session, seq uint64, b []byte, n int) {
+		if !cork {
+			s.deliverN(seq, b, n)
+			return
+		}
+		if t := *touched; len(t) == 0 || t[len(t)-1] != s {
+			*touched = append(t, s)
+		}
+		s.deliverCork(seq, b, n, true)
+	}
 	flushRun := func() {
 		if runN > 0 {
-			runS.deliverN(runSeq, run, runN)
+			deliver(runS, runSeq, run, runN)
 		}
 		run, runS, runN = nil, nil, 0
 	}
@@ -580,10 +599,15 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		if p.mute {
 			fr = nil
 		}
-		p.s.deliverN(p.seq, fr, 1)
+		deliver(p.s, p.seq, fr, 1)
 	}
 	flushRun()
 	clear(*ps)
+	for _, s := range *touched {
+		s.uncorkOut()
+	}
+	clear(*touched)
+	*touched = (*touched)[:0]
 	return true
 }
 
