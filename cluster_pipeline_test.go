@@ -6,9 +6,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -207,5 +209,107 @@ func TestClusterPipelineDuringMigration(t *testing.T) {
 	}
 	if err := cl.MigrateSlot(slot, cl.ByAddr(srcAddr), nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Replies held for their turn count against client_output_buffer_limit:
+// a pipeline whose first command runs long on one node while large replies
+// of another node wait behind it gets the client cut off once what is held
+// passes the limit, as output it does not read would; below the limit every
+// reply comes, in order.
+func TestClusterHeldRepliesCountAgainstOutputLimit(t *testing.T) {
+	const limit = 1 << 20
+	e, cl := clusterEnv(t, proxy.Options{Config: policy.Config{ClientOutputBufferLimit: policy.Size(limit)}})
+	m := slotMap(t, cl)
+	slowKey := keysOn(m, m.Primaries[0], "held:slow:", 1)[0]
+	bigKey := keysOn(m, m.Primaries[1], "held:big:", 1)[0]
+	big := strings.Repeat("b", 600<<10)
+	eq(t, directTo(t, m, bigKey, "SET", bigKey, big), "+OK\r\n")
+	defer directTo(t, m, bigKey, "DEL", bigKey)
+	// Long enough that the other node's replies come while it runs.
+	busy := "local i = 0 while i < 5e7 do i = i + 1 end return 1"
+	pipeline := func(gets int) [][]string {
+		cmds := [][]string{{"EVAL", busy, "1", slowKey}}
+		for range gets {
+			cmds = append(cmds, []string{"GET", bigKey})
+		}
+		return append(cmds, []string{"PING"})
+	}
+
+	c := dialRaw(t, e.addr)
+	got := sendPipeline(c, pipeline(1)) // 600 KiB held: under the limit
+	eq(t, got[0], ":1\r\n")
+	eq(t, got[1], bulk(big))
+	eq(t, got[2], "+PONG\r\n")
+
+	cut := dialRaw(t, e.addr)
+	var b []byte
+	for _, cmd := range pipeline(4) { // 2.4 MiB held: over it
+		b = resp.AppendCommandStrings(b, cmd...)
+	}
+	cut.send(string(b))
+	for i := range 6 {
+		if _, err := cut.readErr(10 * time.Second); err != nil {
+			return // cut off, as the limit asks
+		}
+		if i == 5 {
+			t.Fatal("every reply came: the 2.4 MiB held behind the script did not count against the 1 MiB limit")
+		}
+	}
+}
+
+// Many clients pipelining over every primary at once share the nodes'
+// connections: each still gets its own replies, all of them, in its order.
+func TestClusterPipelinesConcurrent(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{})
+	m := slotMap(t, cl)
+	const clients, rounds = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan string, clients)
+	for ci := range clients {
+		keys := keysEveryPrimary(m, "conc:"+strconv.Itoa(ci)+":", 4)
+		c := dialRaw(t, e.addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var cmds [][]string
+			var want []string
+			for r := range rounds {
+				for _, k := range keys {
+					cmds = append(cmds, []string{"INCR", k}, []string{"ECHO", k + "@" + strconv.Itoa(r)})
+					want = append(want, ":"+strconv.Itoa(r+1)+"\r\n", bulk(k+"@"+strconv.Itoa(r)))
+				}
+			}
+			var b []byte
+			for _, cmd := range cmds {
+				b = resp.AppendCommandStrings(b, cmd...)
+			}
+			if _, err := c.nc.Write(b); err != nil {
+				errs <- err.Error()
+				return
+			}
+			for i := range cmds {
+				got, err := c.readErr(10 * time.Second)
+				if err != nil || got != want[i] {
+					errs <- fmt.Sprintf("client %d reply %d to %q: %q %v, want %q", ci, i, cmds[i], got, err, want[i])
+					return
+				}
+			}
+			for _, k := range keys {
+				if _, err := c.nc.Write(resp.AppendCommandStrings(nil, "DEL", k)); err != nil {
+					errs <- err.Error()
+					return
+				}
+				if got, err := c.readErr(10 * time.Second); err != nil || got != ":1\r\n" {
+					errs <- fmt.Sprintf("client %d DEL %s: %q %v", ci, k, got, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

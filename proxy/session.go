@@ -588,13 +588,18 @@ func (s *session) writeCork(b []byte, cork bool) outAction {
 	if s.outClosed || len(b) == 0 {
 		return 0
 	}
-	if cork {
-		if s.overLocked(len(b)) {
-			s.closeOutLocked()
-			return outOver
-		}
+	if cork && !s.overLocked(len(b)) {
 		s.out.add(b)
 		return 0
+	}
+	if cork && s.writing == 0 && s.raw != nil {
+		// Corking must not cut off a client that reads: what the
+		// socket takes now does not count against the limit, as
+		// without corking.
+		n := s.out.writeTo(s.dw.write)
+		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
+			c.countWrite(n)
+		}
 	}
 	if s.out.len() == 0 && s.writing == 0 && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
