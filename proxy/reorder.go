@@ -23,9 +23,11 @@ type heldReply struct {
 	b   []byte
 }
 
-// reorder keeps held replies sorted by sequence number.
+// reorder keeps held replies sorted by sequence number: items[head:].
+// The array is reused: emptied, it starts again at its front.
 type reorder struct {
 	items []heldReply
+	head  int
 	bytes int // len(b) summed: counted against the output limit
 	n     int // replies held (n summed)
 }
@@ -39,7 +41,7 @@ func (r *reorder) add(seq uint64, b []byte, n int) {
 	}
 	i := len(r.items)
 	r.items = append(r.items, h)
-	for i > 0 && r.items[i-1].seq > seq {
+	for i > r.head && r.items[i-1].seq > seq {
 		r.items[i] = r.items[i-1]
 		i--
 	}
@@ -50,14 +52,17 @@ func (r *reorder) add(seq uint64, b []byte, n int) {
 
 // next removes and returns the held reply numbered seq, if it is held.
 func (r *reorder) next(seq uint64) (heldReply, bool) {
-	if len(r.items) == 0 || r.items[0].seq != seq {
+	if r.head == len(r.items) || r.items[r.head].seq != seq {
 		return heldReply{}, false
 	}
-	h := r.items[0]
-	r.items[0] = heldReply{}
-	r.items = r.items[1:]
-	if len(r.items) == 0 {
-		r.items = nil // let the backing array go; a new one starts small
+	h := r.items[r.head]
+	r.items[r.head] = heldReply{}
+	r.head++
+	if r.head == len(r.items) {
+		r.items, r.head = r.items[:0], 0
+		if cap(r.items) > 1024 {
+			r.items = nil // not kept after a burst
+		}
 	}
 	r.bytes -= len(h.b)
 	r.n -= h.n
