@@ -2,6 +2,8 @@ package lockproxy_test
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -311,5 +313,38 @@ func TestClusterPipelinesConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// A client that sends a pipeline over every primary and half-closes its
+// connection gets every reply before the proxy closes, as Valkey would
+// answer it: the replies queued for one write per batch are written before
+// the session ends.
+func TestClusterHalfClosedPipelineGetsEveryReply(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{})
+	m := slotMap(t, cl)
+	keys := keysEveryPrimary(m, "halfclose:", 5)
+	for round := range 5 {
+		c := dialRaw(t, e.addr)
+		var b []byte
+		var want strings.Builder
+		for i := range 40 {
+			for _, k := range keys {
+				b = resp.AppendCommandStrings(b, "SET", k, strconv.Itoa(i))
+				want.WriteString("+OK\r\n")
+			}
+		}
+		c.send(string(b))
+		if err := c.nc.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		got, err := io.ReadAll(c.nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want.String() {
+			t.Fatalf("round %d: %d bytes of replies before the close, want %d", round, len(got), want.Len())
+		}
 	}
 }

@@ -480,15 +480,19 @@ func (s *session) owe() uint64 {
 // turn has come, followed by the held replies whose turn comes with them;
 // held until then otherwise. It is called by upstream readers, and by the
 // session for replies the proxy made.
-func (s *session) deliverN(seq uint64, b []byte, n int) { s.deliverCork(seq, b, n, false) }
+func (s *session) deliverN(seq uint64, b []byte, n int) {
+	s.answered(s.deliverCork(seq, b, n, false))
+}
 
-// deliverCork is deliverN; with cork, the bytes are queued but not written:
-// an upstream reader handing out a batch of replies for many clients calls
-// uncorkOut for each once the batch is out, so a client whose replies come
-// in between other clients' (in front of a cluster, where its pipeline's
-// replies come from several nodes) gets one write per batch, not one per
-// reply.
-func (s *session) deliverCork(seq uint64, b []byte, n int, cork bool) {
+// deliverCork is deliverN without the counting: it returns how many replies
+// reached the output, for answered. With cork, the bytes are queued but not
+// written: an upstream reader handing out a batch of replies for many
+// clients calls uncorkOut, then answered, for each once the batch is out, so
+// a client whose replies come in between other clients' (in front of a
+// cluster, where its pipeline's replies come from several nodes) gets one
+// write per batch, not one per reply. Counted only once written: a session
+// that ends once its replies are in must not close its output before them.
+func (s *session) deliverCork(seq uint64, b []byte, n int, cork bool) int {
 	done := n // replies that reached the output (or were dropped with it)
 	s.outMu.Lock()
 	var a outAction
@@ -529,7 +533,7 @@ func (s *session) deliverCork(seq uint64, b []byte, n int, cork bool) {
 	}
 	s.outMu.Unlock()
 	s.afterWrite(a)
-	s.answered(done)
+	return done
 }
 
 // answered counts n replies owed as given: a session waiting for its

@@ -420,7 +420,14 @@ type replyReader struct {
 	ps     []pend
 	// touched: the sessions a batch's replies were queued for (corked,
 	// in front of a cluster), to be written once the batch is out.
-	touched []*session
+	touched []touched
+}
+
+// touched is a session a batch's replies were corked for, and how many of
+// its replies reached its output.
+type touched struct {
+	s    *session
+	done int
 }
 
 // readOnce reads once with read, frames the complete replies and hands them
@@ -501,7 +508,7 @@ func isTimeout(err error) bool {
 // batch are rarely consecutive (its pipeline's other replies come from other
 // nodes), so each is queued and every session touched gets one write at the
 // end, instead of one per reply.
-func (c *upConn) dispatch(frames [][]byte, ps *[]pend, touched *[]*session) bool {
+func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 	if c.stream.Load() {
 		for _, fr := range frames {
 			c.owner.push(fr)
@@ -544,10 +551,12 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, touched *[]*session) bool
 			s.deliverN(seq, b, n)
 			return
 		}
-		if t := *touched; len(t) == 0 || t[len(t)-1] != s {
-			*touched = append(t, s)
+		done := s.deliverCork(seq, b, n, true)
+		if t := *corked; len(t) > 0 && t[len(t)-1].s == s {
+			t[len(t)-1].done += done
+		} else {
+			*corked = append(t, touched{s, done})
 		}
-		s.deliverCork(seq, b, n, true)
 	}
 	flushRun := func() {
 		if runN > 0 {
@@ -603,11 +612,12 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, touched *[]*session) bool
 	}
 	flushRun()
 	clear(*ps)
-	for _, s := range *touched {
-		s.uncorkOut()
+	for _, t := range *corked {
+		t.s.uncorkOut()
+		t.s.answered(t.done)
 	}
-	clear(*touched)
-	*touched = (*touched)[:0]
+	clear(*corked)
+	*corked = (*corked)[:0]
 	return true
 }
 
