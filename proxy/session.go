@@ -315,13 +315,14 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 	}
 	if c != s.bconn {
 		s.flush()
-		if s.last != nil && s.last != c && s.p.cl == nil {
-			// Two connections to one server: commands sent on the new
+		if s.last != nil && s.last != c && (s.p.cl == nil || s.last.addr == c.addr && !s.last.dead.Load()) {
+			// Two connections to one server (another protocol or
+			// database, or the session's own): commands sent on the new
 			// one could run before those still in flight on the old.
-			// In a cluster a session has one connection per node, and
-			// commands on different nodes touch different keys: the
-			// session goes on at once, and the replies are put back in
-			// order as they arrive (reorder.go).
+			// Switching between cluster nodes needs no wait: commands on
+			// different nodes touch different keys, so the session goes
+			// on at once, and the replies are put back in order as they
+			// arrive (reorder.go).
 			s.waitDrain(0)
 		}
 		s.bconn = c
