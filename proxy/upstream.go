@@ -20,7 +20,8 @@ import (
 type pend struct {
 	s *session
 	// hook, when set, sees the reply before the client does and returns what
-	// the client gets. It runs on the upstream reader goroutine: keep it short.
+	// the client gets. It runs on the upstream reader (after a redirect, on
+	// the session's redirect goroutine): keep it short.
 	hook func(reply []byte) []byte
 	// retry, when set, is an EVALSHA of lockproxy's own script: on NOSCRIPT
 	// it is sent again as EVAL (see retry).
