@@ -472,7 +472,11 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 		r.start += m // the Framer starts afresh by itself
 	}
 	if len(r.frames) > 0 {
-		if !c.dispatch(r.frames, &r.ps, &r.touched) {
+		corked := &r.touched
+		if c.lp != nil {
+			corked = c.lp.corkList() // written at the end of the loop's round
+		}
+		if !c.dispatch(r.frames, &r.ps, corked) {
 			return false
 		}
 	}
@@ -508,7 +512,8 @@ func isTimeout(err error) bool {
 // In front of a cluster the replies are corked: a session's replies in one
 // batch are rarely consecutive (its pipeline's other replies come from other
 // nodes), so each is queued and every session touched gets one write at the
-// end, instead of one per reply.
+// end, instead of one per reply: the end of this batch, or for a connection
+// an event loop reads, the end of the loop's reading in this round.
 func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 	if c.stream.Load() {
 		for _, fr := range frames {
@@ -613,13 +618,21 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 	}
 	flushRun()
 	clear(*ps)
+	if c.lp == nil {
+		uncorkAll(corked)
+	}
+	return true
+}
+
+// uncorkAll writes the replies corked for each session in corked, counts
+// them as given, and empties the list.
+func uncorkAll(corked *[]touched) {
 	for _, t := range *corked {
 		t.s.uncorkOut()
 		t.s.answered(t.done)
 	}
 	clear(*corked)
 	*corked = (*corked)[:0]
-	return true
 }
 
 // flushLocked sends what sessions queued while the connection was busy. The
