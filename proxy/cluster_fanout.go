@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"strings"
 
@@ -70,9 +71,12 @@ func fanOutPolicy(c *keyspec.Command) (fanReply, bool) {
 
 // fanOut runs a keyless command on every primary and answers with the
 // folded reply. A FLUSHALL or FLUSHDB is first put to the lock rules'
-// on_flush, as on a single primary. It waits for the replies, after every
-// reply the session is owed, on the session's goroutine.
+// on_flush, as on a single primary. It waits for the replies, once every
+// reply the session is owed before it is in (aside).
 func (s *session) fanOut(cmd resp.Command, rp fanReply, d *rewrite.Decider) {
+	if s.asideFirst() {
+		return // handled again once the earlier replies are in
+	}
 	var plan rewrite.Plan
 	if d.Active() {
 		plan = d.Decide(cmd.Args, s, s.keys[:0])
@@ -91,24 +95,24 @@ func (s *session) fanOut(cmd resp.Command, rp fanReply, d *rewrite.Decider) {
 	if rp == fanAny {
 		nodes = []string{nodes[rand.IntN(len(nodes))]}
 	}
-	s.flush()
-	s.waitDrain(0)
-	s.p.cl.splits.Add(1)
-	replies := make([][]byte, 0, len(nodes))
-	for _, addr := range nodes {
-		r, err := s.p.nodeDo(addr, s.proto, cmd.Raw)
-		if err != nil {
-			s.p.cl.refreshSoon()
-			s.local(resp.AppendError(nil, errUpstreamLost(addr, err)))
-			return
+	raw, proto := bytes.Clone(cmd.Raw), s.proto
+	s.aside(func() []byte {
+		s.p.cl.splits.Add(1)
+		replies := make([][]byte, 0, len(nodes))
+		for _, addr := range nodes {
+			r, err := s.p.nodeDo(addr, proto, raw)
+			if err != nil {
+				s.p.cl.refreshSoon()
+				return resp.AppendError(nil, errUpstreamLost(addr, err))
+			}
+			replies = append(replies, r[0])
 		}
-		replies = append(replies, r[0])
-	}
-	out := foldFan(rp, replies)
-	if len(plan.Effects) > 0 {
-		s.apply(plan.Effects, out)
-	}
-	s.local(out)
+		out := foldFan(rp, replies)
+		if len(plan.Effects) > 0 {
+			s.apply(plan.Effects, out)
+		}
+		return out
+	})
 }
 
 // foldFan folds the primaries' replies as the response policy says.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
@@ -50,13 +51,86 @@ var (
 	errTry    = []byte("-TRYAGAIN")
 )
 
+// isRedirect reports whether an error reply is one the proxy follows
+// (MOVED, ASK, TRYAGAIN) rather than the client's as it is.
+func isRedirect(fr []byte) bool {
+	return bytes.HasPrefix(fr, errMoved) || bytes.HasPrefix(fr, errAsk) || bytes.HasPrefix(fr, errTry)
+}
+
+// redirects is a session's queue of replies to follow, and whether its
+// goroutine runs. The upstream reader that received a MOVED hands it over
+// and goes on with other clients' replies; the reply the client gets is
+// delivered in its place among the session's (reorder.go) when the
+// goroutine has it.
+type redirects struct {
+	mu      sync.Mutex
+	q       []redirectJob
+	running bool
+}
+
+// redirectJob is one command's redirect: its pending entry, the error reply
+// (a copy: the reader's buffer moves on) and the node that gave it.
+type redirectJob struct {
+	p    pend
+	fr   []byte
+	from string
+}
+
+// redirect queues the redirect fr, which the command of p got from the node
+// from, for the session's redirect goroutine, starting it when it is not
+// running. One goroutine per session follows them one at a time, in the
+// order they came: two commands of a client redirected to one node reach it
+// in the client's order.
+func (s *session) redirect(p pend, fr []byte, from string) {
+	r := &s.redirects
+	r.mu.Lock()
+	r.q = append(r.q, redirectJob{p: p, fr: bytes.Clone(fr), from: from})
+	start := !r.running
+	r.running = true
+	r.mu.Unlock()
+	if start {
+		go s.followRedirects()
+	}
+}
+
+// followRedirects follows the queued redirects until none is left, and
+// delivers each command's final reply in its place.
+func (s *session) followRedirects() {
+	r := &s.redirects
+	for {
+		r.mu.Lock()
+		if len(r.q) == 0 {
+			r.q, r.running = nil, false
+			r.mu.Unlock()
+			return
+		}
+		j := r.q[0]
+		r.q[0] = redirectJob{}
+		r.q = r.q[1:]
+		r.mu.Unlock()
+		fr := s.p.redirected(j.p.cluster, j.fr, j.from)
+		if j.p.retry != nil && bytes.HasPrefix(fr, noscript) {
+			// The node asked had the script flushed: as after a
+			// NOSCRIPT on the first node, when retrying would reorder.
+			fr = resp.AppendError(nil, errScriptFlushed)
+		}
+		if j.p.hook != nil {
+			fr = j.p.hook(fr)
+		}
+		if j.p.mute {
+			fr = nil
+		}
+		s.deliverN(j.p.seq, fr, 1)
+	}
+}
+
 // redirected is the reply the client gets for the error reply fr, which a
 // command sent to the node from received: a MOVED is followed to the node it
 // names (and the map read again), an ASK with ASKING to the importing node,
 // a TRYAGAIN is retried where the command first went, a few times; any other
 // error is the client's as it is. It waits for the node it asks, on the
-// upstream reader that received fr: redirects come in bursts while a slot
-// moves and then stop, so the wait is bounded and rare.
+// session's redirect goroutine (or its own, for a split's parts): never on
+// an upstream reader or an event loop.
 func (p *Proxy) redirected(cc *clusterCmd, fr []byte, from string) []byte {
 	hops, tries := 0, 0
 	for {

@@ -60,7 +60,7 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 		if s.ded == nil && k == kDedicated && s.statelessOwn(k, args) {
 			s.ownMovable = true // MULTI: the transaction's first key may move it
 		}
-		return false
+		return s.dialFirst()
 	}
 	slot := cluster.Slot(args[keys[0].Index])
 	for _, key := range keys[1:] {
@@ -75,7 +75,33 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	if s.ded == nil && k == kDedicated && s.statelessOwn(k, args) {
 		s.ownMovable = true // a blocking command: its connection may be left after it
 	}
-	return false
+	return s.dialFirst()
+}
+
+// dialFirst, on an event loop, dials the shared connection of s.node's pool
+// off the loop when the session has none there yet (a dial may take up to
+// dial_timeout): the command is put back and handled again once it is done
+// (offLoop). The loop's own check (willDial) ran before the command chose
+// its node. It reports whether it put the command back.
+func (s *session) dialFirst() bool {
+	if s.lp == nil || s.ded != nil {
+		return false
+	}
+	key := s.key()
+	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
+		return false
+	}
+	if d := s.dialed; d != nil && d.key == key {
+		return false // dialled for this very command
+	}
+	if s.p.pool(key).ready(int(s.id)) {
+		return false
+	}
+	s.offLoop(func() {
+		_, err := s.p.pool(key).conn(int(s.id))
+		s.dialed = &dialResult{key: key, err: err}
+	})
+	return true
 }
 
 // isShardChannelCommand: SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH name shard
@@ -154,7 +180,19 @@ func (s *session) routeScript(keys [][]byte) bool {
 func (s *session) routeSlot(slot uint16) bool {
 	m := s.p.slotMap()
 	if m == nil {
-		s.p.refreshTopology()
+		if s.lp != nil && !s.mapAsked {
+			// Reading the map waits for the nodes: off the loop, then
+			// the command is handled again (offLoop).
+			s.offLoop(func() {
+				s.p.refreshTopology()
+				s.mapAsked = true
+			})
+			return false
+		}
+		if !s.mapAsked {
+			s.p.refreshTopology()
+		}
+		s.mapAsked = false
 		if m = s.p.slotMap(); m == nil {
 			s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
 			return false

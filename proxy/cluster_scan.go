@@ -38,6 +38,9 @@ func (s *session) scan(cmd resp.Command) bool {
 		return true
 	}
 	s.node = m.Primaries[idx]
+	if s.dialFirst() {
+		return true // handled again once the node's connection is open
+	}
 	out := make([][]byte, len(args))
 	copy(out, args)
 	out[1] = strconv.AppendUint(nil, cur>>scanNodeBits, 10)

@@ -55,8 +55,12 @@ func (s *session) crossSlot(cmd resp.Command, keys []keyspec.Key, d *rewrite.Dec
 		s.local(resp.AppendError(nil, errWrongArgs("mset")))
 		return
 	}
-	s.p.cl.splits.Add(1)
-	s.local(s.split(args, keys, sk))
+	parts := splitParts(args, keys, sk)
+	proto, nkeys := s.proto, len(keys)
+	s.aside(func() []byte {
+		s.p.cl.splits.Add(1)
+		return s.p.runSplit(parts, sk, proto, nkeys)
+	})
 }
 
 // part is one slot's share of a split command.
@@ -66,10 +70,9 @@ type part struct {
 	cmd  [][]byte
 }
 
-// split runs each slot's part on its primary and combines the replies. It
-// waits for them, after every reply the session is owed (its parts must not
-// overtake earlier commands), on the session's goroutine.
-func (s *session) split(args [][]byte, keys []keyspec.Key, sk splitKind) []byte {
+// splitParts cuts a command into one part per slot, the parts' arguments
+// copied (they outlive the client's read buffer).
+func splitParts(args [][]byte, keys []keyspec.Key, sk splitKind) []*part {
 	var parts []*part
 	bySlot := map[uint16]*part{}
 	for i, k := range keys {
@@ -81,17 +84,25 @@ func (s *session) split(args [][]byte, keys []keyspec.Key, sk splitKind) []byte 
 			parts = append(parts, pt)
 		}
 		pt.idx = append(pt.idx, i)
-		pt.cmd = append(pt.cmd, args[k.Index])
+		pt.cmd = append(pt.cmd, bytes.Clone(args[k.Index]))
 		if sk == splitMSet {
-			pt.cmd = append(pt.cmd, args[k.Index+1])
+			pt.cmd = append(pt.cmd, bytes.Clone(args[k.Index+1]))
 		}
 	}
-	m := s.p.slotMap()
-	if m == nil {
-		return resp.AppendError(nil, errClusterNoMap(s.p.topologyErr()))
+	for _, pt := range parts {
+		pt.cmd[0] = bytes.Clone(pt.cmd[0])
 	}
-	s.flush()
-	s.waitDrain(0)
+	return parts
+}
+
+// runSplit runs each slot's part on its primary and combines the replies.
+// It waits for them: see aside, which calls it once every earlier reply of
+// the session is in (its parts must not overtake earlier commands).
+func (p *Proxy) runSplit(parts []*part, sk splitKind, proto, nkeys int) []byte {
+	m := p.slotMap()
+	if m == nil {
+		return resp.AppendError(nil, errClusterNoMap(p.topologyErr()))
+	}
 	replies := make([][]byte, len(parts))
 	for i, pt := range parts {
 		addr, ok := m.Primary(pt.slot)
@@ -99,18 +110,18 @@ func (s *session) split(args [][]byte, keys []keyspec.Key, sk splitKind) []byte 
 			return resp.AppendError(nil, errClusterDown(pt.slot))
 		}
 		raw := resp.AppendCommand(nil, pt.cmd...)
-		r, err := s.p.nodeDo(addr, s.proto, raw)
+		r, err := p.nodeDo(addr, proto, raw)
 		if err != nil {
-			s.p.cl.refreshSoon()
+			p.cl.refreshSoon()
 			return resp.AppendError(nil, errUpstreamLost(addr, err))
 		}
 		fr := r[0]
 		if len(fr) > 0 && fr[0] == '-' {
-			fr = s.p.redirected(&clusterCmd{raw: raw, proto: s.proto}, fr, addr)
+			fr = p.redirected(&clusterCmd{raw: raw, proto: proto}, fr, addr)
 		}
 		replies[i] = fr
 	}
-	return combine(sk, parts, replies, len(keys))
+	return combine(sk, parts, replies, nkeys)
 }
 
 // combine folds the parts' replies into the one the client gets: counts

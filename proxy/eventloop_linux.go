@@ -46,6 +46,11 @@ type loop struct {
 	file *os.File // epfd, as Go's poller sees it
 	rc   syscall.RawConn
 
+	// corked: the sessions this round's upstream replies were queued for
+	// (in front of a cluster), written once every upstream connection
+	// ready in the round is read (only the loop touches it).
+	corked []touched
+
 	mu        sync.Mutex
 	byFd      map[int32]*session
 	upFd      map[int32]*upConn // shared upstream connections this loop reads
@@ -207,6 +212,11 @@ func (l *loop) closeUps(cs []*upConn) {
 
 // readUp reads the upstream connection c once and hands out its replies. A
 // panic there (in a reply hook) fails c, not the loop.
+// corkList is where dispatch puts the sessions it corked replies for, when
+// this loop reads the connection: a client whose replies come from several
+// nodes' connections in one round gets one write for all of them.
+func (l *loop) corkList() *[]touched { return &l.corked }
+
 func (l *loop) readUp(c *upConn) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -409,6 +419,7 @@ func (l *loop) round(n int) {
 		}
 	}
 	clear(l.ups)
+	uncorkAll(&l.corked)
 	var now time.Time
 	if l.p.opts.ClientIdleTimeout.D() > 0 {
 		now = time.Now()

@@ -25,3 +25,4 @@ func (*loop) uncork()                {}
 func (*loop) close()                 {}
 func (*loop) addUp(*upConn) bool     { return false }
 func (*loop) detach(*upConn)         {}
+func (*loop) corkList() *[]touched   { return nil }

@@ -49,6 +49,31 @@ func (q *outQueue) take(dst net.Buffers) net.Buffers {
 	return dst
 }
 
+// writeTo hands the queued chunks, oldest first, to write until it takes
+// less than a whole chunk, removes what it took, and returns how many bytes
+// that was.
+func (q *outQueue) writeTo(write func([]byte) int) int {
+	total := 0
+	for len(q.chunks) > 0 {
+		c := q.chunks[0]
+		n := write(c)
+		total += n
+		q.n -= n
+		if n < len(c) {
+			q.chunks[0] = c[n:] // the rest, in the same array: add may still fill it
+			break
+		}
+		if cap(c) == outChunk && len(q.chunks) > 1 {
+			chunkPool.Put((*[outChunk]byte)(c[:outChunk]))
+		} else if len(q.chunks) == 1 {
+			q.chunks[0] = c[:0] // the last chunk: kept, empty, for what comes next
+			break
+		}
+		q.chunks = append(q.chunks[:0], q.chunks[1:]...)
+	}
+	return total
+}
+
 // drop forgets what is queued (the client is gone).
 func (q *outQueue) drop() {
 	q.chunks = recycle(q.chunks)

@@ -98,13 +98,6 @@ func New(opts Options) (*Proxy, error) {
 		return nil, errors.New("proxy: no upstream address")
 	}
 	opts.setDefaults()
-	if len(opts.Upstream.Cluster.Seeds) > 0 {
-		// Sessions of a cluster switch between nodes' connections, which
-		// waits for the replies owed, and redirects are followed where the
-		// reply arrives: both block, which an event loop must not (a later
-		// step: sessions that wait on no connection; docs/cluster.md).
-		opts.EventLoops = -1
-	}
 	if opts.Upstream.Sentinel.Master != "" && len(opts.Upstream.Sentinel.Addrs) == 0 {
 		return nil, errors.New("proxy: sentinel master without sentinel addresses")
 	}

@@ -38,10 +38,17 @@ type session struct {
 	// node, in front of a cluster, is the primary of the slot of the
 	// command being handled (cluster_route.go).
 	node string
+	// mapAsked: the slot map was read off the event loop for the command
+	// put back meanwhile (cluster_route.go).
+	mapAsked bool
 	// ownMovable: the dedicated connection holds no state a later command
 	// needs (it was opened for MULTI or a blocking command), so in a
 	// cluster it may be left for another node's (cluster_route.go).
 	ownMovable bool
+
+	// redirects: MOVED, ASK and TRYAGAIN replies being followed
+	// (cluster_redirect.go).
+	redirects redirects
 
 	ded       *upConn                     // the session's own upstream connection, once it needs one
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
@@ -54,19 +61,27 @@ type session struct {
 	bconn *upConn
 	bbuf  []byte
 	bpend []pend
-	// last is the connection holding the session's in-flight commands.
-	// Switching to another one waits for those replies first, so replies
-	// from two connections can never overtake each other.
+	// last is the connection the session's last batch went to. In front
+	// of one primary, switching to another one waits for the replies owed
+	// on it first (see forwardRetry).
 	last *upConn
+	// seqNext is the sequence number the next reply owed gets (reorder.go;
+	// only the session's goroutine or loop touches it).
+	seqNext uint64
 
 	inflight atomic.Int64 // commands sent whose replies are not in out yet
 	waitLE   atomic.Int64 // the session goroutine waits for inflight <= this (-1: not waiting)
 	drained  chan struct{}
 
-	outMu     sync.Mutex
-	out       outQueue
-	outClosed bool // no more output: the client is gone or over its limit
-	writing   int  // bytes of a batch the writer goroutine took from out and is writing
+	outMu sync.Mutex
+	out   outQueue
+	// outSeq is the sequence number of the reply the client gets next;
+	// held keeps the replies that came before it (reorder.go).
+	outSeq    uint64
+	held      reorder
+	gather    []byte // scratch for the replies written together
+	outClosed bool   // no more output: the client is gone or over its limit
+	writing   int    // bytes of a batch the writer goroutine took from out and is writing
 	// writer is set once the writer goroutine runs: it starts the first
 	// time the socket does not take a reply at once, so an idle client
 	// costs no goroutine.
@@ -301,7 +316,14 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 	}
 	if c != s.bconn {
 		s.flush()
-		if s.last != nil && s.last != c {
+		if s.last != nil && s.last != c && (s.p.cl == nil || s.last.addr == c.addr && !s.last.dead.Load()) {
+			// Two connections to one server (another protocol or
+			// database, or the session's own): commands sent on the new
+			// one could run before those still in flight on the old.
+			// Switching between cluster nodes needs no wait: commands on
+			// different nodes touch different keys, so the session goes
+			// on at once, and the replies are put back in order as they
+			// arrive (reorder.go).
 			s.waitDrain(0)
 		}
 		s.bconn = c
@@ -366,21 +388,29 @@ func (s *session) flush() {
 	}
 	c := s.bconn
 	n := int64(len(s.bpend))
+	// A connection in stream mode pairs no reply with a command: nothing
+	// is counted, and what comes goes to the client as it comes.
 	counted := !c.stream.Load()
 	if counted {
 		s.inflight.Add(n)
+		for i := range s.bpend {
+			s.bpend[i].seq = s.seqNext
+			s.seqNext++
+		}
 	}
 	if !c.send(s.bbuf, s.bpend, s.lp) {
 		// The connection died before this batch left: nothing was sent, so
 		// each command gets the same error its in-flight siblings got.
-		if counted {
-			s.inflight.Add(-n)
-		}
-		s.waitDrain(0)
 		reply := resp.AppendError(nil, s.p.lostErrorText(c))
 		for _, p := range s.bpend {
-			if !p.mute {
-				s.write(reply)
+			r := reply
+			if p.mute {
+				r = nil
+			}
+			if counted {
+				s.deliverN(p.seq, r, 1)
+			} else {
+				s.write(r)
 			}
 		}
 	} else {
@@ -424,31 +454,94 @@ func (s *session) waitDrain(le int64) {
 }
 
 // local answers the client from the proxy itself, after every reply it is
-// still owed, so replies stay in command order: with commands in flight,
-// the reply queues behind them on their connection.
+// still owed, so replies stay in command order: with replies owed, it is
+// held until their turn has come (reorder.go), and the session goes on.
 func (s *session) local(reply []byte) {
 	if s.mute {
 		return
 	}
 	s.flush()
-	if s.ded == nil || !s.ded.stream.Load() {
-		if s.last != nil && s.last.sendLocal(s, reply) {
-			return
-		}
-		s.waitDrain(0) // only a dead connection's errors can still be owed
+	if s.ded != nil && s.ded.stream.Load() {
+		s.write(reply) // nothing pairs with commands there: no order to keep
+		return
 	}
-	s.write(reply)
+	s.deliverN(s.owe(), reply, 1)
 }
 
-// deliver is called by an upstream reader with the reply to one of this
-// session's commands.
-func (s *session) deliver(b []byte) { s.deliverN(b, 1) }
+// owe counts one more reply owed, answered by the proxy itself, and returns
+// its sequence number.
+func (s *session) owe() uint64 {
+	s.inflight.Add(1)
+	seq := s.seqNext
+	s.seqNext++
+	return seq
+}
 
-// deliverN is deliver for n consecutive replies in b.
-func (s *session) deliverN(b []byte, n int) {
-	if len(b) > 0 {
-		s.write(b)
+// deliverN hands the client n consecutive replies in b, numbered seq on
+// (b is empty for replies the client asked not to get): at once when their
+// turn has come, followed by the held replies whose turn comes with them;
+// held until then otherwise. It is called by upstream readers, and by the
+// session for replies the proxy made.
+func (s *session) deliverN(seq uint64, b []byte, n int) {
+	s.answered(s.deliverCork(seq, b, n, false))
+}
+
+// deliverCork is deliverN without the counting: it returns how many replies
+// reached the output, for answered. With cork, the bytes are queued but not
+// written: an upstream reader handing out a batch of replies for many
+// clients calls uncorkOut, then answered, for each once the batch is out, so
+// a client whose replies come in between other clients' (in front of a
+// cluster, where its pipeline's replies come from several nodes) gets one
+// write per batch, not one per reply. Counted only once written: a session
+// that ends once its replies are in must not close its output before them.
+func (s *session) deliverCork(seq uint64, b []byte, n int, cork bool) int {
+	done := n // replies that reached the output (or were dropped with it)
+	s.outMu.Lock()
+	var a outAction
+	switch {
+	case s.outClosed:
+	case seq != s.outSeq:
+		if s.overLocked(len(b)) {
+			s.closeOutLocked()
+			a = outOver
+			break
+		}
+		s.held.add(seq, b, n)
+		done = 0
+	default:
+		s.outSeq += uint64(n)
+		h, ok := s.held.next(s.outSeq)
+		if !ok {
+			a = s.writeCork(b, cork)
+			break
+		}
+		// The held replies whose turn came with these go out with them
+		// in one write (one system call, not one per reply).
+		buf := append(s.gather[:0], b...)
+		for ok {
+			s.outSeq += uint64(h.n)
+			done += h.n
+			buf = append(buf, h.b...)
+			h, ok = s.held.next(s.outSeq)
+		}
+		a = s.writeCork(buf, cork)
+		s.gather = buf[:0]
+		if cap(buf) > 1<<20 {
+			s.gather = nil
+		}
 	}
+	if s.outClosed {
+		done += s.held.drop()
+	}
+	s.outMu.Unlock()
+	s.afterWrite(a)
+	return done
+}
+
+// answered counts n replies owed as given: a session waiting for its
+// replies to catch up (waitDrain, or paused on its loop) goes on once
+// enough are.
+func (s *session) answered(n int) {
 	if n := s.inflight.Add(-int64(n)); n <= s.waitLE.Load() {
 		select {
 		case s.drained <- struct{}{}:
@@ -476,9 +569,48 @@ func (s *session) push(b []byte) {
 // counts every byte held for the client: queued, and being written.
 func (s *session) write(b []byte) {
 	s.outMu.Lock()
+	a := s.writeLocked(b)
+	dropped := 0
 	if s.outClosed {
-		s.outMu.Unlock()
-		return
+		dropped = s.held.drop()
+	}
+	s.outMu.Unlock()
+	s.afterWrite(a)
+	if dropped > 0 {
+		s.answered(dropped)
+	}
+}
+
+// outAction is what is left to do, once outMu is released, after bytes were
+// added to the output.
+type outAction uint8
+
+const (
+	outWake  outAction = 1 << iota // the writer goroutine has bytes to write
+	outStart                       // start the writer goroutine
+	outOver                        // the limit was passed: cut the client off
+)
+
+// writeLocked is write's part under outMu.
+func (s *session) writeLocked(b []byte) outAction { return s.writeCork(b, false) }
+
+// writeCork is writeLocked; with cork, b is only queued (see deliverCork).
+func (s *session) writeCork(b []byte, cork bool) outAction {
+	if s.outClosed || len(b) == 0 {
+		return 0
+	}
+	if cork && !s.overLocked(len(b)) {
+		s.out.add(b)
+		return 0
+	}
+	if cork && s.writing == 0 && s.raw != nil {
+		// Corking must not cut off a client that reads: what the
+		// socket takes now does not count against the limit, as
+		// without corking.
+		n := s.out.writeTo(s.dw.write)
+		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
+			c.countWrite(n)
+		}
 	}
 	if s.out.len() == 0 && s.writing == 0 && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
@@ -488,35 +620,79 @@ func (s *session) write(b []byte) {
 		}
 		b = b[n:]
 		if len(b) == 0 {
-			s.outMu.Unlock()
-			return
+			return 0
 		}
 	}
 	// Checked before appending: the bytes held never pass the limit.
-	over := int64(s.out.len()+s.writing+len(b)) > int64(s.p.opts.ClientOutputBufferLimit)
-	if over {
-		s.outClosed = true
-		s.out.drop()
-	} else {
-		s.out.add(b)
+	if s.overLocked(len(b)) {
+		s.closeOutLocked()
+		return outOver
 	}
-	start := !over && !s.writer
-	if start {
+	s.out.add(b)
+	if !s.writer {
 		s.writer = true
+		return outStart | outWake
+	}
+	return outWake
+}
+
+// uncorkOut writes what deliverCork queued: straight to the socket when the
+// writer goroutine is not writing, the rest (what the socket did not take)
+// by the writer goroutine.
+func (s *session) uncorkOut() {
+	s.outMu.Lock()
+	if s.outClosed || s.out.len() == 0 {
+		s.outMu.Unlock()
+		return
+	}
+	if s.writing == 0 && s.raw != nil {
+		n := s.out.writeTo(s.dw.write)
+		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
+			c.countWrite(n)
+		}
+	}
+	var a outAction
+	if s.out.len() > 0 {
+		a = outWake
+		if !s.writer {
+			s.writer = true
+			a |= outStart
+		}
 	}
 	s.outMu.Unlock()
-	if start {
+	s.afterWrite(a)
+}
+
+// overLocked reports whether m more bytes would pass the output limit,
+// which counts every byte held for the client: queued, being written, and
+// held for their turn.
+func (s *session) overLocked(m int) bool {
+	return int64(s.out.len()+s.writing+s.held.bytes+m) > int64(s.p.opts.ClientOutputBufferLimit)
+}
+
+// closeOutLocked ends the output and forgets what it queued; the caller
+// drops what is held (those replies count as given).
+func (s *session) closeOutLocked() {
+	s.outClosed = true
+	s.out.drop()
+}
+
+// afterWrite does what writeLocked left to do.
+func (s *session) afterWrite(a outAction) {
+	if a&outStart != 0 {
 		go s.writeLoop()
 	}
-	if over {
+	if a&outOver != 0 {
 		s.p.log.Warn("disconnecting a client that does not read its replies",
 			"client", s.addr, "limit_bytes", int64(s.p.opts.ClientOutputBufferLimit))
 		s.abort()
 		return
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if a&outWake != 0 {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 

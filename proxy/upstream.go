@@ -20,16 +20,14 @@ import (
 type pend struct {
 	s *session
 	// hook, when set, sees the reply before the client does and returns what
-	// the client gets. It runs on the upstream reader goroutine: keep it short.
+	// the client gets. It runs on the upstream reader (after a redirect, on
+	// the session's redirect goroutine): keep it short.
 	hook func(reply []byte) []byte
 	// retry, when set, is an EVALSHA of lockproxy's own script: on NOSCRIPT
 	// it is sent again as EVAL (see retry).
 	retry []byte
-	// local, when set, is a reply the proxy made itself (CLIENT SETNAME's
-	// OK, a refused lock command): no frame from Valkey pairs with it; it is
-	// handed out when the replies queued before it have been, so the
-	// session's replies stay in command order without the session waiting.
-	local []byte
+	// seq is the reply's place among the session's (reorder.go).
+	seq uint64
 	// mute: the client asked for no reply to this command (CLIENT REPLY
 	// OFF or SKIP): the reply is taken, and its hook run, but not sent.
 	mute bool
@@ -93,9 +91,6 @@ type upConn struct {
 	writing bool // the writer goroutine is writing a batch it took from wbuf
 	q       pendQueue
 	err     error // why it died
-	// locals counts the local entries in q, so the reader looks for them
-	// only when there are some.
-	locals atomic.Int32
 
 	// endWrite: shut the sending side once wbuf is written (the client
 	// half-closed its connection; under mu).
@@ -351,24 +346,6 @@ func (c *upConn) send(b []byte, ps []pend, lp *loop) bool {
 	return true
 }
 
-// sendLocal queues a reply the proxy made for s behind s's commands in flight
-// on c. It reports false when there are none (or c is dead): the caller then
-// writes the reply itself, after those of the dead connection's errors it is
-// still owed. The check and the queueing happen under c.mu, and the reader
-// looks for local entries after handing out replies (see dispatch), so an
-// entry can not be queued behind replies that were already handed out.
-func (c *upConn) sendLocal(s *session, reply []byte) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dead.Load() || c.stream.Load() || s.inflight.Load() == 0 {
-		return false
-	}
-	s.inflight.Add(1)
-	c.q.push(pend{s: s, local: reply})
-	c.locals.Add(1)
-	return true
-}
-
 // uncork writes what an event loop queued on c during its round.
 func (c *upConn) uncork() {
 	c.mu.Lock()
@@ -442,6 +419,16 @@ type replyReader struct {
 	f      resp.Framer
 	frames [][]byte
 	ps     []pend
+	// touched: the sessions a batch's replies were queued for (corked,
+	// in front of a cluster), to be written once the batch is out.
+	touched []touched
+}
+
+// touched is a session a batch's replies were corked for, and how many of
+// its replies reached its output.
+type touched struct {
+	s    *session
+	done int
 }
 
 // readOnce reads once with read, frames the complete replies and hands them
@@ -485,7 +472,11 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 		r.start += m // the Framer starts afresh by itself
 	}
 	if len(r.frames) > 0 {
-		if !c.dispatch(r.frames, &r.ps) {
+		corked := &r.touched
+		if c.lp != nil {
+			corked = c.lp.corkList() // written at the end of the loop's round
+		}
+		if !c.dispatch(r.frames, &r.ps, corked) {
 			return false
 		}
 	}
@@ -517,7 +508,13 @@ func isTimeout(err error) bool {
 // dispatch hands each frame to its session. Pending entries are popped for
 // the whole read at once, so the queue lock is taken once per read, not once
 // per reply.
-func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
+//
+// In front of a cluster the replies are corked: a session's replies in one
+// batch are rarely consecutive (its pipeline's other replies come from other
+// nodes), so each is queued and every session touched gets one write at the
+// end, instead of one per reply: the end of this batch, or for a connection
+// an event loop reads, the end of the loop's reading in this round.
+func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 	if c.stream.Load() {
 		for _, fr := range frames {
 			c.owner.push(fr)
@@ -538,34 +535,43 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		}
 	}
 	c.mu.Lock()
-	var got int
-	*ps, got = c.q.popReplies((*ps)[:0], want, &c.locals)
+	*ps = c.q.popN((*ps)[:0], want)
 	c.armLocked(want > 0)
 	c.flushLocked()
 	c.mu.Unlock()
-	if got < want {
+	if len(*ps) < want {
 		c.fail(errors.New("a reply came from Valkey that no command was waiting for"))
 		return false
 	}
 	// Consecutive replies for the same session lie next to each other in
 	// the read buffer: hand them over as one run (one write to the client
-	// for a whole pipelined batch, not one per reply).
+	// for a whole pipelined batch, not one per reply). A run's replies
+	// are consecutive in the session's order too.
 	var run []byte
 	var runS *session
+	var runSeq uint64
 	runN := 0
+	cork := c.p.cl != nil
+	deliver := func(s *session, seq uint64, b []byte, n int) {
+		if !cork {
+			s.deliverN(seq, b, n)
+			return
+		}
+		done := s.deliverCork(seq, b, n, true)
+		if t := *corked; len(t) > 0 && t[len(t)-1].s == s {
+			t[len(t)-1].done += done
+		} else {
+			*corked = append(t, touched{s, done})
+		}
+	}
 	flushRun := func() {
 		if runN > 0 {
-			runS.deliverN(run, runN)
+			deliver(runS, runSeq, run, runN)
 		}
 		run, runS, runN = nil, nil, 0
 	}
 	i := 0
 	for _, fr := range frames {
-		for i < len(*ps) && (*ps)[i].local != nil {
-			flushRun()
-			(*ps)[i].s.deliver((*ps)[i].local)
-			i++
-		}
 		if fr[0] == '>' {
 			flushRun()
 			// Out-of-band push (RESP3): only dedicated connections
@@ -580,18 +586,21 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		p := (*ps)[i]
 		i++
 		if p.hook == nil && p.retry == nil && !p.mute && (p.cluster == nil || fr[0] != '-') {
-			if runN > 0 && p.s == runS && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
+			if runN > 0 && p.s == runS && p.seq == runSeq+uint64(runN) && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
 				run = run[:len(run)+len(fr)]
 				runN++
 				continue
 			}
 			flushRun()
-			run, runS, runN = fr, p.s, 1
+			run, runS, runSeq, runN = fr, p.s, p.seq, 1
 			continue
 		}
 		flushRun()
-		if p.cluster != nil && fr[0] == '-' {
-			fr = c.p.redirected(p.cluster, fr, c.addr)
+		if p.cluster != nil && isRedirect(fr) {
+			// Followed on a goroutine of the session's: this reader
+			// serves other clients, and an event loop must never wait.
+			p.s.redirect(p, fr, c.addr)
+			continue
 		}
 		if p.retry != nil && bytes.HasPrefix(fr, noscript) {
 			if c.retry(p) {
@@ -605,34 +614,25 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend) bool {
 		if p.mute {
 			fr = nil
 		}
-		p.s.deliver(fr)
+		deliver(p.s, p.seq, fr, 1)
 	}
 	flushRun()
-	for ; i < len(*ps); i++ {
-		(*ps)[i].s.deliver((*ps)[i].local)
-	}
 	clear(*ps)
-	c.deliverLocals(ps)
+	if c.lp == nil {
+		uncorkAll(corked)
+	}
 	return true
 }
 
-// deliverLocals hands out the local replies at the head of the queue: their
-// turn came with the replies just delivered, and sendLocal may have queued
-// one while those were being handed out.
-func (c *upConn) deliverLocals(ps *[]pend) {
-	for c.locals.Load() > 0 {
-		c.mu.Lock()
-		*ps = c.q.popLocals((*ps)[:0], &c.locals)
-		c.armLocked(true)
-		c.mu.Unlock()
-		if len(*ps) == 0 {
-			return
-		}
-		for _, p := range *ps {
-			p.s.deliver(p.local)
-		}
-		clear(*ps)
+// uncorkAll writes the replies corked for each session in corked, counts
+// them as given, and empties the list.
+func uncorkAll(corked *[]touched) {
+	for _, t := range *corked {
+		t.s.uncorkOut()
+		t.s.answered(t.done)
 	}
+	clear(*corked)
+	*corked = (*corked)[:0]
 }
 
 // flushLocked sends what sessions queued while the connection was busy. The
@@ -667,7 +667,7 @@ func (c *upConn) retry(p pend) bool {
 	c.mu.Lock()
 	ok := !c.dead.Load() && p.s.inflight.Load() == 1
 	if ok {
-		c.q.push(pend{s: p.s, hook: p.hook, mute: p.mute})
+		c.q.push(pend{s: p.s, hook: p.hook, mute: p.mute, seq: p.seq})
 		c.wbuf = append(c.wbuf, eval...)
 	}
 	c.mu.Unlock()
@@ -765,7 +765,6 @@ func (c *upConn) fail(err error) {
 	c.dead.Store(true)
 	c.err = err
 	ps := c.q.popN(nil, c.q.n)
-	c.locals.Store(0)
 	c.mu.Unlock()
 	close(c.quit)
 	if c.lp != nil {
@@ -791,14 +790,11 @@ func (c *upConn) fail(err error) {
 			reply = nil
 		}
 		for _, p := range ps {
-			switch {
-			case p.local != nil:
-				p.s.deliver(p.local)
-			case p.mute:
-				p.s.deliver(nil)
-			default:
-				p.s.deliver(reply)
+			r := reply
+			if p.mute {
+				r = nil
 			}
+			p.s.deliverN(p.seq, r, 1)
 		}
 	}
 	if c.onDead != nil {
@@ -858,40 +854,6 @@ func (q *pendQueue) push(p pend) {
 	}
 	q.buf[(q.head+q.n)%len(q.buf)] = p
 	q.n++
-}
-
-// popReplies appends to dst the entries that the next n replies answer,
-// oldest first, with the local entries among them and right after them; got
-// is how many of the n had an entry. locals is decremented per local entry.
-func (q *pendQueue) popReplies(dst []pend, n int, locals *atomic.Int32) (_ []pend, got int) {
-	for q.n > 0 {
-		p := &q.buf[q.head]
-		if p.local == nil {
-			if got == n {
-				break
-			}
-			got++
-		} else {
-			locals.Add(-1)
-		}
-		dst = append(dst, *p)
-		*p = pend{}
-		q.head = (q.head + 1) % len(q.buf)
-		q.n--
-	}
-	return dst, got
-}
-
-// popLocals appends the local entries at the head of the queue to dst.
-func (q *pendQueue) popLocals(dst []pend, locals *atomic.Int32) []pend {
-	for q.n > 0 && q.buf[q.head].local != nil {
-		dst = append(dst, q.buf[q.head])
-		q.buf[q.head] = pend{}
-		q.head = (q.head + 1) % len(q.buf)
-		q.n--
-		locals.Add(-1)
-	}
-	return dst
 }
 
 // popN appends up to n entries to dst, oldest first.
