@@ -1,0 +1,29 @@
+package proxy
+
+// retry sends a script again as EVAL after NOSCRIPT, if that keeps the
+// session's order: only when this command is the session's one command in
+// flight. The check and the queueing happen under c.mu, and a session counts
+// a command in flight before it takes c.mu to send it, so nothing of the
+// session's can slip in between. It reports false when it did not retry.
+func (c *upConn) retry(p pend) bool {
+	eval := evalFromSHA(p.retry)
+	if eval == nil {
+		return false
+	}
+	c.mu.Lock()
+	ok := !c.dead.Load() && p.s.inflight.Load() == 1
+	if ok {
+		c.q.push(pend{s: p.s, hook: p.hook, mute: p.mute, seq: p.seq})
+		c.wbuf = append(c.wbuf, eval...)
+	}
+	c.mu.Unlock()
+	if ok {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return ok
+}
+
+var noscript = []byte("-NOSCRIPT")

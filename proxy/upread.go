@@ -1,0 +1,246 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+const readChunk = 64 << 10
+
+func (c *upConn) readLoop() {
+	defer c.p.wg.Done()
+	defer func() {
+		// A panic while handing out replies (in a reply hook) fails this
+		// connection — its clients get errors — not the whole process.
+		if r := recover(); r != nil {
+			c.p.log.Error("closing an upstream connection after an internal error",
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			c.fail(fmt.Errorf("internal error: %v", r))
+		}
+	}()
+	for c.readOnce(c.nc.Read) {
+	}
+}
+
+// replyReader is the read side of an upstream connection: its buffer, and
+// scratch space reused for every read.
+type replyReader struct {
+	buf    []byte
+	start  int // buf[start:] is a reply not yet complete
+	f      resp.Framer
+	frames [][]byte
+	ps     []pend
+	// touched: the sessions a batch's replies were queued for (corked,
+	// in front of a cluster), to be written once the batch is out.
+	touched []touched
+}
+
+// touched is a session a batch's replies were corked for, and how many of
+// its replies reached its output.
+type touched struct {
+	s    *session
+	done int
+}
+
+// readOnce reads once with read, frames the complete replies and hands them
+// out. It reports false once the connection has failed. read may answer
+// errWouldBlock (an event loop's socket with nothing more to read).
+func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
+	r := &c.rr
+	if r.buf == nil {
+		r.buf = make([]byte, 0, readChunk)
+	}
+	// Make room: compact what is left of a partial frame to the front,
+	// and grow only while a single frame does not fit.
+	if r.start > 0 && (r.start == len(r.buf) || cap(r.buf)-len(r.buf) < readChunk/4) {
+		n := copy(r.buf, r.buf[r.start:])
+		r.buf = r.buf[:n]
+		r.start = 0
+	}
+	if cap(r.buf)-len(r.buf) < readChunk/4 {
+		nb := make([]byte, len(r.buf), 2*cap(r.buf))
+		copy(nb, r.buf)
+		r.buf = nb
+	}
+	n, err := read(r.buf[len(r.buf):cap(r.buf)])
+	n = max(n, 0)
+	r.buf = r.buf[:len(r.buf)+n]
+	r.frames = r.frames[:0]
+	if c.pipe.Load() && r.start < len(r.buf) {
+		c.owner.push(r.buf[r.start:])
+		r.start = len(r.buf)
+	}
+	for r.start < len(r.buf) {
+		m, ferr := r.f.Frame(r.buf[r.start:])
+		if ferr != nil {
+			c.fail(fmt.Errorf("unreadable reply from Valkey: %w", ferr))
+			return false
+		}
+		if m == 0 {
+			break
+		}
+		r.frames = append(r.frames, r.buf[r.start:r.start+m])
+		r.start += m // the Framer starts afresh by itself
+	}
+	if len(r.frames) > 0 {
+		corked := &r.touched
+		if c.lp != nil {
+			corked = c.lp.corkList() // written at the end of the loop's round
+		}
+		if !c.dispatch(r.frames, &r.ps, corked) {
+			return false
+		}
+	}
+	if r.start == len(r.buf) {
+		r.buf = r.buf[:0]
+		r.start = 0
+		// One big reply must not pin its buffer for the connection's
+		// life; a stream of them keeps it (regrowing it for each
+		// reply would allocate several times the reply's size).
+		if cap(r.buf) > 4*readChunk && n < readChunk {
+			r.buf = make([]byte, 0, readChunk)
+		}
+	}
+	switch {
+	case err == nil || err == errWouldBlock:
+		return true
+	case isTimeout(err) && !c.dead.Load():
+		err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.Upstream.ReplyTimeout.D())
+	}
+	c.fail(err)
+	return false
+}
+
+// dispatch hands each frame to its session. Pending entries are popped for
+// the whole read at once, so the queue lock is taken once per read, not once
+// per reply.
+//
+// In front of a cluster the replies are corked: a session's replies in one
+// batch are rarely consecutive (its pipeline's other replies come from other
+// nodes), so each is queued and every session touched gets one write at the
+// end, instead of one per reply: the end of this batch, or for a connection
+// an event loop reads, the end of the loop's reading in this round.
+func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
+	if c.stream.Load() {
+		for _, fr := range frames {
+			c.owner.push(fr)
+			if c.resets.Load() > 0 && string(fr) == "+RESET\r\n" && c.resets.Add(-1) == 0 {
+				c.stream.Store(false)
+				select {
+				case c.unstream <- struct{}{}:
+				default:
+				}
+			}
+		}
+		return true
+	}
+	want := 0
+	for _, fr := range frames {
+		if fr[0] != '>' {
+			want++
+		}
+	}
+	c.mu.Lock()
+	*ps = c.q.popN((*ps)[:0], want)
+	c.armLocked(want > 0)
+	c.flushLocked()
+	c.mu.Unlock()
+	if len(*ps) < want {
+		c.fail(errors.New("a reply came from Valkey that no command was waiting for"))
+		return false
+	}
+	// Consecutive replies for the same session lie next to each other in
+	// the read buffer: hand them over as one run (one write to the client
+	// for a whole pipelined batch, not one per reply). A run's replies
+	// are consecutive in the session's order too.
+	var run []byte
+	var runS *session
+	var runSeq uint64
+	runN := 0
+	cork := c.p.cl != nil
+	deliver := func(s *session, seq uint64, b []byte, n int) {
+		if !cork {
+			s.deliverN(seq, b, n)
+			return
+		}
+		done := s.deliverCork(seq, b, n, true)
+		if t := *corked; len(t) > 0 && t[len(t)-1].s == s {
+			t[len(t)-1].done += done
+		} else {
+			*corked = append(t, touched{s, done})
+		}
+	}
+	flushRun := func() {
+		if runN > 0 {
+			deliver(runS, runSeq, run, runN)
+		}
+		run, runS, runN = nil, nil, 0
+	}
+	i := 0
+	for _, fr := range frames {
+		if fr[0] == '>' {
+			flushRun()
+			// Out-of-band push (RESP3): only dedicated connections
+			// subscribe or track, so it belongs to the owner.
+			if c.owner != nil {
+				c.owner.push(fr)
+			} else {
+				c.p.log.Warn("dropped a push message on a shared upstream connection", "bytes", len(fr))
+			}
+			continue
+		}
+		p := (*ps)[i]
+		i++
+		if p.hook == nil && p.retry == nil && !p.mute && (p.cluster == nil || fr[0] != '-') {
+			if runN > 0 && p.s == runS && p.seq == runSeq+uint64(runN) && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
+				run = run[:len(run)+len(fr)]
+				runN++
+				continue
+			}
+			flushRun()
+			run, runS, runSeq, runN = fr, p.s, p.seq, 1
+			continue
+		}
+		flushRun()
+		if p.cluster != nil && isRedirect(fr) {
+			// Followed on a goroutine of the session's: this reader
+			// serves other clients, and an event loop must never wait.
+			p.s.redirect(p, fr, c.addr)
+			continue
+		}
+		if p.retry != nil && bytes.HasPrefix(fr, noscript) {
+			if c.retry(p) {
+				continue
+			}
+			fr = resp.AppendError(nil, errScriptFlushed)
+		}
+		if p.hook != nil {
+			fr = p.hook(fr)
+		}
+		if p.mute {
+			fr = nil
+		}
+		deliver(p.s, p.seq, fr, 1)
+	}
+	flushRun()
+	clear(*ps)
+	if c.lp == nil {
+		uncorkAll(corked)
+	}
+	return true
+}
+
+// uncorkAll writes the replies corked for each session in corked, counts
+// them as given, and empties the list.
+func uncorkAll(corked *[]touched) {
+	for _, t := range *corked {
+		t.s.uncorkOut()
+		t.s.answered(t.done)
+	}
+	clear(*corked)
+	*corked = (*corked)[:0]
+}
