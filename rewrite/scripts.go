@@ -70,45 +70,48 @@ end
   redis.call('HSET', rk, owner, r.g .. ' ' .. string.format('%d', r.a) .. ' ' .. string.format('%d', r.e) .. ' ' .. r.v)
 end
 `
-	fnLeaseEnd = `local function lease_end(key, now)
-  local pttl = redis.call('PTTL', key)
-  if pttl > 0 then return now + pttl end
-  return 0
-end
-`
 	fnCurrent = `local function current(key, ck, r)
   return r ~= nil and redis.call('GET', key) == r.v and redis.call('GET', ck) == r.g
 end
 `
+	// holder also returns the records it read, for a settle to come.
 	fnHolder = `local function holder(key, ck, rk, notowner)
   local all = redis.call('HGETALL', rk)
   local v, g = redis.call('GET', key), redis.call('GET', ck)
   for i = 1, #all, 2 do
     local r = parse(all[i + 1])
-    if all[i] ~= notowner and r and r.v == v and r.g == g then return all[i] end
+    if all[i] ~= notowner and r and r.v == v and r.g == g then return all[i], all end
   end
-  return ''
+  return '', all
 end
 `
 	// settle keeps a records hash true after a change: records lapsed
 	// keep ms ago go, every record but taker's is marked lapsed now when
 	// taker just took the lock, and the hash expires keep after its latest
 	// lease end (never, while it records a lock without a lease).
-	fnSettle = `local function settle(rk, now, keep, taker)
-  local all = redis.call('HGETALL', rk)
+	//
+	// all, when given, is the hash as read before the caller deleted the
+	// field dropped from it: a script must not read a key it may have just
+	// emptied, as Valkey refuses, inside a script, any access to a key
+	// absent from a slot being migrated away (issue 17). settle itself
+	// touches the hash only while a field it read is still there.
+	fnSettle = `local function settle(rk, now, keep, taker, all, dropped)
+  all = all or redis.call('HGETALL', rk)
   local last, forever = 0, false
   for i = 1, #all, 2 do
-    local r = parse(all[i + 1])
-    if r and taker and all[i] ~= taker and (r.e == 0 or r.e > now) then
-      r.e = now
-      put(rk, all[i], r)
-    end
-    if not r or (r.e > 0 and r.e + keep <= now) then
-      redis.call('HDEL', rk, all[i])
-    elseif r.e == 0 then
-      forever = true
-    elseif r.e > last then
-      last = r.e
+    if all[i] ~= dropped then
+      local r = parse(all[i + 1])
+      if r and taker and all[i] ~= taker and (r.e == 0 or r.e > now) then
+        r.e = now
+        put(rk, all[i], r)
+      end
+      if not r or (r.e > 0 and r.e + keep <= now) then
+        redis.call('HDEL', rk, all[i])
+      elseif r.e == 0 then
+        forever = true
+      elseif r.e > last then
+        last = r.e
+      end
     end
   end
   if forever then
@@ -305,32 +308,45 @@ for i = 1, n, 4000 do
   -- In parts: Lua cannot unpack more than about 8000 values into a call.
   deleted = deleted + redis.call(ARGV[1], unpack(KEYS, i, math.min(i + 3999, n)))
 end
-local out = {0}
+local out, seen = {0}, {}
 for i = 1, #plan do
   local k = n + 3 * i - 2
-  local what, rec = plan[i][1], plan[i][2]
+  local what, rec, owner = plan[i][1], plan[i][2], ARGV[2 + 2 * i]
   local who = ''
-  if what ~= 'released' then
-    local holder = rare()
-    who = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[2 + 2 * i])
+  if seen[KEYS[k]] then
+    -- The same lock named again: the first time did all there was to do,
+    -- and its keys may be gone now (see settle). Its holder is unchanged
+    -- unless that deleted it.
+    if what == 'superseded' then who = seen[KEYS[k]] end
+  else
+    local holder, settle = nil, nil
+    local all = nil
+    if what ~= 'released' then
+      holder, settle = rare()
+      who, all = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], owner)
+    end
+    seen[KEYS[k]] = who
+    -- The records have no expiry while they record a lock without a lease;
+    -- one released with a lease was the latest grant, and its taking marked
+    -- every other record lapsed, so then none is without one. Read before
+    -- the caller's record goes, which may empty the hash (see settle).
+    local settling = (what ~= 'released' or rec.e == 0) and redis.call('PTTL', KEYS[k + 2]) == -1
+    if settling and not all then all = redis.call('HGETALL', KEYS[k + 2]) end
+    if what ~= 'superseded' then deleted = deleted + redis.call(ARGV[1], KEYS[k]) end
+    if rec then redis.call('HDEL', KEYS[k + 2], owner) end
+    if settling then
+      -- If that lock is gone now, so is every claim to it, and the hash
+      -- must expire. A superseded lock was not deleted here.
+      local gone = nil
+      if what ~= 'superseded' or redis.call('EXISTS', KEYS[k]) == 0 then gone = '' end
+      if not settle then holder, settle = rare() end
+      settle(KEYS[k + 2], now, tonumber(ARGV[3]), gone, all, rec and owner)
+    end
   end
-  if what ~= 'superseded' then deleted = deleted + redis.call(ARGV[1], KEYS[k]) end
   local held, lapsed, grant, head, size = -1, 0, 0, '', 0
   if rec then
     held, grant, head, size = now - rec.a, tonumber(rec.g), string.sub(rec.v, 1, 3), #rec.v
     if rec.e > 0 and rec.e <= now then lapsed = 1 end
-    redis.call('HDEL', KEYS[k + 2], ARGV[2 + 2 * i])
-  end
-  -- The records have no expiry while they record a lock without a lease;
-  -- one released with a lease was the latest grant, and its taking marked
-  -- every other record lapsed, so then none is without one.
-  if (what ~= 'released' or rec.e == 0) and redis.call('PTTL', KEYS[k + 2]) == -1 then
-    -- If that lock is gone now, so is every claim to it, and the hash
-    -- must expire.
-    local gone = nil
-    if redis.call('EXISTS', KEYS[k]) == 0 then gone = '' end
-    local _, settle = rare()
-    settle(KEYS[k + 2], now, tonumber(ARGV[3]), gone)
   end
   out[#out + 1] = what
   out[#out + 1] = who
@@ -379,7 +395,7 @@ end
 //
 // Reply: {1 when it ran (0 when superseded), the command's reply}; the
 // refusal is the error "<code> 1", which the proxy words.
-var Holder = newScript("holder", fnNow+fnParse+fnPut+fnLeaseEnd+fnCurrent+fnSettle+`local rec = parse(redis.call('HGET', KEYS[3], ARGV[1]))
+var Holder = newScript("holder", fnNow+fnParse+fnPut+fnCurrent+fnSettle+`local rec = parse(redis.call('HGET', KEYS[3], ARGV[1]))
 if not rec then return redis.error_reply(ARGV[4] .. ' 1') end
 if not current(KEYS[1], KEYS[2], rec) then
   if ARGV[3] == '0' then return {0, 0} end
@@ -388,14 +404,27 @@ end
 local reply = redis.pcall(ARGV[5], KEYS[1], unpack(ARGV, 6))
 if type(reply) == 'table' and reply.err then return reply end
 local now = now_ms()
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HDEL', KEYS[3], ARGV[1])
-  -- Without an expiry the hash would keep the other (lapsed) records forever.
-  if redis.call('PTTL', KEYS[3]) == -1 then settle(KEYS[3], now, tonumber(ARGV[2]), '') end
+-- One read tells whether the command ended the key and, if not, its lease.
+-- Valkey refuses a script any access to a key absent from a slot being
+-- migrated away; the lock was there when the script started (Valkey
+-- checks that first), so a refusal says the command ended it.
+local pttl = redis.pcall('PTTL', KEYS[1])
+if type(pttl) == 'table' or pttl == -2 then
+  -- Without an expiry the hash would keep the other (lapsed) records
+  -- forever. Read before the holder's record goes, which may empty the
+  -- hash (see settle).
+  if redis.call('PTTL', KEYS[3]) == -1 then
+    local all = redis.call('HGETALL', KEYS[3])
+    redis.call('HDEL', KEYS[3], ARGV[1])
+    settle(KEYS[3], now, tonumber(ARGV[2]), '', all, ARGV[1])
+  else
+    redis.call('HDEL', KEYS[3], ARGV[1])
+  end
   return {1, reply}
 end
 if string.upper(ARGV[5]) == 'SET' then rec.v = ARGV[6] end
-rec.e = lease_end(KEYS[1], now)
+rec.e = 0
+if pttl > 0 then rec.e = now + pttl end
 put(KEYS[3], ARGV[1], rec)
 settle(KEYS[3], now, tonumber(ARGV[2]), nil)
 return {1, reply}`)
