@@ -58,14 +58,16 @@ func TestClusterMigratingSlotLockScripts(t *testing.T) {
 	}
 	t.Cleanup(stable) // the shared cluster left clean, whatever happens
 
-	noLease, mixed, expired, past, script := tag+":nolease:lock", tag+":mixed:lock", tag+":pexpire:lock", tag+":past:lock", tag+":script:lock"
+	noLease, mixed, twice := tag+":nolease:lock", tag+":mixed:lock", tag+":twice:lock"
+	expired, past, script := tag+":pexpire:lock", tag+":past:lock", tag+":script:lock"
 	plain := tag + ":plain"
-	locks := []string{noLease, mixed, expired, past, script}
+	locks := []string{noLease, mixed, twice, expired, past, script}
 	c := dialRaw(t, e.addr)
 	// Acquired before the migration starts: a script runs on the source
 	// only while all its keys are there.
 	eq(t, c.do("SET", noLease, "t1", "NX"), "+OK\r\n")
 	eq(t, c.do("SET", mixed, "t2", "NX", "PX", "60000"), "+OK\r\n")
+	eq(t, c.do("SET", twice, "t6", "NX", "PX", "60000"), "+OK\r\n")
 	eq(t, c.do("SET", expired, "t3", "NX", "PX", "60000"), "+OK\r\n")
 	eq(t, c.do("SET", past, "t4", "NX", "PX", "60000"), "+OK\r\n")
 	eq(t, c.do("SET", script, "t5", "NX", "PX", "60000"), "+OK\r\n")
@@ -81,9 +83,11 @@ func TestClusterMigratingSlotLockScripts(t *testing.T) {
 			t.Errorf("got %q, want %q", got, want)
 		}
 	}
-	// Release's general path: a lock without a lease; a lock with a plain key.
+	// Release's general path: a lock without a lease; a lock with a plain
+	// key; a lock named twice.
 	check(c.do("DEL", noLease), ":1\r\n")
 	check(c.do("DEL", plain, mixed), ":2\r\n")
+	check(c.do("DEL", twice, twice), ":1\r\n")
 	// Holder: commands that end the key.
 	check(c.do("PEXPIRE", expired, "0"), ":1\r\n")
 	check(c.do("SET", past, "t4b", "XX", "PXAT", "1"), "+OK\r\n")

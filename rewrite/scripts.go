@@ -50,6 +50,16 @@ func newScript(name, body string) *Script {
 // Times are Valkey's own clock (TIME), so every lockproxy instance in front
 // of one Valkey agrees on them.
 
+// absent: while a slot is being migrated away from its node, Valkey
+// refuses a script any access to a key of that slot that is absent there
+// ("Script attempted to access a non local key", issue 17). Before the
+// script runs Valkey checks that every key it declares is there, and a
+// slot cannot change hands while a script runs; so inside a script only a
+// key the script itself deleted (or emptied) can be refused. The scripts
+// never read such a key with redis.call: what they need is decided from a
+// reply already read, or read with redis.pcall, a refusal meaning absent
+// (a PTTL's error table is not -1, nor a number).
+
 // The functions the lock scripts share, one constant each: Valkey runs each
 // script on its own, so each body carries the ones it calls (and only
 // those: defining a function costs a closure at every run).
@@ -90,11 +100,10 @@ end
 	// taker just took the lock, and the hash expires keep after its latest
 	// lease end (never, while it records a lock without a lease).
 	//
-	// all, when given, is the hash as read before the caller deleted the
-	// field dropped from it: a script must not read a key it may have just
-	// emptied, as Valkey refuses, inside a script, any access to a key
-	// absent from a slot being migrated away (issue 17). settle itself
-	// touches the hash only while a field it read is still there.
+	// all, when given, is the hash as read before the field dropped was
+	// deleted from it (one read fewer). settle writes the hash only while
+	// a field it read is still there: it never touches an absent key
+	// (see absent).
 	fnSettle = `local function settle(rk, now, keep, taker, all, dropped)
   all = all or redis.call('HGETALL', rk)
   local last, forever = 0, false
@@ -326,17 +335,15 @@ for i = 1, #plan do
       who, all = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], owner)
     end
     seen[KEYS[k]] = who
-    -- The records have no expiry while they record a lock without a lease;
-    -- one released with a lease was the latest grant, and its taking marked
-    -- every other record lapsed, so then none is without one. Read before
-    -- the caller's record goes, which may empty the hash (see settle).
-    local settling = (what ~= 'released' or rec.e == 0) and redis.call('PTTL', KEYS[k + 2]) == -1
-    if settling and not all then all = redis.call('HGETALL', KEYS[k + 2]) end
     if what ~= 'superseded' then deleted = deleted + redis.call(ARGV[1], KEYS[k]) end
     if rec then redis.call('HDEL', KEYS[k + 2], owner) end
-    if settling then
+    -- The records have no expiry while they record a lock without a lease;
+    -- one released with a lease was the latest grant, and its taking marked
+    -- every other record lapsed, so then none is without one. The HDEL may
+    -- have emptied them: see absent.
+    if (what ~= 'released' or rec.e == 0) and redis.pcall('PTTL', KEYS[k + 2]) == -1 then
       -- If that lock is gone now, so is every claim to it, and the hash
-      -- must expire. A superseded lock was not deleted here.
+      -- must expire. Only a superseded lock was not deleted here.
       local gone = nil
       if what ~= 'superseded' or redis.call('EXISTS', KEYS[k]) == 0 then gone = '' end
       if not settle then holder, settle = rare() end
@@ -404,22 +411,14 @@ end
 local reply = redis.pcall(ARGV[5], KEYS[1], unpack(ARGV, 6))
 if type(reply) == 'table' and reply.err then return reply end
 local now = now_ms()
--- One read tells whether the command ended the key and, if not, its lease.
--- Valkey refuses a script any access to a key absent from a slot being
--- migrated away; the lock was there when the script started (Valkey
--- checks that first), so a refusal says the command ended it.
+-- One read tells whether the command ended the key (see absent) and, if
+-- not, its lease.
 local pttl = redis.pcall('PTTL', KEYS[1])
 if type(pttl) == 'table' or pttl == -2 then
+  redis.call('HDEL', KEYS[3], ARGV[1])
   -- Without an expiry the hash would keep the other (lapsed) records
-  -- forever. Read before the holder's record goes, which may empty the
-  -- hash (see settle).
-  if redis.call('PTTL', KEYS[3]) == -1 then
-    local all = redis.call('HGETALL', KEYS[3])
-    redis.call('HDEL', KEYS[3], ARGV[1])
-    settle(KEYS[3], now, tonumber(ARGV[2]), '', all, ARGV[1])
-  else
-    redis.call('HDEL', KEYS[3], ARGV[1])
-  end
+  -- forever; the HDEL may have emptied it (see absent).
+  if redis.pcall('PTTL', KEYS[3]) == -1 then settle(KEYS[3], now, tonumber(ARGV[2]), '') end
   return {1, reply}
 end
 if string.upper(ARGV[5]) == 'SET' then rec.v = ARGV[6] end

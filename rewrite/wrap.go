@@ -85,12 +85,9 @@ if e then __lockproxy = e else mark(marks) end
 		// body ran (its record's value and grant current): released, the
 		// record goes (and the hash is settled only when it may have no
 		// expiry, as in Release); re-set or its lease moved, it follows.
-		// A lock's GET after the body is a pcall: Valkey refuses a script
-		// any access to a key absent from a slot being migrated away, and
-		// every declared key was there when the script started (Valkey
-		// checks that first), so any refusal but WRONGTYPE says the body
-		// deleted it. The records are read before the caller's record
-		// goes, which may empty them (see settle).
+		// The body, or the HDEL of the caller's record, may have deleted a
+		// key the wrapper reads after: those reads are pcalls, any refusal
+		// but WRONGTYPE meaning absent (see absent in scripts.go).
 		// The common paths (a grant to a fresh hash, a release) run inline;
 		// the helpers for the others are made only when one is taken
 		// (lp_fns: each function defined is a closure made at every run).
@@ -134,14 +131,11 @@ local rg, re, rv
 if r then rg, re, rv = string.match(r, '^(%d+) %d+ (%d+) (.*)$') end
 if rg and rv == was and redis.call('GET', ck) == rg then
 if not now then
-if re == '0' and redis.call('PTTL', rk) == -1 then
-local all = redis.call('HGETALL', rk)
 redis.call('HDEL', rk, owner)
+if re == '0' and redis.pcall('PTTL', rk) == -1 then
 local _, _, settle = lp_fns()
 local t = redis.call('TIME')
-settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), tonumber(A[g + 1]), '', all, owner)
-else
-redis.call('HDEL', rk, owner)
+settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), tonumber(A[g + 1]), '')
 end
 else
 local t = redis.call('TIME')
