@@ -52,10 +52,11 @@ func newScript(name, body string) *Script {
 
 // absent: while a slot is being migrated away from its node, Valkey
 // refuses a script any access to a key of that slot that is absent there
-// ("Script attempted to access a non local key", issue 17). Before the
-// script runs Valkey checks that every key it declares is there, and a
-// slot cannot change hands while a script runs; so inside a script only a
-// key the script itself deleted (or emptied) can be refused. The scripts
+// ("Script attempted to access a non local key", issue 17). Before a
+// script on such a slot runs, Valkey checks that every key it declares is
+// there (else it redirects), and a slot cannot change hands while a script
+// runs; so inside a script only a key the script itself deleted (or
+// emptied) can be refused. The scripts
 // never read such a key with redis.call: what they need is decided from a
 // reply already read, or read with redis.pcall, a refusal meaning absent
 // (a PTTL's error table is not -1, nor a number).
@@ -324,12 +325,11 @@ for i = 1, #plan do
   local who = ''
   if seen[KEYS[k]] then
     -- The same lock named again: the first time did all there was to do,
-    -- and its keys may be gone now (see settle). Its holder is unchanged
+    -- and its keys may be gone now (see absent). Its holder is unchanged
     -- unless that deleted it.
     if what == 'superseded' then who = seen[KEYS[k]] end
   else
-    local holder, settle = nil, nil
-    local all = nil
+    local holder, settle, all = nil, nil, nil
     if what ~= 'released' then
       holder, settle = rare()
       who, all = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], owner)
