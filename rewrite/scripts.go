@@ -318,12 +318,14 @@ for i = 1, n, 4000 do
   -- In parts: Lua cannot unpack more than about 8000 values into a call.
   deleted = deleted + redis.call(ARGV[1], unpack(KEYS, i, math.min(i + 3999, n)))
 end
-local out, seen = {0}, {}
+local out, seen = {0}, nil
+-- Only a release of several locks can name one twice.
+if #plan > 1 then seen = {} end
 for i = 1, #plan do
   local k = n + 3 * i - 2
   local what, rec, owner = plan[i][1], plan[i][2], ARGV[2 + 2 * i]
   local who = ''
-  if seen[KEYS[k]] then
+  if seen and seen[KEYS[k]] then
     -- The same lock named again: the first time did all there was to do,
     -- and its keys may be gone now (see absent). Its holder is unchanged
     -- unless that deleted it.
@@ -334,7 +336,7 @@ for i = 1, #plan do
       holder, settle = rare()
       who, all = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], owner)
     end
-    seen[KEYS[k]] = who
+    if seen then seen[KEYS[k]] = who end
     if what ~= 'superseded' then deleted = deleted + redis.call(ARGV[1], KEYS[k]) end
     if rec then redis.call('HDEL', KEYS[k + 2], owner) end
     -- The records have no expiry while they record a lock without a lease;
