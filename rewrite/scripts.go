@@ -50,6 +50,17 @@ func newScript(name, body string) *Script {
 // Times are Valkey's own clock (TIME), so every lockproxy instance in front
 // of one Valkey agrees on them.
 
+// absent: while a slot is being migrated away from its node, Valkey
+// refuses a script any access to a key of that slot that is absent there
+// ("Script attempted to access a non local key", issue 17). Before a
+// script on such a slot runs, Valkey checks that every key it declares is
+// there (else it redirects), and a slot cannot change hands while a script
+// runs; so inside a script only a key the script itself deleted (or
+// emptied) can be refused. The scripts
+// never read such a key with redis.call: what they need is decided from a
+// reply already read, or read with redis.pcall, a refusal meaning absent
+// (a PTTL's error table is not -1, nor a number).
+
 // The functions the lock scripts share, one constant each: Valkey runs each
 // script on its own, so each body carries the ones it calls (and only
 // those: defining a function costs a closure at every run).
@@ -70,45 +81,47 @@ end
   redis.call('HSET', rk, owner, r.g .. ' ' .. string.format('%d', r.a) .. ' ' .. string.format('%d', r.e) .. ' ' .. r.v)
 end
 `
-	fnLeaseEnd = `local function lease_end(key, now)
-  local pttl = redis.call('PTTL', key)
-  if pttl > 0 then return now + pttl end
-  return 0
-end
-`
 	fnCurrent = `local function current(key, ck, r)
   return r ~= nil and redis.call('GET', key) == r.v and redis.call('GET', ck) == r.g
 end
 `
+	// holder also returns the records it read, for a settle to come.
 	fnHolder = `local function holder(key, ck, rk, notowner)
   local all = redis.call('HGETALL', rk)
   local v, g = redis.call('GET', key), redis.call('GET', ck)
   for i = 1, #all, 2 do
     local r = parse(all[i + 1])
-    if all[i] ~= notowner and r and r.v == v and r.g == g then return all[i] end
+    if all[i] ~= notowner and r and r.v == v and r.g == g then return all[i], all end
   end
-  return ''
+  return '', all
 end
 `
 	// settle keeps a records hash true after a change: records lapsed
 	// keep ms ago go, every record but taker's is marked lapsed now when
 	// taker just took the lock, and the hash expires keep after its latest
 	// lease end (never, while it records a lock without a lease).
-	fnSettle = `local function settle(rk, now, keep, taker)
-  local all = redis.call('HGETALL', rk)
+	//
+	// all, when given, is the hash as read before the field dropped was
+	// deleted from it (one read fewer). settle writes the hash only while
+	// a field it read is still there: it never touches an absent key
+	// (see absent).
+	fnSettle = `local function settle(rk, now, keep, taker, all, dropped)
+  all = all or redis.call('HGETALL', rk)
   local last, forever = 0, false
   for i = 1, #all, 2 do
-    local r = parse(all[i + 1])
-    if r and taker and all[i] ~= taker and (r.e == 0 or r.e > now) then
-      r.e = now
-      put(rk, all[i], r)
-    end
-    if not r or (r.e > 0 and r.e + keep <= now) then
-      redis.call('HDEL', rk, all[i])
-    elseif r.e == 0 then
-      forever = true
-    elseif r.e > last then
-      last = r.e
+    if all[i] ~= dropped then
+      local r = parse(all[i + 1])
+      if r and taker and all[i] ~= taker and (r.e == 0 or r.e > now) then
+        r.e = now
+        put(rk, all[i], r)
+      end
+      if not r or (r.e > 0 and r.e + keep <= now) then
+        redis.call('HDEL', rk, all[i])
+      elseif r.e == 0 then
+        forever = true
+      elseif r.e > last then
+        last = r.e
+      end
     end
   end
   if forever then
@@ -305,32 +318,44 @@ for i = 1, n, 4000 do
   -- In parts: Lua cannot unpack more than about 8000 values into a call.
   deleted = deleted + redis.call(ARGV[1], unpack(KEYS, i, math.min(i + 3999, n)))
 end
-local out = {0}
+local out, seen = {0}, nil
+-- Only a release of several locks can name one twice.
+if #plan > 1 then seen = {} end
 for i = 1, #plan do
   local k = n + 3 * i - 2
-  local what, rec = plan[i][1], plan[i][2]
+  local what, rec, owner = plan[i][1], plan[i][2], ARGV[2 + 2 * i]
   local who = ''
-  if what ~= 'released' then
-    local holder = rare()
-    who = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[2 + 2 * i])
+  if seen and seen[KEYS[k]] then
+    -- The same lock named again: the first time did all there was to do,
+    -- and its keys may be gone now (see absent). Its holder is unchanged
+    -- unless that deleted it.
+    if what == 'superseded' then who = seen[KEYS[k]] end
+  else
+    local holder, settle, all = nil, nil, nil
+    if what ~= 'released' then
+      holder, settle = rare()
+      who, all = holder(KEYS[k], KEYS[k + 1], KEYS[k + 2], owner)
+    end
+    if seen then seen[KEYS[k]] = who end
+    if what ~= 'superseded' then deleted = deleted + redis.call(ARGV[1], KEYS[k]) end
+    if rec then redis.call('HDEL', KEYS[k + 2], owner) end
+    -- The records have no expiry while they record a lock without a lease;
+    -- one released with a lease was the latest grant, and its taking marked
+    -- every other record lapsed, so then none is without one. The HDEL may
+    -- have emptied them: see absent.
+    if (what ~= 'released' or rec.e == 0) and redis.pcall('PTTL', KEYS[k + 2]) == -1 then
+      -- If that lock is gone now, so is every claim to it, and the hash
+      -- must expire. Only a superseded lock was not deleted here.
+      local gone = nil
+      if what ~= 'superseded' or redis.call('EXISTS', KEYS[k]) == 0 then gone = '' end
+      if not settle then holder, settle = rare() end
+      settle(KEYS[k + 2], now, tonumber(ARGV[3]), gone, all, rec and owner)
+    end
   end
-  if what ~= 'superseded' then deleted = deleted + redis.call(ARGV[1], KEYS[k]) end
   local held, lapsed, grant, head, size = -1, 0, 0, '', 0
   if rec then
     held, grant, head, size = now - rec.a, tonumber(rec.g), string.sub(rec.v, 1, 3), #rec.v
     if rec.e > 0 and rec.e <= now then lapsed = 1 end
-    redis.call('HDEL', KEYS[k + 2], ARGV[2 + 2 * i])
-  end
-  -- The records have no expiry while they record a lock without a lease;
-  -- one released with a lease was the latest grant, and its taking marked
-  -- every other record lapsed, so then none is without one.
-  if (what ~= 'released' or rec.e == 0) and redis.call('PTTL', KEYS[k + 2]) == -1 then
-    -- If that lock is gone now, so is every claim to it, and the hash
-    -- must expire.
-    local gone = nil
-    if redis.call('EXISTS', KEYS[k]) == 0 then gone = '' end
-    local _, settle = rare()
-    settle(KEYS[k + 2], now, tonumber(ARGV[3]), gone)
   end
   out[#out + 1] = what
   out[#out + 1] = who
@@ -379,7 +404,7 @@ end
 //
 // Reply: {1 when it ran (0 when superseded), the command's reply}; the
 // refusal is the error "<code> 1", which the proxy words.
-var Holder = newScript("holder", fnNow+fnParse+fnPut+fnLeaseEnd+fnCurrent+fnSettle+`local rec = parse(redis.call('HGET', KEYS[3], ARGV[1]))
+var Holder = newScript("holder", fnNow+fnParse+fnPut+fnCurrent+fnSettle+`local rec = parse(redis.call('HGET', KEYS[3], ARGV[1]))
 if not rec then return redis.error_reply(ARGV[4] .. ' 1') end
 if not current(KEYS[1], KEYS[2], rec) then
   if ARGV[3] == '0' then return {0, 0} end
@@ -388,14 +413,19 @@ end
 local reply = redis.pcall(ARGV[5], KEYS[1], unpack(ARGV, 6))
 if type(reply) == 'table' and reply.err then return reply end
 local now = now_ms()
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- One read tells whether the command ended the key (see absent) and, if
+-- not, its lease.
+local pttl = redis.pcall('PTTL', KEYS[1])
+if type(pttl) == 'table' or pttl == -2 then
   redis.call('HDEL', KEYS[3], ARGV[1])
-  -- Without an expiry the hash would keep the other (lapsed) records forever.
-  if redis.call('PTTL', KEYS[3]) == -1 then settle(KEYS[3], now, tonumber(ARGV[2]), '') end
+  -- Without an expiry the hash would keep the other (lapsed) records
+  -- forever; the HDEL may have emptied it (see absent).
+  if redis.pcall('PTTL', KEYS[3]) == -1 then settle(KEYS[3], now, tonumber(ARGV[2]), '') end
   return {1, reply}
 end
 if string.upper(ARGV[5]) == 'SET' then rec.v = ARGV[6] end
-rec.e = lease_end(KEYS[1], now)
+rec.e = 0
+if pttl > 0 then rec.e = now + pttl end
 put(KEYS[3], ARGV[1], rec)
 settle(KEYS[3], now, tonumber(ARGV[2]), nil)
 return {1, reply}`)

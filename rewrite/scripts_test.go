@@ -471,6 +471,17 @@ func scriptScenarios(now time.Time) []sscenario {
 			rec(res, "conn:A", 1, "abc", 20),
 			pttl(resRecs, keepMS-1000, keepMS),
 		}},
+		sscenario{name: "records: a superseded owner names the lock twice; the holder without lease keeps its record", script: rewrite.Release, steps: []sstep{
+			as(A, okR, "SET", res, "abc", "NX", "PX", shortPX),
+			lapse(wait, as(B, okR, "SET", res, "xyz", "NX")),
+			fx(as(A, intR(0), "DEL", res, res),
+				"Released DEL key=resource:lock rule=0 owner=conn:A holder=conn:B value=abc grant=1 outcome=superseded lapsed valuelen=3",
+				"Released DEL key=resource:lock rule=0 owner=conn:A holder=conn:B value=abc grant=1 outcome=superseded lapsed valuelen=3"),
+			noRec(res, "conn:A"),
+			rec(res, "conn:B", 2, "xyz", -1),
+			do(intR(-1), "PTTL", resRecs),
+			do(bulkR("xyz"), "GET", res),
+		}},
 		sscenario{name: "records: a forwarded delete of a lock without lease ends its holder's record", script: rewrite.Release, steps: []sstep{
 			as(A, okR, "SET", "obs:a", "v", "NX"),
 			do(intR(-1), "PTTL", recs("obs:a")),

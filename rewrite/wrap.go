@@ -85,6 +85,9 @@ if e then __lockproxy = e else mark(marks) end
 		// body ran (its record's value and grant current): released, the
 		// record goes (and the hash is settled only when it may have no
 		// expiry, as in Release); re-set or its lease moved, it follows.
+		// The body, or the HDEL of the caller's record, may have deleted a
+		// key the wrapper reads after: those reads are pcalls, any refusal
+		// but WRONGTYPE meaning absent (see absent in scripts.go).
 		// The common paths (a grant to a fresh hash, a release) run inline;
 		// the helpers for the others are made only when one is taken
 		// (lp_fns: each function defined is a closure made at every run).
@@ -104,7 +107,7 @@ for i = 1, n do
 local k = nfk + 3 * i - 2
 local key, ck, rk = K[k], K[k + 1], K[k + 2]
 local now = redis.pcall('GET', key)
-if type(now) == 'table' then now = '' end
+if type(now) == 'table' then now = string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
 local was = before[i]
 if not was then
 if now then
@@ -129,7 +132,7 @@ if r then rg, re, rv = string.match(r, '^(%d+) %d+ (%d+) (.*)$') end
 if rg and rv == was and redis.call('GET', ck) == rg then
 if not now then
 redis.call('HDEL', rk, owner)
-if re == '0' and redis.call('PTTL', rk) == -1 then
+if re == '0' and redis.pcall('PTTL', rk) == -1 then
 local _, _, settle = lp_fns()
 local t = redis.call('TIME')
 settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), tonumber(A[g + 1]), '')
