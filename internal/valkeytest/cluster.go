@@ -416,8 +416,26 @@ func (c *Cluster) MigrateSlot(slot int, dst *Server, between func()) error {
 	return c.WaitOK(30 * time.Second)
 }
 
-// ReplicaOf returns a replica of the primary p.
+// ReplicaOf returns a replica of the primary p. It waits up to 30 s for one
+// to be listed: after a failover (an earlier test's), the former primary
+// shows as the new primary's replica only once it has learned of the
+// failover.
 func (c *Cluster) ReplicaOf(p *Server) (*Server, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := c.replicaOf(p)
+		if r != nil || err != nil || time.Now().After(deadline) {
+			if r == nil && err == nil {
+				err = fmt.Errorf("valkeytest: %s has no replica", p.Addr)
+			}
+			return r, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// replicaOf is ReplicaOf's one look at CLUSTER NODES (nil, nil: none listed).
+func (c *Cluster) replicaOf(p *Server) (*Server, error) {
 	id, err := Do(p.Addr, "CLUSTER", "MYID")
 	if err != nil {
 		return nil, err
@@ -436,7 +454,7 @@ func (c *Cluster) ReplicaOf(p *Server) (*Server, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("valkeytest: %s has no replica", p.Addr)
+	return nil, nil
 }
 
 // Failover makes replica its primary's successor with CLUSTER FAILOVER (a
