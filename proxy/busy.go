@@ -155,19 +155,10 @@ func (p *Proxy) sendOneShot(cmd []byte, proto int) ([]byte, error) {
 
 // oneShotTo is sendOneShot to one cluster node.
 func (p *Proxy) oneShotTo(addr string, cmd []byte, proto int) ([]byte, error) {
-	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D()}
-	nc, err := d.Dial("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	if p.opts.UpstreamTLS != nil {
-		nc = tlsClient(nc, p.opts.UpstreamTLS)
-	}
-	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
 	st := p.sharedState(poolKey{proto: proto})
 	st.bare = true // no SCRIPT LOAD: Valkey answers it BUSY
-	if err := handshake(nc, st); err != nil {
-		nc.Close()
+	nc, err := p.nodeDial(addr, st)
+	if err != nil {
 		return nil, err
 	}
 	return p.shoot(nc, cmd)

@@ -48,7 +48,7 @@ func (p *Proxy) nodeDo(addr string, proto int, cmds ...[]byte) ([][]byte, error)
 	}
 	cl.conns.mu.Unlock()
 	if c == nil {
-		nc, err := p.nodeDial(addr, proto)
+		nc, err := p.nodeDial(addr, p.sharedState(poolKey{proto: proto}))
 		if err != nil {
 			return nil, err
 		}
@@ -72,8 +72,9 @@ func (p *Proxy) nodeDo(addr string, proto int, cmds ...[]byte) ([][]byte, error)
 }
 
 // nodeDial opens a connection to a node as the shared connections are
-// opened: TLS as configured, the proxy's login, lockproxy's scripts loaded.
-func (p *Proxy) nodeDial(addr string, proto int) (net.Conn, error) {
+// opened: TLS as configured, then the handshake st asks for (the proxy's
+// login, lockproxy's scripts loaded unless st.bare).
+func (p *Proxy) nodeDial(addr string, st connState) (net.Conn, error) {
 	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D(), KeepAlive: 30 * time.Second}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {
@@ -83,7 +84,6 @@ func (p *Proxy) nodeDial(addr string, proto int) (net.Conn, error) {
 		nc = tlsClient(nc, p.opts.UpstreamTLS)
 	}
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
-	st := p.sharedState(poolKey{proto: proto})
 	if err := handshake(nc, st); err != nil {
 		nc.Close()
 		return nil, err
