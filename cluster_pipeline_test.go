@@ -192,19 +192,7 @@ func TestClusterPipelineDuringMigration(t *testing.T) {
 			}
 		}
 	}
-	if err := cl.MigrateSlot(slot, dst, traffic); err != nil {
-		t.Fatal(err)
-	}
-	traffic() // after the move, on the old map: MOVED, followed
-	for _, f := range failures {
-		t.Error(f)
-	}
-	info := w.do("INFO", "lockproxy")
-	for _, f := range []string{"cluster_ask_followed", "cluster_moved_followed"} {
-		if infoInt(t, info, f) == 0 {
-			t.Errorf("%s is 0 after a migration under a pipeline: the redirect path did not run\n%s", f, info)
-		}
-	}
+	migrateUnderTraffic(t, cl, slot, dst, traffic, &failures, w, "a pipeline")
 	eq(t, holder.do("DEL", lock), ":1\r\n")
 	for i := range n {
 		eq(t, w.do("DEL", tag+":k"+strconv.Itoa(i)), ":1\r\n")

@@ -289,19 +289,7 @@ func TestClusterSlotMigrationWithLocks(t *testing.T) {
 			}
 		}
 	}
-	if err := cl.MigrateSlot(slot, dst, traffic); err != nil {
-		t.Fatal(err)
-	}
-	traffic() // after the move, on the old map: MOVED, followed
-	for _, f := range failures {
-		t.Error(f)
-	}
-	info := w.do("INFO", "lockproxy")
-	for _, f := range []string{"cluster_ask_followed", "cluster_moved_followed"} {
-		if infoInt(t, info, f) == 0 {
-			t.Errorf("%s is 0 after a migration under traffic: the redirect path did not run\n%s", f, info)
-		}
-	}
+	migrateUnderTraffic(t, cl, slot, dst, traffic, &failures, w, "traffic")
 	if round < 3 {
 		t.Fatalf("only %d rounds of traffic ran during the migration", round)
 	}
@@ -396,6 +384,27 @@ func TestClusterHiddenFace(t *testing.T) {
 	}
 	for _, cmd := range cmds {
 		eq(t, c.do(cmd...), string(standalone.Do(t, cmd...)))
+	}
+}
+
+// migrateUnderTraffic moves slot to dst with traffic run between the
+// migration's steps and once more after it (on the old map: MOVED,
+// followed), reports what traffic put in failures, and checks through w
+// that the proxy followed both ASK and MOVED.
+func migrateUnderTraffic(t *testing.T, cl *valkeytest.Cluster, slot int, dst *valkeytest.Server, traffic func(), failures *[]string, w *raw, under string) {
+	t.Helper()
+	if err := cl.MigrateSlot(slot, dst, traffic); err != nil {
+		t.Fatal(err)
+	}
+	traffic()
+	for _, f := range *failures {
+		t.Error(f)
+	}
+	info := w.do("INFO", "lockproxy")
+	for _, f := range []string{"cluster_ask_followed", "cluster_moved_followed"} {
+		if infoInt(t, info, f) == 0 {
+			t.Errorf("%s is 0 after a migration under %s: the redirect path did not run\n%s", f, under, info)
+		}
 	}
 }
 
