@@ -451,6 +451,27 @@ func TestClusterMapNeedsTwoNodes(t *testing.T) {
 	}
 }
 
+// One seed is enough: the proxy asks the nodes that seed's map names for
+// the second word, and then serves every primary's slots.
+func TestClusterOneSeed(t *testing.T) {
+	cl := valkeytest.SharedCluster(t)
+	e := &env{t: t, srv: cl.Nodes[0]}
+	var o proxy.Options
+	o.Upstream.Cluster.Seeds = []string{cl.Nodes[0].Addr}
+	e.startProxy(o)
+	m := slotMap(t, cl)
+	c := dialRaw(t, e.addr)
+	for _, k := range keysEveryPrimary(m, "oneseed:", 2) {
+		eq(t, c.do("SET", k, "v"), "+OK\r\n")
+		eq(t, directTo(t, m, k, "GET", k), bulk("v"))
+		eq(t, c.do("DEL", k), ":1\r\n")
+	}
+	info := c.do("INFO", "lockproxy")
+	if infoInt(t, info, "cluster_primaries") != 3 || infoInt(t, info, "cluster_slots_served") != 16384 {
+		t.Errorf("the proxy's map:\n%s", info)
+	}
+}
+
 // A lock whose counter cannot share its slot (a '}' with no valid hash tag
 // before it) is refused with a sentence; its holder-to-be is told why.
 func TestClusterLockWithoutSlotRefused(t *testing.T) {

@@ -119,7 +119,8 @@ func (p *Proxy) refreshTopology() {
 	}
 	var seen []*cluster.Map // maps given so far, none confirmed yet
 	var errs []error
-	for _, addr := range candidates {
+	for i := 0; i < len(candidates); i++ { // grows: see below
+		addr := candidates[i]
 		m, err := p.readTopology(addr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
@@ -143,6 +144,14 @@ func (p *Proxy) refreshTopology() {
 			p.log.Warn("cluster nodes disagree on the slot map; waiting for a second node to confirm one", "node", addr)
 		}
 		seen = append(seen, m)
+		// The nodes this map names are asked too, after the ones already
+		// listed: with a single seed (or seeds all of one shard) they are
+		// where the second word comes from.
+		for _, n := range m.Nodes {
+			if !slices.Contains(candidates, n) {
+				candidates = append(candidates, n)
+			}
+		}
 	}
 	if len(seen) > 0 {
 		cl.disagreements.Add(1)
