@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
@@ -355,4 +357,50 @@ func TestSelectOutOfRangeIsNotADialFailure(t *testing.T) {
 		eq(t, r.do("SET", "k", "v"), "+OK\r\n")
 		mustContain(t, r.do("INFO", "lockproxy"), "\r\nlog_warnings:0\r\n")
 	})
+}
+
+// WAIT in front of one primary counts the replicas that acknowledged the
+// session's own writes, as Valkey does for a client: with the replica
+// stopped, a write is not acknowledged, so WAIT says 0 after its timeout,
+// the first WAIT of the session included (its writes went over shared
+// connections, the WAIT over a new one of its own that wrote nothing);
+// with the replica running again, 1. Later writes and WAITs too.
+func TestWaitCountsTheSessionsWrites(t *testing.T) {
+	primary := valkeytest.Start(t, "repl-diskless-sync-delay 0")
+	replica := valkeytest.Start(t, "repl-diskless-sync-delay 0", fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port))
+	waitReplicaOnline(t, primary, replica)
+	e := &env{t: t, srv: primary}
+	e.startProxy(rulesOptions(t, rule("rewrite")))
+	c := dialRaw(t, e.addr)
+	eq(t, c.do("SET", "w", "1"), "+OK\r\n")
+	// The key the prime writes is lockproxy's: a client's would be deleted.
+	mustContain(t, c.do("SET", "{wait}:lockproxy:wait", "mine"), "-LOCKED lockproxy refused SET on \"{wait}:lockproxy:wait\": it is one of lockproxy's own keys")
+	// The replica has every write so far (a direct client's WAIT after a
+	// write of its own), then stops acknowledging.
+	if out, err := valkeytest.Do(primary.Addr, "WAIT", "1", "5000"); err != nil || out != "1\n" {
+		t.Fatalf("direct WAIT: %q %v", out, err)
+	}
+	stopped := func(f func()) {
+		if err := replica.Process().Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := replica.Process().Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		f()
+	}
+	for round := range 3 {
+		var got string
+		stopped(func() {
+			eq(t, c.do("SET", "w", strconv.Itoa(round+2)), "+OK\r\n")
+			got = c.do("WAIT", "1", "300")
+		})
+		if got != ":0\r\n" {
+			t.Errorf("round %d: WAIT 1 300 with the replica stopped: %q, want :0 (the write was not acknowledged)", round, got)
+		}
+		eq(t, c.do("WAIT", "1", "5000"), ":1\r\n")
+	}
+	eq(t, c.do("GET", "w"), bulk("4"))
 }

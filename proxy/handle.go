@@ -87,7 +87,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		if login {
 			s.ownLogin, s.loginUser = true, loginUser(k, args)
 		}
-		s.primeWait(args) // in front of a cluster (cluster_wait.go)
+		s.primeWait(args) // so WAIT counts the session's writes (wait.go)
 	}
 	if s.ded != nil {
 		return s.handleDedicated(cmd)

@@ -18,7 +18,14 @@ const (
 	recordsSuffix = ":lockproxy:owners"
 	// RecordsSuffix ends every owner records key (for SCAN MATCH).
 	RecordsSuffix = recordsSuffix
+	// waitSuffix ends the key lockproxy sets and deletes before a
+	// session's first WAIT (proxy/wait.go), so that WAIT counts the
+	// session's writes: a client's key of that name would be deleted.
+	waitSuffix = ":lockproxy:wait"
 )
+
+// WaitKey names the key of a WAIT's prime in the slot of the hash tag tag.
+func WaitKey(tag string) string { return "{" + tag + "}" + waitSuffix }
 
 func lockproxyKey(lock []byte, suffix string) []byte {
 	if hasHashTag(lock) || !canWrap(lock) {

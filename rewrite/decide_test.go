@@ -352,7 +352,7 @@ func decideCases() []decideCase {
 
 		// lockproxy's own keys: readable, never writable by a client.
 		named(with(refuse("LOCKED", "Refused SET key="+resCtr), func(c *decideCase) {
-			c.err = `LOCKED lockproxy refused SET on "{resource:lock}:lockproxy:grants": it is one of lockproxy's own keys (a grant counter, owner records or fencing marks), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO`
+			c.err = `LOCKED lockproxy refused SET on "{resource:lock}:lockproxy:grants": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or the key a WAIT is prepared with), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO`
 		}), "SET of a grant counter", "", "SET", resCtr, "7"),
 		named(refuse("LOCKED", "Refused HSET key="+resRecs), "HSET of owner records", "", "HSET", resRecs, "conn:bob", "1 0 0 abc"),
 		named(refuse("LOCKED", "Refused DEL key="+resRecs), "DEL of owner records", "", "DEL", "p1", resRecs),

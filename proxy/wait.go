@@ -6,18 +6,20 @@ import (
 
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
-// WAIT in front of a cluster. Valkey's WAIT counts the replicas that
-// acknowledged the calling connection's own last write. A session's writes
-// go over shared connections, and its WAIT over a new connection of its own
-// to the node of its last command (keyless commands stay where the session
-// was), whose last write would be none: WAIT would answer at once, whatever
-// the replicas acknowledged. So before the WAIT that new connection makes a
-// write of its own that replicates and leaves nothing behind — a script
-// that sets and deletes a key in a slot of that node, replicated as one
-// MULTI/EXEC — whose offset is past every write the session made there
-// before (their replies came back first). Its reply is not the client's.
+// WAIT and WAITAOF. Valkey's WAIT counts the replicas that acknowledged
+// the calling connection's own last write. A session's writes go over
+// shared connections, and its WAIT over a new connection of its own (in
+// front of a cluster, to the node of its last command; keyless commands
+// stay where the session was), whose last write would be none: WAIT would
+// answer at once, whatever the replicas acknowledged. So before the WAIT
+// that new connection makes a write of its own that replicates and leaves
+// nothing behind — a script that sets and deletes lockproxy's own key (in a
+// slot of that node), replicated as one MULTI/EXEC — whose offset is past
+// every write the session made there before (their replies came back
+// first). Its reply is not the client's.
 
 // primeWaitScript sets and deletes its key: replicated, with no effect.
 const primeWaitScript = "redis.call('SET', KEYS[1], '') return redis.call('DEL', KEYS[1])"
@@ -25,12 +27,14 @@ const primeWaitScript = "redis.call('SET', KEYS[1], '') return redis.call('DEL',
 // primeWait is called once the session's own connection is opened for a
 // WAIT or WAITAOF, before the command is sent on it.
 func (s *session) primeWait(args [][]byte) {
-	if s.p.cl == nil || s.ded == nil || !(resp.EqualFold(args[0], "wait") || resp.EqualFold(args[0], "waitaof")) {
+	if s.ded == nil || !(resp.EqualFold(args[0], "wait") || resp.EqualFold(args[0], "waitaof")) {
 		return
 	}
-	key := s.p.waitKey(s.ded.addr)
-	if key == "" {
-		return
+	key := rewrite.WaitKey("wait") // one primary: any slot is on it
+	if s.p.cl != nil {
+		if key = s.p.waitKey(s.ded.addr); key == "" {
+			return
+		}
 	}
 	muted := s.mute
 	s.mute = true
@@ -47,7 +51,7 @@ func (p *Proxy) waitKey(addr string) string {
 	}
 	for slot := 0; slot < cluster.SlotCount; slot++ {
 		if a, ok := m.Primary(uint16(slot)); ok && a == addr {
-			return "{" + slotTag(uint16(slot)) + "}:lockproxy:wait"
+			return rewrite.WaitKey(slotTag(uint16(slot)))
 		}
 	}
 	return ""
