@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -937,5 +938,41 @@ func TestAdminValkeyCLI(t *testing.T) {
 		}
 		eq(t, fence[2], "1")
 		eq(t, fence[3], "")
+	}
+}
+
+// The admin commands that read Valkey (LOCKS, SESSIONS, STATS, FENCE) do
+// so off the event loop: while one waits for a Valkey that does not answer
+// (stopped here), another client of the same loop is served. The waiting
+// command's answer still comes, once Valkey answers again.
+func TestAdminReadsOffTheLoop(t *testing.T) {
+	e := rulesEnv(t, abRules)
+	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, a.do("SET", "off:lock", "v", "NX", "PX", "60000"), "+OK\r\n")
+	mustContain(t, b.do("CLIENT", "ID"), ":")
+	for _, sub := range [][]string{{"LOCKS"}, {"SESSIONS"}, {"STATS"}, {"FENCE", "off:lock"}} {
+		if err := e.srv.Process().Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		a.send(string(redisCmd(append([]string{"LOCKPROXY"}, sub...)...)))
+		time.Sleep(50 * time.Millisecond) // LOCKPROXY reached the proxy first
+		b.send(string(redisCmd("CLIENT", "ID")))
+		got, err := b.readErr(time.Second) // Valkey stopped: the read of the records waits 3 s before it fails
+		earlyReply, early := a.readErr(100 * time.Millisecond)
+		if err := e.srv.Process().Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		if err != nil || !strings.HasPrefix(got, ":") {
+			t.Errorf("LOCKPROXY %s waiting for Valkey: another client's CLIENT ID got %q, %v", sub[0], got, err)
+		}
+		if early == nil {
+			t.Fatalf("LOCKPROXY %s answered while Valkey was stopped: %q", sub[0], earlyReply)
+		}
+		reply := a.read()
+		if sub[0] == "FENCE" {
+			eq(t, reply, ":1\r\n")
+		} else {
+			mustContain(t, reply, "*")
+		}
 	}
 }

@@ -23,6 +23,7 @@ type adminCmd struct {
 	private bool   // needs LOCKPROXY AUTH even when read-only access is open
 	operate bool   // needs a login with role operate (role read is not enough)
 	table   bool   // reads Valkey's command table, which may have to be fetched
+	valkey  bool   // reads Valkey (lock records): runs aside, off the event loop
 	run     func(s *session, args [][]byte) []byte
 	help    []string
 }
@@ -42,20 +43,20 @@ func init() {
 				"guarded key would do, from the lock's holder and from any other client."}},
 		{name: "CONFIG", max: 0, private: true, run: (*session).adminConfig,
 			help: []string{"The configuration in force, secrets redacted."}},
-		{name: "FENCE", args: "<lock-key>", min: 1, max: 1, open: true, run: (*session).adminFence,
+		{name: "FENCE", args: "<lock-key>", min: 1, max: 1, open: true, valkey: true, run: (*session).adminFence,
 			help: []string{"This connection's fencing token (grant number) for <lock-key>, or nil when",
 				"it holds no grant of it. Needs no AUTH: it only tells a client its own token."}},
 		{name: "HELP", max: 0, open: true, run: (*session).adminHelp,
 			help: []string{"Print this help."}},
-		{name: "LOCKS", args: "[<pattern>]", max: 1, run: (*session).adminLocks,
+		{name: "LOCKS", args: "[<pattern>]", max: 1, valkey: true, run: (*session).adminLocks,
 			help: []string{"Locks granted through this proxy whose lease is running: key, holder, grant,",
 				"acquired at, lease, and the remaining TTL read from Valkey now."}},
 		{name: "RELOAD", max: 0, private: true, operate: true, run: (*session).adminReload,
 			help: []string{"Read the configuration file again; apply its lock rules to the next command",
 				"of every connection, or keep the running configuration and name the bad line."}},
-		{name: "SESSIONS", max: 0, run: (*session).adminSessions,
+		{name: "SESSIONS", max: 0, valkey: true, run: (*session).adminSessions,
 			help: []string{"Client connections, their lock owners and the locks they hold."}},
-		{name: "STATS", max: 0, run: (*session).adminStats,
+		{name: "STATS", max: 0, valkey: true, run: (*session).adminStats,
 			help: []string{"Counters since start: grants, contention, token-checked releases, refusals,",
 				"successor deletions prevented and observed, lapsed leases, hold and wait times."}},
 	}
@@ -114,6 +115,14 @@ func (s *session) admin(cmd resp.Command) {
 	}
 	// Every reply this client is owed comes first, so the answer sees the
 	// effects of its earlier commands (a FENCE right after SET NX).
+	if c.valkey {
+		// Reading Valkey can take seconds (every record, every primary; a
+		// Valkey that does not answer): never on the event loop, whose
+		// other clients would wait that long.
+		_, sub := cloneArgs(cmd)
+		s.aside(func() []byte { return c.run(s, sub[2:]) })
+		return
+	}
 	s.settle()
 	s.local(c.run(s, args[2:]))
 }
