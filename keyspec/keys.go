@@ -1,6 +1,6 @@
 package keyspec
 
-import "math"
+import "github.com/lockproxy/lockproxy/internal/valkeynum"
 
 // Key is one key argument of a concrete command.
 type Key struct {
@@ -166,7 +166,7 @@ func (c *Command) Keys(args [][]byte, dst []Key) ([]Key, Status) {
 				needs = true
 				continue
 			}
-			n, ok := string2ll(args[at])
+			n, ok := valkeynum.String2ll(args[at])
 			if !ok || n < 0 {
 				needs = true // the server's key finder decides (it may use atoi)
 				continue
@@ -266,54 +266,4 @@ func cstrEqualFold(arg []byte, kw string) bool {
 		}
 	}
 	return true
-}
-
-// string2ll parses s exactly as the server's string2ll (util.c): an
-// optional '-', no leading zeros (except "0" itself), no spaces or '+',
-// fewer than 21 bytes, within int64.
-func string2ll(s []byte) (int64, bool) {
-	if len(s) == 0 || len(s) >= 21 {
-		return 0, false
-	}
-	if len(s) == 1 && s[0] == '0' {
-		return 0, true
-	}
-	p := 0
-	neg := false
-	if s[0] == '-' {
-		neg = true
-		p++
-		if p == len(s) {
-			return 0, false
-		}
-	}
-	if s[p] < '1' || s[p] > '9' {
-		return 0, false
-	}
-	v := uint64(s[p] - '0')
-	p++
-	for ; p < len(s) && s[p] >= '0' && s[p] <= '9'; p++ {
-		if v > math.MaxUint64/10 {
-			return 0, false
-		}
-		v *= 10
-		d := uint64(s[p] - '0')
-		if v > math.MaxUint64-d {
-			return 0, false
-		}
-		v += d
-	}
-	if p < len(s) {
-		return 0, false
-	}
-	if neg {
-		if v > uint64(math.MaxInt64)+1 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
 }

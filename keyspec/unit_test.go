@@ -245,25 +245,6 @@ func TestKeywordNULByte(t *testing.T) {
 	}
 }
 
-func TestString2ll(t *testing.T) {
-	ok := map[string]int64{
-		"0": 0, "1": 1, "-1": -1, "42": 42, "9223372036854775807": 1<<63 - 1,
-		"-9223372036854775808": -1 << 63,
-	}
-	for s, want := range ok {
-		got, good := string2ll([]byte(s))
-		if !good || got != want {
-			t.Errorf("%q: got %d %v, want %d", s, got, good, want)
-		}
-	}
-	for _, s := range []string{"", "-", "-0", "00", "01", "+1", " 1", "1 ", "1.0", "9223372036854775808",
-		"-9223372036854775809", "123456789012345678901", "0x10", "1e3"} {
-		if v, good := string2ll([]byte(s)); good {
-			t.Errorf("%q: accepted as %d", s, v)
-		}
-	}
-}
-
 func TestLookup(t *testing.T) {
 	tab := synthTable(t)
 	for _, n := range []string{"get", "GET", "GeT"} {

@@ -3,6 +3,8 @@ package luaeval
 import (
 	"math"
 	"strconv"
+
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
 )
 
 // hashFor returns the hash at key (nil when missing) or a WRONGTYPE reply.
@@ -121,7 +123,7 @@ func cmdHSetNX(c *cmdCtx) reply {
 // cmdHIncrBy is Valkey's hincrbyCommand: the increment is parsed first,
 // then the key is created if missing, then the field is checked.
 func cmdHIncrBy(c *cmdCtx) reply {
-	incr, ok := string2ll(c.args[3])
+	incr, ok := valkeynum.String2ll(c.args[3])
 	if !ok {
 		return errorReply(errNotInt)
 	}
@@ -132,7 +134,7 @@ func cmdHIncrBy(c *cmdCtx) reply {
 	}
 	var v int64
 	if cur, ok := h.get(c.args[2]); ok {
-		if v, ok = string2ll(cur); !ok {
+		if v, ok = valkeynum.String2ll(cur); !ok {
 			c.dropIfEmpty(key)
 			return errorReply("ERR hash value is not an integer")
 		}

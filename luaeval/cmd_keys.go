@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
 )
 
 // cmdDel serves DEL and UNLINK. An expired key is not counted: Valkey
@@ -76,7 +78,7 @@ func (c *cmdCtx) expireGeneric(basetime int64, seconds bool) reply {
 	if gt && lt {
 		return errorReply("ERR GT and LT options at the same time are not compatible")
 	}
-	when, ok := string2ll(c.args[2])
+	when, ok := valkeynum.String2ll(c.args[2])
 	if !ok {
 		return errorReply(errNotInt)
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
 )
 
 func cmdGet(c *cmdCtx) reply {
@@ -73,7 +75,7 @@ func parseSetOptions(args []string) (flags int, expire string, ok bool) {
 // a positive integer, seconds must not overflow when scaled, and relative
 // times are added to the command's time.
 func (c *cmdCtx) expireMillis(v string, flags int) (int64, *reply) {
-	ms, ok := string2ll(v)
+	ms, ok := valkeynum.String2ll(v)
 	if !ok {
 		r := errorReply(errNotInt)
 		return 0, &r
@@ -191,7 +193,7 @@ func cmdIncr(c *cmdCtx) reply { return c.incrDecr(1) }
 func cmdDecr(c *cmdCtx) reply { return c.incrDecr(-1) }
 
 func cmdIncrBy(c *cmdCtx) reply {
-	n, ok := string2ll(c.args[2])
+	n, ok := valkeynum.String2ll(c.args[2])
 	if !ok {
 		return errorReply(errNotInt)
 	}
@@ -199,7 +201,7 @@ func cmdIncrBy(c *cmdCtx) reply {
 }
 
 func cmdDecrBy(c *cmdCtx) reply {
-	n, ok := string2ll(c.args[2])
+	n, ok := valkeynum.String2ll(c.args[2])
 	if !ok {
 		return errorReply(errNotInt)
 	}
@@ -219,7 +221,7 @@ func (c *cmdCtx) incrDecr(incr int64) reply {
 			return errorReply(errWrongType)
 		}
 		var ok bool
-		if v, ok = string2ll(e.str); !ok {
+		if v, ok = valkeynum.String2ll(e.str); !ok {
 			return errorReply(errNotInt)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
 )
 
 func (c *cmdCtx) zsetFor(key string) (map[string]float64, *reply) {
@@ -202,11 +204,11 @@ func cmdZRangeByScore(c *cmdCtx) reply {
 		case strings.EqualFold(c.args[j], "withscores"):
 			withScores = true
 		case strings.EqualFold(c.args[j], "limit") && left >= 2:
-			o, ok1 := string2ll(c.args[j+1])
+			o, ok1 := valkeynum.String2ll(c.args[j+1])
 			if !ok1 {
 				return errorReply(errNotInt)
 			}
-			l, ok2 := string2ll(c.args[j+2])
+			l, ok2 := valkeynum.String2ll(c.args[j+2])
 			if !ok2 {
 				return errorReply(errNotInt)
 			}

@@ -11,55 +11,6 @@ import (
 // a score printed as "1e+20" rather than "100000000000000000000", a Lua
 // number passed to redis.call as "0.1" rather than "0.10000000000000001".
 
-// string2ll is Valkey's strict integer parser (util.c string2ll): optional
-// '-', no '+', no leading zeros, no spaces, at most 20 bytes, no overflow.
-// Every "value is not an integer or out of range" in Valkey comes from it.
-func string2ll(s string) (int64, bool) {
-	if len(s) == 0 || len(s) >= 21 {
-		return 0, false
-	}
-	if len(s) == 1 && s[0] == '0' {
-		return 0, true
-	}
-	p := 0
-	neg := false
-	if s[0] == '-' {
-		neg = true
-		p++
-		if p == len(s) {
-			return 0, false
-		}
-	}
-	if s[p] < '1' || s[p] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for ; p < len(s); p++ {
-		c := s[p]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > math.MaxUint64/10 {
-			return 0, false
-		}
-		v *= 10
-		if v > math.MaxUint64-uint64(c-'0') {
-			return 0, false
-		}
-		v += uint64(c - '0')
-	}
-	if neg {
-		if v > uint64(math.MaxInt64)+1 {
-			return 0, false
-		}
-		return -int64(v), true // -(1<<63) wraps to itself, which is right
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
-}
-
 // double2ll is Valkey's util.h double2ll: the double converts to a long
 // long only when it is integral and within ±LLONG_MAX/2, so that formatting
 // it as an integer loses nothing.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
 )
@@ -28,7 +29,7 @@ type script struct {
 // evalCommand serves EVAL, EVALSHA, EVAL_RO and EVALSHA_RO with Valkey's
 // order of checks: numkeys, then the script lookup or compilation.
 func (s *Store) evalCommand(name string, args []string, proto int) reply {
-	numkeys, ok := string2ll(args[2])
+	numkeys, ok := valkeynum.String2ll(args[2])
 	if !ok {
 		return errorReply(errNotInt)
 	}

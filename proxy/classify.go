@@ -1,10 +1,11 @@
 package proxy
 
 import (
-	"github.com/lockproxy/lockproxy/keyspec"
-	"github.com/lockproxy/lockproxy/resp"
 	"strconv"
 	"time"
+
+	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/resp"
 )
 
 // kind says how the proxy must treat a command to keep every client's

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -235,7 +236,7 @@ func (s *session) clientList(args [][]byte) {
 		case resp.EqualFold(args[i], "id") && i+1 < len(args):
 			ids = map[uint64]bool{}
 			for i++; i < len(args); i++ {
-				n, ok := string2ll(args[i])
+				n, ok := valkeynum.String2ll(args[i])
 				if !ok || n <= 0 {
 					s.local(resp.AppendError(nil, errClientID))
 					return
@@ -295,7 +296,7 @@ func (s *session) clientKill(args [][]byte) bool {
 		opt, v := args[i], args[i+1]
 		switch {
 		case resp.EqualFold(opt, "id"):
-			n, ok := string2ll(v)
+			n, ok := valkeynum.String2ll(v)
 			if !ok || n <= 0 {
 				s.local(resp.AppendError(nil, errClientIDKill))
 				return true
@@ -324,7 +325,7 @@ func (s *session) clientKill(args [][]byte) bool {
 				return true
 			}
 		case resp.EqualFold(opt, "maxage"):
-			n, ok := string2ll(v)
+			n, ok := valkeynum.String2ll(v)
 			if !ok || n < 0 {
 				s.local(resp.AppendError(nil, errMaxAge))
 				return true

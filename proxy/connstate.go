@@ -61,44 +61,6 @@ func (s *session) reset() {
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }
 
-// string2ll parses a number exactly as Valkey's string2ll does: an optional
-// minus sign, then digits without leading zeros ("0" alone is zero), nothing
-// else; no plus sign, no spaces. SELECT 01 and HELLO +3 are errors in Valkey,
-// so they must change nothing here either.
-func string2ll(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (1<<64-1-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	switch {
-	case neg && v <= 1<<63:
-		return -int64(v), true
-	case !neg && v < 1<<63:
-		return int64(v), true
-	}
-	return 0, false
-}
-
 // clientReply applies CLIENT REPLY ON|OFF|SKIP as Valkey does: ON is
 // answered +OK (even after OFF or SKIP), OFF and SKIP are not answered. It
 // reports false for any other argument, which Valkey refuses.

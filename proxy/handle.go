@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"sync/atomic"
 
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -192,7 +193,7 @@ func selectArg(args [][]byte) (int, bool) {
 	if len(args) != 2 {
 		return 0, false
 	}
-	n, ok := string2ll(args[1])
+	n, ok := valkeynum.String2ll(args[1])
 	return int(n), ok && n >= 0 && n <= 1<<31-1
 }
 
@@ -201,7 +202,7 @@ func helloVersion(args [][]byte) (int, bool) {
 	if len(args) < 2 {
 		return 0, false
 	}
-	v, ok := string2ll(args[1])
+	v, ok := valkeynum.String2ll(args[1])
 	return int(v), ok && (v == 2 || v == 3)
 }
 
@@ -382,7 +383,7 @@ func (s *session) hello(cmd resp.Command) {
 		s.forward(cmd.Raw, nil)
 		return
 	}
-	_, ok := string2ll(args[1])
+	_, ok := valkeynum.String2ll(args[1])
 	var user, pass, name []byte
 	hasAuth, hasName := false, false
 	for i := 2; ok && i < len(args); i++ {

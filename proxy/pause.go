@@ -3,6 +3,7 @@ package proxy
 import (
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -20,7 +21,7 @@ import (
 func (s *session) notePause(args [][]byte) {
 	switch {
 	case len(args) >= 3 && len(args) <= 4 && resp.EqualFold(args[1], "pause"):
-		ms, ok := string2ll(args[2])
+		ms, ok := valkeynum.String2ll(args[2])
 		if !ok || ms < 0 || ms > int64(365*24*time.Hour/time.Millisecond) {
 			return // Valkey refuses it
 		}
