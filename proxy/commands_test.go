@@ -1,35 +1,12 @@
 package proxy
 
 import (
-	"context"
-	"os/exec"
 	"sort"
 	"testing"
-	"time"
 
-	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/internal/servertable"
 	"github.com/lockproxy/lockproxy/keyspec"
-	"github.com/redis/go-redis/v9"
 )
-
-// serverTable loads COMMAND from a fresh server of the given binary.
-func serverTable(t *testing.T, bin string) *keyspec.Table {
-	t.Helper()
-	if _, err := exec.LookPath(bin); err != nil {
-		t.Skipf("%s not installed: %v", bin, err)
-	}
-	t.Setenv("LOCKPROXY_TEST_SERVER", bin)
-	srv := valkeytest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	tab, err := keyspec.Load(ctx, rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tab
-}
 
 // TestFallbackAgrees: the fallback the proxy uses before Valkey's table is
 // loaded says what the tables of valkey-server 8 and redis-server 7.0 say,
@@ -38,7 +15,7 @@ func serverTable(t *testing.T, bin string) *keyspec.Table {
 func TestFallbackAgrees(t *testing.T) {
 	for _, bin := range []string{"valkey-server", "redis-server"} {
 		t.Run(bin, func(t *testing.T) {
-			tab := serverTable(t, bin)
+			tab := servertable.Load(t, bin)
 			got := fromTable(tab)
 			exists := func(n string) bool { return tab.LookupString(n) != nil }
 			compareSets(t, "kind", exists, kindsOf(fallbackCommands.kinds), kindsOf(got.kinds))

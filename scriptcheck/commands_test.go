@@ -1,36 +1,12 @@
 package scriptcheck
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"sort"
 	"testing"
-	"time"
 
-	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/keyspec"
-	"github.com/redis/go-redis/v9"
+	"github.com/lockproxy/lockproxy/internal/servertable"
 )
-
-// serverTable loads COMMAND from a fresh server of the given binary.
-func serverTable(t *testing.T, bin string) *keyspec.Table {
-	t.Helper()
-	if _, err := exec.LookPath(bin); err != nil {
-		t.Skipf("%s not installed: %v", bin, err)
-	}
-	t.Setenv("LOCKPROXY_TEST_SERVER", bin)
-	srv := valkeytest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	tab, err := keyspec.Load(ctx, rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tab
-}
 
 // String shows a spec by its effect: a read at any position is posNone (no
 // site either way).
@@ -53,7 +29,7 @@ func (s cmdSpec) String() string {
 func TestFallbackAgrees(t *testing.T) {
 	for _, bin := range []string{"valkey-server", "redis-server"} {
 		t.Run(bin, func(t *testing.T) {
-			tab := serverTable(t, bin)
+			tab := servertable.Load(t, bin)
 			var diffs []string
 			derivedN := 0
 			for name, want := range fallback {
@@ -95,7 +71,7 @@ func TestFallbackAgrees(t *testing.T) {
 // are read from their key specs: a destination overwritten blind, sources
 // only read; without one they stay Unknown.
 func TestDerivedCommands(t *testing.T) {
-	tab := serverTable(t, "valkey-server")
+	tab := servertable.Load(t, "valkey-server")
 	src := "redis.call('SINTERSTORE', KEYS[1], KEYS[2], KEYS[3])\nreturn redis.call('LMPOP', 1, KEYS[4], 'LEFT')"
 	before := Analyze(src)
 	if v, _ := before.Key(1); v != Unknown {
