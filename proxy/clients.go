@@ -48,7 +48,7 @@ func (s *session) publish() {
 	}
 	if s.subscribed() {
 		f = append(f, 'P')
-		sn.sub, sn.psub, sn.ssub = len(s.subs[subChannel]), len(s.subs[subPattern]), len(s.subs[subShard])
+		sn.sub, sn.psub, sn.ssub = s.subs.counts()
 	}
 	if s.inMulti {
 		f = append(f, 'x')

@@ -23,50 +23,46 @@ import (
 // published between the node's sunsubscribe and the new SSUBSCRIBE are
 // lost, as they are for a cluster-aware client.
 
-// shardFollow is a session's shard channels, as the client sees them.
+// shardFollow is the proxy's connections following a session's shard
+// channels to their slot's new primary. Which shard channels the client
+// wants is the session's subscriptions (subscriptions.go).
 type shardFollow struct {
 	mu       sync.Mutex
-	chans    map[string]bool     // SSUBSCRIBEd and not SUNSUBSCRIBEd by the client
 	followed map[string]net.Conn // channel → the proxy's connection following it
 }
 
-// trackShardChannels notes the client's SSUBSCRIBE and SUNSUBSCRIBE, before
-// they are sent, so that a later sunsubscribe can be told apart: one the
-// client asked for finds its channel gone from chans.
+// trackShardChannels prepares following on the client's first SSUBSCRIBE,
+// and on an SUNSUBSCRIBE of every shard channel ends the followed ones
+// (Valkey, which answers it, no longer holds them on the session's own
+// connection).
 func (s *session) trackShardChannels(args [][]byte) {
 	if s.p.cl == nil {
 		return
 	}
-	sub := resp.EqualFold(args[0], "ssubscribe")
-	if !sub && !resp.EqualFold(args[0], "sunsubscribe") {
+	if resp.EqualFold(args[0], "ssubscribe") {
+		if s.shards.Load() == nil {
+			s.shards.Store(&shardFollow{followed: map[string]net.Conn{}})
+		}
 		return
 	}
+	if resp.EqualFold(args[0], "sunsubscribe") && len(args) == 1 {
+		s.endShardFollows()
+	}
+}
+
+// endShardFollows closes every following connection, for a command that
+// ended the subscriptions (SUNSUBSCRIBE of all, RESET): their relays end,
+// and leave no subscriber of the proxy's counted on the nodes.
+func (s *session) endShardFollows() {
 	f := s.shards.Load()
 	if f == nil {
-		if !sub {
-			return
-		}
-		f = &shardFollow{chans: map[string]bool{}, followed: map[string]net.Conn{}}
-		s.shards.Store(f)
+		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !sub && len(args) == 1 {
-		// All of them: the followed ones end too (their connections'
-		// readers see the channel gone and close).
-		clear(f.chans)
-		for ch, c := range f.followed {
-			c.Close()
-			delete(f.followed, ch)
-		}
-		return
-	}
-	for _, ch := range args[1:] {
-		if sub {
-			f.chans[string(ch)] = true
-		} else {
-			delete(f.chans, string(ch))
-		}
+	for ch, c := range f.followed {
+		c.Close()
+		delete(f.followed, ch)
 	}
 }
 
@@ -83,11 +79,8 @@ func (s *session) shardUnsubscribed(b []byte) bool {
 	if !ok {
 		return false
 	}
-	f.mu.Lock()
-	want := f.chans[ch]
-	f.mu.Unlock()
 	d := s.dedicated()
-	if !want || d == nil {
+	if !s.subs.hasShard(ch) || d == nil {
 		return false
 	}
 	go s.followShard(ch, d.addr)
@@ -139,7 +132,7 @@ func (s *session) followShard(ch, from string) {
 			continue
 		}
 		f.mu.Lock()
-		if !f.chans[ch] {
+		if !s.subs.hasShard(ch) {
 			f.mu.Unlock()
 			nc.Close()
 			return
@@ -198,6 +191,9 @@ func (s *session) relayShard(nc net.Conn, ch string) (moved bool) {
 				if c, ok := sunsubscribeChannel(fr); ok && c == ch {
 					return !s.shardGone(ch)
 				}
+				if s.shardGone(ch) {
+					return false // read before the client ended it: not its
+				}
 				s.write(fr)
 			}
 			buf = append(buf[:0], buf[m:]...)
@@ -226,24 +222,16 @@ func (s *session) shardGone(ch string) bool {
 	if closed || s.p.closed.Load() {
 		return true
 	}
-	f := s.shards.Load()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return !f.chans[ch]
+	return !s.subs.hasShard(ch)
 }
 
 // giveUpShard tells the client its subscription to ch ended, with the
 // sunsubscribe Valkey sent, when it cannot be followed.
 func (s *session) giveUpShard(ch string) {
-	f := s.shards.Load()
-	f.mu.Lock()
-	if !f.chans[ch] {
-		f.mu.Unlock()
+	n, had := s.subs.dropShard(ch)
+	if !had {
 		return
 	}
-	delete(f.chans, ch)
-	n := len(f.chans)
-	f.mu.Unlock()
 	s.write(appendShardUnsubscribed(nil, s.proto, ch, n))
 }
 
@@ -270,8 +258,8 @@ func (s *session) unsubscribeFollowed(args [][]byte) bool {
 			c.Close()
 			delete(f.followed, string(ch))
 		}
-		delete(f.chans, string(ch))
-		out = appendShardUnsubscribed(out, s.proto, string(ch), len(f.chans))
+		left, _ := s.subs.dropShard(string(ch))
+		out = appendShardUnsubscribed(out, s.proto, string(ch), left)
 	}
 	f.mu.Unlock()
 	s.local(out)

@@ -37,10 +37,8 @@ type clientState struct {
 	replyOff, replySkip bool
 	mute                bool
 
-	// subs: the channels, patterns and shard channels the session is
-	// subscribed to on its dedicated connection (subKind), for CLIENT
-	// LIST's sub, psub and ssub and for the RESP2 subscribe context.
-	subs [3]map[string]struct{}
+	// subs: the session's subscriptions (subscriptions.go).
+	subs subscriptions
 	// monitor, replica (SYNC, PSYNC) and tracking: for CLIENT LIST's flags.
 	monitor, replica, tracking bool
 }
@@ -56,7 +54,9 @@ func (s *session) reset() {
 	s.inMulti, s.multiShape = false, nil
 	s.noEvict, s.noTouch = false, false
 	s.replyOff, s.replySkip, s.mute = false, false, false
-	s.subs, s.monitor, s.tracking = [3]map[string]struct{}{}, false, false
+	s.subs.clear()
+	s.endShardFollows() // in front of a cluster (cluster_shard_follow.go)
+	s.monitor, s.tracking = false, false
 	s.loginUser = ""
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }
@@ -108,54 +108,16 @@ func (s *session) refusedInSubscribe(k kind, args [][]byte) bool {
 	return !resp.EqualFold(args[0], "ping")
 }
 
-// The kinds of subscription, as Valkey counts them apart.
-const (
-	subChannel = iota // SUBSCRIBE
-	subPattern        // PSUBSCRIBE
-	subShard          // SSUBSCRIBE
-)
-
-// subKind tells a subscribe-family command's kind of subscription, and
-// whether it unsubscribes.
-func subKind(name []byte) (kind int, unsub bool) {
-	switch {
-	case len(name) > 0 && (name[0] == 'p' || name[0] == 'P'):
-		kind = subPattern
-	case len(name) > 0 && (name[0] == 's' || name[0] == 'S') && !resp.EqualFold(name, "subscribe"):
-		kind = subShard
-	}
-	return kind, hasSuffixFold(name, "unsubscribe")
-}
-
-// subscribing applies a subscribe-family command to subs as Valkey applies
-// it: SUBSCRIBE adds its channels, UNSUBSCRIBE removes the ones it names,
-// or all of its kind when it names none. Valkey refuses a subscription only
-// as a whole (ACL), which the proxy does not see: it counts it.
+// subscribing applies a subscribe-family command to the session's
+// subscriptions, before it is sent.
 func (s *session) subscribing(args [][]byte) {
 	s.trackShardChannels(args)
-	k, unsub := subKind(args[0])
-	set := s.subs[k]
-	switch {
-	case unsub && len(args) == 1:
-		s.subs[k] = nil
-	case unsub:
-		for _, ch := range args[1:] {
-			delete(set, string(ch))
-		}
-	default:
-		if set == nil {
-			set = make(map[string]struct{}, len(args)-1)
-			s.subs[k] = set
-		}
-		for _, ch := range args[1:] {
-			set[string(ch)] = struct{}{}
-		}
-	}
+	s.subs.apply(args)
 }
 
 // subscribed reports whether Valkey counts a subscription of the session.
 func (s *session) subscribed() bool {
-	return len(s.subs[subChannel])+len(s.subs[subPattern])+len(s.subs[subShard]) > 0
+	return s.subs.any()
 }
 
 func hasSuffixFold(b []byte, suffix string) bool {
