@@ -472,6 +472,50 @@ func TestClusterOneSeed(t *testing.T) {
 	}
 }
 
+// A client logged in as a user of its own reaches every node, and every
+// connection used for it logs in as that user: single keys on each primary,
+// a DEL split across slots, a KEYS fan-out (refused: the user may not) and a
+// key outside its pattern (refused) are Valkey's verdicts for that user,
+// not the proxy's. HELLO 3 AUTH too.
+func TestClusterOwnLogin(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{})
+	m := slotMap(t, cl)
+	for _, n := range cl.Nodes {
+		if n.Process() == nil {
+			continue
+		}
+		if out, err := valkeytest.Do(n.Addr, "ACL", "SETUSER", "carol", "on", ">cpw", "~carol:*", "+@all", "-keys"); err != nil || out != "OK\n" {
+			t.Fatalf("ACL SETUSER on %s: %q %v", n.Addr, out, err)
+		}
+	}
+	defer func() {
+		for _, n := range cl.Nodes {
+			if n.Process() != nil {
+				_, _ = valkeytest.Do(n.Addr, "ACL", "DELUSER", "carol")
+			}
+		}
+	}()
+	for _, proto := range []string{"2", "3"} {
+		c := dialRaw(t, e.addr)
+		if proto == "2" {
+			mustContain(t, c.do("AUTH", "carol", "nope"), "-WRONGPASS")
+			eq(t, c.do("AUTH", "carol", "cpw"), "+OK\r\n")
+		} else {
+			mustContain(t, c.do("HELLO", "3", "AUTH", "carol", "nope"), "-WRONGPASS")
+			mustContain(t, c.do("HELLO", "3", "AUTH", "carol", "cpw"), "%")
+		}
+		keys := keysEveryPrimary(m, "carol:"+proto+":", 2)
+		for _, k := range keys {
+			eq(t, c.do("SET", k, "v"), "+OK\r\n")
+			eq(t, directTo(t, m, k, "GET", k), bulk("v"))
+		}
+		mustContain(t, c.do("ACL", "WHOAMI"), "carol")
+		mustContain(t, c.do("SET", "dave:k", "v"), "-NOPERM")
+		mustContain(t, c.do("KEYS", "*"), "-NOPERM")
+		eq(t, c.do(append([]string{"DEL"}, keys...)...), ":"+strconv.Itoa(len(keys))+"\r\n")
+	}
+}
+
 // A lock whose counter cannot share its slot (a '}' with no valid hash tag
 // before it) is refused with a sentence; its holder-to-be is told why.
 func TestClusterLockWithoutSlotRefused(t *testing.T) {

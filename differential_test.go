@@ -361,6 +361,17 @@ var diffSequences = []seqCase{
 		{args: []string{"HELLO", "3", "AUTH", "alice", "pw"}, mask: maskHello}, cmd("SET", "h:lock", "w", "NX"),
 		cmd("RESET"), cmd("SET", "h:lock", "w", "NX"),
 	}, directives: []string{"user alice on >pw ~* &* +@all"}, valkey8: true},
+	// A login's failures change nothing (still alice after a wrong
+	// password), HELLO's version is checked before its credentials, a
+	// password alone with a default user that has none is Valkey's error,
+	// and alice's rights are Valkey's (NOPERM outside her keys).
+	{name: "auth-failures-and-order", steps: []step{
+		cmd("AUTH", "nopass-here"), cmd("AUTH", "alice", "pw"), cmd("ACL", "WHOAMI"),
+		cmd("AUTH", "alice", "wrong"), cmd("ACL", "WHOAMI"), cmd("SET", "b:k", "v"), cmd("SET", "a:k", "v"),
+		cmd("HELLO", "4", "AUTH", "default", "x"), cmd("ACL", "WHOAMI"),
+		cmd("HELLO", "2", "AUTH", "alice", "pw", "SETNAME", "bad name"), cmd("ACL", "WHOAMI"),
+		cmd("RESET"), cmd("ACL", "WHOAMI"), cmd("SET", "b:k", "v"),
+	}, directives: []string{"user alice on >pw ~a:* &* +@all"}},
 	{name: "reset-no-evict-no-touch", steps: []step{
 		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
 		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},

@@ -407,6 +407,36 @@ func TestAuthACLUser(t *testing.T) {
 	mustContain(t, r.do("ACL", "WHOAMI"), "alice")
 	c := e.client(func(o *redis.Options) { o.Username = "alice"; o.Password = "apw" })
 	eq(t, c.Get(ctx, "alice:k").Val(), "1")
+	// A wrong password changes nothing, as in Valkey: still alice.
+	mustContain(t, r.do("AUTH", "alice", "nope"), "-WRONGPASS")
+	mustContain(t, r.do("ACL", "WHOAMI"), "alice")
+	mustContain(t, r.do("SET", "bob:k", "1"), "-NOPERM")
+	mustContain(t, r.do("CLIENT", "INFO"), " user=alice ")
+	// HELLO 3 AUTH, as go-redis sends it with a user and RESP3.
+	h := dialRaw(t, e.addr)
+	mustContain(t, h.do("HELLO", "3", "AUTH", "alice", "nope"), "-WRONGPASS")
+	mustContain(t, h.do("HELLO", "3", "AUTH", "alice", "apw"), "%")
+	eq(t, h.do("GET", "alice:k"), "$1\r\n1\r\n")
+	mustContain(t, h.do("SET", "bob:k", "1"), "-NOPERM")
+	// RESET logs out: the default user again.
+	eq(t, r.do("RESET"), "+RESET\r\n")
+	mustContain(t, r.do("ACL", "WHOAMI"), "default")
+	eq(t, r.do("SET", "bob:k", "1"), "+OK\r\n")
+
+	// alice's clients share connections logged in as alice (the pool's
+	// size of them per protocol), not one each.
+	for range 10 {
+		a := dialRaw(t, e.addr)
+		eq(t, a.do("AUTH", "alice", "apw"), "+OK\r\n")
+		eq(t, a.do("GET", "alice:k"), "$1\r\n1\r\n")
+	}
+	list, err := d.Do(ctx, "CLIENT", "LIST").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(list, " user=alice "); n > 2*2 {
+		t.Errorf("%d upstream connections logged in as alice for 12 clients, want at most 4 (2 per protocol):\n%s", n, list)
+	}
 }
 
 func TestPubSub(t *testing.T) {

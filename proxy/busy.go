@@ -44,10 +44,11 @@ type oneShot struct {
 // reports false when the session must end: Valkey closed the connection
 // without a reply, as SHUTDOWN does, and then closes the client's too.
 //
-// The one-off connection logs in as the proxy does, so a session logged in as
-// another user (on its dedicated connection) sends the command there instead,
-// where Valkey checks that user's rights; so does a session in MULTI, where
-// the command is queued.
+// The one-off connection logs in as the session's shared connections do (the
+// proxy's credentials, or the client's own login: logins.go), so Valkey
+// checks the rights of the user the client logged in as. A session with a
+// connection of its own that a login went to sends the command there
+// instead; so does a session in MULTI, where the command is queued.
 func (s *session) busyCommand(cmd resp.Command) bool {
 	if s.ded != nil && (s.inMulti || s.ownLogin) {
 		return s.handleDedicated(cmd)
@@ -60,14 +61,14 @@ func (s *session) busyCommand(cmd resp.Command) bool {
 		// The dial and the round trip must not stall the loop's other
 		// clients.
 		raw := append([]byte(nil), cmd.Raw...)
-		proto, kill := s.proto, killName(cmd.Args)
+		proto, login, kill := s.proto, s.login, killName(cmd.Args)
 		s.offLoop(func() {
-			reply, err := s.p.sendBusy(raw, kill, proto)
+			reply, err := s.p.sendBusy(raw, kill, proto, login)
 			s.shot = &oneShot{raw: raw, reply: reply, err: err}
 		})
 		return true
 	default:
-		r.reply, r.err = s.p.sendBusy(cmd.Raw, killName(cmd.Args), s.proto)
+		r.reply, r.err = s.p.sendBusy(cmd.Raw, killName(cmd.Args), s.proto, s.login)
 	}
 	switch {
 	case r.err != nil:
@@ -102,9 +103,9 @@ func killName(args [][]byte) string {
 // else the first error, NOTBUSY when none runs one), read from Valkey's
 // command table once loaded. SHUTDOWN and FUNCTION STATS go to the one
 // upstream, as without a cluster.
-func (p *Proxy) sendBusy(cmd []byte, kill string, proto int) ([]byte, error) {
+func (p *Proxy) sendBusy(cmd []byte, kill string, proto int, login string) ([]byte, error) {
 	if kill == "" || p.cl == nil {
-		return p.sendOneShot(cmd, proto)
+		return p.sendOneShot(cmd, proto, login)
 	}
 	m := p.slotMap()
 	if m == nil || len(m.Primaries) == 0 {
@@ -127,7 +128,7 @@ func (p *Proxy) sendBusy(cmd []byte, kill string, proto int) ([]byte, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reply, err := p.oneShotTo(addr, cmd, proto)
+			reply, err := p.oneShotTo(addr, cmd, proto, login)
 			switch {
 			case err != nil:
 				reply = resp.AppendError(nil, errUpstreamLost(addr, err))
@@ -141,10 +142,11 @@ func (p *Proxy) sendBusy(cmd []byte, kill string, proto int) ([]byte, error) {
 	return foldFan(rp, replies), nil
 }
 
-// sendOneShot opens a connection logged in as the proxy, sends cmd, and
-// returns the reply (nil when Valkey closed the connection first).
-func (p *Proxy) sendOneShot(cmd []byte, proto int) ([]byte, error) {
-	st := p.sharedState(poolKey{proto: proto})
+// sendOneShot opens a connection logged in as the proxy (or as login, a
+// client's own), sends cmd, and returns the reply (nil when Valkey closed
+// the connection first).
+func (p *Proxy) sendOneShot(cmd []byte, proto int, login string) ([]byte, error) {
+	st := p.sharedState(poolKey{proto: proto, login: login})
 	st.bare = true
 	nc, _, err := p.connect(st)
 	if err != nil {
@@ -154,8 +156,8 @@ func (p *Proxy) sendOneShot(cmd []byte, proto int) ([]byte, error) {
 }
 
 // oneShotTo is sendOneShot to one cluster node.
-func (p *Proxy) oneShotTo(addr string, cmd []byte, proto int) ([]byte, error) {
-	st := p.sharedState(poolKey{proto: proto})
+func (p *Proxy) oneShotTo(addr string, cmd []byte, proto int, login string) ([]byte, error) {
+	st := p.sharedState(poolKey{proto: proto, login: login})
 	st.bare = true // no SCRIPT LOAD: Valkey answers it BUSY
 	nc, err := p.nodeDial(addr, st)
 	if err != nil {

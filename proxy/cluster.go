@@ -187,7 +187,7 @@ func (p *Proxy) topologyErr() error {
 // readTopology asks one node: CLUSTER SHARDS, or CLUSTER SLOTS where that
 // is refused (servers before 7.0).
 func (p *Proxy) readTopology(addr string) (*cluster.Map, error) {
-	r, err := p.nodeDo(addr, 2, resp.AppendCommandStrings(nil, "CLUSTER", "SHARDS"))
+	r, err := p.nodeDo(addr, 2, "", resp.AppendCommandStrings(nil, "CLUSTER", "SHARDS"))
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (p *Proxy) readTopology(addr string) (*cluster.Map, error) {
 	if v.Type != '-' {
 		return cluster.FromShards(v, p.opts.UpstreamTLS != nil, addr)
 	}
-	r, err = p.nodeDo(addr, 2, resp.AppendCommandStrings(nil, "CLUSTER", "SLOTS"))
+	r, err = p.nodeDo(addr, 2, "", resp.AppendCommandStrings(nil, "CLUSTER", "SLOTS"))
 	if err != nil {
 		return nil, err
 	}

@@ -19,12 +19,14 @@ type nodeConn struct {
 	f   resp.Framer
 }
 
-// nodeKey names the idle connections one node and protocol can reuse: a
-// reply is shaped by the protocol, so a RESP3 client's redirected command
-// must run on a RESP3 connection.
+// nodeKey names the idle connections one node, protocol and login can
+// reuse: a reply is shaped by the protocol, so a RESP3 client's redirected
+// command must run on a RESP3 connection, and a client's own login's
+// commands on a connection logged in as it (logins.go).
 type nodeKey struct {
 	addr  string
 	proto int
+	login string
 }
 
 // nodeConns keeps a few idle nodeConns per node and protocol.
@@ -36,10 +38,11 @@ type nodeConns struct {
 const maxIdleNodeConns = 4
 
 // nodeDo sends cmds to addr in one write and returns their replies, on an
-// idle connection of that node and protocol or a new one.
-func (p *Proxy) nodeDo(addr string, proto int, cmds ...[]byte) ([][]byte, error) {
+// idle connection of that node, protocol and login ("": the proxy's) or a
+// new one.
+func (p *Proxy) nodeDo(addr string, proto int, login string, cmds ...[]byte) ([][]byte, error) {
 	cl := p.cl
-	k := nodeKey{addr, proto}
+	k := nodeKey{addr, proto, login}
 	cl.conns.mu.Lock()
 	var c *nodeConn
 	if l := cl.conns.idle[k]; len(l) > 0 {
@@ -48,7 +51,7 @@ func (p *Proxy) nodeDo(addr string, proto int, cmds ...[]byte) ([][]byte, error)
 	}
 	cl.conns.mu.Unlock()
 	if c == nil {
-		nc, err := p.nodeDial(addr, p.sharedState(poolKey{proto: proto}))
+		nc, err := p.nodeDial(addr, p.sharedState(poolKey{proto: proto, login: login}))
 		if err != nil {
 			return nil, err
 		}

@@ -95,12 +95,12 @@ func (s *session) fanOut(cmd resp.Command, rp fanReply, d *rewrite.Decider) {
 	if rp == fanAny {
 		nodes = []string{nodes[rand.IntN(len(nodes))]}
 	}
-	raw, proto := bytes.Clone(cmd.Raw), s.proto
+	raw, proto, login := bytes.Clone(cmd.Raw), s.proto, s.login
 	s.aside(func() []byte {
 		s.p.cl.splits.Add(1)
 		replies := make([][]byte, 0, len(nodes))
 		for _, addr := range nodes {
-			r, err := s.p.nodeDo(addr, proto, raw)
+			r, err := s.p.nodeDo(addr, proto, login, raw)
 			if err != nil {
 				s.p.cl.refreshSoon()
 				return resp.AppendError(nil, errUpstreamLost(addr, err))

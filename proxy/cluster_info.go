@@ -50,7 +50,7 @@ func (s *session) clusterInfo(rest [][]byte, mine bool) {
 	texts := make([][]byte, 0, len(m.Primaries))
 	first := 0
 	for i, addr := range m.Primaries {
-		r, err := s.p.nodeDo(addr, s.proto, raw)
+		r, err := s.p.nodeDo(addr, s.proto, s.login, raw)
 		if err != nil {
 			s.p.cl.refreshSoon()
 			s.local(resp.AppendError(nil, errUpstreamLost(addr, err)))

@@ -16,8 +16,9 @@ import (
 type clusterCmd struct {
 	raw   []byte
 	proto int
+	login string // the client's own login, if any: the retry logs in as it
 	// own: the command went on the client's own connection (a
-	// transaction, a blocking wait, another login), whose state another
+	// transaction, a blocking wait, an AUTH sent on it), whose state another
 	// node does not have: a redirect is not followed there but answered
 	// with an error, so the client never sees MOVED or ASK.
 	own bool
@@ -32,7 +33,7 @@ func (s *session) clusterPend(raw []byte) *clusterCmd {
 	if s.ded != nil {
 		return &clusterCmd{proto: s.proto, own: true}
 	}
-	return &clusterCmd{raw: bytes.Clone(raw), proto: s.proto}
+	return &clusterCmd{raw: bytes.Clone(raw), proto: s.proto, login: s.login}
 }
 
 // Bounds on following one command: redirects in a row (a map that keeps
@@ -166,7 +167,7 @@ func (p *Proxy) redirected(cc *clusterCmd, fr []byte, from string) []byte {
 		default:
 			return fr
 		}
-		r, err := p.nodeDo(to, cc.proto, cmds...)
+		r, err := p.nodeDo(to, cc.proto, cc.login, cmds...)
 		if err != nil {
 			p.cl.refreshSoon()
 			return resp.AppendError(nil, errUpstreamLost(to, err))

@@ -136,7 +136,7 @@ func (s *session) routeShardChannels(args [][]byte) bool {
 // own connection that a later command depends on: MULTI (the transaction
 // ends with EXEC or DISCARD, kForward), blocking commands, and everything
 // that shares connections anyway. WATCH, subscriptions, CLIENT TRACKING,
-// another login, READONLY and the like do leave state.
+// an AUTH sent on it, READONLY and the like do leave state.
 func (s *session) statelessOwn(k kind, args [][]byte) bool {
 	switch k {
 	case kForward, kServer, kLong, kXRead, kInfo, kAdmin, kQuit, kSelect:

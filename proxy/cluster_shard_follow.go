@@ -125,7 +125,7 @@ func (s *session) followShard(ch, from string) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		nc, err := s.p.nodeDial(to, s.p.sharedState(poolKey{proto: s.proto}))
+		nc, err := s.p.nodeDial(to, s.p.sharedState(poolKey{proto: s.proto, login: s.login}))
 		if err != nil {
 			s.p.cl.refreshSoon()
 			time.Sleep(100 * time.Millisecond)

@@ -56,10 +56,10 @@ func (s *session) crossSlot(cmd resp.Command, keys []keyspec.Key, d *rewrite.Dec
 		return
 	}
 	parts := splitParts(args, keys, sk)
-	proto, nkeys := s.proto, len(keys)
+	proto, login, nkeys := s.proto, s.login, len(keys)
 	s.aside(func() []byte {
 		s.p.cl.splits.Add(1)
-		return s.p.runSplit(parts, sk, proto, nkeys)
+		return s.p.runSplit(parts, sk, proto, login, nkeys)
 	})
 }
 
@@ -98,7 +98,7 @@ func splitParts(args [][]byte, keys []keyspec.Key, sk splitKind) []*part {
 // runSplit runs each slot's part on its primary and combines the replies.
 // It waits for them: see aside, which calls it once every earlier reply of
 // the session is in (its parts must not overtake earlier commands).
-func (p *Proxy) runSplit(parts []*part, sk splitKind, proto, nkeys int) []byte {
+func (p *Proxy) runSplit(parts []*part, sk splitKind, proto int, login string, nkeys int) []byte {
 	m := p.slotMap()
 	if m == nil {
 		return resp.AppendError(nil, errClusterNoMap(p.topologyErr()))
@@ -110,14 +110,14 @@ func (p *Proxy) runSplit(parts []*part, sk splitKind, proto, nkeys int) []byte {
 			return resp.AppendError(nil, errClusterDown(pt.slot))
 		}
 		raw := resp.AppendCommand(nil, pt.cmd...)
-		r, err := p.nodeDo(addr, proto, raw)
+		r, err := p.nodeDo(addr, proto, login, raw)
 		if err != nil {
 			p.cl.refreshSoon()
 			return resp.AppendError(nil, errUpstreamLost(addr, err))
 		}
 		fr := r[0]
 		if len(fr) > 0 && fr[0] == '-' {
-			fr = p.redirected(&clusterCmd{raw: raw, proto: proto}, fr, addr)
+			fr = p.redirected(&clusterCmd{raw: raw, proto: proto, login: login}, fr, addr)
 		}
 		replies[i] = fr
 	}

@@ -21,6 +21,9 @@ type clientState struct {
 	// so Valkey may know this session as someone else than the proxy.
 	ownLogin  bool
 	loginUser string // the user of that AUTH
+	// login: the client's own login its shared connections use (an AUTH
+	// Valkey accepted, logins.go); "" for the proxy's credentials.
+	login string
 
 	// A transaction in progress on the dedicated connection: the shaper of
 	// each queued command's EXEC element (nil for commands left as they are).
@@ -57,7 +60,7 @@ func (s *session) reset() {
 	s.subs.clear()
 	s.endShardFollows() // in front of a cluster (cluster_shard_follow.go)
 	s.monitor, s.tracking = false, false
-	s.loginUser = ""
+	s.loginUser, s.login = "", ""
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }
 

@@ -169,17 +169,17 @@ func errClusterRedirects(n int) string {
 }
 
 // errClusterOwnMoved: on a connection of the client's own (a transaction,
-// a blocking wait, another login) a redirect is not followed: the state
+// a blocking wait, an AUTH sent on it) a redirect is not followed: the state
 // there would not come along.
 func errClusterOwnMoved(to string) string {
-	return fmt.Sprintf("TRYAGAIN this command's hash slot moved to the cluster node at %s while it ran on this client's own connection (MULTI, WATCH, a blocking command or another login), which lockproxy does not move; the command did not run: retry it", to)
+	return fmt.Sprintf("TRYAGAIN this command's hash slot moved to the cluster node at %s while it ran on this client's own connection (MULTI, WATCH, a blocking command or an AUTH sent on it), which lockproxy does not move; the command did not run: retry it", to)
 }
 
 func errClusterOwnConn(own, node string) string {
 	if node == "" {
-		return fmt.Sprintf("CROSSSLOT this client's own connection (after MULTI, WATCH, SUBSCRIBE, CLIENT TRACKING or another login) is to the cluster node at %s, and lockproxy runs its commands only there; use another connection for keys on other nodes", own)
+		return fmt.Sprintf("CROSSSLOT this client's own connection (after MULTI, WATCH, SUBSCRIBE, CLIENT TRACKING, or an AUTH while it was open) is to the cluster node at %s, and lockproxy runs its commands only there; use another connection for keys on other nodes", own)
 	}
-	return fmt.Sprintf("CROSSSLOT this client's own connection (after WATCH, SUBSCRIBE, CLIENT TRACKING or another login) is to the cluster node at %s, but this key is served by %s; use another connection for it", own, node)
+	return fmt.Sprintf("CROSSSLOT this client's own connection (after WATCH, SUBSCRIBE, CLIENT TRACKING, or an AUTH while it was open) is to the cluster node at %s, but this key is served by %s; use another connection for it", own, node)
 }
 
 // errClusterScanCursor: a SCAN cursor that names no primary (made up, or

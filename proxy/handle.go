@@ -81,12 +81,8 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		return true
 	}
 	if s.ded == nil && s.ownConnFor(k, args) {
-		login := k == kAuth || k == kHello
-		if !s.goDedicated(!login || s.proxyCreds) {
+		if !s.goDedicated(true) {
 			return true
-		}
-		if login {
-			s.ownLogin, s.loginUser = true, loginUser(k, args)
 		}
 		s.primeWait(args) // so WAIT counts the session's writes (wait.go)
 	}
@@ -130,9 +126,10 @@ func (s *session) needsAuth(k kind) bool {
 // ownConnFor reports whether a command moves the session onto a dedicated
 // connection: it creates state Valkey must keep for this client alone (a
 // transaction, a blocked wait, subscriptions, a replication stream,
-// tracking), or logs in as someone other than the proxy (Valkey checks the
-// credentials there). route acts on it, and an event loop asks it before
-// route runs (needsOwnConn): one decision, not a prediction of another.
+// tracking). A login as another user does not: the session shares that
+// login's connections (logins.go). route acts on it, and an event loop asks
+// it before route runs (needsOwnConn): one decision, not a prediction of
+// another.
 func (s *session) ownConnFor(k kind, args [][]byte) bool {
 	switch k {
 	case kDedicated, kStream, kSync:
@@ -141,17 +138,6 @@ func (s *session) ownConnFor(k kind, args [][]byte) bool {
 		return keyspec.HasBlockOption(args)
 	case kClient:
 		return len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
-	case kAuth:
-		switch len(args) {
-		case 2:
-			return !s.matchesProxyCreds(nil, args[1])
-		case 3:
-			return !s.matchesProxyCreds(args[1], args[2])
-		}
-	case kHello:
-		if i := helloAuthAt(args); i > 0 {
-			return !s.matchesProxyCreds(args[i+1], args[i+2])
-		}
 	}
 	return false
 }
@@ -172,20 +158,6 @@ func helloAuthAt(args [][]byte) int {
 		}
 	}
 	return 0
-}
-
-// loginUser is the user an AUTH or HELLO ... AUTH logs in as.
-func loginUser(k kind, args [][]byte) string {
-	if k == kHello {
-		if i := helloAuthAt(args); i > 0 {
-			return string(args[i+1])
-		}
-		return "default"
-	}
-	if len(args) == 3 {
-		return string(args[1])
-	}
-	return "default"
 }
 
 // selectArg is SELECT's database, when Valkey will accept the number.
@@ -403,10 +375,21 @@ func (s *session) hello(cmd resp.Command) {
 		s.forward(cmd.Raw, nil)
 		return
 	}
-	if hasAuth && s.matchesProxyCreds(user, pass) {
-		// Other credentials moved the session to its own connection
-		// already (ownConnFor).
-		s.authed, s.proxyCreds = true, true
+	if v, vok := helloVersion(args); hasAuth && vok {
+		// Valkey checks the version first, then the credentials.
+		if s.matchesProxyCreds(user, pass) {
+			s.authed, s.proxyCreds = true, true
+			s.login, s.ownLogin, s.loginUser = "", false, ""
+		} else {
+			reply := s.logIn(user, pass, v)
+			if reply == nil {
+				return // handled again once Valkey answered (logIn)
+			}
+			if reply[0] == '-' {
+				s.local(reply)
+				return
+			}
+		}
 	}
 	if !s.authed {
 		s.local(resp.AppendError(nil, errHelloNoAuth))
@@ -489,10 +472,13 @@ func (s *session) auth(cmd resp.Command) {
 	}
 	if s.matchesProxyCreds(user, pass) {
 		s.authed, s.proxyCreds = true, true
+		s.login, s.ownLogin, s.loginUser = "", false, ""
 		s.local(resp.AppendSimple(nil, "OK"))
+		return
 	}
-	// Other credentials moved the session to its own connection already
-	// (ownConnFor), where Valkey checks them.
+	if reply := s.logIn(user, pass, s.proto); reply != nil {
+		s.local(reply) // Valkey's answer to the credentials
+	}
 }
 
 func (s *session) matchesProxyCreds(user, pass []byte) bool {

@@ -13,6 +13,7 @@ type poolKey struct {
 	proto int
 	db    int
 	node  string // in a cluster: the primary the connections go to
+	login string // a client's own login (logins.go); "": the proxy's
 }
 
 // pool is the shared connections for one poolKey. A session is pinned to one
@@ -98,7 +99,7 @@ func (pl *pool) ready(i int) bool {
 
 // sharedState is what every shared connection of key is told at connect.
 func (p *Proxy) sharedState(key poolKey) connState {
-	return connState{
+	st := connState{
 		proto:    key.proto,
 		db:       key.db,
 		username: p.opts.Upstream.Username,
@@ -106,6 +107,14 @@ func (p *Proxy) sharedState(key poolKey) connState {
 		auth:     p.opts.Upstream.Password != "",
 		node:     key.node,
 	}
+	if key.login != "" {
+		// The client's login, never the proxy's in its place: a login
+		// the registry lost (none is ever removed) would log in with
+		// no password, which Valkey refuses.
+		c, _ := p.logins.creds(key.login)
+		st.username, st.password, st.auth = c.user, c.pass, true
+	}
+	return st
 }
 
 func (p *Proxy) closePools() {

@@ -35,6 +35,7 @@ type Proxy struct {
 
 	poolMu sync.Mutex
 	pools  map[poolKey]*pool
+	logins logins // the clients' own logins Valkey accepted (logins.go)
 
 	mu        sync.Mutex
 	sessions  map[*session]struct{}

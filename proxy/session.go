@@ -118,6 +118,9 @@ type session struct {
 	shot *oneShot
 	// dialed is what an off-loop dial for the command put back gave.
 	dialed *dialResult
+	// loginChecked is Valkey's verdict on the credentials of the AUTH or
+	// HELLO put back to wait for it (logins.go).
+	loginChecked *loginCheck
 	// putBack: the command being handled was put back, to be handled
 	// again (offLoop).
 	putBack bool
@@ -182,7 +185,9 @@ func (s *session) beforeFill() {
 	}
 }
 
-func (s *session) key() poolKey { return poolKey{proto: s.proto, db: s.db, node: s.node} }
+func (s *session) key() poolKey {
+	return poolKey{proto: s.proto, db: s.db, node: s.node, login: s.login}
+}
 
 // serveGo runs the session on a goroutine of its own until the client
 // leaves, breaks the protocol, or the proxy shuts down.
@@ -502,17 +507,9 @@ func (s *session) goDedicated(withCreds bool) bool {
 	}
 	s.flush()
 	s.waitDrain(0)
-	st := connState{
-		proto:    s.proto,
-		db:       s.db,
-		name:     s.name,
-		libName:  s.libName,
-		libVer:   s.libVer,
-		username: s.p.opts.Upstream.Username,
-		password: s.p.opts.Upstream.Password,
-		auth:     withCreds && s.p.opts.Upstream.Password != "",
-		node:     s.node,
-	}
+	st := s.p.sharedState(s.key()) // logged in as the session is
+	st.name, st.libName, st.libVer = s.name, s.libName, s.libVer
+	st.auth = withCreds && st.auth
 	c, err := s.p.dial(st, s)
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))

@@ -93,11 +93,11 @@ func (s *session) pump() {
 
 // settles tells the commands that are handled only after every reply owed
 // before them: admin commands and INFO answer about what came before, and
-// SELECT, HELLO and RESET move the session to another pool, which must not
-// overtake the replies still due on the old one.
+// SELECT, HELLO, AUTH and RESET move the session to another pool, which
+// must not overtake the replies still due on the old one.
 func settles(k kind) bool {
 	switch k {
-	case kAdmin, kInfo, kSelect, kHello, kReset:
+	case kAdmin, kInfo, kSelect, kHello, kAuth, kReset:
 		return true
 	}
 	return false
@@ -153,7 +153,11 @@ func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
 	}
 	switch k {
 	case kAdmin, kQuit, kReset, kAuth:
-		return s.key(), false // answered by the proxy (AUTH as another user migrated already)
+		return s.key(), false // answered by the proxy (an AUTH's check dials its own: logins.go)
+	case kHello:
+		if i := helloAuthAt(args); i > 0 && !s.matchesProxyCreds(args[i+1], args[i+2]) {
+			return s.key(), false // the login's check dials its pool (logins.go)
+		}
 	}
 	key := s.poolAfter(k, args)
 	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {

@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sync"
+
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// Clients that log in as a user of their own (AUTH, HELLO ... AUTH, with
+// credentials other than the proxy's) share connections too: a pool per
+// login (poolKey.login), whose connections log in with that login's
+// credentials, so Valkey checks every command against that user's rights,
+// as it would on the client's own connection. Every connection the proxy
+// opens for such a session — shared, dedicated, one-off, to any cluster
+// node — logs in as it (sharedState); none uses the proxy's own
+// credentials on its behalf.
+//
+// Valkey decides whether a login is accepted: a connection of its own logs
+// in with the credentials and is closed (checkLogin), for every AUTH, so a
+// password changed or a user disabled since is refused as Valkey refuses
+// it. Only an accepted login is kept (logins), so refused attempts leave
+// nothing behind; what is kept is what a pool needs to open connections
+// later (reconnects, new cluster nodes), as the proxy keeps its own
+// credentials.
+
+// loginCreds are a login's user ("" for AUTH <password>) and password.
+type loginCreds struct{ user, pass string }
+
+// logins are the logins Valkey accepted, by loginID. Entries stay: pools
+// name them, and their number is that of distinct accepted credentials.
+type logins struct {
+	mu   sync.Mutex
+	byID map[string]loginCreds
+}
+
+// loginID names a login without holding its password: the user, then the
+// password's SHA-256.
+func loginID(user, pass string) string {
+	h := sha256.Sum256([]byte(pass))
+	return user + "\x00" + hex.EncodeToString(h[:])
+}
+
+func (l *logins) add(user, pass string) string {
+	id := loginID(user, pass)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byID == nil {
+		l.byID = map[string]loginCreds{}
+	}
+	l.byID[id] = loginCreds{user, pass}
+	return id
+}
+
+func (l *logins) creds(id string) (loginCreds, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.byID[id]
+	return c, ok
+}
+
+// loginCheck is what checking a client's credentials gave: Valkey's reply to
+// them, and the login to use from now on when it accepted them ("" when
+// not), with the dial of the session's pool under that login (done with the
+// check, off the event loop).
+type loginCheck struct {
+	user, pass []byte // the credentials checked
+	reply      []byte
+	login      string
+	dialed     *dialResult
+}
+
+// logIn checks user and pass with Valkey and, when it accepts them, makes
+// them the session's login, with proto the protocol its connections will
+// speak (HELLO's, or the session's for AUTH). It returns Valkey's reply for
+// the client, or nil when the command was put back: on an event loop the
+// check, which waits for Valkey, runs off the loop (offLoop) and the
+// command is handled again with its result.
+func (s *session) logIn(user, pass []byte, proto int) []byte {
+	c := s.loginChecked
+	s.loginChecked = nil
+	if c == nil || !bytes.Equal(c.user, user) || !bytes.Equal(c.pass, pass) {
+		u, pw := bytes.Clone(user), bytes.Clone(pass)
+		key := s.key()
+		key.proto = proto
+		check := func() *loginCheck { return s.p.checkLogin(u, pw, key, int(s.id)) }
+		if s.lp != nil {
+			s.offLoop(func() { s.loginChecked = check() })
+			return nil
+		}
+		c = check()
+	}
+	if c.login != "" {
+		s.login, s.authed, s.proxyCreds = c.login, true, false
+		s.ownLogin, s.loginUser = true, userOrDefault(string(c.user))
+		s.dialed = c.dialed
+	}
+	return c.reply
+}
+
+// checkLogin asks Valkey whether user and pass log in, on a connection of
+// its own (in front of a cluster, to key.node or some primary), closed after.
+// When Valkey accepts them the login is kept and the session's pool under
+// it (key, with the login) gets its connection i now.
+func (p *Proxy) checkLogin(user, pass []byte, key poolKey, i int) *loginCheck {
+	c := &loginCheck{user: user, pass: pass}
+	node := key.node
+	if p.cl != nil && node == "" {
+		node = p.keylessNode(uint64(i))
+	}
+	c.reply = p.loginReply(user, pass, node)
+	if c.reply[0] != '+' {
+		return c
+	}
+	c.login = p.logins.add(string(user), string(pass))
+	if key.node != "" || p.cl == nil {
+		key.login = c.login
+		_, err := p.pool(key).conn(i)
+		c.dialed = &dialResult{key: key, err: err}
+	}
+	return c
+}
+
+// loginReply is Valkey's answer to AUTH with user and pass, as the client
+// would get it: +OK, or its error (WRONGPASS, ...).
+func (p *Proxy) loginReply(user, pass []byte, node string) []byte {
+	st := connState{proto: 2, username: string(user), password: string(pass), auth: true, bare: true, node: node}
+	nc, _, err := p.connect(st)
+	var re *replyError
+	switch {
+	case errors.As(err, &re):
+		return resp.AppendError(nil, re.msg)
+	case err != nil:
+		return resp.AppendError(nil, p.dialErrorText(err))
+	}
+	nc.Close()
+	return resp.AppendSimple(nil, "OK")
+}
