@@ -404,3 +404,34 @@ func TestWaitCountsTheSessionsWrites(t *testing.T) {
 	}
 	eq(t, c.do("GET", "w"), bulk("4"))
 }
+
+// A client logged in as a user who may not write lockproxy's WAIT key gets
+// an error that says so from WAIT, not a count that ignores its writes; a
+// user allowed it gets Valkey's count.
+func TestWaitRestrictedUser(t *testing.T) {
+	primary := valkeytest.Start(t, "repl-diskless-sync-delay 0",
+		"user narrow on >npw ~n:* +@all", "user wide on >wpw ~n:* ~*:lockproxy:wait +@all")
+	replica := valkeytest.Start(t, "repl-diskless-sync-delay 0", fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port))
+	waitReplicaOnline(t, primary, replica)
+	e := &env{t: t, srv: primary}
+	e.startProxy(proxy.Options{})
+	narrow, wide := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, narrow.do("AUTH", "narrow", "npw"), "+OK\r\n")
+	eq(t, wide.do("AUTH", "wide", "wpw"), "+OK\r\n")
+	if out, err := valkeytest.Do(primary.Addr, "WAIT", "1", "5000"); err != nil || out != "1\n" {
+		t.Fatalf("direct WAIT: %q %v", out, err)
+	}
+	if err := replica.Process().Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, narrow.do("SET", "n:1", "v"), "+OK\r\n")
+	eq(t, wide.do("SET", "n:2", "v"), "+OK\r\n")
+	gotNarrow := narrow.do("WAIT", "1", "200")
+	gotWide := wide.do("WAIT", "1", "200")
+	if err := replica.Process().Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, gotNarrow, "-ERR lockproxy could not make WAIT count this client's writes")
+	eq(t, gotWide, ":0\r\n")
+	eq(t, wide.do("WAIT", "1", "5000"), ":1\r\n")
+}

@@ -194,3 +194,9 @@ func errClusterUnknownSub(sub string) string {
 func errClusterFaceOnly(sub string) string {
 	return fmt.Sprintf("ERR lockproxy answers CLUSTER SLOTS, SHARDS, NODES, INFO, MYID, MYSHARDID, KEYSLOT, COUNTKEYSINSLOT and GETKEYSINSLOT as one node (cluster_face: single_node); CLUSTER %s is for the cluster's nodes: run it on them directly", clip(sub, 32))
 }
+
+// errWaitUnprimed: the write that makes a WAIT count the session's writes
+// (wait.go) was refused, so Valkey's count would leave them out.
+func errWaitUnprimed(key, why string) string {
+	return fmt.Sprintf("ERR lockproxy could not make WAIT count this client's writes: Valkey refused the write of %s that comes first (%s), and WAIT would have counted none of them; allow this user to write keys matching *:lockproxy:wait", key, why)
+}

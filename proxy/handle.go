@@ -84,7 +84,12 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		if !s.goDedicated(true) {
 			return true
 		}
-		s.primeWait(args) // so WAIT counts the session's writes (wait.go)
+		if hook := s.primeWait(args); hook != nil {
+			// WAIT on its new connection, after the write that makes it
+			// count the session's writes (wait.go).
+			s.forward(cmd.Raw, hook)
+			return true
+		}
 	}
 	if s.ded != nil {
 		return s.handleDedicated(cmd)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"strconv"
 	"sync"
 
@@ -19,27 +20,45 @@ import (
 // nothing behind — a script that sets and deletes lockproxy's own key (in a
 // slot of that node), replicated as one MULTI/EXEC — whose offset is past
 // every write the session made there before (their replies came back
-// first). Its reply is not the client's.
+// first). Its reply is not the client's; if Valkey refused it (a user of
+// the client's own not allowed that key, OOM), the WAIT's answer would
+// count none of the session's writes, so the client gets an error in its
+// place that says why.
 
 // primeWaitScript sets and deletes its key: replicated, with no effect.
 const primeWaitScript = "redis.call('SET', KEYS[1], '') return redis.call('DEL', KEYS[1])"
 
 // primeWait is called once the session's own connection is opened for a
-// WAIT or WAITAOF, before the command is sent on it.
-func (s *session) primeWait(args [][]byte) {
+// WAIT or WAITAOF: it sends the prime, and returns the hook for the WAIT's
+// reply (nil when there is no prime to send).
+func (s *session) primeWait(args [][]byte) func([]byte) []byte {
 	if s.ded == nil || !(resp.EqualFold(args[0], "wait") || resp.EqualFold(args[0], "waitaof")) {
-		return
+		return nil
 	}
 	key := rewrite.WaitKey("wait") // one primary: any slot is on it
 	if s.p.cl != nil {
 		if key = s.p.waitKey(s.ded.addr); key == "" {
-			return
+			return nil
 		}
 	}
+	// Both replies come on this connection, the prime's first, to the
+	// same reader: refused is set before the WAIT's hook reads it.
+	var refused []byte
 	muted := s.mute
 	s.mute = true
-	s.forward(resp.AppendCommandStrings(nil, "EVAL", primeWaitScript, "1", key), nil)
+	s.forward(resp.AppendCommandStrings(nil, "EVAL", primeWaitScript, "1", key), func(reply []byte) []byte {
+		if len(reply) > 0 && reply[0] == '-' {
+			refused = bytes.Clone(bytes.TrimRight(reply[1:], "\r\n"))
+		}
+		return reply
+	})
 	s.mute = muted
+	return func(reply []byte) []byte {
+		if refused != nil && len(reply) > 0 && reply[0] != '-' {
+			return resp.AppendError(nil, errWaitUnprimed(key, string(refused)))
+		}
+		return reply
+	}
 }
 
 // waitKey returns a key in a slot the node at addr serves, in the proxy's
