@@ -349,7 +349,8 @@ func (s *session) askDedicated(raw []byte) bool {
 // connections. A plain protocol switch, with or without SETNAME, stays
 // shared: the session moves to the shared pool of the new protocol and the
 // name is kept by the proxy. HELLO with credentials other than the proxy's
-// moves the session to a dedicated connection where Valkey checks them.
+// logs the session in as that user once Valkey accepts them (logIn), and
+// the session moves to that login's pool.
 func (s *session) hello(cmd resp.Command) {
 	args := cmd.Args
 	if len(args) == 1 {
@@ -461,8 +462,9 @@ func (s *session) client(cmd resp.Command) bool {
 	return true
 }
 
-// auth: the proxy's own credentials keep the session on shared connections;
-// any other login needs a connection of its own, where Valkey checks it.
+// auth: the proxy's own credentials keep the session on the proxy's shared
+// connections; any other login is Valkey's to accept (logIn), and the
+// session then shares that login's connections (logins.go).
 func (s *session) auth(cmd resp.Command) {
 	args := cmd.Args
 	var user, pass []byte
