@@ -371,6 +371,12 @@ var diffSequences = []seqCase{
 		cmd("HELLO", "4", "AUTH", "default", "x"), cmd("ACL", "WHOAMI"),
 		cmd("HELLO", "2", "AUTH", "alice", "pw", "SETNAME", "bad name"), cmd("ACL", "WHOAMI"),
 		cmd("RESET"), cmd("ACL", "WHOAMI"), cmd("SET", "b:k", "v"),
+		// alice's own connections (a transaction, a blocking pop) are
+		// alice's too.
+		cmd("AUTH", "alice", "pw"), cmd("MULTI"), cmd("SET", "a:m", "1"), cmd("SET", "b:m", "1"), cmd("EXEC"),
+		cmd("MULTI"), cmd("INCR", "a:m"), cmd("ACL", "WHOAMI"), cmd("EXEC"),
+		cmd("BLPOP", "b:list", "0.01"), cmd("BLPOP", "a:list", "0.01"), cmd("ACL", "WHOAMI"),
+		cmd("SCRIPT", "KILL"), cmd("GET", "a:m"),
 	}, directives: []string{"user alice on >pw ~a:* &* +@all"}},
 	{name: "reset-no-evict-no-touch", steps: []step{
 		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
