@@ -837,3 +837,71 @@ func TestClusterPrimaryStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A command sent under the old slot map and redirected runs before a later
+// command of the same session that the new map sends straight to the slot's
+// new primary: the session's commands run in its order, as on one server.
+// The old primary postpones the first (CLIENT PAUSE WRITE) while the slot
+// moves and the proxy reads the new map; then it answers MOVED.
+func TestClusterRedirectKeepsOrder(t *testing.T) {
+	cl := valkeytest.SharedCluster(t)
+	m := slotMap(t, cl)
+	src, dst := cl.ByAddr(m.Primaries[0]), cl.ByAddr(m.Primaries[1])
+	k := keysOn(m, src.Addr, "order:", 1)[0]
+	slot := int(cluster.Slot([]byte(k)))
+	var o proxy.Options
+	o.Upstream.Cluster.Seeds = cl.Seeds()
+	o.Upstream.Cluster.Refresh = policy.Duration(50 * time.Millisecond)
+	e := &env{t: t, srv: src}
+	e.startProxy(o)
+	c, watch := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, c.do("GET", k), "$-1\r\n")
+	eq(t, c.do("GET", keysOn(m, dst.Addr, "order:", 1)[0]), "$-1\r\n") // a connection to dst too
+	defer func() {
+		_, _ = valkeytest.Do(src.Addr, "CLIENT", "UNPAUSE")
+		if err := cl.MigrateSlot(slot, src, nil); err != nil {
+			t.Error(err)
+		}
+		_, _ = valkeytest.Do(src.Addr, "DEL", k)
+	}()
+	changes := infoInt(t, watch.do("INFO", "lockproxy"), "cluster_map_changes")
+	if out, err := valkeytest.Do(src.Addr, "CLIENT", "PAUSE", "20000", "WRITE"); err != nil || out != "OK\n" {
+		t.Fatalf("CLIENT PAUSE: %q %v", out, err)
+	}
+	c.send(string(redisCmd("SET", k, "new")))
+	time.Sleep(100 * time.Millisecond) // at src, postponed
+	srcID, err := valkeytest.NodeID(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstID, err := valkeytest.NodeID(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dst imports the slot (it holds no keys) and claims it, with a new
+	// epoch that wins over src's; the others learn it from the bus.
+	for _, st := range [][]string{{"IMPORTING", srcID}, {"NODE", dstID}} {
+		if out, err := valkeytest.Do(dst.Addr, append([]string{"CLUSTER", "SETSLOT", strconv.Itoa(slot)}, st...)...); err != nil || out != "OK\n" {
+			t.Fatalf("SETSLOT %s on %s: %q %v", st[0], dst.Addr, out, err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for infoInt(t, watch.do("INFO", "lockproxy"), "cluster_map_changes") == changes {
+		if time.Now().After(deadline) {
+			var views []string
+			for _, n := range cl.Nodes {
+				out, err := valkeytest.Do(n.Addr, "CLUSTER", "NODES")
+				views = append(views, fmt.Sprintf("%s: %v\n%s", n.Addr, err, out))
+			}
+			t.Fatalf("the proxy did not read the new slot map (slot %d to %s):\n%s\n%s", slot, dst.Addr, watch.do("INFO", "lockproxy"), strings.Join(views, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.send(string(redisCmd("GET", k)))
+	time.Sleep(200 * time.Millisecond) // the GET would reach dst by now
+	if out, err := valkeytest.Do(src.Addr, "CLIENT", "UNPAUSE"); err != nil || out != "OK\n" {
+		t.Fatalf("CLIENT UNPAUSE: %q %v", out, err)
+	}
+	eq(t, c.read(), "+OK\r\n")
+	eq(t, c.read(), bulk("new"))
+}

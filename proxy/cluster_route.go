@@ -198,6 +198,24 @@ func (s *session) routeSlot(slot uint16) bool {
 			return false
 		}
 	}
+	if m != s.sentMap && s.ded == nil {
+		// The map changed since the session's last command went: one
+		// still in flight under the old map may be redirected to where
+		// this one would now go straight, and must run there first, as
+		// it came first. Map changes are rare (a slot moved, a
+		// failover): the wait is too.
+		if s.sentMap != nil && s.inflight.Load()+int64(len(s.bpend)) > 0 {
+			if s.lp != nil {
+				if s.asideFirst() {
+					return false // handled again once they are in
+				}
+			} else {
+				s.flush()
+				s.waitDrain(0)
+			}
+		}
+		s.sentMap = m
+	}
 	addr, ok := m.Primary(slot)
 	if !ok {
 		s.p.cl.refreshSoon()

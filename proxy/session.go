@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -41,6 +42,9 @@ type session struct {
 	// mapAsked: the slot map was read off the event loop for the command
 	// put back meanwhile (cluster_route.go).
 	mapAsked bool
+	// sentMap: the slot map the session's last keyed command was routed
+	// by (cluster_route.go: a new map waits for what went under the old).
+	sentMap *cluster.Map
 	// ownMovable: the dedicated connection holds no state a later command
 	// needs (it was opened for MULTI or a blocking command), so in a
 	// cluster it may be left for another node's (cluster_route.go).
