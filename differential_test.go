@@ -371,6 +371,8 @@ var diffSequences = []seqCase{
 		cmd("HELLO", "4", "AUTH", "default", "x"), cmd("ACL", "WHOAMI"),
 		cmd("HELLO", "2", "AUTH", "alice", "pw", "SETNAME", "bad name"), cmd("ACL", "WHOAMI"),
 		cmd("RESET"), cmd("ACL", "WHOAMI"), cmd("SET", "b:k", "v"),
+		// A bad name is refused before the credentials are tried.
+		cmd("HELLO", "2", "AUTH", "alice", "pw", "SETNAME", "bad name"), cmd("ACL", "WHOAMI"),
 		// alice's own connections (a transaction, a blocking pop) are
 		// alice's too.
 		cmd("AUTH", "alice", "pw"), cmd("MULTI"), cmd("SET", "a:m", "1"), cmd("SET", "b:m", "1"), cmd("EXEC"),

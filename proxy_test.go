@@ -375,6 +375,9 @@ func TestAuthPassword(t *testing.T) {
 	r := dialRaw(t, e.addr)
 	eq(t, r.do("GET", "k"), "-NOAUTH Authentication required.\r\n")
 	mustContain(t, r.do("HELLO", "3"), "-NOAUTH HELLO must be called")
+	// Valkey checks the version and the options before the login.
+	eq(t, r.do("HELLO", "4"), "-NOPROTO unsupported protocol version\r\n")
+	eq(t, r.do("HELLO", "3", "SETNAME", "a b"), "-ERR Client names cannot contain spaces, newlines or special characters.\r\n")
 	eq(t, r.do("AUTH", "s3cret"), "+OK\r\n")
 	eq(t, r.do("SET", "k", "v"), "+OK\r\n")
 	// go-redis with the password, and without.

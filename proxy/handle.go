@@ -381,8 +381,19 @@ func (s *session) hello(cmd resp.Command) {
 		s.forward(cmd.Raw, nil)
 		return
 	}
-	if v, vok := helloVersion(args); hasAuth && vok {
-		// Valkey checks the version first, then the credentials.
+	// Valkey's order: the version, the options as it reads them (a name
+	// it would refuse), the credentials, then whether the client may run
+	// HELLO at all; nothing changes before the credentials pass.
+	v, vok := helloVersion(args)
+	if !vok {
+		s.forward(cmd.Raw, nil) // NOPROTO, from Valkey
+		return
+	}
+	if hasName && !validName(name) {
+		s.local(resp.AppendError(nil, errClientName))
+		return
+	}
+	if hasAuth {
 		if s.matchesProxyCreds(user, pass) {
 			s.authed, s.proxyCreds = true, true
 			s.login, s.ownLogin, s.loginUser = "", false, ""
@@ -402,14 +413,6 @@ func (s *session) hello(cmd resp.Command) {
 		return
 	}
 	key := s.poolAfter(kHello, args)
-	if _, ok := helloVersion(args); !ok {
-		s.forward(cmd.Raw, nil) // NOPROTO, from Valkey
-		return
-	}
-	if hasName && !validName(name) {
-		s.local(resp.AppendError(nil, errClientName))
-		return
-	}
 	s.proto = key.proto
 	if hasName {
 		s.setName(string(name))
