@@ -476,9 +476,10 @@ func TestClusterOneSeed(t *testing.T) {
 // connection used for it logs in as that user: single keys on each primary,
 // a DEL split across slots, a KEYS fan-out (refused: the user may not) and a
 // key outside its pattern (refused) are Valkey's verdicts for that user,
-// not the proxy's. HELLO 3 AUTH too.
+// not the proxy's. HELLO 3 AUTH too, and go-redis's ClusterClient with a
+// user and password through the single_node face.
 func TestClusterOwnLogin(t *testing.T) {
-	e, cl := clusterEnv(t, proxy.Options{})
+	e, cl := clusterEnv(t, proxy.Options{Config: policy.Config{ClusterFace: policy.ClusterFaceSingleNode}})
 	m := slotMap(t, cl)
 	for _, n := range cl.Nodes {
 		if n.Process() == nil {
@@ -513,6 +514,21 @@ func TestClusterOwnLogin(t *testing.T) {
 		mustContain(t, c.do("SET", "dave:k", "v"), "-NOPERM")
 		mustContain(t, c.do("KEYS", "*"), "-NOPERM")
 		eq(t, c.do(append([]string{"DEL"}, keys...)...), ":"+strconv.Itoa(len(keys))+"\r\n")
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{e.addr}, Username: "carol", Password: "cpw", MaxRedirects: 0})
+	defer cc.Close()
+	ctx := context.Background()
+	for _, k := range keysEveryPrimary(m, "carol:cc:", 2) {
+		if err := cc.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatalf("ClusterClient SET %s: %v", k, err)
+		}
+		eq(t, directTo(t, m, k, "GET", k), bulk("v"))
+		if err := cc.Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cc.Set(ctx, "dave:cc", "v", 0).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("ClusterClient as carol, SET outside her keys: %v, want NOPERM", err)
 	}
 }
 
