@@ -379,7 +379,7 @@ var diffSequences = []seqCase{
 		cmd("MULTI"), cmd("INCR", "a:m"), cmd("ACL", "WHOAMI"), cmd("EXEC"),
 		cmd("BLPOP", "b:list", "0.01"), cmd("BLPOP", "a:list", "0.01"), cmd("ACL", "WHOAMI"),
 		cmd("SCRIPT", "KILL"), cmd("GET", "a:m"),
-	}, directives: []string{"user alice on >pw ~a:* &* +@all"}},
+	}, directives: []string{"user alice on >pw ~a:* &* +@all"}, valkey8: true}, // Redis 7.0 checks the name after the login
 	{name: "reset-no-evict-no-touch", steps: []step{
 		cmd("CLIENT", "NO-EVICT", "ON"), cmd("CLIENT", "NO-TOUCH", "ON"), cmd("RESET"),
 		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
