@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -951,17 +950,15 @@ func TestAdminReadsOffTheLoop(t *testing.T) {
 	eq(t, a.do("SET", "off:lock", "v", "NX", "PX", "60000"), "+OK\r\n")
 	mustContain(t, b.do("CLIENT", "ID"), ":")
 	for _, sub := range [][]string{{"LOCKS"}, {"SESSIONS"}, {"STATS"}, {"FENCE", "off:lock"}} {
-		if err := e.srv.Process().Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		a.send(string(redisCmd(append([]string{"LOCKPROXY"}, sub...)...)))
-		time.Sleep(50 * time.Millisecond) // LOCKPROXY reached the proxy first
-		b.send(string(redisCmd("CLIENT", "ID")))
-		got, err := b.readErr(time.Second) // Valkey stopped: the read of the records waits 3 s before it fails
-		earlyReply, early := a.readErr(100 * time.Millisecond)
-		if err := e.srv.Process().Signal(syscall.SIGCONT); err != nil {
-			t.Fatal(err)
-		}
+		var got, earlyReply string
+		var err, early error
+		whileStopped(t, e.srv, func() {
+			a.send(string(redisCmd(append([]string{"LOCKPROXY"}, sub...)...)))
+			time.Sleep(50 * time.Millisecond) // LOCKPROXY reached the proxy first
+			b.send(string(redisCmd("CLIENT", "ID")))
+			got, err = b.readErr(time.Second) // Valkey stopped: the read of the records waits 3 s before it fails
+			earlyReply, early = a.readErr(100 * time.Millisecond)
+		})
 		if err != nil || !strings.HasPrefix(got, ":") {
 			t.Errorf("LOCKPROXY %s waiting for Valkey: another client's CLIENT ID got %q, %v", sub[0], got, err)
 		}

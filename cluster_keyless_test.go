@@ -3,9 +3,7 @@ package lockproxy_test
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/proxy"
@@ -94,22 +92,6 @@ func TestClusterInfoKeyspace(t *testing.T) {
 	eq(t, c.do("DBSIZE"), fmt.Sprintf(":%d\r\n", keysSum))
 }
 
-// waitReplicaOnline waits until replica's link to its primary is up and the
-// primary counts it online, so that WAIT can count it.
-func waitReplicaOnline(t *testing.T, primary, replica *valkeytest.Server) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		ri, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
-		pi, _ := valkeytest.Do(primary.Addr, "INFO", "replication")
-		if strings.Contains(ri, "master_link_status:up") && strings.Contains(pi, "state=online") {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the replica %s of %s did not come online", replica.Addr, primary.Addr)
-}
-
 // WAIT runs on the node of the session's last command and counts the
 // replicas that acknowledged the session's writes there, as on one server:
 // with the replica stopped, a write is not acknowledged and WAIT says 0
@@ -137,14 +119,11 @@ func TestClusterWait(t *testing.T) {
 	eq(t, c.do("SET", a, "1"), "+OK\r\n")
 	eq(t, c.do("WAIT", "1", "5000"), ":1\r\n")
 
-	if err := r0.Process().Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	eq(t, c.do("SET", a, "2"), "+OK\r\n")
-	got := c.do("WAIT", "1", "300")
-	if err := r0.Process().Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	var got string
+	whileStopped(t, r0, func() {
+		eq(t, c.do("SET", a, "2"), "+OK\r\n")
+		got = c.do("WAIT", "1", "300")
+	})
 	if got != ":0\r\n" {
 		t.Errorf("WAIT 1 300 with the replica stopped: %q, want :0 (the write was not acknowledged)", got)
 	}
@@ -153,14 +132,10 @@ func TestClusterWait(t *testing.T) {
 	// A write to another primary, on a shared connection (the session
 	// leaves its own), with that primary's replica stopped: the WAIT after
 	// it, on a new connection there, still waits for that write.
-	if err := r1.Process().Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	eq(t, c.do("SET", b, "2"), "+OK\r\n")
-	got = c.do("WAIT", "1", "300")
-	if err := r1.Process().Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	whileStopped(t, r1, func() {
+		eq(t, c.do("SET", b, "2"), "+OK\r\n")
+		got = c.do("WAIT", "1", "300")
+	})
 	if got != ":0\r\n" {
 		t.Errorf("WAIT 1 300 after a write to the other primary, its replica stopped: %q, want :0", got)
 	}

@@ -3,12 +3,14 @@ package lockproxy_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,4 +234,45 @@ func listen(t *testing.T) net.Listener {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// whileStopped runs f with srv stopped (SIGSTOP), and lets it run on after
+// (SIGCONT), also when f fails the test.
+func whileStopped(t *testing.T, srv *valkeytest.Server, f func()) {
+	t.Helper()
+	if err := srv.Process().Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := srv.Process().Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	f()
+}
+
+// primaryWithReplica starts a primary (with directives) and a replica of it,
+// and waits until the replica is online.
+func primaryWithReplica(t *testing.T, directives ...string) (primary, replica *valkeytest.Server) {
+	t.Helper()
+	primary = valkeytest.Start(t, append([]string{"repl-diskless-sync-delay 0"}, directives...)...)
+	replica = valkeytest.Start(t, "repl-diskless-sync-delay 0", fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port))
+	waitReplicaOnline(t, primary, replica)
+	return primary, replica
+}
+
+// waitReplicaOnline waits until replica's link to its primary is up and the
+// primary counts it online, so that WAIT can count it.
+func waitReplicaOnline(t *testing.T, primary, replica *valkeytest.Server) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		ri, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
+		pi, _ := valkeytest.Do(primary.Addr, "INFO", "replication")
+		if strings.Contains(ri, "master_link_status:up") && strings.Contains(pi, "state=online") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the replica %s of %s did not come online", replica.Addr, primary.Addr)
 }

@@ -108,12 +108,6 @@ func answeredBy(r *raw) (port, role string) {
 	return infoField(server, "tcp_port"), infoField(repl, "role")
 }
 
-func linkUp(s *valkeytest.Server) bool {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-	defer c.Close()
-	return infoField(c.Info(ctx, "replication").Val(), "master_link_status") == "up"
-}
-
 // sentinelKnows reports whether s sees the replica at port as a healthy
 // replica of the master, and how many other sentinels it knows.
 func sentinelKnows(s *sentinelProc, replicaPort int) (replicaOK bool, others int) {
@@ -185,9 +179,7 @@ func newSentinelSetup(t *testing.T) *sentinelSetup {
 	t.Helper()
 	sentinelBinary(t)
 	// No 5 s wait before a full sync (Valkey's diskless default).
-	primary := valkeytest.Start(t, "repl-diskless-sync-delay 0")
-	replica := valkeytest.Start(t, "repl-diskless-sync-delay 0", fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port))
-	waitFor(t, 10*time.Second, "replica in sync", func() bool { return linkUp(replica) })
+	primary, replica := primaryWithReplica(t)
 	ss := startSentinels(t, 3, 2, primary)
 	waitFor(t, 15*time.Second, "sentinel sees the replica", func() bool { ok, _ := sentinelKnows(ss[0], replica.Port); return ok })
 	e := &env{t: t, srv: primary} // Upstream (the fallback) is the first primary

@@ -366,9 +366,7 @@ func TestSelectOutOfRangeIsNotADialFailure(t *testing.T) {
 // connections, the WAIT over a new one of its own that wrote nothing);
 // with the replica running again, 1. Later writes and WAITs too.
 func TestWaitCountsTheSessionsWrites(t *testing.T) {
-	primary := valkeytest.Start(t, "repl-diskless-sync-delay 0")
-	replica := valkeytest.Start(t, "repl-diskless-sync-delay 0", fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port))
-	waitReplicaOnline(t, primary, replica)
+	primary, replica := primaryWithReplica(t)
 	e := &env{t: t, srv: primary}
 	e.startProxy(rulesOptions(t, rule("rewrite")))
 	c := dialRaw(t, e.addr)
@@ -380,20 +378,9 @@ func TestWaitCountsTheSessionsWrites(t *testing.T) {
 	if out, err := valkeytest.Do(primary.Addr, "WAIT", "1", "5000"); err != nil || out != "1\n" {
 		t.Fatalf("direct WAIT: %q %v", out, err)
 	}
-	stopped := func(f func()) {
-		if err := replica.Process().Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := replica.Process().Signal(syscall.SIGCONT); err != nil {
-				t.Fatal(err)
-			}
-		}()
-		f()
-	}
 	for round := range 3 {
 		var got string
-		stopped(func() {
+		whileStopped(t, replica, func() {
 			eq(t, c.do("SET", "w", strconv.Itoa(round+2)), "+OK\r\n")
 			got = c.do("WAIT", "1", "300")
 		})
@@ -409,10 +396,8 @@ func TestWaitCountsTheSessionsWrites(t *testing.T) {
 // an error that says so from WAIT, not a count that ignores its writes; a
 // user allowed it gets Valkey's count.
 func TestWaitRestrictedUser(t *testing.T) {
-	primary := valkeytest.Start(t, "repl-diskless-sync-delay 0",
+	primary, replica := primaryWithReplica(t,
 		"user narrow on >npw ~n:* +@all", "user wide on >wpw ~n:* ~*:lockproxy:wait +@all")
-	replica := valkeytest.Start(t, "repl-diskless-sync-delay 0", fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port))
-	waitReplicaOnline(t, primary, replica)
 	e := &env{t: t, srv: primary}
 	e.startProxy(proxy.Options{})
 	narrow, wide := dialRaw(t, e.addr), dialRaw(t, e.addr)
@@ -421,16 +406,13 @@ func TestWaitRestrictedUser(t *testing.T) {
 	if out, err := valkeytest.Do(primary.Addr, "WAIT", "1", "5000"); err != nil || out != "1\n" {
 		t.Fatalf("direct WAIT: %q %v", out, err)
 	}
-	if err := replica.Process().Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	eq(t, narrow.do("SET", "n:1", "v"), "+OK\r\n")
-	eq(t, wide.do("SET", "n:2", "v"), "+OK\r\n")
-	gotNarrow := narrow.do("WAIT", "1", "200")
-	gotWide := wide.do("WAIT", "1", "200")
-	if err := replica.Process().Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	var gotNarrow, gotWide string
+	whileStopped(t, replica, func() {
+		eq(t, narrow.do("SET", "n:1", "v"), "+OK\r\n")
+		eq(t, wide.do("SET", "n:2", "v"), "+OK\r\n")
+		gotNarrow = narrow.do("WAIT", "1", "200")
+		gotWide = wide.do("WAIT", "1", "200")
+	})
 	mustContain(t, gotNarrow, "-ERR lockproxy could not make WAIT count this client's writes")
 	eq(t, gotWide, ":0\r\n")
 	eq(t, wide.do("WAIT", "1", "5000"), ":1\r\n")

@@ -354,15 +354,11 @@ func (c *Cluster) MigrateSlot(slot int, dst *Server, between func()) error {
 	if src == dst {
 		return nil
 	}
-	id := func(s *Server) (string, error) {
-		out, err := Do(s.Addr, "CLUSTER", "MYID")
-		return strings.TrimSpace(out), err
-	}
-	srcID, err := id(src)
+	srcID, err := NodeID(src)
 	if err != nil {
 		return err
 	}
-	dstID, err := id(dst)
+	dstID, err := NodeID(dst)
 	if err != nil {
 		return err
 	}
