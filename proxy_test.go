@@ -440,6 +440,16 @@ func TestAuthACLUser(t *testing.T) {
 	if n := strings.Count(list, " user=alice "); n > 2*2 {
 		t.Errorf("%d upstream connections logged in as alice for 12 clients, want at most 4 (2 per protocol):\n%s", n, list)
 	}
+
+	// An AUTH on the client's own connection (after WATCH) is tracked
+	// too: CLIENT INFO names alice, and Valkey refuses her other keys.
+	w := dialRaw(t, e.addr)
+	eq(t, w.do("WATCH", "alice:k"), "+OK\r\n")
+	mustContain(t, w.do("AUTH", "alice", "nope"), "-WRONGPASS")
+	mustContain(t, w.do("CLIENT", "INFO"), " user=default ")
+	eq(t, w.do("AUTH", "alice", "apw"), "+OK\r\n")
+	mustContain(t, w.do("CLIENT", "INFO"), " user=alice ")
+	mustContain(t, w.do("SET", "bob:k", "1"), "-NOPERM")
 }
 
 func TestPubSub(t *testing.T) {

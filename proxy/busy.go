@@ -46,11 +46,11 @@ type oneShot struct {
 //
 // The one-off connection logs in as the session's shared connections do (the
 // proxy's credentials, or the client's own login: logins.go), so Valkey
-// checks the rights of the user the client logged in as. A session with a
-// connection of its own that a login went to sends the command there
-// instead; so does a session in MULTI, where the command is queued.
+// checks the rights of the user the client logged in as (an AUTH sent on
+// the session's own connection included: handleDedicated tracks it). A
+// session in MULTI sends the command there instead, where it is queued.
 func (s *session) busyCommand(cmd resp.Command) bool {
-	if s.ded != nil && (s.inMulti || s.ownLogin) {
+	if s.ded != nil && s.inMulti {
 		return s.handleDedicated(cmd)
 	}
 	var r oneShot

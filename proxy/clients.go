@@ -69,7 +69,7 @@ func (s *session) publish() {
 
 // user is the user Valkey knows the session as.
 func (s *session) user() string {
-	if s.ownLogin && s.loginUser != "" {
+	if s.loginUser != "" {
 		return s.loginUser
 	}
 	return userOrDefault(s.p.opts.Upstream.Username)

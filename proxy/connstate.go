@@ -17,13 +17,10 @@ type clientState struct {
 	libName, libVer string
 	authed          bool // may run commands (no AUTH needed, or AUTH given)
 	proxyCreds      bool // authenticated with the proxy's own upstream credentials
-	// ownLogin: an AUTH as another user went to the dedicated connection,
-	// so Valkey may know this session as someone else than the proxy.
-	ownLogin  bool
-	loginUser string // the user of that AUTH
-	// login: the client's own login its shared connections use (an AUTH
-	// Valkey accepted, logins.go); "" for the proxy's credentials.
-	login string
+	// login: the client's own login, which every connection opened for
+	// it uses (an AUTH Valkey accepted, logins.go), and its user; "" for
+	// the proxy's credentials.
+	login, loginUser string
 
 	// A transaction in progress on the dedicated connection: the shaper of
 	// each queued command's EXEC element (nil for commands left as they are).
@@ -53,7 +50,7 @@ type clientState struct {
 func (s *session) reset() {
 	s.setName("")
 	s.proto, s.db, s.libName, s.libVer = 2, s.p.opts.Upstream.DB, "", ""
-	s.authed, s.proxyCreds, s.ownLogin = !s.p.requireAuth, false, false
+	s.authed, s.proxyCreds = !s.p.requireAuth, false
 	s.inMulti, s.multiShape = false, nil
 	s.noEvict, s.noTouch = false, false
 	s.replyOff, s.replySkip, s.mute = false, false, false

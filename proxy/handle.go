@@ -265,6 +265,22 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 					s.setName(string(args[i+1]))
 				}
 			}
+			if i := helloAuthAt(args); i > 0 {
+				s.loggedIn(args[i+1], args[i+2])
+			}
+			return true
+		}
+	case kAuth:
+		// Valkey decides on this connection; what it accepted is the
+		// login every later connection of the session uses.
+		if (len(args) == 2 || len(args) == 3) && !s.inMulti && !s.ded.stream.Load() {
+			if s.askDedicated(cmd.Raw) {
+				var user []byte
+				if len(args) == 3 {
+					user = args[1]
+				}
+				s.loggedIn(user, args[len(args)-1])
+			}
 			return true
 		}
 	case kSelect:
@@ -395,8 +411,7 @@ func (s *session) hello(cmd resp.Command) {
 	}
 	if hasAuth {
 		if s.matchesProxyCreds(user, pass) {
-			s.authed, s.proxyCreds = true, true
-			s.login, s.ownLogin, s.loginUser = "", false, ""
+			s.loggedIn(user, pass)
 		} else {
 			reply := s.logIn(user, pass, v)
 			if reply == nil {
@@ -481,8 +496,7 @@ func (s *session) auth(cmd resp.Command) {
 		return
 	}
 	if s.matchesProxyCreds(user, pass) {
-		s.authed, s.proxyCreds = true, true
-		s.login, s.ownLogin, s.loginUser = "", false, ""
+		s.loggedIn(user, pass)
 		s.local(resp.AppendSimple(nil, "OK"))
 		return
 	}

@@ -94,11 +94,21 @@ func (s *session) logIn(user, pass []byte, proto int) []byte {
 		c = check()
 	}
 	if c.login != "" {
-		s.login, s.authed, s.proxyCreds = c.login, true, false
-		s.ownLogin, s.loginUser = true, userOrDefault(string(c.user))
+		s.loggedIn(c.user, c.pass)
 		s.dialed = c.dialed
 	}
 	return c.reply
+}
+
+// loggedIn makes user and pass, which Valkey accepted (or which are the
+// proxy's own), the session's login.
+func (s *session) loggedIn(user, pass []byte) {
+	s.authed = true
+	if s.proxyCreds = s.matchesProxyCreds(user, pass); s.proxyCreds {
+		s.login, s.loginUser = "", ""
+		return
+	}
+	s.login, s.loginUser = s.p.logins.add(string(user), string(pass)), userOrDefault(string(user))
 }
 
 // checkLogin asks Valkey whether user and pass log in, on a connection of
