@@ -19,17 +19,17 @@ func TestDifferentialWrappers(t *testing.T) {
 	lock, ctr, recs := "d:lock", "{d:lock}:lockproxy:grants", "{d:lock}:lockproxy:owners"
 	// locked runs body wrapped in its locks form: KEYS[1] the lock.
 	locked := func(body string, args ...string) []string {
-		w := rewrite.WrapBody(body, false, true)
+		w := rewrite.WrapBody(body, rewrite.WrapShape{Locks: 1})
 		out := []string{"EVAL", w, "4", lock, lock, ctr, recs}
 		out = append(out, args...)
-		return append(out, "0", "0", "conn:A", "600000", "1", "3", "7")
+		return append(out, "conn:A", "600000")
 	}
 	// fenced runs body wrapped in its fence form: KEYS[1] a guarded key.
 	fenced := func(body, mode, unfenced string, args ...string) []string {
-		w := rewrite.WrapBody(body, true, false)
+		w := rewrite.WrapBody(body, rewrite.WrapShape{FenceKeys: 3, FenceArgs: 6})
 		out := []string{"EVAL", w, "4", "{g}:data", "{g}:fence", "{g}:lock:lockproxy:owners", "{g}:fence:high"}
 		out = append(out, args...)
-		return append(out, "3", "6", "conn:A", "1", "1", mode, unfenced, "{g}:data", "3", strconv.Itoa(2+6+2))
+		return append(out, "conn:A", "1", "1", mode, unfenced, "{g}:data")
 	}
 	const (
 		obtain  = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', 10000) then return redis.status_reply('OK') end\nreturn false"
@@ -40,7 +40,28 @@ func TestDifferentialWrappers(t *testing.T) {
 		forever = "if redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 1 end\nreturn 0"
 		reset   = "return redis.call('SET', KEYS[1], ARGV[1], 'XX', 'PX', 30000)"
 	)
+	// many runs body wrapped for n locks m1:lock ... mn:lock, all in
+	// KEYS: past maxUnrolled keys and arguments the prologue reads them in
+	// loops rather than one by one.
+	many := func(body string, n int, args ...string) []string {
+		w := rewrite.WrapBody(body, rewrite.WrapShape{Locks: n})
+		out := []string{"EVAL", w, strconv.Itoa(4 * n)}
+		var own []string
+		for i := 1; i <= n; i++ {
+			k := "{m" + strconv.Itoa(i) + "}:lock"
+			out = append(out, k)
+			own = append(own, k, "{m"+strconv.Itoa(i)+"}:lock:lockproxy:grants", "{m"+strconv.Itoa(i)+"}:lock:lockproxy:owners")
+		}
+		out = append(append(out, own...), args...)
+		return append(out, "conn:A", "600000")
+	}
+	const obtainAll = "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', 10000) end\nreturn #KEYS .. ' ' .. #ARGV .. ' ' .. tostring(KEYS[#KEYS]) .. ' ' .. tostring(ARGV[#ARGV])"
 	steps := []step{
+		do(many(obtainAll, 2, "t")...),
+		do(many(obtainAll, 9, "t")...),
+		do("GET", "{m1}:lock:lockproxy:grants"),
+		do("GET", "{m9}:lock:lockproxy:grants"),
+		do("HLEN", "{m9}:lock:lockproxy:owners"),
 		do(locked(obtain, "tok")...),
 		do("GET", ctr),
 		do("HLEN", recs),

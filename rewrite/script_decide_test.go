@@ -277,3 +277,35 @@ func TestDecideScriptsConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A script acquisition's wrapper is made for its shape: lockproxy adds
+// only each lock's counter and records keys (after the lock itself) and
+// the owner and keep_lapsed; how many are lockproxy's is written into the
+// wrapper's text, not sent with every call (issue 18, item 8: each
+// argument costs Valkey about what a GET in the script costs). A shape
+// with another number of locks is another wrapper; the same shape, the
+// same wrapper.
+func TestWrapperArguments(t *testing.T) {
+	alice, _, _ := sessions()
+	d := scriptDecider(t)
+	one := d.Decide(bs("EVAL", acquireScript, "1", "new:lock", "t", "100"), alice, nil)
+	if one.Kind != rewrite.Run || one.Script == nil {
+		t.Fatalf("plan %+v, want the script run in its wrapper", one)
+	}
+	lock := []byte("new:lock")
+	wantKeys := []string{"new:lock", "new:lock", string(rewrite.CounterKey(lock)), string(rewrite.RecordsKey(lock))}
+	if got := strs(one.Keys); strings.Join(got, " ") != strings.Join(wantKeys, " ") {
+		t.Errorf("keys %q, want %q", got, wantKeys)
+	}
+	if got := strs(one.Args); len(got) != 4 || got[0] != "t" || got[1] != "100" || got[2] != alice.conn || got[3] != "600000" {
+		t.Errorf("args %q, want the client's two, then owner %q and keep_lapsed", got, alice.conn)
+	}
+	const both = "redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2])\n" + acquireScript
+	two := d.Decide(bs("EVAL", both, "2", "new:lock", "other:lock", "t", "100"), alice, nil)
+	if two.Script == nil || two.Script == one.Script || len(two.Keys) != 2+2*3 || len(two.Args) != 4 {
+		t.Errorf("two locks: the one lock's wrapper %v, %d keys, %d args; want another wrapper, 8 keys, 4 args", two.Script == one.Script, len(two.Keys), len(two.Args))
+	}
+	if again := d.Decide(bs("EVAL", acquireScript, "1", "some:lock", "u", "200"), alice, nil); again.Script != one.Script {
+		t.Errorf("the same shape made another wrapper")
+	}
+}

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 )
@@ -33,7 +34,10 @@ import (
 //     after them, and the prologue moves them into its own locals and
 //     clears them from the two tables (from the end, so # gives the
 //     client's counts) before the body starts. The prologue's helpers are
-//     locals of a do block: the body cannot see them.
+//     locals of a do block: the body cannot see them. The values the
+//     records' code reads after the body (wrapAfter) are top-level locals
+//     named __lockproxy_*, as the body's own function is: names no script
+//     uses.
 //   - A "#!lua" first line (flags=..., the script's RESP and replication
 //     mode) stays the first line, so Valkey applies the same flags; the
 //     prologue makes no call that redis.setresp or redis.set_repl affects
@@ -49,59 +53,115 @@ import (
 // did not have.
 
 // The wrapper's prologue takes lockproxy's keys and arguments off the end
-// of KEYS and ARGV (the last element of ARGV is the number of lockproxy's
-// arguments, the one before it the number of lockproxy's keys), checks the
-// fence, and notes the value (or absence) of each lock the script may
-// change. Its arguments: the number of fence keys and of fence arguments,
-// the fence's arguments (see Fenced, without the protocol), then, for the
-// locks, the owner, keep_lapsed and the number of locks; its keys: the
-// fence's, then (lock, counter, records) per lock. The marks are recorded
-// before the body runs: a mark recorded for a write that then fails is
-// one no lower token could pass anyway, as a successor holds it.
+// of KEYS and ARGV, checks the fence, and notes the value (or absence) of
+// each lock the script may change. A wrapper is made for one shape (see
+// WrapShape): how many keys and arguments are lockproxy's is written into
+// its text, not sent with every call (each argument costs Valkey about as
+// much as a GET in the script; the loops the counts would need cost more).
+// Its arguments: the fence's (see Fenced, without the protocol), then, for
+// the locks, the owner and keep_lapsed; its keys: the fence's, then (lock,
+// counter, records) per lock. Inside, A holds the number of fence keys and
+// of fence arguments (as constants), then those arguments: the layout
+// fence and the locks' code read. The marks are recorded before the body
+// runs: a mark recorded for a write that then fails is one no lower token
+// could pass anyway, as a successor holds it.
 //
 // Each wrapper carries only the parts it uses (a function defined is a
 // closure made at every run): the fence, the locks, or both.
-func wrapPrologue(fence, locks bool) string {
+func wrapPrologue(sh WrapShape) string {
+	fence, locks := sh.fence(), sh.Locks > 0
+	nk, na := sh.keys(), sh.args()
 	var b strings.Builder
-	b.WriteString(`local __lockproxy, __lockproxy_after
-do
-local L = tonumber(ARGV[#ARGV])
-local a0, nk = #ARGV - L, tonumber(ARGV[#ARGV - 1])
-local k0 = #KEYS - nk
-local K, A = {}, {}
+	b.WriteString("local __lockproxy, __lockproxy_K, __lockproxy_A, __lockproxy_before\ndo\n")
+	fmt.Fprintf(&b, "local nfk, nfa, nk = %d, %d, %d\n", sh.FenceKeys, sh.FenceArgs, nk)
+	fmt.Fprintf(&b, "local k0, a0 = #KEYS - nk, #ARGV - %d\n", na)
+	if nk+na <= maxUnrolled {
+		// Table constructors: each table is made at its size, once.
+		b.WriteString("local K = {")
+		for i := 1; i <= nk; i++ {
+			fmt.Fprintf(&b, "KEYS[k0 + %d], ", i)
+		}
+		b.WriteString("}\nlocal A = {nfk, nfa, ")
+		for i := 1; i <= na; i++ {
+			fmt.Fprintf(&b, "ARGV[a0 + %d], ", i)
+		}
+		b.WriteString("}\n")
+		for i := nk; i >= 1; i-- {
+			fmt.Fprintf(&b, "KEYS[k0 + %d] = nil ", i)
+		}
+		for i := na; i >= 1; i-- {
+			fmt.Fprintf(&b, "ARGV[a0 + %d] = nil ", i)
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString(`local K, A = {}, {nfk, nfa}
 for i = 1, nk do K[i] = KEYS[k0 + i] end
-for i = 1, L - 2 do A[i] = ARGV[a0 + i] end
+for i = 1, #ARGV - a0 do A[2 + i] = ARGV[a0 + i] end
 for i = #KEYS, k0 + 1, -1 do KEYS[i] = nil end
 for i = #ARGV, a0 + 1, -1 do ARGV[i] = nil end
-local nfk, nfa = tonumber(A[1]), tonumber(A[2])
 `)
+	}
 	if fence {
 		b.WriteString(fnFence + fnMark + `local e, _, marks = fence(K, A, 1, 5, A[3], tonumber(A[4]))
 if e then __lockproxy = e else mark(marks) end
 `)
 	}
 	if locks {
-		// The caller's record moves only when it held the lock before the
-		// body ran (its record's value and grant current): released, the
-		// record goes (and the hash is settled only when it may have no
-		// expiry, as in Release); re-set or its lease moved, it follows.
-		// The body, or the HDEL of the caller's record, may have deleted a
-		// key the wrapper reads after: those reads are pcalls, any refusal
-		// but WRONGTYPE meaning absent (see absent in scripts.go).
-		// The common paths (a grant to a fresh hash, a release) run inline;
-		// the helpers for the others are made only when one is taken
-		// (lp_fns: each function defined is a closure made at every run).
-		// Valkey's clock is read only on the paths that write a time.
-		b.WriteString(`local function lp_fns() ` + fnParse + fnPut + fnSettle + `return parse, put, settle end
-local g = 3 + nfa
-if not __lockproxy then
-local owner, n, before = A[g], (nk - nfk) / 3, {}
-for i = 1, n do
+		// The locks' values before the body runs, for the records' code
+		// after it (wrapAfter).
+		b.WriteString(`if not __lockproxy then
+local before = {}
+for i = 1, (nk - nfk) / 3 do
 local v = redis.pcall('GET', K[nfk + 3 * i - 2])
 if type(v) == 'table' then v = '' end
 before[i] = v
 end
-__lockproxy_after = function()
+__lockproxy_K, __lockproxy_A, __lockproxy_before = K, A, before
+end
+`)
+	}
+	b.WriteString(`end
+if __lockproxy then return __lockproxy end
+local function __lockproxy_body(...) `)
+	return oneLine(b.String())
+}
+
+// The two endings: a tail call when nothing is left to do after the body
+// (its errors and error levels exactly the script's own), or the locks'
+// records after it (wrapAfter).
+const (
+	wrapTail  = "\nend return __lockproxy_body(...)"
+	wrapLocks = "\nend local __lockproxy_r = __lockproxy_body(...) "
+)
+
+// wrapAfter is the code that keeps the records of the locks a script may
+// change true, run after its body returns, inline at the top of the chunk
+// (a closure made for it at every run, with its upvalues, cost Valkey as
+// much as two of its calls).
+func wrapAfter(sh WrapShape) string {
+	var b strings.Builder
+	b.WriteString("do\n")
+	fmt.Fprintf(&b, "local nfk, nfa, nk = %d, %d, %d\n", sh.FenceKeys, sh.FenceArgs, sh.keys())
+	b.WriteString(`local K, A, before = __lockproxy_K, __lockproxy_A, __lockproxy_before
+local g = 3 + nfa
+local owner, n = A[g], (nk - nfk) / 3
+`)
+	// The caller's record moves only when it held the lock before the
+	// body ran (its record's value and grant current): released, the
+	// record goes (and the hash is settled only when it may have no
+	// expiry, as in Release); re-set or its lease moved, it follows.
+	// The body, or the HDEL of the caller's record, may have deleted a
+	// key the wrapper reads after: those reads are pcalls, any refusal
+	// but WRONGTYPE meaning absent (see absent in scripts.go).
+	// The common paths (a grant to a fresh hash, a release) run inline;
+	// the helpers for the others are made only when one is taken
+	// (lp_fns: each function defined is a closure made at every run).
+	// Valkey's clock is read only on the paths that write a time, and
+	// from the lock's own expiry where it has one: inside a script
+	// Valkey's time stands still, so PEXPIRETIME less PTTL is the
+	// script's "now" to the millisecond, for two integer replies
+	// where TIME's reply and its arithmetic cost three times that.
+	b.WriteString(`local function lp_fns() ` + fnParse + fnPut + fnSettle + `return parse, put, settle end
 redis.set_repl(redis.REPL_ALL)
 for i = 1, n do
 local k = nfk + 3 * i - 2
@@ -112,10 +172,11 @@ local was = before[i]
 if not was then
 if now then
 local gr = redis.call('INCR', ck)
+local e, ms = redis.call('PEXPIRETIME', key)
+if e > 0 then ms = e - redis.call('PTTL', key) else
 local t = redis.call('TIME')
-local ms = t[1] * 1000 + math.floor(t[2] / 1000)
-local e = redis.call('PTTL', key)
-if e > 0 then e = ms + e else e = 0 end
+e, ms = 0, t[1] * 1000 + math.floor(t[2] / 1000)
+end
 local fresh = redis.call('EXISTS', rk) == 0
 redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
 if not fresh then
@@ -138,11 +199,13 @@ local t = redis.call('TIME')
 settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), tonumber(A[g + 1]), '')
 end
 else
-local t = redis.call('TIME')
-local ms = t[1] * 1000 + math.floor(t[2] / 1000)
-local e = redis.call('PTTL', key)
-if e > 0 then e = ms + e else e = 0 end
+local e, ms = redis.call('PEXPIRETIME', key)
+if e < 0 then e = 0 end
 if now ~= rv or e ~= tonumber(re) then
+if e > 0 then ms = e - redis.call('PTTL', key) else
+local t = redis.call('TIME')
+ms = t[1] * 1000 + math.floor(t[2] / 1000)
+end
 local parse, put, settle = lp_fns()
 local rec = parse(r)
 rec.v, rec.e = now, e
@@ -154,37 +217,46 @@ end
 end
 end
 end
-end
-`)
-	}
-	b.WriteString(`end
-if __lockproxy then return __lockproxy end
-local function __lockproxy_body(...) `)
+return __lockproxy_r`)
 	return oneLine(b.String())
 }
-
-// The two endings: a tail call when nothing is left to do after the body
-// (its errors and error levels exactly the script's own), or the locks'
-// records after it.
-const (
-	wrapTail  = "\nend return __lockproxy_body(...)"
-	wrapLocks = "\nend local __lockproxy_r = __lockproxy_body(...) __lockproxy_after() return __lockproxy_r"
-)
 
 // oneLine joins a comment-free Lua text into one line.
 func oneLine(lua string) string {
 	return strings.Join(strings.Fields(lua), " ") + " "
 }
 
+// maxUnrolled bounds the keys and arguments a prologue reads one by one;
+// a wrapper for more reads them in loops.
+const maxUnrolled = 24
+
+// WrapShape is what a wrapper is made for: the fence's keys and arguments
+// (none: no fence check), and the locks whose records it keeps.
+type WrapShape struct {
+	FenceKeys, FenceArgs, Locks int
+}
+
+func (sh WrapShape) fence() bool { return sh.FenceArgs > 0 }
+
+// keys and args count lockproxy's keys and arguments after the client's.
+func (sh WrapShape) keys() int { return sh.FenceKeys + 3*sh.Locks }
+
+func (sh WrapShape) args() int {
+	if sh.Locks > 0 {
+		return sh.FenceArgs + 2 // the owner, keep_lapsed
+	}
+	return sh.FenceArgs
+}
+
 // WrapBody is the wrapper of a client's script body, with the fence check
 // and, after the body, the records of the locks it may change. Exported
 // for the offline checks (luaeval's tests run wrappers against Valkey).
-func WrapBody(body string, fence, locks bool) string {
+func WrapBody(body string, sh WrapShape) string {
 	end := wrapTail
-	if locks {
-		end = wrapLocks
+	if sh.Locks > 0 {
+		end = wrapLocks + wrapAfter(sh)
 	}
-	pro := wrapPrologue(fence, locks)
+	pro := wrapPrologue(sh)
 	var b strings.Builder
 	b.Grow(len(pro) + len(body) + len(end) + 1)
 	if strings.HasPrefix(body, "#!") {
@@ -210,14 +282,14 @@ var wrappers = struct {
 }{byClient: map[wrapID]*Script{}, bySHA: map[string]*Script{}}
 
 type wrapID struct {
-	sha          string
-	fence, locks bool
+	sha   string
+	shape WrapShape
 }
 
 // wrapped returns the wrapper of a client's script, made once per script
-// and form.
-func wrapped(body scriptBody, clientSHA string, fence, locks bool) *Script {
-	id := wrapID{clientSHA, fence, locks}
+// and shape.
+func wrapped(body scriptBody, clientSHA string, sh WrapShape) *Script {
+	id := wrapID{clientSHA, sh}
 	wrappers.RLock()
 	w := wrappers.byClient[id]
 	wrappers.RUnlock()
@@ -233,7 +305,7 @@ func wrapped(body scriptBody, clientSHA string, fence, locks bool) *Script {
 		wrappers.byClient = map[wrapID]*Script{}
 		wrappers.bySHA = map[string]*Script{}
 	}
-	w = newScript("wrapper of "+clientSHA, WrapBody(body.String(), fence, locks))
+	w = newScript("wrapper of "+clientSHA, WrapBody(body.String(), sh))
 	w.Client = clientSHA
 	wrappers.byClient[id] = w
 	wrappers.bySHA[w.SHA] = w
@@ -270,22 +342,19 @@ func (sc *Script) Unwrap(reply []byte) []byte {
 // of acq (nil: none). KEYS and ARGV are the client's, then lockproxy's
 // (see wrapPrologue).
 func wrapPlan(body scriptBody, clientSHA string, keys, argv [][]byte, fc *fenceCheck, acq *acquisitions, effects []Effect) Plan {
-	w := wrapped(body, clientSHA, fc != nil, acq != nil)
 	var fkeys, fargs [][]byte
 	if fc != nil {
 		fkeys, fargs, effects = fc.keys, fc.args, append(fc.effects, effects...)
 	}
-	skeys := make([][]byte, 0, len(keys)+len(fkeys)+3*len(acq.locks()))
+	w := wrapped(body, clientSHA, WrapShape{FenceKeys: len(fkeys), FenceArgs: len(fargs), Locks: len(acq.locks()) / 3})
+	skeys := make([][]byte, 0, len(keys)+len(fkeys)+len(acq.locks()))
 	skeys = append(append(skeys, keys...), fkeys...)
-	sargs := make([][]byte, 0, len(argv)+len(fargs)+7)
-	sargs = append(append(sargs, argv...), itoa(int64(len(fkeys))), itoa(int64(len(fargs))))
-	sargs = append(sargs, fargs...)
+	sargs := make([][]byte, 0, len(argv)+len(fargs)+2)
+	sargs = append(append(sargs, argv...), fargs...)
 	if acq != nil {
 		skeys = append(skeys, acq.keys...)
-		sargs = append(sargs, acq.owner, acq.keep, itoa(int64(len(acq.keys)/3)))
+		sargs = append(sargs, acq.owner, acq.keep)
 	}
-	nk, na := len(skeys)-len(keys), len(sargs)-len(argv)+2
-	sargs = append(sargs, itoa(int64(nk)), itoa(int64(na)))
 	return Plan{Kind: Run, Script: w, Keys: skeys, Args: sargs, Shape: ScriptReply, Effects: effects}
 }
 
