@@ -342,6 +342,48 @@ func TestScriptsFunctionLibrary(t *testing.T) {
 	eq(t, c.FCall(ctx, "sneaky", []string{"f:lock"}, "theirs").Val(), int64(1))
 }
 
+// A function that may take a lock of a rule with a fence is refused: a
+// lock taken inside a library function gets no grant (lockproxy wraps only
+// bodies it is sent), so the previous holder's token would stay current
+// and its stale writes would pass the fence. A guarded function that does
+// not create the lock passes; under scripts: observe the acquisition
+// passes and is recorded; under a rule without a fence it passes
+// (TestScriptsFunctionLibrary).
+func TestScriptsFunctionAcquireFenced(t *testing.T) {
+	e := rulesEnv(t, `locks:
+  - pattern: "{*}:mutex"
+    fence:
+      counter: "{base}:fence"
+      guards: ["{base}:data"]
+  - pattern: "{*}:omutex"
+    scripts: observe
+    fence:
+      counter: "{base}:fence"
+      guards: ["{base}:data"]
+`)
+	c := e.client()
+	d := e.direct()
+	eq(t, c.FunctionLoad(ctx, luaFile(t, "locklib.lua")).Val(), "locklib")
+	errPrefix(t, c.FCall(ctx, "lock_acquire", []string{"{o1}:mutex"}, "tok", 30000).Err(),
+		`LOCKED lockproxy refused FCALL of function "lock_acquire" (library "locklib"): it may take the lock "{o1}:mutex" of rule 1 "{*}:mutex"`,
+		"SET NX", "send the function's body with EVAL")
+	eq(t, d.Exists(ctx, "{o1}:mutex", "{o1}:fence").Val(), int64(0))
+	// A guarded release by function changes no grant: forwarded.
+	eq(t, c.FCall(ctx, "lock_release", []string{"{o1}:mutex"}, "tok").Val(), int64(0))
+
+	eq(t, c.FCall(ctx, "lock_acquire", []string{"{o2}:omutex"}, "tok", 30000).Val(), "OK")
+	eq(t, d.Get(ctx, "{o2}:omutex").Val(), "tok")
+	var observed int
+	for _, ev := range e.p.Events(10) {
+		if ev.Key == "{o2}:omutex" && ev.Command == "FCALL" && strings.Contains(ev.Detail, "without a grant") {
+			observed++
+		}
+	}
+	if observed != 1 {
+		t.Errorf("observed acquisitions recorded %d times, want once: %+v", observed, e.p.Events(10))
+	}
+}
+
 // EchoMQ's fence lives in its queue scripts: claim bumps the job's
 // attempts, complete refuses a stale count with EMQSTALE. Their keys are
 // no lock keys, so lockproxy forwards them untouched and the error reaches

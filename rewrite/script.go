@@ -357,7 +357,13 @@ func (d *Decider) judgeScript(cmd string, body scriptBody, rep *scriptcheck.Repo
 		return Plan{Kind: Refuse, Err: reason, Effects: []Effect{e}}
 	}
 	var acq *acquisitions
-	if !nobody {
+	if nobody {
+		p, refused := d.functionAcquires(cmd, rep, keys, s)
+		if refused {
+			return p
+		}
+		effects = append(effects, p.Effects...)
+	} else {
 		acq = d.scriptAcquisitions(rep, keys, s)
 	}
 	if fc != nil || acq != nil {
@@ -388,6 +394,37 @@ func (d *Decider) scriptAcquisitions(rep *scriptcheck.Report, keys [][]byte, s S
 		acq.keys = d.lockKeys(acq.keys, r, k)
 	}
 	return acq
+}
+
+// functionAcquires: an FCALL of a function that may take a lock (guarded
+// or acquire, creating the key) of a rule with a fence section. lockproxy
+// mints a grant and writes the owner record only around a body it can
+// wrap (EVAL, EVALSHA): a lock a function took would have no grant, so
+// the previous holder's token would stay current and that holder's stale
+// writes would pass the fence. Refused, unless the rule says scripts:
+// observe (then forwarded and recorded). Under a rule without a fence the
+// function is forwarded: its lock is held without an owner record, like
+// one taken before lockproxy was in place.
+func (d *Decider) functionAcquires(cmd string, rep *scriptcheck.Report, keys [][]byte, s Session) (Plan, bool) {
+	var effects []Effect
+	for i, k := range keys {
+		r := d.Rules.Match(k)
+		if r == nil || r.Fencing == nil || !rep.Creates(i+1) {
+			continue
+		}
+		if v, _ := rep.Key(i + 1); v != scriptcheck.Guarded && v != scriptcheck.Acquire {
+			continue // blind or unknown: judged above
+		}
+		e := Effect{Command: cmd, Key: clone(k), Rule: r, Owner: s.Owner(r)}
+		if r.Scripts == policy.ScriptsObserve {
+			e.Kind, e.Reason = Observed, "function may take the lock without a grant (scripts: observe)"
+			effects = append(effects, e)
+			continue
+		}
+		e.Kind, e.Reason = Refused, errFunctionAcquires(cmd, rep, k, r)
+		return Plan{Kind: Refuse, Err: e.Reason, Effects: []Effect{e}}, true
+	}
+	return Plan{Effects: effects}, false
 }
 
 // scriptRefuses reports whether a rule refuses a blind or unknown script:

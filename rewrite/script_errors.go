@@ -96,6 +96,13 @@ func errFencedFunction(cmd string, rep *scriptcheck.Report, key []byte, r *polic
 		cmd, reportName(rep), quoteKey(key), ruleName(r))
 }
 
+// errFunctionAcquires: an FCALL of a function that may take a lock whose
+// rule has a fence (see functionAcquires).
+func errFunctionAcquires(cmd string, rep *scriptcheck.Report, key []byte, r *policy.Rule) string {
+	return fmt.Sprintf("LOCKED lockproxy refused %s of %s: it may take the lock %s of %s, and lockproxy mints a lock's grant (its fencing token) only when the lock is taken by a command (SET NX) or by a script sent with EVAL or EVALSHA, which it runs with the grant in the same step; without one the previous holder's token would stay current. Take the lock with SET NX or send the function's body with EVAL (or set scripts: observe on the rule to let it through without a grant)",
+		cmd, reportName(rep), quoteKey(key), ruleName(r))
+}
+
 // errFencedBlocking: a blocking command that writes a guarded key (the
 // fence check cannot wait).
 func errFencedBlocking(cmd string, key []byte) string {
