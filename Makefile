@@ -19,9 +19,12 @@ deps:
 run: deps
 	scripts/run.sh $(CONFIG)
 
-# Unit and end-to-end tests against a real valkey-server, with the race detector.
+# Unit and end-to-end tests against a real valkey-server, with the race
+# detector; then every Go benchmark once, as its set-up checks that it still
+# measures what it says (timings are make bench's, not the tests').
 test: deps lint
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 
 # The operations kit in deploy/: promtool check/test rules, systemd-analyze
 # verify, lockproxy check-config over deploy/examples/*.yaml.

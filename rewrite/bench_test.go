@@ -6,6 +6,7 @@ import (
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/scriptcheck"
 )
 
 // plainConfig is the common deployment: one rule, no fencing.
@@ -77,9 +78,13 @@ func BenchmarkDecide(b *testing.B) {
 		{"DEL-lock", plainConfig, []string{"DEL", "resource:lock"}, rewrite.Run},
 		{"GET-nonlock-fencing-rules", testConfig, []string{"GET", "user:42:name"}, rewrite.Forward},
 		{"SET-guarded-fenced", testConfig, []string{"SET", "{r}:data", "v"}, rewrite.Run},
+		// A library's obtain script, learned, run in its wrapper.
+		{"EVALSHA-acquire-wrapped", plainConfig, []string{"EVALSHA", scriptcheck.SHA1(acquireScript), "1", "resource:lock", "abc", "30000"}, rewrite.Run},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := testDecider(b, c.config, policy.FlushAllow)
+			d.Scripts = scriptcheck.NewCache(0)
+			d.Scripts.Learn([]byte(acquireScript))
 			args := bs(c.args...)
 			scratch := make([]keyspec.Key, 0, 8)
 			if p := d.Decide(args, alice, scratch); p.Kind != c.kind {
