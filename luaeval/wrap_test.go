@@ -55,8 +55,33 @@ func TestDifferentialWrappers(t *testing.T) {
 		out = append(append(out, own...), args...)
 		return append(out, "conn:A", "600000")
 	}
+	// both runs body wrapped with the fence check and the locks' records:
+	// KEYS[1] the lock {c}:lock (its counter is the fence's), KEYS[2] the
+	// key it guards.
+	both := func(body, mode, unfenced string, args ...string) []string {
+		w := rewrite.WrapBody(body, rewrite.WrapShape{FenceKeys: 3, FenceArgs: 6, Locks: 1})
+		out := []string{"EVAL", w, "8", "{c}:lock", "{c}:data", "{c}:fence", "{c}:lock:lockproxy:owners", "{c}:fence:high", "{c}:lock", "{c}:fence", "{c}:lock:lockproxy:owners"}
+		out = append(out, args...)
+		return append(out, "conn:A", "1", "1", mode, unfenced, "{c}:data", "conn:A", "600000")
+	}
+	const takeAndWrite = "redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', 10000)\nredis.call('SET', KEYS[2], ARGV[1])\nreturn {#KEYS, #ARGV, KEYS[2], ARGV[1]}"
 	const obtainAll = "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', 10000) end\nreturn #KEYS .. ' ' .. #ARGV .. ' ' .. tostring(KEYS[#KEYS]) .. ' ' .. tostring(ARGV[#ARGV])"
 	steps := []step{
+		// No grant yet: refused under unfenced_writes: reject, let through
+		// under allow, when the body takes the lock and gets grant 1.
+		do(both(takeAndWrite, "current", "reject", "a")...),
+		do("EXISTS", "{c}:lock", "{c}:data"),
+		do(both(takeAndWrite, "current", "allow", "a")...),
+		do("GET", "{c}:fence"),
+		do("HLEN", "{c}:lock:lockproxy:owners"),
+		// Now the holder: its token is current, the write passes.
+		do(both(takeAndWrite, "current", "reject", "b")...),
+		do("GET", "{c}:data"),
+		do("GET", "{c}:fence"),
+		// A newer grant elsewhere: STALE, nothing written.
+		do("INCR", "{c}:fence"),
+		do(both(takeAndWrite, "current", "reject", "c")...),
+		do("GET", "{c}:data"),
 		do(many(obtainAll, 2, "t")...),
 		do(many(obtainAll, 9, "t")...),
 		do("GET", "{m1}:lock:lockproxy:grants"),
