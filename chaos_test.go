@@ -28,6 +28,8 @@ type chaosTotals struct {
 	ValkeyRestarts   int    `json:"valkey_restarts"`
 	Failovers        int    `json:"cluster_failovers"`
 	PrimaryStops     int    `json:"primary_sigstops"`
+	WritesRefused    int    `json:"writes_refused"`
+	Scripts          bool   `json:"scripts"`
 }
 
 func (c chaosTotals) violations() int {
@@ -75,6 +77,31 @@ func TestChaosTwoInstancesShort(t *testing.T) {
 		t.Errorf("no violation against plain Valkey: the checker cannot tell: %+v", plain)
 	}
 	if px.Grants < 20 || px.Writes == 0 || px.Stops == 0 || px.ProxyKills == 0 || px.ValkeyRestarts == 0 {
+		t.Errorf("the proxy run did not exercise every fault: %+v", px)
+	}
+	if err != nil && px.violations() == 0 && plain.violations() > 0 {
+		t.Errorf("chaos exited with %v although the totals pass", err)
+	}
+}
+
+// The same with a lock library's own scripts (issue 18): workers take
+// locks with bsm/redislock's obtain script, write the resource with a
+// script and release with redislock's release script. Through lockproxy
+// the obtain mints the grant, the scripted writes are fenced (some are
+// refused as stale) and nothing is violated; against plain Valkey the
+// release is safe, but stale writes are accepted.
+func TestChaosScriptsShort(t *testing.T) {
+	px, plain, err := runChaos(t, "-scripts", "-restart-every", "1500ms")
+	if !px.Scripts {
+		t.Fatalf("the run did not use scripts: %+v", px)
+	}
+	if px.violations() != 0 {
+		t.Errorf("violations through lockproxy: %+v", px)
+	}
+	if plain.StaleAccepted == 0 {
+		t.Errorf("no stale write accepted by plain Valkey: the checker cannot tell: %+v", plain)
+	}
+	if px.Grants < 20 || px.Writes == 0 || px.WritesRefused == 0 || px.Stops == 0 || px.Stalls == 0 || px.ProxyRestarts == 0 || px.ValkeyRestarts == 0 {
 		t.Errorf("the proxy run did not exercise every fault: %+v", px)
 	}
 	if err != nil && px.violations() == 0 && plain.violations() > 0 {

@@ -79,6 +79,7 @@ type Totals struct {
 	HolderRefused  int  `json:"holders_refused"`
 	PortableOwners bool `json:"portable_owners"`
 	Instances      int  `json:"instances"`
+	Scripts        bool `json:"scripts"` // -scripts: the lock library's scripts
 
 	Grants          int `json:"grants"`
 	Contended       int `json:"acquire_attempts_refused"`

@@ -6,7 +6,7 @@
 // The same run against plain Valkey (no proxy) must find violations, which
 // shows the checker can fail.
 //
-//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-mode both|proxy|plain] [-json]
+//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-scripts] [-mode both|proxy|plain] [-json]
 //
 // # The run
 //
@@ -34,6 +34,16 @@
 // again on the same port and files. Both modes get the same schedule and
 // the same worker randomness (one seed). The whole run is bounded by
 // -duration and -max-grants.
+//
+// # Scripts (-scripts)
+//
+// The workers take, write and release as a lock library that works in Lua
+// does: bsm/redislock's obtain script instead of SET NX PX, a script that
+// RPUSHes the entry instead of RPUSH, redislock's token-checked release
+// script instead of the blind DEL. Through the proxy each runs in its
+// wrapper: the obtain mints the grant LOCKPROXY FENCE then reports, the
+// write is checked against the fence, the release drops the owner record.
+// Without the proxy the release is safe already; the writes are not.
 //
 // # Several instances (-instances 2 or more)
 //
@@ -157,6 +167,7 @@ type options struct {
 	json         bool
 	keep         bool
 	cluster      bool
+	scripts      bool
 }
 
 func main() {
@@ -184,6 +195,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.keep, "keep", false, "keep the run directory (histories, Valkey files)")
 	fs.BoolVar(&o.cluster, "cluster", false, "a local Valkey Cluster (3 primaries, 3 replicas) instead of one Valkey: "+
 		"the Valkey restarts become CLUSTER FAILOVERs and brief SIGSTOPs of a primary; the plain run uses a cluster-aware client")
+	fs.BoolVar(&o.scripts, "scripts", false, "workers take, write and release with a lock library's own scripts (bsm/redislock's obtain and release, "+
+		"a scripted RPUSH) instead of SET NX, RPUSH and a blind DEL: through the proxy each runs in its wrapper")
 	// Worker mode (the driver re-executes this binary).
 	var wc workerConfig
 	var worker bool
@@ -195,6 +208,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&wc.name, "name", "", "internal")
 	fs.BoolVar(&wc.proxied, "proxied", false, "internal")
 	fs.BoolVar(&wc.cluster, "cluster-client", false, "internal")
+	fs.BoolVar(&wc.scripts, "worker-scripts", false, "internal")
 	fs.Int64Var(&untilNS, "until", 0, "internal")
 	fs.StringVar(&wc.out, "out", "", "internal")
 	// Proxy mode: one lockproxy instance of a several-instance run.
@@ -478,6 +492,9 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 		if o.instances > 1 {
 			args = append(args, "-name", "chaos-w"+strconv.Itoa(i))
 		}
+		if o.scripts {
+			args = append(args, "-worker-scripts")
+		}
 		cmd := exec.Command(self, args...)
 		cmd.Stderr = logw
 		if err := cmd.Start(); err != nil {
@@ -616,6 +633,7 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 	ct := Check(mode, ops, resource)
 	ct.Stops, ct.ProxyRestarts, ct.ProxyKills, ct.ValkeyRestarts = t.Stops, t.ProxyRestarts, t.ProxyKills, t.ValkeyRestarts
 	ct.Cluster, ct.Failovers, ct.PrimaryStops = o.cluster, t.Failovers, t.PrimaryStops
+	ct.Scripts = o.scripts
 	ct.Instances = o.instances
 	ct.setPortable(o.instances > 1)
 	return ct, nil
@@ -680,9 +698,13 @@ func printTable(w io.Writer, all []Totals) {
 	row("acquire attempts that found the lock taken", func(t Totals) int { return t.Contended })
 	row("writes accepted by the resource", func(t Totals) int { return t.Writes })
 	row("writes refused (STALE, UNFENCED)", func(t Totals) int { return t.WritesRefused })
-	row("blind DELs that deleted a lock", func(t Totals) int { return t.Releases })
-	row("blind DELs that deleted nothing", func(t Totals) int { return t.ReleasesNoop })
-	row("blind DELs refused (NOTOWNER)", func(t Totals) int { return t.ReleasesRefused })
+	release := "blind DELs"
+	if len(all) > 0 && all[0].Scripts {
+		release = "release scripts"
+	}
+	row(release+" that deleted a lock", func(t Totals) int { return t.Releases })
+	row(release+" that deleted nothing", func(t Totals) int { return t.ReleasesNoop })
+	row(release+" refused (NOTOWNER)", func(t Totals) int { return t.ReleasesRefused })
 	row("holders overlapping in wall time", func(t Totals) int { return t.WallOverlaps })
 	row("stalls past the lease (sleep)", func(t Totals) int { return t.Stalls })
 	row("workers stopped (SIGSTOP)", func(t Totals) int { return t.Stops })

@@ -30,7 +30,20 @@ type workerConfig struct {
 	maxGrant int
 	out      string
 	seed     uint64
+	scripts  bool // a lock library's scripts (see scriptOps) instead of plain commands
 }
+
+// The scripts a worker sends with -scripts: bsm/redislock's obtain (with
+// offset 0) and release, and a write of one entry to the resource.
+const (
+	obtainLua = `if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[3]) then return redis.status_reply("OK") end
+
+local offset = tonumber(ARGV[2])
+if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset) then return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[3]) end
+`
+	releaseLua = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+	writeLua   = `return redis.call("rpush", KEYS[1], ARGV[1])`
+)
 
 // replyWait is how long a worker waits for one reply before it calls it
 // lost. It is far above the proxy's reply timeout and the longest SIGSTOP,
@@ -170,7 +183,11 @@ func runWorker(cfg workerConfig) error {
 		// Acquire, retrying while the lock is taken.
 		var got bool
 		for time.Now().Before(cfg.until) {
-			reply, s, r := do("SET", key, val, "NX", "PX", strconv.FormatInt(leaseMS, 10))
+			acquire := []string{"SET", key, val, "NX", "PX", strconv.FormatInt(leaseMS, 10)}
+			if cfg.scripts {
+				acquire = []string{"EVAL", obtainLua, "1", key, val, "0", strconv.FormatInt(leaseMS, 10)}
+			}
+			reply, s, r := do(acquire...)
 			rec(Op{G: g, Kind: kindAcquire, Lock: lock, Arg: val, Reply: reply, S: s, R: r, Lease: leaseMS})
 			if reply == "+OK\r\n" {
 				got = true
@@ -214,7 +231,11 @@ func runWorker(cfg workerConfig) error {
 					rec(Op{G: g, Kind: kindStall, Lock: lock, S: s, R: time.Now().UnixNano()})
 				}
 				entry := formatEntry(tok, cfg.id, g, op, time.Now().UnixNano())
-				cmd(g, kindWrite, lock, entry, "", "RPUSH", "{"+lock+"}:items", entry)
+				if cfg.scripts {
+					cmd(g, kindWrite, lock, entry, "", "EVAL", writeLua, "1", "{"+lock+"}:items", entry)
+				} else {
+					cmd(g, kindWrite, lock, entry, "", "RPUSH", "{"+lock+"}:items", entry)
+				}
 				if op != "exit" {
 					sleep(2*time.Millisecond, 15*time.Millisecond)
 				}
@@ -228,8 +249,13 @@ func runWorker(cfg workerConfig) error {
 		if set := cmd(g, kindSet, "", p, "", "SET", pk, p); set.Reply == "+OK\r\n" {
 			cmd(g, kindGet, "", pk, "$"+strconv.Itoa(len(p))+"\r\n"+p+"\r\n", "GET", pk)
 		}
-		// The release: a blind DEL, as the seed's client A does.
-		cmd(g, kindRelease, lock, val, "", "DEL", key)
+		// The release: a blind DEL, as the seed's client A does (or the
+		// library's token-checked script).
+		if cfg.scripts {
+			cmd(g, kindRelease, lock, val, "", "EVAL", releaseLua, "1", key, val)
+		} else {
+			cmd(g, kindRelease, lock, val, "", "DEL", key)
+		}
 		if err := w.Flush(); err != nil {
 			return err
 		}
@@ -266,8 +292,12 @@ func (cc *clusterClient) conn(addr string) *conn {
 func (cc *clusterClient) do(args ...string) (reply string, s, r int64) {
 	addr, slot := cc.seed, uint16(0)
 	keyed := len(args) > 1 && !strings.EqualFold(args[0], "ECHO")
+	key := 1
+	if strings.EqualFold(args[0], "EVAL") {
+		key, keyed = 3, len(args) > 3
+	}
 	if keyed {
-		slot = cluster.Slot([]byte(args[1]))
+		slot = cluster.Slot([]byte(args[key]))
 		if a, ok := cc.slots[slot]; ok {
 			addr = a
 		}
