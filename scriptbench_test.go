@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/internal/libscripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -13,9 +14,7 @@ import (
 // scripts sent directly. Compare the direct and proxy ns/op of each pair
 // (make bench has the same rows from cmd/lockbench, as ratios).
 func BenchmarkScriptAcquire(b *testing.B) {
-	const obtain = `if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return redis.status_reply("OK") end
-return false`
-	const release = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+	obtain, release := redis.NewScript(libscripts.RedislockObtain), redis.NewScript(libscripts.RedislockRelease)
 	// The env's helpers take a *testing.T: its cleanups never run here,
 	// so the server and proxy are stopped by hand.
 	e := rulesEnv(&testing.T{}, "locks:\n  - pattern: \"*:lock\"\n")
@@ -23,10 +22,10 @@ return false`
 	defer e.stopProxy()
 	benchScripts(b, e, func(c *redis.Client, w int64, i int) error {
 		k, tok := fmt.Sprintf("bench:%d:lock", w), fmt.Sprint(i)
-		if err := redis.NewScript(obtain).Run(ctx, c, []string{k}, tok, 10000).Err(); err != nil {
+		if err := obtain.Run(ctx, c, []string{k}, tok, 0, 10000).Err(); err != nil {
 			return err
 		}
-		return redis.NewScript(release).Run(ctx, c, []string{k}, tok).Err()
+		return release.Run(ctx, c, []string{k}, tok).Err()
 	}, nil)
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/internal/libscripts"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -36,12 +37,8 @@ type workerConfig struct {
 // The scripts a worker sends with -scripts: bsm/redislock's obtain (with
 // offset 0) and release, and a write of one entry to the resource.
 const (
-	obtainLua = `if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[3]) then return redis.status_reply("OK") end
-
-local offset = tonumber(ARGV[2])
-if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset) then return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[3]) end
-`
-	releaseLua = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+	obtainLua  = libscripts.RedislockObtain
+	releaseLua = libscripts.RedislockRelease
 	writeLua   = `return redis.call("rpush", KEYS[1], ARGV[1])`
 )
 

@@ -45,6 +45,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/libscripts"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/redis/go-redis/v9"
 )
@@ -161,12 +162,8 @@ func main() {
 // The scripts of a client library that takes its locks in Lua
 // (bsm/redislock's obtain and release), and a holder's scripted write.
 const (
-	obtainLua = `if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[3]) then return redis.status_reply("OK") end
-
-local offset = tonumber(ARGV[2])
-if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset) then return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[3]) end
-`
-	releaseLua = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+	obtainLua  = libscripts.RedislockObtain
+	releaseLua = libscripts.RedislockRelease
 	writeLua   = `return redis.call('SET', KEYS[1], ARGV[1])`
 )
 
