@@ -60,11 +60,10 @@ import (
 // much as a GET in the script; the loops the counts would need cost more).
 // Its arguments: the fence's (see Fenced, without the protocol), then, for
 // the locks, the owner and keep_lapsed; its keys: the fence's, then (lock,
-// counter, records) per lock. Inside, A holds the number of fence keys and
-// of fence arguments (as constants), then those arguments: the layout
-// fence and the locks' code read. The marks are recorded before the body
-// runs: a mark recorded for a write that then fails is one no lower token
-// could pass anyway, as a successor holds it.
+// counter, records) per lock. Inside, K and A hold them in that order.
+// The marks are recorded before the body runs: a mark recorded for a
+// write that then fails is one no lower token could pass anyway, as a
+// successor holds it.
 //
 // Each wrapper carries only the parts it uses (a function defined is a
 // closure made at every run): the fence, the locks, or both.
@@ -73,7 +72,7 @@ func wrapPrologue(sh WrapShape) string {
 	nk, na := sh.keys(), sh.args()
 	var b strings.Builder
 	b.WriteString("local __lockproxy, __lockproxy_K, __lockproxy_A, __lockproxy_before\ndo\n")
-	fmt.Fprintf(&b, "local nfk, nfa, nk = %d, %d, %d\n", sh.FenceKeys, sh.FenceArgs, nk)
+	fmt.Fprintf(&b, "local nfk, nk, nl = %d, %d, %d\n", sh.FenceKeys, nk, sh.Locks)
 	fmt.Fprintf(&b, "local k0, a0 = #KEYS - nk, #ARGV - %d\n", na)
 	if nk+na <= maxUnrolled {
 		// Table constructors: each table is made at its size, once.
@@ -81,7 +80,7 @@ func wrapPrologue(sh WrapShape) string {
 		for i := 1; i <= nk; i++ {
 			fmt.Fprintf(&b, "KEYS[k0 + %d], ", i)
 		}
-		b.WriteString("}\nlocal A = {nfk, nfa, ")
+		b.WriteString("}\nlocal A = {")
 		for i := 1; i <= na; i++ {
 			fmt.Fprintf(&b, "ARGV[a0 + %d], ", i)
 		}
@@ -94,15 +93,15 @@ func wrapPrologue(sh WrapShape) string {
 		}
 		b.WriteString("\n")
 	} else {
-		b.WriteString(`local K, A = {}, {nfk, nfa}
+		b.WriteString(`local K, A = {}, {}
 for i = 1, nk do K[i] = KEYS[k0 + i] end
-for i = 1, #ARGV - a0 do A[2 + i] = ARGV[a0 + i] end
+for i = 1, #ARGV - a0 do A[i] = ARGV[a0 + i] end
 for i = #KEYS, k0 + 1, -1 do KEYS[i] = nil end
 for i = #ARGV, a0 + 1, -1 do ARGV[i] = nil end
 `)
 	}
 	if fence {
-		b.WriteString(fnFence + fnMark + `local e, _, marks = fence(K, A, 1, 5, A[3], tonumber(A[4]))
+		b.WriteString(fnFence + fnMark + `local e, _, marks = fence(K, A, 1, 3, A[1], tonumber(A[2]))
 if e then __lockproxy = e else mark(marks) end
 `)
 	}
@@ -111,7 +110,7 @@ if e then __lockproxy = e else mark(marks) end
 		// after it (wrapAfter).
 		b.WriteString(`if not __lockproxy then
 local before = {}
-for i = 1, (nk - nfk) / 3 do
+for i = 1, nl do
 local v = redis.pcall('GET', K[nfk + 3 * i - 2])
 if type(v) == 'table' then v = '' end
 before[i] = v
@@ -141,10 +140,10 @@ const (
 func wrapAfter(sh WrapShape) string {
 	var b strings.Builder
 	b.WriteString("do\n")
-	fmt.Fprintf(&b, "local nfk, nfa, nk = %d, %d, %d\n", sh.FenceKeys, sh.FenceArgs, sh.keys())
+	// g: where the owner is in A, after the fence's arguments.
+	fmt.Fprintf(&b, "local nfk, g, n = %d, %d, %d\n", sh.FenceKeys, sh.FenceArgs+1, sh.Locks)
 	b.WriteString(`local K, A, before = __lockproxy_K, __lockproxy_A, __lockproxy_before
-local g = 3 + nfa
-local owner, n = A[g], (nk - nfk) / 3
+local owner = A[g]
 `)
 	// The caller's record moves only when it held the lock before the
 	// body ran (its record's value and grant current): released, the

@@ -31,7 +31,7 @@ type workerConfig struct {
 	maxGrant int
 	out      string
 	seed     uint64
-	scripts  bool // a lock library's scripts (see scriptOps) instead of plain commands
+	scripts  bool // a lock library's scripts (obtainLua, writeLua, releaseLua) instead of plain commands
 }
 
 // The scripts a worker sends with -scripts: bsm/redislock's obtain (with
