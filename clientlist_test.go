@@ -2,6 +2,7 @@ package lockproxy_test
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,6 +62,31 @@ func TestClientListSubscriptionCounts(t *testing.T) {
 			eq(t, counts(), "N 0 0 0")
 			// No subscription left: out of the RESP2 subscribe context.
 			eq(t, sub.do("GET", "nothing"), "$-1\r\n")
+		}
+	})
+}
+
+// A change the proxy answers itself (CLIENT SETNAME here; an SUNSUBSCRIBE
+// of a followed shard channel is another) shows in CLIENT LIST once its
+// reply has come, as in Valkey: the state is published before the reply
+// leaves. With a goroutine per client the reply used to leave first, and
+// a few CLIENT LISTs in a thousand, sent by another client right after,
+// showed the old name.
+func TestClientListAfterLocalReply(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		e := newEnv(t, o)
+		a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+		id := strings.TrimSpace(strings.TrimPrefix(a.do("CLIENT", "ID"), ":"))
+		stale := 0
+		for i := 0; i < 2000; i++ {
+			n := "n" + strconv.Itoa(i)
+			eq(t, a.do("CLIENT", "SETNAME", n), "+OK\r\n")
+			if r := b.do("CLIENT", "LIST", "ID", id); !strings.Contains(r, " name="+n+" ") {
+				stale++
+			}
+		}
+		if stale > 0 {
+			t.Errorf("%d of 2000 CLIENT LISTs sent after SETNAME's reply showed the name before it", stale)
 		}
 	})
 }

@@ -23,14 +23,18 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 	s.mute, s.replySkip, s.putBack = s.replyOff || skip, false, false
 	s.noteCommand(cmd.Args)
 	inMulti := s.inMulti
+	s.publishDue = !forwarded(k) || inMulti
 	ok := s.route(cmd, k)
 	if s.putBack {
 		s.replySkip = s.replySkip || skip
 	}
 	s.mute = false
-	if !forwarded(k) || inMulti || s.inMulti {
-		s.publish() // the state CLIENT LIST shows may have changed
+	if s.publishDue || s.inMulti {
+		// The state CLIENT LIST shows may have changed (after a reply
+		// of the proxy's own, too: its state may change past it).
+		s.publish()
 	}
+	s.publishDue = false
 	return ok
 }
 

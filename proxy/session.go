@@ -128,6 +128,11 @@ type session struct {
 	// putBack: the command being handled was put back, to be handled
 	// again (offLoop).
 	putBack bool
+	// publishDue: the command being handled may change what CLIENT LIST
+	// shows; its state is published before the proxy's own reply to it
+	// leaves (local), so that a client that read the reply and asks
+	// CLIENT LIST elsewhere sees the change, as Valkey shows it.
+	publishDue bool
 
 	// For CLIENT LIST (clients.go): the published state, the last
 	// command, when the client last sent something (unix ns), when it
@@ -466,6 +471,9 @@ func (s *session) waitDrain(le int64) {
 // still owed, so replies stay in command order: with replies owed, it is
 // held until their turn has come (reorder.go), and the session goes on.
 func (s *session) local(reply []byte) {
+	if s.publishDue {
+		s.publish()
+	}
 	if s.mute {
 		return
 	}
