@@ -121,12 +121,13 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 }
 
 // run sends a plan's script as EVALSHA. Every upstream connection loads
-// lockproxy's scripts when it opens, so NOSCRIPT only follows a SCRIPT FLUSH
-// on a live connection; the command is then sent again as EVAL when nothing
-// of the session's is in flight behind it (see upConn.retryLocked), and
-// answered with an error that says it did not run otherwise. Inside MULTI,
-// or with more commands of the client's already read behind it, it goes as
-// EVAL straight away.
+// lockproxy's scripts when it opens, and a wrapper is loaded by its first
+// use, so NOSCRIPT is rare: after a SCRIPT FLUSH, or for a wrapper a
+// restarted Valkey no longer holds. The command is then sent again as EVAL
+// when nothing of the session's is in flight behind it (upConn.retry, in
+// noscript.go), and answered with an error that says it did not run
+// otherwise. Inside MULTI, with more commands of the client's already read
+// behind it, or on a wrapper's first use, it goes as EVAL straight away.
 func (s *session) run(plan rewrite.Plan) {
 	proto := s.proto
 	effects := plan.Effects
