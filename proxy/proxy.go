@@ -21,7 +21,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Proxy serves RESP clients in front of one Valkey.
+// Proxy serves RESP clients in front of Valkey: one primary, given by its
+// address or found through Sentinel, or the primaries of a Valkey Cluster.
 type Proxy struct {
 	opts   Options
 	limits resp.Limits // what a client may send, from the configuration's limits
