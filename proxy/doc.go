@@ -2,14 +2,29 @@
 // multiplexes their commands onto a few shared upstream connections to Valkey,
 // and moves a client onto a dedicated upstream connection only when the client
 // needs connection state that cannot be shared (MULTI, blocking commands,
-// SUBSCRIBE, per-user AUTH, ...).
+// SUBSCRIBE, AUTH sent on such a connection, ...).
 //
 // Bytes are forwarded as received: a command is parsed only far enough to
 // route it, and a reply is framed only far enough to hand it to the client
 // that asked for it. Decoding and re-encoding replies would cost most of the
 // throughput (measured: pipelined throughput falls to 0.05 of direct).
 //
-// What the proxy decides about a command lives in classify.go (connection
-// state) and, for lock keys, in the rewrite package; this package moves bytes
-// and keeps sessions. Every error text a client can receive is in errors.go.
+// It owns the client sessions and the state Valkey would keep for each
+// (connstate.go), the event loops, the upstream connections and their pools
+// (per protocol, database and login; per primary in front of a cluster),
+// following Sentinel and the cluster's slot map, the replies the proxy gives
+// itself (CLIENT ..., LOCKPROXY, INFO lockproxy), and the lock events,
+// counters, audit file and /metrics that record what happened.
+//
+// It must not decide what a command does to a lock: package rewrite turns a
+// command into a Plan, which this package carries out, and who holds a lock
+// is decided by the scripts inside Valkey. Configuration is package policy's,
+// RESP parsing package resp's, a key's hash slot package cluster's. Nothing on
+// an event loop may wait for Valkey (session_loop.go, offLoop).
+//
+// What the proxy decides about a command's connection state lives in
+// classify.go and handle.go. The error texts this package writes are in
+// errors.go, apart from LOCKPROXY AUDIT's argument errors (admin_locks.go);
+// refusals by a lock rule come worded from package rewrite (STALE from its
+// fence script, in Valkey), and errors Valkey writes are forwarded untouched.
 package proxy
