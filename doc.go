@@ -1,9 +1,28 @@
 // Package lockproxy is a RESP proxy for Valkey and Redis that makes
 // distributed-lock release safe for applications never written to be safe.
 //
-// The program is cmd/lockproxy; the pieces are proxy (network and sessions),
-// resp (the wire codec), policy (configuration and lock rules), rewrite (what
-// to send upstream for a lock command, as pure data) and luaeval (offline
-// execution of the scripts lockproxy sends). This root package holds only the
-// end-to-end tests, which run against a real valkey-server.
+// This root package holds only the end-to-end tests, which run the proxy
+// against a real valkey-server (or redis-server); it has no code of its own.
+// The packages, from the wire inwards:
+//
+//   - cmd/lockproxy: the program (flags, configuration file, signals,
+//     check-config, lint).
+//   - proxy: network and sessions: client connections, shared and dedicated
+//     upstream connections, Sentinel and cluster routing, the replies the
+//     proxy gives itself, audit and metrics.
+//   - resp: the RESP codec (client commands, reply framing), no I/O.
+//   - policy: the configuration file, Valkey glob patterns and the lock rules.
+//   - keyspec: Valkey's command table and key specs: which arguments are keys
+//     and what a command does to each.
+//   - rewrite: what to do with a command on a lock key, as a pure Plan, and
+//     every Lua script lockproxy sends.
+//   - scriptcheck: what a client's Lua script does to each key it touches.
+//   - cluster: hash slots and the cluster's slot map, no I/O.
+//   - luaeval: runs lockproxy's scripts offline, for rewrite's tests.
+//   - internal/valkeytest, internal/servertable: real servers and their
+//     command tables for tests; internal/valkeynum: Valkey's integer parsing;
+//     internal/libscripts: lock libraries' own scripts, for the benchmarks
+//     and the chaos test.
+//   - cmd/lockbench, cmd/chaos: the lock benchmark of make bench and the
+//     chaos test of make chaos.
 package lockproxy
