@@ -4,6 +4,10 @@
 // commands added by a newer Valkey (or a module) are covered the day the
 // server offers them.
 //
+// It owns the command table and what a key's flags mean. It must not know
+// lockproxy's rules, locks or sessions, and does no I/O besides Load's one
+// COMMAND on the client it is given.
+//
 // # The table
 //
 // Load runs COMMAND on the server; FromCommandReply builds the same Table

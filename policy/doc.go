@@ -15,5 +15,10 @@
 //     an operator's mental model of "*:lock" comes from Valkey.
 //   - Rules: the ordered lock rules. [Rules.Match] runs for every key of every
 //     command, so it never allocates and costs almost nothing when no rule is
-//     configured.
+//     configured. A rule's fence templates ({key}, {base}) and, in front of a
+//     cluster, the check that a lock's keys stay in its hash slot belong to
+//     the rules too.
+//
+// It must not act on what it decides: which command touches which key, and
+// what happens to a command on a lock, are packages keyspec's and rewrite's.
 package policy

@@ -9,8 +9,13 @@
 // to send upstream, how to shape the reply, and what to record once it is
 // known. No I/O happens here, so every decision is table-tested without a
 // socket, and every script it sends is run offline by package luaeval and
-// against a real Valkey in tests. The one piece of shared state a decision
-// touches is the script cache (Decider.Scripts): EVAL and SCRIPT LOAD
-// bodies and FUNCTION LOAD libraries passing through are learned, so that
-// a later EVALSHA or FCALL of them is judged.
+// against a real Valkey in tests. Two pieces of shared state are touched:
+// the script cache (Decider.Scripts), in which EVAL and SCRIPT LOAD bodies
+// and FUNCTION LOAD libraries passing through are learned, so that a later
+// EVALSHA or FCALL of them is judged; and the wrappers made for a client's
+// script, one per script and shape, kept up to a bound (wrap.go).
+//
+// It must not do I/O or keep who holds a lock: the lock state is Valkey's,
+// and carrying a Plan out (sending, delivering the reply, recording the
+// events) is package proxy's.
 package rewrite

@@ -51,4 +51,8 @@
 // The analysis is conservative where it cannot follow the script (Unknown),
 // but it trusts what it reads: a comparison with any argument counts as a
 // token check. It defends against mistaken clients, not hostile ones.
+//
+// It owns the analysis and the bounded cache of verdicts by SHA1 (Cache).
+// It must not know the lock rules (the caller decides which keys are locks)
+// and does no I/O: it never fetches a script from Valkey.
 package scriptcheck
