@@ -18,7 +18,8 @@ import (
 // (package scriptcheck), made once per distinct script and cached by SHA1
 // in d.Scripts:
 //
-//   - guarded and acquire scripts are forwarded unchanged;
+//   - guarded and acquire scripts run as they came, or in a wrapper
+//     (wrap.go) when they may change a lock or write a guarded key;
 //   - blind ones are refused (BLINDSCRIPT) under the rule's `scripts:
 //     reject`, observed under `scripts: observe`; by default refused, or
 //     observed when the rule's release mode is observe;
