@@ -340,7 +340,7 @@ var diffSequences = []seqCase{
 	}, valkey8: true},
 	{name: "client-info-monitor", steps: []step{cmd("MONITOR"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo}}, valkey8: true},
 	// A lock command shows in MONITOR as the script Valkey runs for it
-	// (README, Connection model), so the feed here is of other commands.
+	// (docs/connection-model.md), so the feed here is of other commands.
 	{name: "monitor-feed", steps: []step{
 		{args: []string{"PING"}, on: 1}, cmd("MONITOR"), {args: []string{"SET", "mk", "v"}, on: 1},
 		{mask: maskMonitor}, {args: []string{"GET", "mk"}, on: 1}, {mask: maskMonitor},
