@@ -593,7 +593,8 @@ func TestCounterKey(t *testing.T) {
 	for _, c := range []struct{ key, want string }{
 		{"resource:lock", "{resource:lock}:lockproxy:grants"},
 		{"{user:1}:lock", "{user:1}:lock:lockproxy:grants"},
-		{"lock:{a}:{b}", "lock:{a}:{b}:lockproxy:grants"},
+		{"lock:{a}:{b}", "lock:{a}:{b}}:lockproxy:grants"}, // ends in '}': one more
+		{"{a:lock}", "{a:lock}}:lockproxy:grants"},         // not "a:lock"'s counter
 		{"a{b", "{a{b}:lockproxy:grants"},
 		{"x}y:lock", "x}y:lock:lockproxy:grants"}, // no tag can hold it: left as is
 	} {

@@ -33,8 +33,9 @@ func newScript(name, body string) *Script {
 // The lock state lives in Valkey, beside each lock, in its hash slot:
 //
 //	counter   the grant counter (CounterKey, or the rule's fence counter):
-//	          INCR'd by every acquisition, never expires; the latest grant
-//	          number is the lock's current fencing token.
+//	          raised by every acquisition (fnGrant: INCR, and the epoch's
+//	          floor), never expires; the latest grant number is the lock's
+//	          current fencing token.
 //	records   a hash (RecordsKey) with one field per owner that was granted
 //	          the lock: "<grant> <acquired ms> <lease end ms> <value>", lease
 //	          end 0 for a lock without expiry.
@@ -229,11 +230,11 @@ end
 // word (pcall, not call, which would add the script's name). If the counter
 // cannot be incremented (it holds something else), the lock just taken is
 // given back, so no grant goes unrecorded.
-var Acquire = newScript("acquire", `local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
+var Acquire = newScript("acquire", fnGrant+`local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
 if type(r) == 'table' and r.err then return r end
 -- Taken: SET answered (OK), or, with GET, answered nil (no old value).
 if (r ~= false) == (ARGV[3] == 'get') then return {0, r} end
-local grant = redis.pcall('INCR', KEYS[2])
+local grant = grant(KEYS[2], redis.pcall)
 if type(grant) == 'table' then
   redis.call('DEL', KEYS[1])
   return grant

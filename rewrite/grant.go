@@ -1,0 +1,51 @@
+package rewrite
+
+// The rule that mints a fencing token, in one place: every script that
+// takes a lock (lockproxy's Acquire, and the records a client's script
+// acquisition gets) calls grant(ck, incr) with the lock's counter key and
+// redis.pcall or redis.call (whichever way the caller wants a counter that
+// cannot be incremented reported), and records the number it returns.
+//
+// A token is zxid-shaped (docs/failover.md): the epoch of the primary that
+// minted it times 2^32, plus a count. The epoch lives in Valkey, in the
+// hash EpochKey (field "epoch") that lockproxy writes in every database of
+// a primary before it sends it anything else (proxy/epoch.go). After a
+// change of primary the epoch is higher than any used before, so the first
+// grant on a counter that lost writes starts above every token handed out
+// before: the INCR is raised to the floor with an INCRBY. Without the hash
+// (no lockproxy has established an epoch there: an older lockproxy, or a
+// node of a cluster, where the key is not the script's to read) the floor
+// is 0, and a grant is the plain INCR it always was.
+//
+// A counter whose name ends in "}}:lockproxy:grants" is a key's that was
+// named without its second '}' before issue 26's finding 7 (see
+// CounterKey): its first grant is seeded from the counter under that old
+// name, so the key's tokens do not go back across the upgrade.
+//
+// The snippet holds no comment and no line that needs its line break, so
+// that the wrapper of a client's script (wrap.go) can carry it on one line.
+const fnGrant = `local function grant(ck, incr)
+  local g = incr('INCR', ck)
+  if type(g) ~= 'number' then return g end
+  if g == 1 and string.sub(ck, -19) == '}}:lockproxy:grants' then
+    local old = tonumber(redis.pcall('GET', string.sub(ck, 1, -19) .. ':lockproxy:grants'))
+    if old then g = redis.call('INCRBY', ck, string.format('%d', old)) end
+  end
+  local f = redis.pcall('HGET', 'lockproxy:epoch', 'epoch')
+  if type(f) == 'string' then
+    local floor = tonumber(f) * 4294967296
+    if g <= floor then g = redis.call('INCRBY', ck, string.format('%d', floor + 1 - g)) end
+  end
+  return g
+end
+`
+
+// EpochKey is the hash, in every database of a primary, that holds the
+// epoch lockproxy mints tokens under there ("epoch") and the run id of the
+// Valkey process it was established for ("run"). It is lockproxy's: clients
+// may read it, never write it.
+const EpochKey = "lockproxy:epoch"
+
+// EpochShift is the count of low bits a token keeps for its count within
+// one epoch: the floor of epoch e is e << EpochShift.
+const EpochShift = 32
