@@ -74,6 +74,8 @@ type Proxy struct {
 	masterMu    sync.Mutex
 	master      string
 	stopWatcher context.CancelFunc
+	// epochs: the epoch this instance minted under last (epoch.go).
+	epochs epochMemory
 
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState

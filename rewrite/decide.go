@@ -71,7 +71,7 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		return Plan{} // unknown command: Valkey answers the error
 	}
 	if cmd.KeylessWrite() && isFlush(args[0]) {
-		return d.flush(args[0])
+		return d.flush(args)
 	}
 	keys, st := cmd.Keys(args, scratch[:0])
 	switch st {
@@ -411,13 +411,21 @@ func (d *Decider) counter(r *policy.Rule, key []byte) []byte {
 	return CounterKey(key)
 }
 
-func (d *Decider) flush(name []byte) Plan {
-	cmd := strings.ToUpper(string(name))
+// flush: FLUSHALL, FLUSHDB and SWAPDB are refused under on_flush: reject.
+// Allowed, FLUSHALL and FLUSHDB run in the Flush script, which raises the
+// epoch of what they empty in the same step, so the counters they delete
+// start again above every token handed out before (docs/failover.md).
+func (d *Decider) flush(args [][]byte) Plan {
+	cmd := strings.ToUpper(string(args[0]))
 	if d.OnFlush == policy.FlushReject {
 		reason := errFlush(cmd)
 		return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: cmd, Reason: reason}}}
 	}
-	return Plan{Effects: []Effect{{Kind: Flushed, Command: cmd}}}
+	effects := []Effect{{Kind: Flushed, Command: cmd}}
+	if cmd == "SWAPDB" {
+		return Plan{Effects: effects}
+	}
+	return Plan{Kind: Run, Script: Flush, Args: args, Shape: AsIs, Effects: effects}
 }
 
 // isFlush: the commands that drop every lock of a database at once.

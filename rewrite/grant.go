@@ -49,3 +49,31 @@ const EpochKey = "lockproxy:epoch"
 // EpochShift is the count of low bits a token keeps for its count within
 // one epoch: the floor of epoch e is e << EpochShift.
 const EpochShift = 32
+
+// Flush runs an allowed FLUSHALL or FLUSHDB (ARGV: the command and its
+// arguments, as the client sent them) and writes the epoch hash back one
+// epoch higher than the highest it held in
+// what it emptied (every database for FLUSHALL, the session's for
+// FLUSHDB), for the run id of this Valkey process: the counters it deleted
+// start again above every token minted before. Its reply is the command's.
+var Flush = newScript("flush", `local all = string.upper(ARGV[1]) == 'FLUSHALL'
+local e, dbs = 0, {false}
+if all then
+  dbs = {}
+  local db = 0
+  while redis.pcall('SELECT', db).ok do
+    dbs[#dbs + 1] = db
+    e = math.max(e, tonumber(redis.call('HGET', 'lockproxy:epoch', 'epoch') or '0'))
+    db = db + 1
+  end
+else
+  e = tonumber(redis.pcall('HGET', 'lockproxy:epoch', 'epoch')) or 0
+end
+local reply = redis.pcall(unpack(ARGV))
+if type(reply) == 'table' and reply.err then return reply end
+local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+for _, db in ipairs(dbs) do
+  if db then redis.call('SELECT', db) end
+  redis.call('HSET', 'lockproxy:epoch', 'epoch', string.format('%d', e + 1), 'run', run)
+end
+return reply`)

@@ -474,5 +474,7 @@ if type(reply) == 'table' and reply.err then return reply end
 mark(marks)
 return {table.concat(tokens, ' '), reply}`)
 
-// Scripts lists every script lockproxy sends, for tests and preloading.
+// Scripts lists every script lockproxy sends on a lock command, for tests
+// and preloading. Flush is not preloaded: flushes are rare, and its first
+// EVALSHA's NOSCRIPT makes the proxy send it as EVAL.
 var Scripts = []*Script{Acquire, Release, Holder, Fenced}

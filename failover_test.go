@@ -1,0 +1,176 @@
+package lockproxy_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/policy"
+)
+
+// Issue 29: a fencing token never repeats and never goes back, across a
+// Sentinel failover that lost writes, a primary restarted without
+// persistence, and a FLUSHALL the rules allow (docs/failover.md).
+
+const mutexRule = "locks:\n  - pattern: \"*:mutex\"\n    release: rewrite\non_flush: allow\n"
+
+// token is the caller's fencing token of lock, from LOCKPROXY FENCE; 0
+// when it holds no grant of it (FENCE answers nil).
+func token(t *testing.T, r *raw, lock string) int64 {
+	t.Helper()
+	got := r.do("LOCKPROXY", "FENCE", lock)
+	if got == "$-1\r\n" || got == "_\r\n" {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(got, ":"), "\r\n"), 10, 64)
+	if err != nil {
+		t.Fatalf("LOCKPROXY FENCE %s: %q", lock, got)
+	}
+	return n
+}
+
+// acquire takes lock through r, retrying while Valkey is out of reach or
+// the lock is held, and returns the token it was granted.
+func acquire(t *testing.T, r *raw, lock, value string, within time.Duration) int64 {
+	t.Helper()
+	waitFor(t, within, "acquire "+lock+" as "+value, func() bool {
+		got, err := r.readErrDo(5*time.Second, "SET", lock, value, "NX", "PX", "2000")
+		return err == nil && got == "+OK\r\n"
+	})
+	return token(t, r, lock)
+}
+
+// replPrimaryReplica starts a primary whose replica logs in as the user
+// "repl", so that the test can cut the replica off: switch that user off
+// and kill its link (SIGSTOP is not enough: the kernel keeps buffering).
+func replPrimaryReplica(t *testing.T) (primary, replica *valkeytest.Server) {
+	t.Helper()
+	primary = valkeytest.Start(t, "repl-diskless-sync-delay 0", "user repl on >replpw ~* &* +@all")
+	replica = valkeytest.Start(t, "repl-diskless-sync-delay 0", "masteruser repl", "masterauth replpw",
+		fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port))
+	waitReplicaOnline(t, primary, replica)
+	return primary, replica
+}
+
+func cutOffReplica(t *testing.T, primary *valkeytest.Server) {
+	t.Helper()
+	for _, c := range [][]string{{"ACL", "SETUSER", "repl", "off"}, {"CLIENT", "KILL", "USER", "repl"}} {
+		if _, err := valkeytest.Do(primary.Addr, c...); err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+	}
+	waitFor(t, 10*time.Second, "the replica's link is down", func() bool {
+		info, _ := valkeytest.Do(primary.Addr, "INFO", "replication")
+		return strings.Contains(info, "connected_slaves:0")
+	})
+}
+
+// The issue's story, on main answered with token 2 twice: A takes the
+// lock (replicated), the replica is cut off, A releases and B takes it
+// (token 2, never replicated), the primary is killed (SIGKILL) and
+// Sentinel promotes the replica; C then takes the lock. C's token is
+// above B's, and B, whose grant the failover lost, is told so: FENCE nil,
+// its release NOTOWNER.
+func TestTokensRiseAcrossSentinelFailover(t *testing.T) {
+	sentinelBinary(t)
+	primary, replica := replPrimaryReplica(t)
+	ss := startSentinels(t, 3, 2, primary)
+	waitFor(t, 15*time.Second, "sentinel sees the replica", func() bool { ok, _ := sentinelKnows(ss[0], replica.Port); return ok })
+	waitFor(t, 15*time.Second, "sentinels know each other", func() bool { _, others := sentinelKnows(ss[0], replica.Port); return others == 2 })
+	opts := rulesOptions(t, mutexRule)
+	opts.Upstream.Sentinel = policy.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}
+	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
+	opts.Upstream.MaxBackoff = policy.Duration(200 * time.Millisecond)
+	opts.Upstream.DialTimeout = policy.Duration(time.Second)
+	opts.Upstream.ReplyTimeout = policy.Duration(time.Second)
+	e := &env{t: t, srv: primary}
+	e.startProxy(opts)
+	a, b, c := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+
+	const lock = "{r}:mutex"
+	ta := acquire(t, a, lock, "A", 10*time.Second)
+	if _, err := valkeytest.Do(primary.Addr, "WAIT", "1", "5000"); err != nil {
+		t.Fatal(err)
+	}
+	cutOffReplica(t, primary)
+	eq(t, a.do("DEL", lock), ":1\r\n")
+	tb := acquire(t, b, lock, "B", 10*time.Second)
+	if tb <= ta {
+		t.Fatalf("B's token %d is not above A's %d", tb, ta)
+	}
+	primary.Stop() // SIGKILL
+	waitFor(t, 30*time.Second, "Sentinel promotes the replica", func() bool {
+		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
+		return strings.Contains(info, "role:master")
+	})
+	tc := acquire(t, c, lock, "C", 30*time.Second)
+	t.Logf("tokens: A %d, B %d (lost in the failover), C %d", ta, tb, tc)
+	if tc <= tb {
+		t.Fatalf("C was granted token %d after B's %d: a token repeated or went back", tc, tb)
+	}
+	// B's grant is gone: FENCE answers nil, its release is refused.
+	eq(t, token(t, b, lock), int64(0))
+	mustContain(t, b.do("DEL", lock), "-NOTOWNER")
+	// The next grant keeps rising, C's release works as always.
+	eq(t, c.do("DEL", lock), ":1\r\n")
+	if td := acquire(t, a, lock, "A2", 10*time.Second); td <= tc {
+		t.Fatalf("token %d after %d", td, tc)
+	}
+}
+
+// A primary restarted without persistence loses every counter: the next
+// grant is still above every token handed out before, through either of
+// two lockproxy instances, which agree on the epoch (the second does not
+// raise it again). On main the grant after the restart was token 1.
+func TestTokensRiseAcrossRestartWithoutPersistence(t *testing.T) {
+	srv := valkeytest.Start(t)
+	e1 := &env{t: t, srv: srv}
+	e1.startProxy(rulesOptions(t, mutexRule))
+	e2 := &env{t: t, srv: srv}
+	e2.startProxy(rulesOptions(t, mutexRule))
+	a, b := dialRaw(t, e1.addr), dialRaw(t, e2.addr)
+	const lock = "job:mutex"
+	var last int64
+	for i := 0; i < 3; i++ {
+		last = acquire(t, a, lock, "a", 10*time.Second)
+		eq(t, a.do("DEL", lock), ":1\r\n")
+	}
+	srv.Restart(t)
+	t1 := acquire(t, a, lock, "a", 10*time.Second)
+	eq(t, retryUpstream(t, a, "DEL", lock), ":1\r\n")
+	t2 := acquire(t, b, lock, "b", 10*time.Second)
+	t.Logf("tokens: %d before the restart, then %d (instance 1), %d (instance 2)", last, t1, t2)
+	if t1 <= last || t2 <= t1 {
+		t.Fatalf("tokens %d, then %d, %d: not rising", last, t1, t2)
+	}
+	if t2>>32 != t1>>32 {
+		t.Fatalf("the two instances mint under different epochs: %d and %d", t1>>32, t2>>32)
+	}
+}
+
+// FLUSHALL and FLUSHDB that on_flush: allow lets through delete the
+// counters; the grants after them are still above every token before.
+// On main the grant after the flush was token 1 again.
+func TestTokensRiseAcrossFlush(t *testing.T) {
+	e := rulesEnv(t, mutexRule)
+	a := dialRaw(t, e.addr)
+	const lock = "f:mutex"
+	var last int64
+	for _, flush := range [][]string{{"FLUSHALL"}, {"FLUSHDB"}, {"FLUSHALL", "ASYNC"}} {
+		for i := 0; i < 2; i++ {
+			tok := acquire(t, a, lock, "a", 10*time.Second)
+			if tok <= last {
+				t.Fatalf("after %v: token %d, not above %d", flush, tok, last)
+			}
+			last = tok
+			eq(t, a.do("DEL", lock), ":1\r\n")
+		}
+		eq(t, a.do(flush...), "+OK\r\n")
+	}
+	if tok := acquire(t, a, lock, "a", 10*time.Second); tok <= last {
+		t.Fatalf("after the last flush: token %d, not above %d", tok, last)
+	}
+}
