@@ -174,3 +174,33 @@ func TestTokensRiseAcrossFlush(t *testing.T) {
 		t.Fatalf("after the last flush: token %d, not above %d", tok, last)
 	}
 }
+
+// durability: {replicas: 1, timeout: 200ms}: an acquisition is answered
+// once the replica has it; with the replica cut off, none is acknowledged:
+// SET NX answers nil, SETNX :0, SET NX GET NOTDURABLE, and the lock taken
+// on the primary is undone (token-checked). On main, with no durability,
+// the acquisitions made while the replica was cut off answered OK.
+func TestDurableGrants(t *testing.T) {
+	primary, replica := replPrimaryReplica(t)
+	e := &env{t: t, srv: primary}
+	e.startProxy(rulesOptions(t, "locks:\n  - pattern: \"*:mutex\"\n    durability: {replicas: 1, timeout: 200ms}\n"))
+	a := dialRaw(t, e.addr)
+	eq(t, a.do("SET", "d:mutex", "a", "NX", "PX", "60000"), "+OK\r\n")
+	// Acknowledged: the replica has it now.
+	got, _ := valkeytest.Do(replica.Addr, "GET", "d:mutex")
+	eq(t, strings.TrimSpace(got), "a")
+	eq(t, a.do("DEL", "d:mutex"), ":1\r\n")
+
+	cutOffReplica(t, primary)
+	eq(t, a.do("SET", "d:mutex", "b", "NX", "PX", "60000"), "$-1\r\n")
+	eq(t, a.do("SETNX", "e:mutex", "b"), ":0\r\n")
+	mustContain(t, a.do("SET", "f:mutex", "b", "NX", "GET"), "-NOTDURABLE")
+	for _, k := range []string{"d:mutex", "e:mutex", "f:mutex"} {
+		waitFor(t, 10*time.Second, k+" undone on the primary", func() bool {
+			got, err := valkeytest.Do(primary.Addr, "EXISTS", k)
+			return err == nil && strings.TrimSpace(got) == "0"
+		})
+	}
+	// Not taken, so not released: the holder has no record.
+	eq(t, token(t, a, "d:mutex"), int64(0))
+}

@@ -153,6 +153,10 @@ func (s *session) run(plan rewrite.Plan) {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
+	if d := durability(plan); d != nil {
+		s.runDurable(plan, d)
+		return
+	}
 	if s.rd.Buffered() > 0 || sc.FirstUse() || sc == rewrite.Flush {
 		// More commands are already here behind this one: EVAL needs no
 		// retry that could overtake them. A wrapper's first use: EVAL

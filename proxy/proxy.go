@@ -76,6 +76,8 @@ type Proxy struct {
 	stopWatcher context.CancelFunc
 	// epochs: the epoch this instance minted under last (epoch.go).
 	epochs epochMemory
+	// durable counts acquisitions undone for want of replicas (durable.go).
+	durable durableStats
 
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState

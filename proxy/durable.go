@@ -1,0 +1,111 @@
+package proxy
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// Durable grants (a rule's durability: {replicas: N, timeout: D}, issue
+// 29). An acquisition runs as usual, with its reply held back; a WAIT N D
+// follows it on the same upstream connection, so that it counts the
+// replicas that acknowledged that connection's writes up to and including
+// the acquisition. With N acknowledgements the client gets the
+// acquisition's reply. With fewer, the grant is undone (undoGrantScript:
+// the lock deleted only while it still holds this grant, and the owner's
+// record of it) and the client gets the answer of a lock someone else
+// holds: nil for SET ... NX, :0 for SETNX; SET ... NX GET, whose "not
+// taken" would have to name a holder's value, gets a NOTDURABLE error.
+
+// undoGrantScript deletes a grant that its replicas did not acknowledge:
+// KEYS lock, counter, records; ARGV owner, grant, value. Only while the
+// counter still says that grant and the lock that value is the lock
+// deleted: a later grant is never touched.
+const undoGrantScript = `if redis.call('GET', KEYS[2]) == ARGV[2] and redis.call('GET', KEYS[1]) == ARGV[3] then redis.call('DEL', KEYS[1]) end
+local r = redis.call('HGET', KEYS[3], ARGV[1])
+if r and string.match(r, '^(%d+) ') == ARGV[2] then redis.call('HDEL', KEYS[3], ARGV[1]) end
+return 1`
+
+// durability returns the durability of an acquisition's rule, nil when the
+// plan is no acquisition or its rule answers at once.
+func durability(plan rewrite.Plan) *policy.DurabilityConfig {
+	if plan.Script != rewrite.Acquire || len(plan.Effects) == 0 || plan.Effects[0].Rule == nil {
+		return nil
+	}
+	return plan.Effects[0].Rule.Durability
+}
+
+// durableStats counts acquisitions undone because their replicas did not
+// acknowledge them in time.
+type durableStats struct {
+	undone atomic.Int64
+}
+
+// runDurable sends an acquisition, then its WAIT, and answers the client
+// from both (see above).
+func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
+	proto, effects, shape := s.proto, plan.Effects, plan.Shape
+	keys := make([]string, len(plan.Keys))
+	for i, k := range plan.Keys {
+		keys[i] = string(k)
+	}
+	var folded []byte
+	muted := s.mute
+	s.mute = true
+	sha := encodeScript(plan, true)
+	s.forwardRetry(sha, sha, func(reply []byte) []byte {
+		folded = rewrite.Fold(shape, effects, plan.Script.Unwrap(reply), proto)
+		return reply
+	})
+	s.mute = muted
+	wait := resp.AppendCommandStrings(nil, "WAIT", strconv.Itoa(d.Replicas), strconv.FormatInt(d.Timeout.D().Milliseconds(), 10))
+	owner, db := effects[0].Owner, s.db
+	s.forward(wait, func(reply []byte) []byte {
+		grant := effects[0].Grant
+		acked, ok := resp.ReplyInt(reply)
+		if grant == 0 || ok && acked >= int64(d.Replicas) {
+			s.apply(effects, folded)
+			return folded
+		}
+		// Not durable: undone (off the reply path), answered as not taken.
+		value := string(effects[0].Value)
+		s.p.durable.undone.Add(1)
+		s.p.log.Warn("an acquisition was not acknowledged by enough replicas in time: undone, answered as not taken",
+			"key", keys[0], "replicas", d.Replicas, "acknowledged", acked, "timeout", d.Timeout.D())
+		s.p.wg.Add(1)
+		go func() {
+			defer s.p.wg.Done()
+			s.p.undoGrant(keys, db, owner, grant, value)
+		}()
+		effects[0].Grant = 0
+		s.apply(effects, nil)
+		switch shape {
+		case rewrite.SetNXReply:
+			return resp.AppendInt(nil, 0)
+		case rewrite.AcquireGetReply:
+			return resp.AppendError(nil, errNotDurable(keys[0], d))
+		}
+		return resp.AppendNull(nil, proto)
+	})
+}
+
+// undoGrant runs undoGrantScript, within the dial timeout.
+func (p *Proxy) undoGrant(keys []string, db int, owner string, grant int64, value string) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
+	defer cancel()
+	kc, done := p.keyClient([]byte(keys[0]))
+	defer done()
+	c := kc.Conn()
+	defer c.Close()
+	if err := c.Select(ctx, db).Err(); err != nil {
+		p.log.Warn("could not undo an acquisition its replicas did not acknowledge", "key", keys[0], "error", err)
+		return
+	}
+	if err := c.Eval(ctx, undoGrantScript, keys, owner, strconv.FormatInt(grant, 10), value).Err(); err != nil {
+		p.log.Warn("could not undo an acquisition its replicas did not acknowledge", "key", keys[0], "error", err)
+	}
+}
