@@ -204,3 +204,46 @@ func TestDurableGrants(t *testing.T) {
 	// Not taken, so not released: the holder has no record.
 	eq(t, token(t, a, "d:mutex"), int64(0))
 }
+
+// max_lease: 3s: longer leases, or none, are refused (LEASE); after a
+// primary restarted without persistence (A's grant lost with it), nobody
+// is granted the lock before A's lease would have run out (lock delay).
+// On main there was no max_lease, and B was granted the lock at once.
+func TestLockDelayAfterRestart(t *testing.T) {
+	srv := valkeytest.Start(t)
+	e := &env{t: t, srv: srv}
+	e.startProxy(rulesOptions(t, "locks:\n  - pattern: \"*:mutex\"\n    max_lease: 3s\n"))
+	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	const lock = "delay:mutex"
+	mustContain(t, a.do("SET", lock, "a", "NX", "PX", "3001"), "-LEASE")
+	mustContain(t, a.do("SET", lock, "a", "NX"), "-LEASE")
+	mustContain(t, a.do("SETNX", lock, "a"), "-LEASE")
+	eq(t, a.do("SET", lock, "a", "NX", "PX", "2000"), "+OK\r\n")
+	rec := e.direct().HGetAll(ctx, "{"+lock+"}:lockproxy:owners").Val()
+	var aEnd int64
+	for _, v := range rec {
+		f := strings.Fields(v)
+		aEnd, _ = strconv.ParseInt(f[2], 10, 64)
+	}
+	if aEnd == 0 {
+		t.Fatalf("A's record: %v", rec)
+	}
+	srv.Restart(t) // A's grant is lost
+	refused := 0
+	waitFor(t, 20*time.Second, "B is granted the lock", func() bool {
+		got, err := b.readErrDo(5*time.Second, "SET", lock, "b", "NX", "PX", "2000")
+		if err == nil && got == "$-1\r\n" {
+			refused++
+		}
+		return err == nil && got == "+OK\r\n"
+	})
+	rec = e.direct().HGetAll(ctx, "{"+lock+"}:lockproxy:owners").Val()
+	var bAt int64
+	for _, v := range rec {
+		bAt, _ = strconv.ParseInt(strings.Fields(v)[1], 10, 64)
+	}
+	t.Logf("A's lease ended at %d; B was granted at %d, after %d refusals", aEnd, bAt, refused)
+	if bAt < aEnd {
+		t.Fatalf("B was granted the lock at %d, before A's lost lease ran out at %d", bAt, aEnd)
+	}
+}

@@ -46,7 +46,9 @@ const epochPerFailover = 256
 //	ARGV[1].
 //
 // ARGV[3] is the run this instance established on last ("" if none). It
-// writes the epoch and the run in every database and answers {epoch, run}.
+// writes the epoch, the run and, when the epoch changed, when (Valkey's
+// clock, in ms: "changed", where a rule's lock delay starts) in every
+// database, and answers {epoch, run}.
 var establishEpochScript = `local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 local base, mem, seen = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local e, found, same, dbs = 0, false, true, 0
@@ -69,9 +71,11 @@ else
   n = math.max(math.max(e, mem) + 1, base)
 end
 if n > 0 then
+  local t = redis.call('TIME')
+  local changed = string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000))
   for db = 0, dbs - 1 do
     redis.call('SELECT', db)
-    redis.call('HSET', KEYS[1], 'epoch', string.format('%d', n), 'run', run)
+    redis.call('HSET', KEYS[1], 'epoch', string.format('%d', n), 'run', run, 'changed', changed)
   end
 end
 return {n, run}`

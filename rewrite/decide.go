@@ -260,7 +260,7 @@ func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 			get, shape = getFlag, AcquireGetReply
 		}
 		sargs := make([][]byte, 0, 3+len(args)-2)
-		sargs = append(sargs, []byte(owner), d.keep(), get)
+		sargs = append(sargs, []byte(owner), d.keep(), withDelay(get, r))
 		ck, cv := clone2(key, args[2])
 		return Plan{
 			Kind:   Run,
@@ -288,7 +288,7 @@ func (d *Decider) setnx(args [][]byte, r *policy.Rule, s Session) Plan {
 		Kind:   Run,
 		Script: Acquire,
 		Keys:   d.lockKeys(make([][]byte, 0, 3), r, key),
-		Args:   [][]byte{[]byte(owner), d.keep(), none, args[2], nxWord},
+		Args:   [][]byte{[]byte(owner), d.keep(), withDelay(none, r), args[2], nxWord},
 		Shape:  SetNXReply,
 		Effects: []Effect{{
 			Kind: Grant, Command: "SETNX", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]),
@@ -401,6 +401,14 @@ var (
 	modeRejectFwd  = []byte("reject+")
 	modeObserve    = []byte("observe")
 )
+
+// withDelay adds a rule's max_lease to Acquire's ARGV[3] (see acquireDelay).
+func withDelay(get []byte, r *policy.Rule) []byte {
+	if r.MaxLease <= 0 {
+		return get
+	}
+	return strconv.AppendInt(append(append([]byte(nil), get...), ':'), r.MaxLease.D().Milliseconds(), 10)
+}
 
 // counter is the key whose INCR mints the grant numbers of a lock key: the
 // rule's fence counter, or the default next to the lock.

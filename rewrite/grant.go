@@ -41,8 +41,9 @@ end
 `
 
 // EpochKey is the hash, in every database of a primary, that holds the
-// epoch lockproxy mints tokens under there ("epoch") and the run id of the
-// Valkey process it was established for ("run"). It is lockproxy's: clients
+// epoch lockproxy mints tokens under there ("epoch"), the run id of the
+// Valkey process it was established for ("run") and when, in Valkey's
+// clock (ms), the epoch last changed ("changed"). It is lockproxy's: clients
 // may read it, never write it.
 const EpochKey = "lockproxy:epoch"
 
@@ -54,8 +55,9 @@ const EpochShift = 32
 // arguments, as the client sent them) and writes the epoch hash back one
 // epoch higher than the highest it held in
 // what it emptied (every database for FLUSHALL, the session's for
-// FLUSHDB), for the run id of this Valkey process: the counters it deleted
-// start again above every token minted before. Its reply is the command's.
+// FLUSHDB), for the run id of this Valkey process, and when ("changed",
+// where a rule's lock delay starts): the counters it deleted start again
+// above every token minted before. Its reply is the command's.
 var Flush = newScript("flush", `local all = string.upper(ARGV[1]) == 'FLUSHALL'
 local e, dbs = 0, {false}
 if all then
@@ -72,8 +74,10 @@ end
 local reply = redis.pcall(unpack(ARGV))
 if type(reply) == 'table' and reply.err then return reply end
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+local t = redis.call('TIME')
+local changed = string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000))
 for _, db in ipairs(dbs) do
   if db then redis.call('SELECT', db) end
-  redis.call('HSET', 'lockproxy:epoch', 'epoch', string.format('%d', e + 1), 'run', run)
+  redis.call('HSET', 'lockproxy:epoch', 'epoch', string.format('%d', e + 1), 'run', run, 'changed', changed)
 end
 return reply`)
