@@ -17,6 +17,16 @@ import (
 
 const mutexRule = "locks:\n  - pattern: \"*:mutex\"\n    release: rewrite\non_flush: allow\n"
 
+// failoverFenceRule guards "{x}:data" with the lock "{x}:mutex", check:
+// highest (Kleppmann's rule).
+const failoverFenceRule = `locks:
+  - pattern: "{*}:mutex"
+    fence:
+      counter: "{base}:fence"
+      guards: ["{base}:data"]
+      check: highest
+`
+
 // token is the caller's fencing token of lock, from LOCKPROXY FENCE; 0
 // when it holds no grant of it (FENCE answers nil).
 func token(t *testing.T, r *raw, lock string) int64 {
@@ -80,7 +90,7 @@ func TestTokensRiseAcrossSentinelFailover(t *testing.T) {
 	ss := startSentinels(t, 3, 2, primary)
 	waitFor(t, 15*time.Second, "sentinel sees the replica", func() bool { ok, _ := sentinelKnows(ss[0], replica.Port); return ok })
 	waitFor(t, 15*time.Second, "sentinels know each other", func() bool { _, others := sentinelKnows(ss[0], replica.Port); return others == 2 })
-	opts := rulesOptions(t, mutexRule)
+	opts := rulesOptions(t, failoverFenceRule)
 	opts.Upstream.Sentinel = policy.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}
 	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
 	opts.Upstream.MaxBackoff = policy.Duration(200 * time.Millisecond)
@@ -101,6 +111,7 @@ func TestTokensRiseAcrossSentinelFailover(t *testing.T) {
 	if tb <= ta {
 		t.Fatalf("B's token %d is not above A's %d", tb, ta)
 	}
+	eq(t, b.do("SET", "{r}:data", "B"), "+OK\r\n")
 	primary.Stop() // SIGKILL
 	waitFor(t, 30*time.Second, "Sentinel promotes the replica", func() bool {
 		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
@@ -111,9 +122,16 @@ func TestTokensRiseAcrossSentinelFailover(t *testing.T) {
 	if tc <= tb {
 		t.Fatalf("C was granted token %d after B's %d: a token repeated or went back", tc, tb)
 	}
-	// B's grant is gone: FENCE answers nil, its release is refused.
+	eq(t, c.do("SET", "{r}:data", "C"), "+OK\r\n")
+	// B's grant is gone: its fenced writes are refused, FENCE answers
+	// nil, its release is refused, and the grant is counted lost (once).
+	mustContain(t, b.do("SET", "{r}:data", "B2"), "-UNFENCED")
+	eq(t, metric(t, metrics(t, e), "lockproxy_grants_lost_total"), float64(0))
 	eq(t, token(t, b, lock), int64(0))
 	mustContain(t, b.do("DEL", lock), "-NOTOWNER")
+	m := metrics(t, e)
+	eq(t, metric(t, m, "lockproxy_grants_lost_total"), float64(1))
+	eq(t, metric(t, m, "lockproxy_epoch"), float64(tc>>32))
 	// The next grant keeps rising, C's release works as always.
 	eq(t, c.do("DEL", lock), ":1\r\n")
 	if td := acquire(t, a, lock, "A2", 10*time.Second); td <= tc {
@@ -195,6 +213,7 @@ func TestDurableGrants(t *testing.T) {
 	eq(t, a.do("SET", "d:mutex", "b", "NX", "PX", "60000"), "$-1\r\n")
 	eq(t, a.do("SETNX", "e:mutex", "b"), ":0\r\n")
 	mustContain(t, a.do("SET", "f:mutex", "b", "NX", "GET"), "-NOTDURABLE")
+	eq(t, metric(t, metrics(t, e), "lockproxy_grants_undone_total"), float64(3))
 	for _, k := range []string{"d:mutex", "e:mutex", "f:mutex"} {
 		waitFor(t, 10*time.Second, k+" undone on the primary", func() bool {
 			got, err := valkeytest.Do(primary.Addr, "EXISTS", k)

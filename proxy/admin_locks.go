@@ -342,6 +342,7 @@ func (s *session) adminFence(args [][]byte) []byte {
 	}
 	rec, err := c.HGet(ctx, string(rewrite.RecordsKey(key)), s.Owner(r)).Result()
 	if err == redis.Nil {
+		s.foundMissing(string(key))
 		return resp.AppendNull(nil, s.proto)
 	}
 	if err != nil {

@@ -78,6 +78,9 @@ type Proxy struct {
 	epochs epochMemory
 	// durable counts acquisitions undone for want of replicas (durable.go).
 	durable durableStats
+	// lostGrants counts grants found lost in a change of primary
+	// (lostgrants.go).
+	lostGrants atomic.Int64
 
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState
