@@ -70,6 +70,11 @@ type Totals struct {
 	Overlaps         int `json:"overlapping_critical_sections"`
 	Lost             int `json:"replies_lost"`
 	Misrouted        int `json:"replies_misrouted"`
+	// ReusedTokens counts fencing tokens handed out for more than one
+	// grant of a lock (issue 29): a token the grant's holder learnt
+	// (LOCKPROXY FENCE, or INCR of the counter without the proxy) that an
+	// earlier grant of the same lock had learnt already.
+	ReusedTokens int `json:"reused_tokens"`
 	// HolderRefused counts a holder's release, token or write refused (or a
 	// release that deleted nothing, or no token) whose reply came while its
 	// lease certainly still ran. A violation only when owners are portable
@@ -110,7 +115,7 @@ type Totals struct {
 
 // Violations is the sum of the counts that must be 0 with lockproxy.
 func (t Totals) Violations() int {
-	n := t.SuccessorDeleted + t.StaleAccepted + t.Overlaps + t.Lost + t.Misrouted
+	n := t.SuccessorDeleted + t.StaleAccepted + t.Overlaps + t.Lost + t.Misrouted + t.ReusedTokens
 	if t.PortableOwners {
 		n += t.HolderRefused
 	}
@@ -237,6 +242,23 @@ func Check(mode string, ops []Op, resource map[string][]string) Totals {
 		if op.Kind == kindAcquire && op.Reply == "+OK\r\n" {
 			acquired[gid{op.W, op.G}] = op
 		}
+	}
+	type lockToken struct {
+		lock, token string
+	}
+	tokenOf := map[lockToken]gid{}
+	for _, op := range ops {
+		if op.Kind != kindToken || !isInt(op.Reply) || op.Reply == ":0\r\n" {
+			continue
+		}
+		k, g := lockToken{op.Lock, op.Reply}, gid{op.W, op.G}
+		if first, ok := tokenOf[k]; ok && first != g {
+			t.ReusedTokens++
+			t.example("token reused: lock %s token %s learnt by worker %d grant %d, and before by worker %d grant %d",
+				op.Lock, strings.TrimSpace(strings.TrimPrefix(op.Reply, ":")), op.W, op.G, first.w, first.g)
+			continue
+		}
+		tokenOf[k] = g
 	}
 	for _, op := range ops {
 		if op.Kind == kindStall {

@@ -6,7 +6,7 @@
 // The same run against plain Valkey (no proxy) must find violations, which
 // shows the checker can fail.
 //
-//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-scripts] [-mode both|proxy|plain] [-json]
+//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-scripts] [-lose-writes] [-mode both|proxy|plain] [-json]
 //
 // # The run
 //
@@ -45,6 +45,15 @@
 // write is checked against the fence, the release drops the owner record.
 // Without the proxy the release is safe already; the writes are not.
 //
+// # Lost writes (-lose-writes)
+//
+// Valkey runs without persistence, so each of the schedule's Valkey
+// restarts (SIGKILL) loses every lock, counter, owner record and resource
+// entry, as a primary restarted without persistence does. Without the
+// proxy the counter restarts at 1 and tokens are handed out twice;
+// through it, tokens rise across the restart (an epoch in their high bits,
+// docs/failover.md).
+//
 // # Several instances (-instances 2 or more)
 //
 // A proxy tier: that many lockproxy instances in front of the one Valkey,
@@ -79,6 +88,8 @@
 //     connection stayed open (far above the proxy's 1 s reply timeout and
 //     any SIGSTOP). A connection that ends before the reply is not a lost
 //     reply — the client is told — and is counted as "cut".
+//   - fencing tokens handed out twice: a token a grant's holder learnt
+//     that an earlier grant of the same lock had learnt already.
 //   - replies misrouted: a reply of the wrong shape for its command, an
 //     error code the command cannot produce, a probe (ECHO, GET of the
 //     worker's own key) answered with anything but its own payload, or a
@@ -168,6 +179,7 @@ type options struct {
 	keep         bool
 	cluster      bool
 	scripts      bool
+	loseWrites   bool
 }
 
 func main() {
@@ -197,6 +209,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"the Valkey restarts become CLUSTER FAILOVERs and brief SIGSTOPs of a primary; the plain run uses a cluster-aware client")
 	fs.BoolVar(&o.scripts, "scripts", false, "workers take, write and release with a lock library's own scripts (bsm/redislock's obtain and release, "+
 		"a scripted RPUSH) instead of SET NX, RPUSH and a blind DEL: through the proxy each runs in its wrapper")
+	fs.BoolVar(&o.loseWrites, "lose-writes", false, "run Valkey without persistence: each Valkey restart of the schedule (SIGKILL) loses "+
+		"every lock, counter, record and resource entry, as a primary restarted without persistence does (issue 29)")
 	// Worker mode (the driver re-executes this binary).
 	var wc workerConfig
 	var worker bool
@@ -311,7 +325,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startValkey(bin, dir string) (*valkey, error) {
+func startValkey(bin, dir string, loseWrites bool) (*valkey, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -322,6 +336,9 @@ func startValkey(bin, dir string) (*valkey, error) {
 		"logfile " + filepath.Join(dir, "valkey.log"),
 		"save \"\"", "appendonly yes", "appendfsync always",
 	}, "\n") + "\n"
+	if loseWrites {
+		conf = strings.Replace(conf, "appendonly yes", "appendonly no", 1)
+	}
 	if err := os.WriteFile(v.conf, []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
@@ -432,7 +449,7 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 		seeds = cl.Seeds()
 		upstream = seeds[0]
 	} else {
-		if vk, err = startValkey(o.valkey, dir); err != nil {
+		if vk, err = startValkey(o.valkey, dir, o.loseWrites); err != nil {
 			return Totals{}, err
 		}
 		defer vk.kill()
@@ -690,6 +707,7 @@ func printTable(w io.Writer, all []Totals) {
 	row("overlapping critical sections at the resource", func(t Totals) int { return t.Overlaps })
 	row("replies lost", func(t Totals) int { return t.Lost })
 	row("replies misrouted", func(t Totals) int { return t.Misrouted })
+	row("fencing tokens handed out twice", func(t Totals) int { return t.ReusedTokens })
 	if len(all) > 0 && all[0].PortableOwners {
 		row("holders refused while their lease certainly ran", func(t Totals) int { return t.HolderRefused })
 	}
