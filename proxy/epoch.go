@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -26,6 +27,10 @@ type epochMemory struct {
 	// run id of the Valkey process it was established on last.
 	high int64
 	run  string
+	// sentinelFor, sentinelEpoch: the config-epoch Sentinel reported for
+	// the primary at sentinelFor (asked again when the primary moves).
+	sentinelFor   string
+	sentinelEpoch int64
 }
 
 // epochPerFailover is the room a Sentinel failover epoch leaves for
@@ -82,9 +87,11 @@ return {n, run}`
 
 // establishEpoch runs establishEpochScript on a new connection (before it
 // is handed out, its handshake done) and remembers the epoch. In a
-// cluster it does nothing: see docs/failover.md.
+// cluster, and without lock rules, it does nothing: see docs/failover.md.
 func (p *Proxy) establishEpoch(nc net.Conn) error {
-	if p.cl != nil {
+	if p.cl != nil || !p.decider.Load().Active() {
+		// Without lock rules nothing mints a token; a reload that
+		// switches rules on reopens the shared connections (reload.go).
 		return nil
 	}
 	base := p.sentinelEpoch() * epochPerFailover
@@ -101,6 +108,12 @@ func (p *Proxy) establishEpoch(nc net.Conn) error {
 		return err
 	}
 	epoch, run, err := parseEpochReply(buf[:n])
+	if _, ok := err.(*replyError); !ok && err != nil {
+		// Not Valkey's answer to the script (a server that is not
+		// Valkey): there is no epoch to mint under.
+		p.log.Warn("the upstream did not answer the epoch's script as Valkey does", "error", err)
+		return nil
+	}
 	if re, ok := err.(*replyError); ok && strings.HasPrefix(re.msg, "NOPERM") {
 		// A login that may not run INFO or write lockproxy's hash: its
 		// connection mints under whatever epoch the hash says (see
@@ -140,15 +153,28 @@ func parseEpochReply(b []byte) (int64, string, error) {
 	return n, f[3], nil
 }
 
-// sentinelEpoch is the primary's failover epoch as a Sentinel reports it
-// (SENTINEL MASTER's config-epoch), 0 without Sentinel or when none
-// answers within the dial timeout.
+// sentinelEpoch is the primary's failover epoch as the Sentinels report
+// it (SENTINEL MASTER's config-epoch, the highest of those that answer
+// within the dial timeout), 0 without Sentinel or when none answers. It is
+// asked once per primary address: a failover moves the primary (and raises
+// the epoch), so a new address asks again.
 func (p *Proxy) sentinelEpoch() int64 {
 	s := p.opts.Upstream.Sentinel
 	if s.Master == "" {
 		return 0
 	}
+	p.masterMu.Lock()
+	addr := p.master
+	p.masterMu.Unlock()
+	p.epochs.mu.Lock()
+	if addr != "" && addr == p.epochs.sentinelFor {
+		e := p.epochs.sentinelEpoch
+		p.epochs.mu.Unlock()
+		return e
+	}
+	p.epochs.mu.Unlock()
 	var best int64
+	answered := false
 	for _, sa := range s.Addrs {
 		sc := p.sentinelClient(sa)
 		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
@@ -159,8 +185,19 @@ func (p *Proxy) sentinelEpoch() int64 {
 			continue
 		}
 		if v, err := strconv.ParseInt(m["config-epoch"], 10, 64); err == nil {
-			best = max(best, v)
+			best, answered = max(best, v), true
 		}
+	}
+	if answered && addr != "" {
+		p.epochs.mu.Lock()
+		p.epochs.sentinelFor, p.epochs.sentinelEpoch = addr, best
+		p.epochs.mu.Unlock()
 	}
 	return best
 }
+
+var errRulesOn = errors.New("lock rules were switched on: the connection is reopened to establish the primary's epoch")
+
+// reopenShared fails every shared upstream connection (sessions' own keep
+// theirs: a transaction or a subscription would be lost).
+func (p *Proxy) reopenShared(err error) { p.reopen(err, false) }
