@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // Issue 29: a fencing token never repeats and never goes back, across a
@@ -264,5 +265,75 @@ func TestLockDelayAfterRestart(t *testing.T) {
 	t.Logf("A's lease ended at %d; B was granted at %d, after %d refusals", aEnd, bAt, refused)
 	if bAt < aEnd {
 		t.Fatalf("B was granted the lock at %d, before A's lost lease ran out at %d", bAt, aEnd)
+	}
+}
+
+// Sentinel, with durability and max_lease: while the replica is cut off no
+// acquisition is acknowledged; after the primary is killed and the replica
+// promoted, nothing is granted while it has no replica, nobody is granted
+// A's lock before A's lease ran out, and the tokens keep rising.
+func TestDurableDelayedAcrossSentinelFailover(t *testing.T) {
+	sentinelBinary(t)
+	primary, replica := replPrimaryReplica(t)
+	ss := startSentinels(t, 3, 2, primary)
+	waitFor(t, 15*time.Second, "sentinel sees the replica", func() bool { ok, _ := sentinelKnows(ss[0], replica.Port); return ok })
+	waitFor(t, 15*time.Second, "sentinels know each other", func() bool { _, others := sentinelKnows(ss[0], replica.Port); return others == 2 })
+	opts := rulesOptions(t, "locks:\n  - pattern: \"*:mutex\"\n    max_lease: 3s\n    durability: {replicas: 1, timeout: 300ms}\n")
+	opts.Upstream.Sentinel = policy.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}
+	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
+	opts.Upstream.MaxBackoff = policy.Duration(200 * time.Millisecond)
+	opts.Upstream.DialTimeout = policy.Duration(time.Second)
+	opts.Upstream.ReplyTimeout = policy.Duration(time.Second)
+	e := &env{t: t, srv: primary}
+	e.startProxy(opts)
+	a, b, c := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+
+	const lock = "{s}:mutex"
+	eq(t, a.do("SET", lock, "A", "NX", "PX", "3000"), "+OK\r\n")
+	ta := token(t, a, lock)
+	recs := string(rewrite.RecordsKey([]byte(lock)))
+	owners, err := valkeytest.Do(replica.Addr, "HGETALL", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The record is on the replica (the acquisition was acknowledged):
+	// "<grant> <acquired> <lease end> A".
+	f := strings.Fields(owners)
+	if len(f) < 5 || f[len(f)-1] != "A" {
+		t.Fatalf("A's record on the replica: %q", owners)
+	}
+	aEnd, _ := strconv.ParseInt(f[len(f)-2], 10, 64)
+
+	cutOffReplica(t, primary)
+	eq(t, b.do("SET", "{s2}:mutex", "B", "NX", "PX", "3000"), "$-1\r\n") // not acknowledged: not taken
+	eq(t, token(t, b, "{s2}:mutex"), int64(0))
+
+	primary.Stop() // SIGKILL
+	waitFor(t, 30*time.Second, "Sentinel promotes the replica", func() bool {
+		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
+		return strings.Contains(info, "role:master")
+	})
+	// The new primary has no replica left: durability grants nothing
+	// until the old primary is back (empty), as its replica.
+	eq(t, retryUpstream(t, c, "SET", "{s3}:mutex", "C", "NX", "PX", "3000"), "$-1\r\n")
+	primary.Restart(t)
+	waitFor(t, 30*time.Second, "the old primary is the new one's replica", func() bool {
+		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
+		return strings.Contains(info, "state=online")
+	})
+	tc := acquire(t, c, lock, "C", 30*time.Second)
+	owners, _ = valkeytest.Do(replica.Addr, "HGETALL", recs)
+	var cAt int64
+	for _, line := range strings.Split(owners, "\n") {
+		if g := strings.Fields(line); len(g) == 4 && g[3] == "C" {
+			cAt, _ = strconv.ParseInt(g[1], 10, 64)
+		}
+	}
+	t.Logf("A: token %d, lease end %d; C: token %d, granted at %d", ta, aEnd, tc, cAt)
+	if cAt == 0 || cAt < aEnd {
+		t.Fatalf("C was granted at %d, before A's lease ended at %d", cAt, aEnd)
+	}
+	if tc <= ta {
+		t.Fatalf("C's token %d is not above A's %d", tc, ta)
 	}
 }
