@@ -337,3 +337,19 @@ func TestDurableDelayedAcrossSentinelFailover(t *testing.T) {
 		t.Fatalf("C's token %d is not above A's %d", tc, ta)
 	}
 }
+
+// Renewals and fenced writes under durability are answered once the
+// replica has them, and NOTDURABLE while it is cut off.
+func TestDurableRenewalsAndFencedWrites(t *testing.T) {
+	primary, _ := replPrimaryReplica(t)
+	e := &env{t: t, srv: primary}
+	e.startProxy(rulesOptions(t, failoverFenceRule+"    durability: {replicas: 1, timeout: 200ms}\n"))
+	a := dialRaw(t, e.addr)
+	eq(t, a.do("SET", "{d}:mutex", "a", "NX", "PX", "60000"), "+OK\r\n")
+	eq(t, a.do("PEXPIRE", "{d}:mutex", "50000"), ":1\r\n")
+	eq(t, a.do("SET", "{d}:data", "1"), "+OK\r\n")
+	cutOffReplica(t, primary)
+	mustContain(t, a.do("PEXPIRE", "{d}:mutex", "40000"), "-NOTDURABLE")
+	mustContain(t, a.do("SET", "{d}:data", "2"), "-NOTDURABLE")
+	eq(t, metric(t, metrics(t, e), "lockproxy_durable_writes_short_total"), float64(2))
+}

@@ -30,19 +30,65 @@ local r = redis.call('HGET', KEYS[3], ARGV[1])
 if r and string.match(r, '^(%d+) ') == ARGV[2] then redis.call('HDEL', KEYS[3], ARGV[1]) end
 return 1`
 
-// durability returns the durability of an acquisition's rule, nil when the
-// plan is no acquisition or its rule answers at once.
+// durability returns the durability a plan runs under: its acquisition's
+// or lease change's rule's (Acquire, Holder), or, for a fenced write, the
+// strictest of its guarding locks' rules; nil when it answers at once.
 func durability(plan rewrite.Plan) *policy.DurabilityConfig {
-	if plan.Script != rewrite.Acquire || len(plan.Effects) == 0 || plan.Effects[0].Rule == nil {
-		return nil
+	switch plan.Script {
+	case rewrite.Acquire, rewrite.Holder:
+		if len(plan.Effects) > 0 && plan.Effects[0].Rule != nil {
+			return plan.Effects[0].Rule.Durability
+		}
+	case rewrite.Fenced:
+		var d *policy.DurabilityConfig
+		for _, e := range plan.Effects {
+			if e.Kind == rewrite.FencedWrite && e.Rule != nil && e.Rule.Durability != nil &&
+				(d == nil || e.Rule.Durability.Replicas > d.Replicas) {
+				d = e.Rule.Durability
+			}
+		}
+		return d
 	}
-	return plan.Effects[0].Rule.Durability
+	return nil
+}
+
+// runDurableWrite sends a renewal (Holder) or a fenced write, then its
+// WAIT: with N acknowledgements the client gets the command's reply; with
+// fewer, NOTDURABLE (the change was made on the primary, as a WAIT that
+// comes back short says; it may not survive a failover).
+func (s *session) runDurableWrite(plan rewrite.Plan, d *policy.DurabilityConfig) {
+	proto, effects, shape, sc := s.proto, plan.Effects, plan.Shape, plan.Script
+	key := ""
+	if len(effects) > 0 {
+		key = string(effects[0].Key)
+	}
+	var folded []byte
+	muted := s.mute
+	s.mute = true
+	sha := encodeScript(plan, true)
+	s.forwardRetry(sha, sha, func(reply []byte) []byte {
+		folded = rewrite.Fold(shape, effects, sc.Unwrap(reply), proto)
+		return reply
+	})
+	s.mute = muted
+	wait := resp.AppendCommandStrings(nil, "WAIT", strconv.Itoa(d.Replicas), strconv.FormatInt(d.Timeout.D().Milliseconds(), 10))
+	s.forward(wait, func(reply []byte) []byte {
+		acked, ok := resp.ReplyInt(reply)
+		s.apply(effects, folded)
+		if len(folded) > 0 && folded[0] == '-' || ok && acked >= int64(d.Replicas) {
+			return folded
+		}
+		s.p.durable.short.Add(1)
+		return resp.AppendError(nil, errNotDurableWrite(key, d))
+	})
 }
 
 // durableStats counts acquisitions undone because their replicas did not
 // acknowledge them in time.
 type durableStats struct {
 	undone atomic.Int64
+	// short: renewals and fenced writes answered NOTDURABLE.
+	short atomic.Int64
 }
 
 // runDurable sends an acquisition, then its WAIT, and answers the client

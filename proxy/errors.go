@@ -207,3 +207,9 @@ func errWaitUnprimed(key, why string) string {
 func errNotDurable(key string, d *policy.DurabilityConfig) string {
 	return fmt.Sprintf("NOTDURABLE lockproxy undid the acquisition of %q: fewer than %d replicas acknowledged it within %s (durability); the lock is not yours, retry later", key, d.Replicas, d.Timeout.D())
 }
+
+// errNotDurableWrite: a renewal or fenced write under a rule's durability
+// that too few replicas acknowledged in time (durable.go).
+func errNotDurableWrite(key string, d *policy.DurabilityConfig) string {
+	return fmt.Sprintf("NOTDURABLE lockproxy made the change to %q on the primary, but fewer than %d replicas acknowledged it within %s (durability): a failover may lose it; retry, or renew the lock again", key, d.Replicas, d.Timeout.D())
+}

@@ -154,7 +154,11 @@ func (s *session) run(plan rewrite.Plan) {
 		return
 	}
 	if d := durability(plan); d != nil {
-		s.runDurable(plan, d)
+		if sc == rewrite.Acquire {
+			s.runDurable(plan, d)
+		} else {
+			s.runDurableWrite(plan, d)
+		}
 		return
 	}
 	if s.rd.Buffered() > 0 || sc.FirstUse() || sc == rewrite.Flush {

@@ -98,6 +98,7 @@ var (
 	mEpoch       = desc("epoch", "The epoch this instance mints fencing tokens under (docs/failover.md): a token's high bits; it rises with every change of primary.")
 	mLost        = desc("grants_lost_total", "Grants found lost in a change of primary: the holder's release, renewal or LOCKPROXY FENCE found no record of a grant it was given under an older epoch.")
 	mUndone      = desc("grants_undone_total", "Acquisitions undone, and answered as not taken, because fewer replicas than the rule's durability asks for acknowledged them in time.")
+	mShort       = desc("durable_writes_short_total", "Renewals and fenced writes under a rule's durability answered NOTDURABLE: fewer replicas than it asks for acknowledged them in time.")
 	mWait        = desc("lock_wait_seconds", "Time from an owner's first contended SET NX to its acquisition of the lock (0 when the first try succeeded).", "rule")
 )
 
@@ -105,7 +106,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("lockproxy_"+name, help, labels, nil)
 }
 
-var allDescs = []*prometheus.Desc{mEpoch, mLost, mUndone, mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
+var allDescs = []*prometheus.Desc{mEpoch, mLost, mUndone, mShort, mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
 	mLogRecords, mDropped, mAuthFail, mAuthLimited, mReloads, mReloadOK, mRules, mLapsed, mGrants, mContention,
 	mReleases, mRenewals, mLateRelease, mEvents, mRefusals, mPrevented, mDeleted, mStale, mHold, mWait}
 
@@ -133,6 +134,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(mEpoch, p.currentEpoch())
 	counter(mLost, p.lostGrants.Load())
 	counter(mUndone, p.durable.undone.Load())
+	counter(mShort, p.durable.short.Load())
 	gauge(mClients, p.stats.clients.Load())
 	counter(mRejected, p.stats.rejected.Load())
 	gauge(mMaxClients, int64(p.opts.MaxClients))
