@@ -353,3 +353,20 @@ func TestDurableRenewalsAndFencedWrites(t *testing.T) {
 	mustContain(t, a.do("SET", "{d}:data", "2"), "-NOTDURABLE")
 	eq(t, metric(t, metrics(t, e), "lockproxy_durable_writes_short_total"), float64(2))
 }
+
+// Connections opened while no rule existed established no epoch: a reload
+// that switches rules on reopens them, so a restart without persistence
+// after it still cannot make a token go back.
+func TestTokensRiseAfterReloadSwitchedRulesOn(t *testing.T) {
+	e, path := fileEnv(t, "")
+	r := dialRaw(t, e.addr)
+	eq(t, r.do("PING"), "+PONG\r\n")
+	writeFile(t, path, mutexRule)
+	mustContain(t, r.do("LOCKPROXY", "RELOAD"), "reloaded")
+	first := acquire(t, r, "x:mutex", "v", 10*time.Second)
+	eq(t, r.do("DEL", "x:mutex"), ":1\r\n")
+	e.srv.Restart(t)
+	if next := acquire(t, r, "x:mutex", "v", 10*time.Second); next <= first {
+		t.Fatalf("token %d after %d", next, first)
+	}
+}
