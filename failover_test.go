@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -369,4 +370,80 @@ func TestTokensRiseAfterReloadSwitchedRulesOn(t *testing.T) {
 	if next := acquire(t, r, "x:mutex", "v", 10*time.Second); next <= first {
 		t.Fatalf("token %d after %d", next, first)
 	}
+}
+
+// A 3-primary cluster with replicas: the replica of the lock's primary is
+// cut off (its replication user switched off, its link killed), B is
+// granted the lock there, the primary is killed (SIGKILL) and the cluster
+// promotes the replica. C's token is above B's; on main it was B's again.
+func TestTokensRiseAcrossClusterFailover(t *testing.T) {
+	cl, err := valkeytest.StartCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	opts := rulesOptions(t, failoverFenceRule)
+	opts.Upstream.Cluster.Seeds = cl.Seeds()
+	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
+	opts.Upstream.MaxBackoff = policy.Duration(200 * time.Millisecond)
+	opts.Upstream.DialTimeout = policy.Duration(time.Second)
+	opts.Upstream.ReplyTimeout = policy.Duration(time.Second)
+	e := &env{t: t, srv: cl.Nodes[0]}
+	e.startProxy(opts)
+	a, b, c := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+
+	const lock = "{c}:mutex"
+	primary, err := cl.Primary(int(cluster.Slot([]byte(lock))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := cl.ReplicaOf(primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The replica logs in as "repl" from now on.
+	for _, step := range []struct {
+		srv  *valkeytest.Server
+		args []string
+	}{
+		{primary, []string{"ACL", "SETUSER", "repl", "on", ">replpw", "~*", "&*", "+@all"}},
+		{replica, []string{"CONFIG", "SET", "masteruser", "repl"}},
+		{replica, []string{"CONFIG", "SET", "masterauth", "replpw"}},
+		{primary, []string{"CLIENT", "KILL", "TYPE", "replica"}},
+	} {
+		if out, err := valkeytest.Do(step.srv.Addr, step.args...); err != nil {
+			t.Fatalf("%v: %q %v", step.args, out, err)
+		}
+	}
+	waitFor(t, 60*time.Second, "the replica is back, as repl", func() bool {
+		out, _ := valkeytest.Do(primary.Addr, "CLIENT", "LIST", "TYPE", "replica")
+		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
+		return strings.Contains(out, "user=repl") && strings.Contains(info, "master_link_status:up")
+	})
+	ta := acquire(t, a, lock, "A", 20*time.Second)
+	rc := valkeytest.Dial(t, replica.Addr, 2)
+	rc.Do(t, "READONLY")
+	var got []byte
+	waitFor(t, 10*time.Second, "the replica has A's lock", func() bool {
+		got = rc.Do(t, "GET", lock)
+		return string(got) == "$1\r\nA\r\n"
+	})
+	cutOffReplica(t, primary)
+	eq(t, a.do("DEL", lock), ":1\r\n")
+	tb := acquire(t, b, lock, "B", 10*time.Second)
+	if tb <= ta {
+		t.Fatalf("B's token %d is not above A's %d", tb, ta)
+	}
+	primary.Stop() // SIGKILL
+	waitFor(t, 60*time.Second, "the cluster promotes the replica", func() bool {
+		role, _ := valkeytest.Do(replica.Addr, "ROLE")
+		return strings.HasPrefix(role, "master")
+	})
+	tc := acquire(t, c, lock, "C", 60*time.Second)
+	t.Logf("tokens: A %d, B %d (lost in the failover), C %d", ta, tb, tc)
+	if tc <= tb {
+		t.Fatalf("C was granted token %d after B's %d: a token repeated or went back", tc, tb)
+	}
+	mustContain(t, b.do("SET", "{c}:data", "B"), "-UNFENCED")
+	eq(t, c.do("SET", "{c}:data", "C"), "+OK\r\n")
 }

@@ -42,6 +42,9 @@ type Decider struct {
 	// Keep is how long an owner record outlives its lease, in
 	// milliseconds as the scripts take it (KeepArg); nil: 10 minutes.
 	Keep []byte
+	// Cluster: Valkey is a cluster; acquisitions take the epoch's floor
+	// from the node's own failover epoch (fnGrant).
+	Cluster bool
 }
 
 // KeepArg is the scripts' keep_lapsed argument for a duration.
@@ -260,7 +263,7 @@ func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 			get, shape = getFlag, AcquireGetReply
 		}
 		sargs := make([][]byte, 0, 3+len(args)-2)
-		sargs = append(sargs, []byte(owner), d.keep(), withDelay(get, r))
+		sargs = append(sargs, []byte(owner), d.keep(), d.acquireFlags(get, r))
 		ck, cv := clone2(key, args[2])
 		return Plan{
 			Kind:   Run,
@@ -288,7 +291,7 @@ func (d *Decider) setnx(args [][]byte, r *policy.Rule, s Session) Plan {
 		Kind:   Run,
 		Script: Acquire,
 		Keys:   d.lockKeys(make([][]byte, 0, 3), r, key),
-		Args:   [][]byte{[]byte(owner), d.keep(), withDelay(none, r), args[2], nxWord},
+		Args:   [][]byte{[]byte(owner), d.keep(), d.acquireFlags(none, r), args[2], nxWord},
 		Shape:  SetNXReply,
 		Effects: []Effect{{
 			Kind: Grant, Command: "SETNX", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]),
@@ -402,12 +405,21 @@ var (
 	modeObserve    = []byte("observe")
 )
 
-// withDelay adds a rule's max_lease to Acquire's ARGV[3] (see acquireDelay).
-func withDelay(get []byte, r *policy.Rule) []byte {
-	if r.MaxLease <= 0 {
+// acquireFlags is Acquire's ARGV[3]: "get" or "", then ":<ms>" under a
+// rule's max_lease (see acquireDelay), then "!" in front of a cluster (see
+// fnGrant).
+func (d *Decider) acquireFlags(get []byte, r *policy.Rule) []byte {
+	if r.MaxLease <= 0 && !d.Cluster {
 		return get
 	}
-	return strconv.AppendInt(append(append([]byte(nil), get...), ':'), r.MaxLease.D().Milliseconds(), 10)
+	out := append([]byte(nil), get...)
+	if r.MaxLease > 0 {
+		out = strconv.AppendInt(append(out, ':'), r.MaxLease.D().Milliseconds(), 10)
+	}
+	if d.Cluster {
+		out = append(out, '!')
+	}
+	return out
 }
 
 // counter is the key whose INCR mints the grant numbers of a lock key: the

@@ -17,6 +17,13 @@ package rewrite
 // node of a cluster, where the key is not the script's to read) the floor
 // is 0, and a grant is the plain INCR it always was.
 //
+// In front of a cluster (cluster true: the Decider's Cluster) the epoch is
+// the node's own failover epoch, as CLUSTER INFO reports it
+// (cluster_my_epoch) times 256: a replica promoted in a failover takes a
+// config epoch above every other node's, so its first grant of a lock is
+// above every token its old primary handed out. Script acquisitions pass
+// no cluster flag (see docs/failover.md, Limits).
+//
 // A counter whose name ends in "}}:lockproxy:grants" is a key's that was
 // named without its second '}' before issue 26's finding 7 (see
 // CounterKey): its first grant is seeded from the counter under that old
@@ -24,16 +31,22 @@ package rewrite
 //
 // The snippet holds no comment and no line that needs its line break, so
 // that the wrapper of a client's script (wrap.go) can carry it on one line.
-const fnGrant = `local function grant(ck, incr)
+const fnGrant = `local function grant(ck, incr, cluster)
   local g = incr('INCR', ck)
   if type(g) ~= 'number' then return g end
   if g == 1 and string.sub(ck, -19) == '}}:lockproxy:grants' then
     local old = tonumber(redis.pcall('GET', string.sub(ck, 1, -19) .. ':lockproxy:grants'))
     if old then g = redis.call('INCRBY', ck, string.format('%d', old)) end
   end
-  local f = redis.pcall('HGET', 'lockproxy:epoch', 'epoch')
-  if type(f) == 'string' then
-    local floor = tonumber(f) * 4294967296
+  local f
+  if cluster then
+    f = tonumber(string.match(redis.call('CLUSTER', 'INFO'), 'cluster_my_epoch:(%d+)'))
+    if f then f = f * 256 end
+  else
+    f = tonumber(redis.pcall('HGET', 'lockproxy:epoch', 'epoch'))
+  end
+  if f then
+    local floor = f * 4294967296
     if g <= floor then g = redis.call('INCRBY', ck, string.format('%d', floor + 1 - g)) end
   end
   return g

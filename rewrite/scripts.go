@@ -224,21 +224,22 @@ end
 // KEYS[1] lock, KEYS[2] counter, KEYS[3] records. ARGV[1] owner, ARGV[2]
 // keep_lapsed in ms, ARGV[3] "get" when SET has GET (then a nil reply means
 // it took the lock), followed by ":<ms>" under a rule's max_lease (see
-// acquireDelay), then SET's arguments after the key (for SETNX: value,
+// acquireDelay) and "!" in front of a cluster (see fnGrant), then SET's
+// arguments after the key (for SETNX: value,
 // NX).
 //
 // Reply: {grant or 0, SET's own reply}. Errors are Valkey's own, word for
 // word (pcall, not call, which would add the script's name). If the counter
 // cannot be incremented (it holds something else), the lock just taken is
 // given back, so no grant goes unrecorded.
-var Acquire = newScript("acquire", fnGrant+`local get, delay = string.match(ARGV[3], '^(%a*):?(%d*)$')
+var Acquire = newScript("acquire", fnGrant+`local get, delay, cl = string.match(ARGV[3], '^(%a*):?(%d*)(!?)$')
 if delay ~= '' then
 `+acquireDelay+`end
 local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
 if type(r) == 'table' and r.err then return r end
 -- Taken: SET answered (OK), or, with GET, answered nil (no old value).
 if (r ~= false) == (get == 'get') then return {0, r} end
-local grant = grant(KEYS[2], redis.pcall)
+local grant = grant(KEYS[2], redis.pcall, cl == '!')
 if type(grant) == 'table' then
   redis.call('DEL', KEYS[1])
   return grant
