@@ -105,9 +105,12 @@ type Totals struct {
 	ValkeyRestarts int `json:"valkey_restarts"`
 	// In front of a cluster (-cluster): CLUSTER FAILOVERs on a replica, and
 	// primaries stopped with SIGSTOP for a moment.
-	Cluster      bool `json:"cluster,omitempty"`
-	Failovers    int  `json:"cluster_failovers"`
-	PrimaryStops int  `json:"primary_sigstops"`
+	Cluster   bool `json:"cluster,omitempty"`
+	Failovers int  `json:"cluster_failovers"`
+	// -cluster -lose-writes: primaries killed while their replica was cut
+	// off, the replica promoted.
+	LossyFailovers int `json:"lossy_failovers"`
+	PrimaryStops   int `json:"primary_sigstops"`
 
 	// Examples of each violation, for the report.
 	Examples []string `json:"examples,omitempty"`
