@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/lockproxy/lockproxy/policy"
@@ -55,32 +56,45 @@ func durability(plan rewrite.Plan) *policy.DurabilityConfig {
 // runDurableWrite sends a renewal (Holder) or a fenced write, then its
 // WAIT: with N acknowledgements the client gets the command's reply; with
 // fewer, NOTDURABLE (the change was made on the primary, as a WAIT that
-// comes back short says; it may not survive a failover).
+// comes back short says; it may not survive a failover). A WAIT answered
+// before the script (in front of a cluster the script may have been
+// redirected to another node) cannot vouch for it: NOTDURABLE too.
 func (s *session) runDurableWrite(plan rewrite.Plan, d *policy.DurabilityConfig) {
 	proto, effects, shape, sc := s.proto, plan.Effects, plan.Shape, plan.Script
 	key := ""
 	if len(effects) > 0 {
 		key = string(effects[0].Key)
 	}
+	var mu sync.Mutex
 	var folded []byte
 	muted := s.mute
 	s.mute = true
 	sha := encodeScript(plan, true)
 	s.forwardRetry(sha, sha, func(reply []byte) []byte {
+		mu.Lock()
 		folded = rewrite.Fold(shape, effects, sc.Unwrap(reply), proto)
+		mu.Unlock()
 		return reply
 	})
 	s.mute = muted
-	wait := resp.AppendCommandStrings(nil, "WAIT", strconv.Itoa(d.Replicas), strconv.FormatInt(d.Timeout.D().Milliseconds(), 10))
-	s.forward(wait, func(reply []byte) []byte {
+	s.forward(waitCommand(d), func(reply []byte) []byte {
+		mu.Lock()
+		defer mu.Unlock()
 		acked, ok := resp.ReplyInt(reply)
-		s.apply(effects, folded)
-		if len(folded) > 0 && folded[0] == '-' || ok && acked >= int64(d.Replicas) {
-			return folded
+		if folded != nil {
+			s.apply(effects, folded)
+			if folded[0] == '-' || ok && acked >= int64(d.Replicas) {
+				return folded
+			}
 		}
 		s.p.durable.short.Add(1)
 		return resp.AppendError(nil, errNotDurableWrite(key, d))
 	})
+}
+
+// waitCommand is the WAIT that follows a durable command.
+func waitCommand(d *policy.DurabilityConfig) []byte {
+	return resp.AppendCommandStrings(nil, "WAIT", strconv.Itoa(d.Replicas), strconv.FormatInt(d.Timeout.D().Milliseconds(), 10))
 }
 
 // durableStats counts acquisitions undone because their replicas did not
@@ -92,32 +106,21 @@ type durableStats struct {
 }
 
 // runDurable sends an acquisition, then its WAIT, and answers the client
-// from both (see above).
+// from both (see above). A WAIT answered before the acquisition's script
+// (in front of a cluster the script may have been redirected to another
+// node) cannot vouch for it: the client is answered "not taken", and the
+// grant, if the script made one, is undone when its reply comes.
 func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
 	proto, effects, shape := s.proto, plan.Effects, plan.Shape
 	keys := make([]string, len(plan.Keys))
 	for i, k := range plan.Keys {
 		keys[i] = string(k)
 	}
-	var folded []byte
-	muted := s.mute
-	s.mute = true
-	sha := encodeScript(plan, true)
-	s.forwardRetry(sha, sha, func(reply []byte) []byte {
-		folded = rewrite.Fold(shape, effects, plan.Script.Unwrap(reply), proto)
-		return reply
-	})
-	s.mute = muted
-	wait := resp.AppendCommandStrings(nil, "WAIT", strconv.Itoa(d.Replicas), strconv.FormatInt(d.Timeout.D().Milliseconds(), 10))
 	owner, db := effects[0].Owner, s.db
-	s.forward(wait, func(reply []byte) []byte {
-		grant := effects[0].Grant
-		acked, ok := resp.ReplyInt(reply)
-		if grant == 0 || ok && acked >= int64(d.Replicas) {
-			s.apply(effects, folded)
-			return folded
-		}
-		// Not durable: undone (off the reply path), answered as not taken.
+	var mu sync.Mutex
+	var folded []byte
+	waited := false
+	undo := func(grant int64, acked int64) {
 		value := string(effects[0].Value)
 		s.p.durable.undone.Add(1)
 		s.p.log.Warn("an acquisition was not acknowledged by enough replicas in time: undone, answered as not taken",
@@ -127,6 +130,34 @@ func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
 			defer s.p.wg.Done()
 			s.p.undoGrant(keys, db, owner, grant, value)
 		}()
+	}
+	muted := s.mute
+	s.mute = true
+	sha := encodeScript(plan, true)
+	s.forwardRetry(sha, sha, func(reply []byte) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		folded = rewrite.Fold(shape, effects, plan.Script.Unwrap(reply), proto)
+		if waited && effects[0].Grant > 0 {
+			undo(effects[0].Grant, -1)
+		}
+		return reply
+	})
+	s.mute = muted
+	s.forward(waitCommand(d), func(reply []byte) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		waited = true
+		grant := effects[0].Grant
+		acked, ok := resp.ReplyInt(reply)
+		if folded != nil && (grant == 0 || ok && acked >= int64(d.Replicas)) {
+			s.apply(effects, folded)
+			return folded
+		}
+		// Not durable: undone (off the reply path), answered as not taken.
+		if folded != nil {
+			undo(grant, acked)
+		}
 		effects[0].Grant = 0
 		s.apply(effects, nil)
 		switch shape {

@@ -173,7 +173,7 @@ const expiryMargin = 5 * time.Millisecond
 var allowedErrors = map[string][]string{
 	kindAcquire: {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
 	kindToken:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
-	kindWrite:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "STALE", "UNFENCED"},
+	kindWrite:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "STALE", "UNFENCED", "NOTDURABLE"},
 	kindRelease: {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "NOTOWNER", "TOKENRELEASE"},
 	kindEcho:    {"UPSTREAM", "SHUTDOWN", "LOADING"},
 	kindSet:     {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},

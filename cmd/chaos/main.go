@@ -6,7 +6,8 @@
 // The same run against plain Valkey (no proxy) must find violations, which
 // shows the checker can fail.
 //
-//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-scripts] [-lose-writes] [-mode both|proxy|plain] [-json]
+//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-scripts] [-lose-writes]
+//	      [-durability N] [-max-lease D] [-mode both|proxy|plain] [-json]
 //
 // # The run
 //
@@ -135,10 +136,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// ruleExtra is added to the rule: -durability and -max-lease (one
+// in-process proxy only).
+var ruleExtra string
+
 // rulesYAML is the proxy's one rule; session is "" (the default,
 // connection) or the owner scope of the several-instance run.
 func rulesYAML(session string) string {
-	y := "locks:\n  - pattern: \"{*}:lock\"\n    release: rewrite\n"
+	y := "locks:\n  - pattern: \"{*}:lock\"\n    release: rewrite\n" + ruleExtra
 	if session != "" {
 		y += "    session: " + session + "\n"
 	}
@@ -217,6 +222,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.loseWrites, "lose-writes", false, "run Valkey without persistence: each Valkey restart of the schedule (SIGKILL) loses "+
 		"every lock, counter, record and resource entry, as a primary restarted without persistence does (issue 29); with -cluster, "+
 		"the Valkey fault is a primary killed (SIGKILL) while its replica is cut off, and the replica promoted")
+	var durable int
+	var maxLease time.Duration
+	fs.IntVar(&durable, "durability", 0, "the rule's durability: {replicas: N, timeout: 200ms} (0: off; -cluster, one instance)")
+	fs.DurationVar(&maxLease, "max-lease", 0, "the rule's max_lease (0: none; one instance); workers ask for -lease")
 	// Worker mode (the driver re-executes this binary).
 	var wc workerConfig
 	var worker bool
@@ -258,6 +267,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano())
+	}
+	if durable > 0 {
+		ruleExtra += fmt.Sprintf("    durability: {replicas: %d, timeout: 200ms}\n", durable)
+	}
+	if maxLease > 0 {
+		ruleExtra += fmt.Sprintf("    max_lease: %s\n", maxLease)
+	}
+	if ruleExtra != "" && o.instances > 1 {
+		fmt.Fprintln(stderr, "chaos: -durability and -max-lease run one lockproxy instance; leave -instances at 1")
+		return 2
 	}
 	if o.workers < 1 || o.locks < 1 || o.lease <= 0 || o.duration <= 0 || o.instances < 1 {
 		fmt.Fprintln(stderr, "chaos: -workers, -locks, -lease, -duration and -instances must be positive")
