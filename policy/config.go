@@ -218,6 +218,21 @@ type LockRule struct {
 	Scripts      ScriptsMode      `yaml:"scripts"`       // "" = default by script class
 	UnknownSHA   UnknownSHAMode   `yaml:"unknown_sha"`   // default allow
 	Fence        *FenceConfig     `yaml:"fence,omitempty"`
+	// Durability: acquisitions answered only once that many replicas have
+	// them (docs/failover.md); nil (the default) answers at once.
+	Durability *DurabilityConfig `yaml:"durability,omitempty"`
+	// MaxLease: acquisitions with a longer lease (or none) are refused, and
+	// after a change of primary the rule's locks are not granted for this
+	// long (the lock delay, docs/failover.md); 0 (the default): neither.
+	MaxLease Duration `yaml:"max_lease"`
+}
+
+// DurabilityConfig is a lock rule's durability section: an acquisition is
+// answered only after Replicas replicas acknowledged it (WAIT), and is
+// undone, and answered as not taken, when they do not within Timeout.
+type DurabilityConfig struct {
+	Replicas int      `yaml:"replicas"`
+	Timeout  Duration `yaml:"timeout"`
 }
 
 // FenceConfig is a lock rule's optional fencing section. Only its shape is
@@ -461,6 +476,10 @@ func (c *Config) clone() *Config {
 }
 
 func (r LockRule) clone() LockRule {
+	if r.Durability != nil {
+		d := *r.Durability
+		r.Durability = &d
+	}
 	if r.Fence != nil {
 		f := *r.Fence
 		f.Guards = slices.Clone(f.Guards)

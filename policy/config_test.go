@@ -52,7 +52,10 @@ func TestExampleConfigParses(t *testing.T) {
 		t.Fatalf("uncommenting did not reach the fence section: %+v", all.Locks[0])
 	}
 	// The optional sections that are examples, not defaults.
-	all.Locks[0].Fence = nil
+	if d := all.Locks[0].Durability; d == nil || d.Replicas != 1 {
+		t.Fatalf("uncommenting did not reach the durability section: %+v", all.Locks[0])
+	}
+	all.Locks[0].Fence, all.Locks[0].Durability = nil, nil
 	if len(all.Admin.Users) != 2 || all.Admin.Users[1].Role != AdminOperate {
 		t.Fatalf("uncommenting did not reach admin.users: %+v", all.Admin.Users)
 	}

@@ -14,8 +14,10 @@ type Rule struct {
 	UnknownOwner UnknownOwnerMode
 	Scripts      ScriptsMode
 	UnknownSHA   UnknownSHAMode
-	Fence        *FenceConfig // nil when the rule has no fence section
-	Fencing      *Fencing     // the fence section compiled; nil without one
+	Fence        *FenceConfig      // nil when the rule has no fence section
+	Fencing      *Fencing          // the fence section compiled; nil without one
+	Durability   *DurabilityConfig // nil: acquisitions are answered at once
+	MaxLease     Duration          // 0: no limit on leases, no lock delay
 }
 
 // Rules is the ordered set of lock rules. It is immutable after NewRules and
@@ -76,6 +78,8 @@ func NewRules(locks []LockRule) (*Rules, error) {
 			Scripts:      l.Scripts,
 			UnknownSHA:   l.UnknownSHA,
 			Fence:        l.Fence,
+			Durability:   l.Durability,
+			MaxLease:     l.MaxLease,
 		}
 		if l.Fence != nil {
 			f, err := compileFence(pats[i], l.Fence)

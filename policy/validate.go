@@ -227,6 +227,17 @@ func validateLocks(v *validator, locks []LockRule) []*Pattern {
 			oneOf(v, p+".scripts", r.Scripts, scriptsModes)
 		}
 		oneOf(v, p+".unknown_sha", r.UnknownSHA, unknownSHAs)
+		if r.MaxLease < 0 {
+			v.errf(p+".max_lease", "must not be negative: the longest lease an acquisition may ask for (0: no limit, no lock delay)")
+		}
+		if d := r.Durability; d != nil {
+			if d.Replicas < 1 {
+				v.errf(p+".durability.replicas", "must be at least 1: the number of replicas that must have an acquisition before it is answered")
+			}
+			if d.Timeout <= 0 {
+				v.errf(p+".durability.timeout", "must be above 0: how long to wait for the replicas (e.g. 100ms) before the acquisition is undone")
+			}
+		}
 		if f := r.Fence; f != nil {
 			fp := p + ".fence"
 			if f.Counter == "" {

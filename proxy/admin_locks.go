@@ -173,13 +173,17 @@ func (p *Proxy) readLocksFrom(ctx context.Context, c *redis.Conn, db int, pat *p
 }
 
 // lockOfRecords finds the lock a records key belongs to: its name without
-// the suffix, or without the braces RecordsKey wrapped it in; the one a rule
-// matches and whose records key it is.
+// the suffix, or without the braces RecordsKey wrapped it in, or without the
+// '}' it added after a key that ends in one; the one a rule matches and
+// whose records key it is.
 func lockOfRecords(rules *policy.Rules, rk string) (string, *policy.Rule) {
 	x := strings.TrimSuffix(rk, rewrite.RecordsSuffix)
 	cands := []string{x}
 	if len(x) > 2 && x[0] == '{' && x[len(x)-1] == '}' {
 		cands = append(cands, x[1:len(x)-1])
+	}
+	if strings.HasSuffix(x, "}}") {
+		cands = append(cands, x[:len(x)-1])
 	}
 	for _, c := range cands {
 		if r := rules.Match([]byte(c)); r != nil && string(rewrite.RecordsKey([]byte(c))) == rk {
@@ -338,6 +342,7 @@ func (s *session) adminFence(args [][]byte) []byte {
 	}
 	rec, err := c.HGet(ctx, string(rewrite.RecordsKey(key)), s.Owner(r)).Result()
 	if err == redis.Nil {
+		s.foundMissing(string(key))
 		return resp.AppendNull(nil, s.proto)
 	}
 	if err != nil {

@@ -24,6 +24,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 			return // Valkey refused it: nothing changed
 		}
 	}
+	s.noteGrants(effects)
 	now := time.Now()
 	p := s.p
 	for i := range effects {

@@ -200,3 +200,16 @@ func errClusterFaceOnly(sub string) string {
 func errWaitUnprimed(key, why string) string {
 	return fmt.Sprintf("ERR lockproxy could not make WAIT count this client's writes: Valkey refused the write of %s that comes first (%s), and WAIT would have counted none of them; allow this user to write keys matching *:lockproxy:wait", key, why)
 }
+
+// errNotDurable: SET ... NX GET under a rule's durability, when too few
+// replicas acknowledged it in time (durable.go). Its "not taken" answer
+// would have to name a holder's value, so it is this error instead.
+func errNotDurable(key string, d *policy.DurabilityConfig) string {
+	return fmt.Sprintf("NOTDURABLE lockproxy undid the acquisition of %q: fewer than %d replicas acknowledged it within %s (durability); the lock is not yours, retry later", key, d.Replicas, d.Timeout.D())
+}
+
+// errNotDurableWrite: a renewal or fenced write under a rule's durability
+// that too few replicas acknowledged in time (durable.go).
+func errNotDurableWrite(key string, d *policy.DurabilityConfig) string {
+	return fmt.Sprintf("NOTDURABLE lockproxy made the change to %q on the primary, but fewer than %d replicas acknowledged it within %s (durability): a failover may lose it; retry, or renew the lock again", key, d.Replicas, d.Timeout.D())
+}

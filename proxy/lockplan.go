@@ -73,6 +73,11 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 			plan = d.DecideKeys(cmd.Args, keys, s)
 		}
 	}
+	if plan.Script == rewrite.Flush && s.p.cl != nil {
+		// In front of a cluster a flush goes to every primary as it came:
+		// the epoch is not kept there (docs/failover.md).
+		plan = rewrite.Plan{Effects: plan.Effects}
+	}
 	switch plan.Kind {
 	case rewrite.Forward:
 		if len(plan.Effects) == 0 && plan.Learn == nil {
@@ -149,10 +154,21 @@ func (s *session) run(plan rewrite.Plan) {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
-	if s.rd.Buffered() > 0 || sc.FirstUse() {
+	if d := durability(plan); d != nil && s.p.cl == nil {
+		// In front of a cluster durability is not applied yet: see
+		// docs/failover.md, Limits.
+		if sc == rewrite.Acquire {
+			s.runDurable(plan, d)
+		} else {
+			s.runDurableWrite(plan, d)
+		}
+		return
+	}
+	if s.rd.Buffered() > 0 || sc.FirstUse() || sc == rewrite.Flush {
 		// More commands are already here behind this one: EVAL needs no
 		// retry that could overtake them. A wrapper's first use: EVAL
-		// loads it.
+		// loads it. A flush's script is not preloaded (flushes are rare):
+		// always EVAL.
 		s.forward(encodeScript(plan, false), hook)
 		return
 	}

@@ -95,6 +95,10 @@ var (
 	mDeleted     = desc("successor_deletions_total", "Forwarded deletes (release: observe, unknown_owner: forward) that removed another owner's lock.", "rule")
 	mStale       = desc("stale_fenced_writes_refused_total", "Writes to guarded keys refused by the fence because a newer grant exists.", "rule")
 	mHold        = desc("lock_hold_seconds", "Time from acquisition to token-checked release.", "rule")
+	mEpoch       = desc("epoch", "The epoch this instance mints fencing tokens under (docs/failover.md): a token's high bits; it rises with every change of primary.")
+	mLost        = desc("grants_lost_total", "Grants found lost in a change of primary: the holder's release, renewal or LOCKPROXY FENCE found no record of a grant it was given under an older epoch.")
+	mUndone      = desc("grants_undone_total", "Acquisitions undone, and answered as not taken, because fewer replicas than the rule's durability asks for acknowledged them in time.")
+	mShort       = desc("durable_writes_short_total", "Renewals and fenced writes under a rule's durability answered NOTDURABLE: fewer replicas than it asks for acknowledged them in time.")
 	mWait        = desc("lock_wait_seconds", "Time from an owner's first contended SET NX to its acquisition of the lock (0 when the first try succeeded).", "rule")
 )
 
@@ -102,7 +106,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("lockproxy_"+name, help, labels, nil)
 }
 
-var allDescs = []*prometheus.Desc{mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
+var allDescs = []*prometheus.Desc{mEpoch, mLost, mUndone, mShort, mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
 	mLogRecords, mDropped, mAuthFail, mAuthLimited, mReloads, mReloadOK, mRules, mLapsed, mGrants, mContention,
 	mReleases, mRenewals, mLateRelease, mEvents, mRefusals, mPrevented, mDeleted, mStale, mHold, mWait}
 
@@ -127,6 +131,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	gauge(mBuildInfo, 1, p.version())
+	gauge(mEpoch, p.currentEpoch())
+	counter(mLost, p.lostGrants.Load())
+	counter(mUndone, p.durable.undone.Load())
+	counter(mShort, p.durable.short.Load())
 	gauge(mClients, p.stats.clients.Load())
 	counter(mRejected, p.stats.rejected.Load())
 	gauge(mMaxClients, int64(p.opts.MaxClients))

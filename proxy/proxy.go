@@ -75,6 +75,13 @@ type Proxy struct {
 	masterMu    sync.Mutex
 	master      string
 	stopWatcher context.CancelFunc
+	// epochs: the epoch this instance minted under last (epoch.go).
+	epochs epochMemory
+	// durable counts acquisitions undone for want of replicas (durable.go).
+	durable durableStats
+	// lostGrants counts grants found lost in a change of primary
+	// (lostgrants.go).
+	lostGrants atomic.Int64
 
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState
@@ -139,9 +146,14 @@ func New(opts Options) (*Proxy, error) {
 	}
 	if len(opts.Upstream.Cluster.Seeds) > 0 {
 		p.startCluster()
+		for _, l := range opts.Locks {
+			if l.Durability != nil {
+				p.log.Warn("durability is not applied in front of a Valkey Cluster yet (docs/failover.md, Limits)", "pattern", l.Pattern)
+			}
+		}
 	}
 	p.requireAuth = p.probeAuth()
-	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed)})
+	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil})
 	// The side client dials only when used: for the command table once
 	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.
 	p.side = redis.NewClient(&redis.Options{

@@ -82,9 +82,15 @@ func (p *Proxy) Reload() (ReloadResult, error) {
 	// from storing a decider built from the old rules over this one.
 	p.tableMu.Lock()
 	nd := *p.decider.Load()
+	wasActive := nd.Active()
 	nd.Rules, nd.OnFlush = rules, cfg.OnFlush
 	p.decider.Store(&nd)
 	p.tableMu.Unlock()
+	if !wasActive && nd.Active() && p.cl == nil {
+		// Connections opened without rules established no epoch
+		// (epoch.go): they are reopened before they mint a token.
+		p.reopenShared(errRulesOn)
+	}
 
 	if !o.logins.Load().same(cfg.Admin.Password, cfg.Admin.Users) {
 		o.logins.Store(newAdminLogins(cfg.Admin.Password, cfg.Admin.Users))

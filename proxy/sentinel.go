@@ -123,6 +123,12 @@ func (p *Proxy) failover(addr string) {
 		return
 	}
 	p.log.Warn("following a Sentinel failover", "master", p.opts.Upstream.Sentinel.Master, "from", old, "to", addr)
+	p.reopen(errFailover, true)
+}
+
+// reopen fails every shared upstream connection (and, with dedicated,
+// every session's own), so that the next command dials again.
+func (p *Proxy) reopen(err error, dedicated bool) {
 	p.poolMu.Lock()
 	var conns []*upConn
 	for _, pl := range p.pools {
@@ -136,14 +142,16 @@ func (p *Proxy) failover(addr string) {
 		}
 	}
 	p.poolMu.Unlock()
-	p.mu.Lock()
-	for s := range p.sessions {
-		if c := s.dedicated(); c != nil {
-			conns = append(conns, c)
+	if dedicated {
+		p.mu.Lock()
+		for s := range p.sessions {
+			if c := s.dedicated(); c != nil {
+				conns = append(conns, c)
+			}
 		}
+		p.mu.Unlock()
 	}
-	p.mu.Unlock()
 	for _, c := range conns {
-		c.fail(errFailover)
+		c.fail(err)
 	}
 }

@@ -22,12 +22,15 @@ import (
 // upstream reader receives them and written by the session's writer goroutine,
 // so a client that reads slowly never blocks a shared upstream connection.
 type session struct {
-	p    *Proxy
-	id   uint64
-	nc   net.Conn
-	rd   *resp.Reader
-	addr string
-	host string // the client's IP, the owner under session: client_addr
+	// grants: the grants this session was given, to tell a lost one
+	// (lostgrants.go).
+	grants sessionGrants
+	p      *Proxy
+	id     uint64
+	nc     net.Conn
+	rd     *resp.Reader
+	addr   string
+	host   string // the client's IP, the owner under session: client_addr
 	// connOwner is the session's owner identity under session: connection.
 	connOwner string
 	nameA     atomic.Pointer[string] // name, readable from upstream readers

@@ -66,7 +66,11 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	// Connected: Valkey is there. Its answers may wait behind a long
 	// command (SAVE, DEBUG SLEEP), so they get as long as any reply.
 	_ = nc.SetDeadline(time.Now().Add(max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())))
-	if err := handshake(nc, st); err != nil {
+	err = handshake(nc, st)
+	if err == nil && !st.bare {
+		err = p.establishEpoch(nc)
+	}
+	if err != nil {
 		nc.Close()
 		if isTimeout(err) {
 			err = &slowError{wait: max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())}

@@ -2,9 +2,20 @@ package rewrite
 
 // CounterKey names the grant counter of a lock key: the key with a suffix,
 // kept in the lock's hash slot so the acquire script may touch both in a
-// cluster. A key with a hash tag keeps it (the suffix comes after it);
-// a key without one is wrapped in braces, which makes the whole key the tag
-// and so hashes exactly as the key itself does.
+// cluster. A key with a hash tag keeps it (the suffix comes after it, and
+// one more '}' before the suffix when the key ends in '}'); a key without
+// one is wrapped in braces, which makes the whole key the tag and so hashes
+// exactly as the key itself does.
+//
+// The extra '}' keeps the names of every two keys apart (issue 26, finding
+// 7): the lock "a:lock" is wrapped to "{a:lock}", and the lock "{a:lock}"
+// would otherwise share its counter and its records. Read back from a
+// name, the part before the suffix is either wrapped ("{k}", one '}' at its
+// end, k with no '}'), tagged and not ending in '}' (the key itself), or
+// tagged and ending in "}}" (the key and the extra '}'); an untagged part
+// is the key itself. Keys tagged and ending in '}' were named without the
+// extra '}' before: their counter is seeded from that old name on first use
+// (fnGrant), so their tokens never go back across the upgrade.
 func CounterKey(lock []byte) []byte { return lockproxyKey(lock, counterSuffix) }
 
 // RecordsKey names the hash of a lock key's owner records (see the scripts),
@@ -28,7 +39,14 @@ const (
 func WaitKey(tag string) string { return "{" + tag + "}" + waitSuffix }
 
 func lockproxyKey(lock []byte, suffix string) []byte {
-	if hasHashTag(lock) || !canWrap(lock) {
+	if hasHashTag(lock) {
+		out := append(make([]byte, 0, len(lock)+1+len(suffix)), lock...)
+		if lock[len(lock)-1] == '}' {
+			out = append(out, '}')
+		}
+		return append(out, suffix...)
+	}
+	if !canWrap(lock) {
 		return append(append(make([]byte, 0, len(lock)+len(suffix)), lock...), suffix...)
 	}
 	out := make([]byte, 0, len(lock)+len(suffix)+2)

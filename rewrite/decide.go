@@ -42,6 +42,9 @@ type Decider struct {
 	// Keep is how long an owner record outlives its lease, in
 	// milliseconds as the scripts take it (KeepArg); nil: 10 minutes.
 	Keep []byte
+	// Cluster: Valkey is a cluster; acquisitions take the epoch's floor
+	// from the node's own failover epoch (fnGrant).
+	Cluster bool
 }
 
 // KeepArg is the scripts' keep_lapsed argument for a duration.
@@ -71,7 +74,7 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		return Plan{} // unknown command: Valkey answers the error
 	}
 	if cmd.KeylessWrite() && isFlush(args[0]) {
-		return d.flush(args[0])
+		return d.flush(args)
 	}
 	keys, st := cmd.Keys(args, scratch[:0])
 	switch st {
@@ -172,11 +175,12 @@ type touch struct {
 
 // own reports whether key is one of lockproxy's own: a grant counter, an
 // owner records hash or a WAIT's prime (by their suffixes, whatever the
-// rules say now: rules change on reload, the keys stay), or a fence counter
+// rules say now: rules change on reload, the keys stay), the epoch hash
+// (EpochKey), or a fence counter
 // of a rule and its hash of highest tokens. Clients may read them; a write
 // could make an old grant current again or erase a fence (or be erased).
 func (d *Decider) own(key []byte) bool {
-	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) {
+	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) || string(key) == EpochKey {
 		return true
 	}
 	if !d.Rules.Fenced() {
@@ -259,7 +263,7 @@ func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 			get, shape = getFlag, AcquireGetReply
 		}
 		sargs := make([][]byte, 0, 3+len(args)-2)
-		sargs = append(sargs, []byte(owner), d.keep(), get)
+		sargs = append(sargs, []byte(owner), d.keep(), d.acquireFlags(get, r))
 		ck, cv := clone2(key, args[2])
 		return Plan{
 			Kind:   Run,
@@ -287,7 +291,7 @@ func (d *Decider) setnx(args [][]byte, r *policy.Rule, s Session) Plan {
 		Kind:   Run,
 		Script: Acquire,
 		Keys:   d.lockKeys(make([][]byte, 0, 3), r, key),
-		Args:   [][]byte{[]byte(owner), d.keep(), none, args[2], nxWord},
+		Args:   [][]byte{[]byte(owner), d.keep(), d.acquireFlags(none, r), args[2], nxWord},
 		Shape:  SetNXReply,
 		Effects: []Effect{{
 			Kind: Grant, Command: "SETNX", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]),
@@ -401,6 +405,23 @@ var (
 	modeObserve    = []byte("observe")
 )
 
+// acquireFlags is Acquire's ARGV[3]: "get" or "", then ":<ms>" under a
+// rule's max_lease (see acquireDelay), then "!" in front of a cluster (see
+// fnGrant).
+func (d *Decider) acquireFlags(get []byte, r *policy.Rule) []byte {
+	if r.MaxLease <= 0 && !d.Cluster {
+		return get
+	}
+	out := append([]byte(nil), get...)
+	if r.MaxLease > 0 {
+		out = strconv.AppendInt(append(out, ':'), r.MaxLease.D().Milliseconds(), 10)
+	}
+	if d.Cluster {
+		out = append(out, '!')
+	}
+	return out
+}
+
 // counter is the key whose INCR mints the grant numbers of a lock key: the
 // rule's fence counter, or the default next to the lock.
 func (d *Decider) counter(r *policy.Rule, key []byte) []byte {
@@ -410,13 +431,21 @@ func (d *Decider) counter(r *policy.Rule, key []byte) []byte {
 	return CounterKey(key)
 }
 
-func (d *Decider) flush(name []byte) Plan {
-	cmd := strings.ToUpper(string(name))
+// flush: FLUSHALL, FLUSHDB and SWAPDB are refused under on_flush: reject.
+// Allowed, FLUSHALL and FLUSHDB run in the Flush script, which raises the
+// epoch of what they empty in the same step, so the counters they delete
+// start again above every token handed out before (docs/failover.md).
+func (d *Decider) flush(args [][]byte) Plan {
+	cmd := strings.ToUpper(string(args[0]))
 	if d.OnFlush == policy.FlushReject {
 		reason := errFlush(cmd)
 		return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: cmd, Reason: reason}}}
 	}
-	return Plan{Effects: []Effect{{Kind: Flushed, Command: cmd}}}
+	effects := []Effect{{Kind: Flushed, Command: cmd}}
+	if cmd == "SWAPDB" {
+		return Plan{Effects: effects}
+	}
+	return Plan{Kind: Run, Script: Flush, Args: args, Shape: AsIs, Effects: effects}
 }
 
 // isFlush: the commands that drop every lock of a database at once.

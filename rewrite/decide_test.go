@@ -371,10 +371,10 @@ func decideCases() []decideCase {
 		}), "FLUSHALL under on_flush: reject", "", "FLUSHALL"),
 		named(refuse("LOCKED", "Refused FLUSHDB"), "flushdb async under on_flush: reject", "", "flushdb", "async"),
 		named(refuse("LOCKED", "Refused SWAPDB"), "SWAPDB under on_flush: reject", "", "SWAPDB", "0", "1"),
-		named(with(forward("Flushed FLUSHALL"), func(c *decideCase) { c.flush = policy.FlushAllow }),
-			"FLUSHALL under on_flush: allow", "", "FLUSHALL"),
-		named(with(forward("Flushed FLUSHDB"), func(c *decideCase) { c.flush = policy.FlushAllow }),
-			"FLUSHDB SYNC under on_flush: allow", "", "FLUSHDB", "SYNC"),
+		named(with(run(rewrite.Flush, rewrite.AsIs, nil, w("FLUSHALL"), "Flushed FLUSHALL"), func(c *decideCase) { c.flush = policy.FlushAllow }),
+			"FLUSHALL under on_flush: allow: raises the epoch", "", "FLUSHALL"),
+		named(with(run(rewrite.Flush, rewrite.AsIs, nil, w("FLUSHDB SYNC"), "Flushed FLUSHDB"), func(c *decideCase) { c.flush = policy.FlushAllow }),
+			"FLUSHDB SYNC under on_flush: allow: raises the epoch", "", "FLUSHDB", "SYNC"),
 		named(with(forward("Flushed SWAPDB"), func(c *decideCase) { c.flush = policy.FlushAllow }),
 			"swapdb under on_flush: allow", "", "swapdb", "0", "1"),
 
@@ -593,7 +593,8 @@ func TestCounterKey(t *testing.T) {
 	for _, c := range []struct{ key, want string }{
 		{"resource:lock", "{resource:lock}:lockproxy:grants"},
 		{"{user:1}:lock", "{user:1}:lock:lockproxy:grants"},
-		{"lock:{a}:{b}", "lock:{a}:{b}:lockproxy:grants"},
+		{"lock:{a}:{b}", "lock:{a}:{b}}:lockproxy:grants"}, // ends in '}': one more
+		{"{a:lock}", "{a:lock}}:lockproxy:grants"},         // not "a:lock"'s counter
 		{"a{b", "{a{b}:lockproxy:grants"},
 		{"x}y:lock", "x}y:lock:lockproxy:grants"}, // no tag can hold it: left as is
 	} {

@@ -33,8 +33,9 @@ func newScript(name, body string) *Script {
 // The lock state lives in Valkey, beside each lock, in its hash slot:
 //
 //	counter   the grant counter (CounterKey, or the rule's fence counter):
-//	          INCR'd by every acquisition, never expires; the latest grant
-//	          number is the lock's current fencing token.
+//	          raised by every acquisition (fnGrant: INCR, and the epoch's
+//	          floor), never expires; the latest grant number is the lock's
+//	          current fencing token.
 //	records   a hash (RecordsKey) with one field per owner that was granted
 //	          the lock: "<grant> <acquired ms> <lease end ms> <value>", lease
 //	          end 0 for a lock without expiry.
@@ -222,18 +223,23 @@ end
 //
 // KEYS[1] lock, KEYS[2] counter, KEYS[3] records. ARGV[1] owner, ARGV[2]
 // keep_lapsed in ms, ARGV[3] "get" when SET has GET (then a nil reply means
-// it took the lock), then SET's arguments after the key (for SETNX: value,
+// it took the lock), followed by ":<ms>" under a rule's max_lease (see
+// acquireDelay) and "!" in front of a cluster (see fnGrant), then SET's
+// arguments after the key (for SETNX: value,
 // NX).
 //
 // Reply: {grant or 0, SET's own reply}. Errors are Valkey's own, word for
 // word (pcall, not call, which would add the script's name). If the counter
 // cannot be incremented (it holds something else), the lock just taken is
 // given back, so no grant goes unrecorded.
-var Acquire = newScript("acquire", `local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
+var Acquire = newScript("acquire", fnGrant+`local get, delay, cl = string.match(ARGV[3], '^(%a*):?(%d*)(!?)$')
+if delay ~= '' then
+`+acquireDelay+`end
+local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
 if type(r) == 'table' and r.err then return r end
 -- Taken: SET answered (OK), or, with GET, answered nil (no old value).
-if (r ~= false) == (ARGV[3] == 'get') then return {0, r} end
-local grant = redis.pcall('INCR', KEYS[2])
+if (r ~= false) == (get == 'get') then return {0, r} end
+local grant = grant(KEYS[2], redis.pcall, cl == '!')
 if type(grant) == 'table' then
   redis.call('DEL', KEYS[1])
   return grant
@@ -262,6 +268,34 @@ end
 `+fnParse+fnPut+fnSettle+`redis.call('HSET', KEYS[3], ARGV[1], rec)
 settle(KEYS[3], now, tonumber(ARGV[2]), ARGV[1])
 return {grant, r}`)
+
+// acquireDelay is Acquire's check under a rule's max_lease (the ms after
+// ARGV[3]'s ':'), before the SET: a lease longer than max_lease, or none,
+// is refused (LEASE); within max_lease of the last change of primary (the
+// epoch hash's "changed", Valkey's own clock) the lock is not granted, and
+// the client is answered as if someone held it ({0, nil}; SET NX GET,
+// whose "not taken" names a holder's value, gets LOCKDELAY).
+const acquireDelay = `local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local e = 0
+for i = #ARGV - 1, 5, -1 do
+  local o = string.upper(ARGV[i])
+  if o == 'PX' then e = now + ARGV[i + 1] break
+  elseif o == 'EX' then e = now + 1000 * ARGV[i + 1] break
+  elseif o == 'PXAT' then e = tonumber(ARGV[i + 1]) break
+  elseif o == 'EXAT' then e = 1000 * ARGV[i + 1] break end
+end
+if e == 0 or e - now > tonumber(delay) then
+  return redis.error_reply('LEASE lockproxy refused to grant ' .. KEYS[1] .. ' without a lease of at most ' .. delay .. ' ms (the rule\'s max_lease): ask for a shorter lease (PX ' .. delay .. ' or less) and renew it')
+end
+local ch = tonumber(redis.pcall('HGET', 'lockproxy:epoch', 'changed'))
+if ch and now < ch + tonumber(delay) then
+  if get == 'get' then
+    return redis.error_reply('LOCKDELAY lockproxy does not grant ' .. KEYS[1] .. ' for ' .. (ch + tonumber(delay) - now) .. ' ms more: the primary changed, and a grant it lost may still be held (lock delay, the rule\'s max_lease); retry then')
+  end
+  return {0, false}
+end
+`
 
 // Release is DEL/UNLINK made safe. Every lock key is judged first, and a
 // refusal refuses the whole command, so nothing is deleted half-way; then
@@ -473,5 +507,7 @@ if type(reply) == 'table' and reply.err then return reply end
 mark(marks)
 return {table.concat(tokens, ' '), reply}`)
 
-// Scripts lists every script lockproxy sends, for tests and preloading.
+// Scripts lists every script lockproxy sends on a lock command, for tests
+// and preloading. Flush is not preloaded: flushes are rare, and its first
+// EVALSHA's NOSCRIPT makes the proxy send it as EVAL.
 var Scripts = []*Script{Acquire, Release, Holder, Fenced}

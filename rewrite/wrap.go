@@ -170,7 +170,7 @@ if type(now) == 'table' then now = string.sub(now.err, 1, 9) == 'WRONGTYPE' and 
 local was = before[i]
 if not was then
 if now then
-local gr = redis.call('INCR', ck)
+` + fnGrant + `local gr = grant(ck, redis.call)
 local e, ms = redis.call('PEXPIRETIME', key)
 if e > 0 then ms = e - redis.call('PTTL', key) else
 local t = redis.call('TIME')

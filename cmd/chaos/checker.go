@@ -70,6 +70,11 @@ type Totals struct {
 	Overlaps         int `json:"overlapping_critical_sections"`
 	Lost             int `json:"replies_lost"`
 	Misrouted        int `json:"replies_misrouted"`
+	// ReusedTokens counts fencing tokens handed out for more than one
+	// grant of a lock (issue 29): a token the grant's holder learnt
+	// (LOCKPROXY FENCE, or INCR of the counter without the proxy) that an
+	// earlier grant of the same lock had learnt already.
+	ReusedTokens int `json:"reused_tokens"`
 	// HolderRefused counts a holder's release, token or write refused (or a
 	// release that deleted nothing, or no token) whose reply came while its
 	// lease certainly still ran. A violation only when owners are portable
@@ -100,9 +105,12 @@ type Totals struct {
 	ValkeyRestarts int `json:"valkey_restarts"`
 	// In front of a cluster (-cluster): CLUSTER FAILOVERs on a replica, and
 	// primaries stopped with SIGSTOP for a moment.
-	Cluster      bool `json:"cluster,omitempty"`
-	Failovers    int  `json:"cluster_failovers"`
-	PrimaryStops int  `json:"primary_sigstops"`
+	Cluster   bool `json:"cluster,omitempty"`
+	Failovers int  `json:"cluster_failovers"`
+	// -cluster -lose-writes: primaries killed while their replica was cut
+	// off, the replica promoted.
+	LossyFailovers int `json:"lossy_failovers"`
+	PrimaryStops   int `json:"primary_sigstops"`
 
 	// Examples of each violation, for the report.
 	Examples []string `json:"examples,omitempty"`
@@ -110,7 +118,7 @@ type Totals struct {
 
 // Violations is the sum of the counts that must be 0 with lockproxy.
 func (t Totals) Violations() int {
-	n := t.SuccessorDeleted + t.StaleAccepted + t.Overlaps + t.Lost + t.Misrouted
+	n := t.SuccessorDeleted + t.StaleAccepted + t.Overlaps + t.Lost + t.Misrouted + t.ReusedTokens
 	if t.PortableOwners {
 		n += t.HolderRefused
 	}
@@ -165,7 +173,7 @@ const expiryMargin = 5 * time.Millisecond
 var allowedErrors = map[string][]string{
 	kindAcquire: {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
 	kindToken:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
-	kindWrite:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "STALE", "UNFENCED"},
+	kindWrite:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "STALE", "UNFENCED", "NOTDURABLE"},
 	kindRelease: {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "NOTOWNER", "TOKENRELEASE"},
 	kindEcho:    {"UPSTREAM", "SHUTDOWN", "LOADING"},
 	kindSet:     {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
@@ -237,6 +245,23 @@ func Check(mode string, ops []Op, resource map[string][]string) Totals {
 		if op.Kind == kindAcquire && op.Reply == "+OK\r\n" {
 			acquired[gid{op.W, op.G}] = op
 		}
+	}
+	type lockToken struct {
+		lock, token string
+	}
+	tokenOf := map[lockToken]gid{}
+	for _, op := range ops {
+		if op.Kind != kindToken || !isInt(op.Reply) || op.Reply == ":0\r\n" {
+			continue
+		}
+		k, g := lockToken{op.Lock, op.Reply}, gid{op.W, op.G}
+		if first, ok := tokenOf[k]; ok && first != g {
+			t.ReusedTokens++
+			t.example("token reused: lock %s token %s learnt by worker %d grant %d, and before by worker %d grant %d",
+				op.Lock, strings.TrimSpace(strings.TrimPrefix(op.Reply, ":")), op.W, op.G, first.w, first.g)
+			continue
+		}
+		tokenOf[k] = g
 	}
 	for _, op := range ops {
 		if op.Kind == kindStall {

@@ -187,3 +187,24 @@ func TestCheckHolderRefused(t *testing.T) {
 		t.Fatalf("connection owners: %d holders refused, %d violations, examples %q; want 4, 0, none", got.HolderRefused, got.Violations(), got.Examples)
 	}
 }
+
+// A token two grants of one lock learnt is a reused token (issue 29: a
+// restart without persistence restarts a plain counter); the same grant
+// asking twice, or two locks with the same number, is not.
+func TestCheckReusedTokens(t *testing.T) {
+	tok := func(w, g int, lock, reply string) Op {
+		return Op{W: w, G: g, Kind: kindToken, Lock: lock, Reply: reply}
+	}
+	ops := []Op{
+		tok(0, 0, "c0", ":1\r\n"), tok(0, 0, "c0", ":1\r\n"), tok(1, 0, "c1", ":1\r\n"),
+		tok(0, 1, "c0", ":2\r\n"), tok(2, 0, "c0", "$-1\r\n"),
+	}
+	if got := Check("proxy", ops, nil); got.ReusedTokens != 0 || got.Violations() != 0 {
+		t.Fatalf("no reuse: %+v", got)
+	}
+	ops = append(ops, tok(1, 1, "c0", ":2\r\n"))
+	got := Check("plain", ops, nil)
+	if got.ReusedTokens != 1 || got.Violations() != 1 || !strings.Contains(strings.Join(got.Examples, "\n"), "token reused: lock c0 token 2") {
+		t.Fatalf("one reuse: %+v", got)
+	}
+}

@@ -6,7 +6,8 @@
 // The same run against plain Valkey (no proxy) must find violations, which
 // shows the checker can fail.
 //
-//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-scripts] [-mode both|proxy|plain] [-json]
+//	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-scripts] [-lose-writes]
+//	      [-durability N] [-max-lease D] [-mode both|proxy|plain] [-json]
 //
 // # The run
 //
@@ -45,6 +46,20 @@
 // write is checked against the fence, the release drops the owner record.
 // Without the proxy the release is safe already; the writes are not.
 //
+// # Lost writes (-lose-writes)
+//
+// Valkey runs without persistence, so each of the schedule's Valkey
+// restarts (SIGKILL) loses every lock, counter, owner record and resource
+// entry, as a primary restarted without persistence does. Without the
+// proxy the counter restarts at 1 and tokens are handed out twice;
+// through it, tokens rise across the restart (an epoch in their high bits,
+// docs/failover.md).
+//
+// With -cluster, -lose-writes makes the Valkey fault a failover that loses
+// writes: a random primary's replica is cut off (its replication user
+// switched off, its link killed), the workers go on for two leases, the
+// primary is killed with SIGKILL and the cluster promotes the replica.
+//
 // # Several instances (-instances 2 or more)
 //
 // A proxy tier: that many lockproxy instances in front of the one Valkey,
@@ -79,6 +94,8 @@
 //     connection stayed open (far above the proxy's 1 s reply timeout and
 //     any SIGSTOP). A connection that ends before the reply is not a lost
 //     reply — the client is told — and is counted as "cut".
+//   - fencing tokens handed out twice: a token a grant's holder learnt
+//     that an earlier grant of the same lock had learnt already.
 //   - replies misrouted: a reply of the wrong shape for its command, an
 //     error code the command cannot produce, a probe (ECHO, GET of the
 //     worker's own key) answered with anything but its own payload, or a
@@ -119,10 +136,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// ruleExtra is added to the rule: -durability and -max-lease (one
+// in-process proxy only).
+var ruleExtra string
+
 // rulesYAML is the proxy's one rule; session is "" (the default,
 // connection) or the owner scope of the several-instance run.
 func rulesYAML(session string) string {
-	y := "locks:\n  - pattern: \"{*}:lock\"\n    release: rewrite\n"
+	y := "locks:\n  - pattern: \"{*}:lock\"\n    release: rewrite\n" + ruleExtra
 	if session != "" {
 		y += "    session: " + session + "\n"
 	}
@@ -168,6 +189,7 @@ type options struct {
 	keep         bool
 	cluster      bool
 	scripts      bool
+	loseWrites   bool
 }
 
 func main() {
@@ -197,6 +219,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"the Valkey restarts become CLUSTER FAILOVERs and brief SIGSTOPs of a primary; the plain run uses a cluster-aware client")
 	fs.BoolVar(&o.scripts, "scripts", false, "workers take, write and release with a lock library's own scripts (bsm/redislock's obtain and release, "+
 		"a scripted RPUSH) instead of SET NX, RPUSH and a blind DEL: through the proxy each runs in its wrapper")
+	fs.BoolVar(&o.loseWrites, "lose-writes", false, "run Valkey without persistence: each Valkey restart of the schedule (SIGKILL) loses "+
+		"every lock, counter, record and resource entry, as a primary restarted without persistence does (issue 29); with -cluster, "+
+		"the Valkey fault is a primary killed (SIGKILL) while its replica is cut off, and the replica promoted")
+	var durable int
+	var maxLease time.Duration
+	fs.IntVar(&durable, "durability", 0, "the rule's durability: {replicas: N, timeout: 200ms} (0: off; -cluster, one instance)")
+	fs.DurationVar(&maxLease, "max-lease", 0, "the rule's max_lease (0: none; one instance); workers ask for -lease")
 	// Worker mode (the driver re-executes this binary).
 	var wc workerConfig
 	var worker bool
@@ -238,6 +267,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano())
+	}
+	if durable > 0 {
+		ruleExtra += fmt.Sprintf("    durability: {replicas: %d, timeout: 200ms}\n", durable)
+	}
+	if maxLease > 0 {
+		ruleExtra += fmt.Sprintf("    max_lease: %s\n", maxLease)
+	}
+	if ruleExtra != "" && o.instances > 1 {
+		fmt.Fprintln(stderr, "chaos: -durability and -max-lease run one lockproxy instance; leave -instances at 1")
+		return 2
 	}
 	if o.workers < 1 || o.locks < 1 || o.lease <= 0 || o.duration <= 0 || o.instances < 1 {
 		fmt.Fprintln(stderr, "chaos: -workers, -locks, -lease, -duration and -instances must be positive")
@@ -311,7 +350,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startValkey(bin, dir string) (*valkey, error) {
+func startValkey(bin, dir string, loseWrites bool) (*valkey, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -322,6 +361,9 @@ func startValkey(bin, dir string) (*valkey, error) {
 		"logfile " + filepath.Join(dir, "valkey.log"),
 		"save \"\"", "appendonly yes", "appendfsync always",
 	}, "\n") + "\n"
+	if loseWrites {
+		conf = strings.Replace(conf, "appendonly yes", "appendonly no", 1)
+	}
 	if err := os.WriteFile(v.conf, []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
@@ -431,8 +473,13 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 		defer cl.Stop()
 		seeds = cl.Seeds()
 		upstream = seeds[0]
+		if o.loseWrites {
+			if err := replicasAsRepl(cl); err != nil {
+				return Totals{}, err
+			}
+		}
 	} else {
-		if vk, err = startValkey(o.valkey, dir); err != nil {
+		if vk, err = startValkey(o.valkey, dir, o.loseWrites); err != nil {
 			return Totals{}, err
 		}
 		defer vk.kill()
@@ -572,6 +619,10 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 					}
 					t.ProxyRestarts++
 				}
+			} else if cl != nil && o.loseWrites {
+				if err := clusterLossyFailover(cl, rng, o.lease, &t); err != nil {
+					return t, err
+				}
 			} else if cl != nil {
 				if err := clusterFault(cl, rng, o.lease, &t); err != nil {
 					return t, err
@@ -633,6 +684,7 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 	ct := Check(mode, ops, resource)
 	ct.Stops, ct.ProxyRestarts, ct.ProxyKills, ct.ValkeyRestarts = t.Stops, t.ProxyRestarts, t.ProxyKills, t.ValkeyRestarts
 	ct.Cluster, ct.Failovers, ct.PrimaryStops = o.cluster, t.Failovers, t.PrimaryStops
+	ct.LossyFailovers = t.LossyFailovers
 	ct.Scripts = o.scripts
 	ct.Instances = o.instances
 	ct.setPortable(o.instances > 1)
@@ -690,6 +742,7 @@ func printTable(w io.Writer, all []Totals) {
 	row("overlapping critical sections at the resource", func(t Totals) int { return t.Overlaps })
 	row("replies lost", func(t Totals) int { return t.Lost })
 	row("replies misrouted", func(t Totals) int { return t.Misrouted })
+	row("fencing tokens handed out twice", func(t Totals) int { return t.ReusedTokens })
 	if len(all) > 0 && all[0].PortableOwners {
 		row("holders refused while their lease certainly ran", func(t Totals) int { return t.HolderRefused })
 	}
@@ -710,7 +763,9 @@ func printTable(w io.Writer, all []Totals) {
 	row("workers stopped (SIGSTOP)", func(t Totals) int { return t.Stops })
 	row("proxy restarts", func(t Totals) int { return t.ProxyRestarts })
 	row("proxy instances killed (SIGKILL) and restarted", func(t Totals) int { return t.ProxyKills })
-	if len(all) > 0 && all[0].Cluster {
+	if len(all) > 0 && all[0].Cluster && all[0].LossyFailovers+all[len(all)-1].LossyFailovers > 0 {
+		row("primaries killed (SIGKILL) with their replica cut off, replica promoted", func(t Totals) int { return t.LossyFailovers })
+	} else if len(all) > 0 && all[0].Cluster {
 		row("CLUSTER FAILOVERs (on a replica)", func(t Totals) int { return t.Failovers })
 		row("primaries stopped (SIGSTOP)", func(t Totals) int { return t.PrimaryStops })
 	} else {
@@ -758,5 +813,109 @@ func clusterFault(cl *valkeytest.Cluster, rng *rand.Rand, lease time.Duration, t
 		return err
 	}
 	t.PrimaryStops++
+	return nil
+}
+
+// replicasAsRepl makes every replica of the cluster log in to its primary
+// as the user "repl" (so that clusterLossyFailover can cut one off by
+// switching that user off): the user on every node, masteruser and
+// masterauth on every node, then every replica's link killed so that it
+// logs in again, and waits until every link is up.
+func replicasAsRepl(cl *valkeytest.Cluster) error {
+	for _, n := range cl.Nodes {
+		if err := armRepl(n); err != nil {
+			return err
+		}
+	}
+	for _, n := range cl.Nodes {
+		if _, err := valkeytest.Do(n.Addr, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+			return err
+		}
+	}
+	return waitLinks(cl)
+}
+
+func armRepl(n *valkeytest.Server) error {
+	for _, c := range [][]string{
+		{"ACL", "SETUSER", "repl", "on", ">replpw", "~*", "&*", "+@all"},
+		{"CONFIG", "SET", "masteruser", "repl"},
+		{"CONFIG", "SET", "masterauth", "replpw"},
+	} {
+		if out, err := valkeytest.Do(n.Addr, c...); err != nil || !strings.HasPrefix(out, "OK") {
+			return fmt.Errorf("%s %v: %q %v", n.Addr, c, out, err)
+		}
+	}
+	return nil
+}
+
+// waitLinks waits until every replica's link to its primary is up.
+func waitLinks(cl *valkeytest.Cluster) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		up := true
+		for _, n := range cl.Nodes {
+			info, err := valkeytest.Do(n.Addr, "INFO", "replication")
+			if err != nil || strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up") {
+				up = false
+			}
+		}
+		if up {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the cluster's replicas did not all link up")
+}
+
+// clusterLossyFailover is the -cluster -lose-writes run's Valkey fault: a
+// random primary's replica is cut off (its user "repl" switched off on the
+// primary, its link killed), the workers go on for two leases against the
+// primary alone, the primary is killed with SIGKILL and the cluster
+// promotes the replica, which never got those writes. The old primary is
+// started again (it rejoins as the new one's replica, empty) and its link
+// armed as the others.
+func clusterLossyFailover(cl *valkeytest.Cluster, rng *rand.Rand, lease time.Duration, t *Totals) error {
+	prims, err := cl.Primaries()
+	if err != nil || len(prims) == 0 {
+		return fmt.Errorf("the cluster's primaries: %v", err)
+	}
+	p := prims[rng.IntN(len(prims))]
+	r, err := cl.ReplicaOf(p)
+	if err != nil {
+		return err
+	}
+	for _, c := range [][]string{{"ACL", "SETUSER", "repl", "off"}, {"CLIENT", "KILL", "USER", "repl"}} {
+		if _, err := valkeytest.Do(p.Addr, c...); err != nil {
+			return err
+		}
+	}
+	time.Sleep(2 * lease)
+	p.Stop()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if role, _ := valkeytest.Do(r.Addr, "ROLE"); strings.HasPrefix(role, "master") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replica %s was not promoted", r.Addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := p.Relaunch(); err != nil {
+		return err
+	}
+	if err := cl.WaitOK(60 * time.Second); err != nil {
+		return err
+	}
+	if err := armRepl(p); err != nil {
+		return err
+	}
+	if _, err := valkeytest.Do(r.Addr, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+		return err
+	}
+	if err := waitLinks(cl); err != nil {
+		return err
+	}
+	t.LossyFailovers++
 	return nil
 }

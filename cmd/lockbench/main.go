@@ -15,6 +15,10 @@
 //	         matches, through the proxy and directly: what the extra hop
 //	         alone costs this client, so that release's ratio can be read
 //	         as hop plus lock handling.
+//	durable  the release cycle on a lock whose rule has durability:
+//	         {replicas: 1, timeout: 1s} (each acquisition answered once a
+//	         replica acknowledged it, WAIT), against the release cycle
+//	         through the same proxy: what durability costs.
 //	fenced   writes to a key a lock guards, from its holder, through the
 //	         proxy (each one a fenced script) against plain writes to an
 //	         unguarded key through the same proxy.
@@ -56,7 +60,7 @@ func main() {
 	clients := flag.Int("c", 50, "concurrent clients")
 	dur := flag.Duration("d", 5*time.Second, "how long each side runs")
 	rounds := flag.Int("rounds", 3, "alternating rounds per side; the median is reported")
-	mode := flag.String("mode", "release", "release | scripted | transit | fenced | script-acquire | script-hop | script-fenced | script-fenced-hop")
+	mode := flag.String("mode", "release", "release | scripted | transit | fenced | durable | script-acquire | script-hop | script-fenced | script-fenced-hop")
 	only := flag.String("only", "", "run one side only, a or b (for profiling one of them)")
 	flag.Parse()
 	ctx := context.Background()
@@ -127,6 +131,12 @@ func main() {
 		for _, c := range []*redis.Client{proxy, direct} {
 			c.ScriptLoad(ctx, writeLua)
 		}
+	case "durable":
+		// A rule with durability: {replicas: 1, timeout: 1s} on "*:dlock"
+		// (make bench starts a replica for this mode only): every
+		// acquisition waits for the replica's acknowledgement (WAIT).
+		an, ac, a = "durable cycle via proxy (SET NX + WAIT 1, DEL)", proxy, cycleOn("dlock")
+		bn, bc, b = "release cycle via proxy (SET NX, DEL)", proxy, blindCycle
 	case "fenced":
 		an, ac, a = "fenced write via proxy (holder, SET guarded key)", proxy, func(ctx context.Context, c *redis.Conn, w, i int) error {
 			return c.Set(ctx, fmt.Sprintf("{b%d}:data", w), i, 0).Err()
@@ -135,7 +145,7 @@ func main() {
 			return c.Set(ctx, fmt.Sprintf("plain:%d", w), i, 0).Err()
 		}
 	default:
-		fmt.Fprintln(os.Stderr, "lockbench: -mode is release, scripted, transit, fenced, script-acquire, script-hop, script-fenced or script-fenced-hop")
+		fmt.Fprintln(os.Stderr, "lockbench: -mode is release, scripted, transit, fenced, durable, script-acquire, script-hop, script-fenced or script-fenced-hop")
 		os.Exit(2)
 	}
 	var ra, rb []float64
@@ -194,15 +204,26 @@ func libCycleOn(ctx context.Context, c *redis.Conn, k string, w, i int) error {
 
 // blindCycle acquires and releases as a client that knows nothing of tokens.
 func blindCycle(ctx context.Context, c *redis.Conn, w, i int) error {
-	k := fmt.Sprintf("bench:%d:lock", w)
-	if err := c.SetNX(ctx, k, "tok", 10*time.Second).Err(); err != nil {
+	return cycleOn("lock")(ctx, c, w, i)
+}
+
+// cycleOn is blindCycle on keys bench:N:suffix.
+func cycleOn(suffix string) func(context.Context, *redis.Conn, int, int) error {
+	return func(ctx context.Context, c *redis.Conn, w, i int) error {
+		k := fmt.Sprintf("bench:%d:%s", w, suffix)
+		ok, err := c.SetNX(ctx, k, "tok", 10*time.Second).Result()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("SET NX %s was not taken", k)
+		}
+		n, err := c.Del(ctx, k).Result()
+		if err == nil && n != 1 {
+			err = fmt.Errorf("release deleted %d", n)
+		}
 		return err
 	}
-	n, err := c.Del(ctx, k).Result()
-	if err == nil && n != 1 {
-		err = fmt.Errorf("release deleted %d", n)
-	}
-	return err
 }
 
 // scriptCycle does blindCycle's work as lockproxy does it for that client:

@@ -157,6 +157,25 @@ func (s *Server) Restart(tb testing.TB) {
 	tb.Fatalf("valkeytest: %s did not come back on %s", s.Bin, s.Addr)
 }
 
+// Relaunch starts a stopped server again on its port, with its
+// configuration, for callers without a testing.TB (cmd/chaos); a cluster
+// node comes back with its nodes.conf.
+func (s *Server) Relaunch() error {
+	s.Stop()
+	s.cmd = exec.Command(s.Bin, s.args...)
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if ping(s.Addr) == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("valkeytest: %s did not come back on %s", s.Bin, s.Addr)
+}
+
 // Process returns the running process (to pause it with SIGSTOP in fault tests).
 func (s *Server) Process() *os.Process {
 	if s.cmd == nil {

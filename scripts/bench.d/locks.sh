@@ -21,6 +21,11 @@
 #   script-fenced   a holder's scripted write to a guarded key through the
 #            proxy (the wrapper checks its token) against the same script
 #            sent directly (goal >= 0.85);
+#   durable  acquire+release cycles on a lock whose rule has durability:
+#            {replicas: 1, timeout: 1s}, against the release cycle, both
+#            through the proxy: what waiting for a replica costs. A replica
+#            of the bench's Valkey runs for this mode only (the other rows
+#            are measured without one).
 #   script-hop, script-fenced-hop  the same scripts on keys no rule matches,
 #            through the proxy (forwarded, not wrapped) and directly: the
 #            hop alone, which bounds the two rows above.
@@ -32,6 +37,8 @@ PROXY_CONFIG_EXTRA+='
 locks:
   - pattern: "*:lock"
     release: rewrite
+  - pattern: "*:dlock"
+    durability: {replicas: 1, timeout: 1s}
   - pattern: "{*}:mutex"
     fence:
       counter: "{base}:fence"
@@ -46,12 +53,38 @@ lock_measurements() {
   fi
   local mode d=${BENCH_LOCK_SECONDS:-3}s
   [[ ${BENCH_QUICK:-} == 1 ]] && d=1s
-  for mode in ${BENCH_LOCK_MODES:-release scripted transit fenced script-acquire script-hop script-fenced script-fenced-hop}; do
+  for mode in ${BENCH_LOCK_MODES:-release scripted transit fenced durable script-acquire script-hop script-fenced script-fenced-hop}; do
+    [[ $mode == durable ]] && start_bench_replica
     log "[GOMAXPROCS=$gmp] lockbench -mode $mode -c 50 -d $d x $ROUNDS rounds"
     printf 'GOMAXPROCS=%s c50\t' "$gmp" >>"$tmp/extra.txt"
     "$tmp/lockbench" -proxy "$PROXY_HOST:$PROXY_PORT" -direct "$DIRECT_HOST:$DIRECT_PORT" \
       -c 50 -d "$d" -rounds "$ROUNDS" -mode "$mode" >>"$tmp/extra.txt" ||
       die "lockbench -mode $mode failed"
+    [[ $mode == durable ]] && stop_bench_replica
   done
+}
+
+# start_bench_replica: a replica of the bench's Valkey, for the durable
+# mode only; stop_bench_replica stops it (the primary counts no replica
+# after, as in every other row).
+start_bench_replica() {
+  local port pid _
+  port=$(free_port)
+  mkdir -p "$tmp/replica"
+  valkey-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$tmp/replica" \
+    --repl-diskless-sync-delay 0 --replicaof "$DIRECT_HOST" "$DIRECT_PORT" --daemonize no >"$tmp/replica.log" 2>&1 &
+  pid=$!
+  started "$pid" "$port" || die "the replica for lockbench -mode durable did not start"
+  BENCH_REPLICA_PID=$pid
+  for _ in $(seq 100); do
+    valkey-cli -h "$DIRECT_HOST" -p "$DIRECT_PORT" INFO replication | grep -q 'state=online' && return 0
+    sleep 0.1
+  done
+  die "the replica for lockbench -mode durable did not come online"
+}
+
+stop_bench_replica() {
+  [[ -n ${BENCH_REPLICA_PID:-} ]] && stop_started "$BENCH_REPLICA_PID"
+  BENCH_REPLICA_PID=""
 }
 BENCH_AFTER_HOOKS+=(lock_measurements)

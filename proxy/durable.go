@@ -1,0 +1,188 @@
+package proxy
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// Durable grants (a rule's durability: {replicas: N, timeout: D}, issue
+// 29). An acquisition runs as usual, with its reply held back; a WAIT N D
+// follows it on the same upstream connection, so that it counts the
+// replicas that acknowledged that connection's writes up to and including
+// the acquisition. With N acknowledgements the client gets the
+// acquisition's reply. With fewer, the grant is undone (undoGrantScript:
+// the lock deleted only while it still holds this grant, and the owner's
+// record of it) and the client gets the answer of a lock someone else
+// holds: nil for SET ... NX, :0 for SETNX; SET ... NX GET, whose "not
+// taken" would have to name a holder's value, gets a NOTDURABLE error.
+
+// undoGrantScript deletes a grant that its replicas did not acknowledge:
+// KEYS lock, counter, records; ARGV owner, grant, value. Only while the
+// counter still says that grant and the lock that value is the lock
+// deleted: a later grant is never touched.
+const undoGrantScript = `if redis.call('GET', KEYS[2]) == ARGV[2] and redis.call('GET', KEYS[1]) == ARGV[3] then redis.call('DEL', KEYS[1]) end
+local r = redis.call('HGET', KEYS[3], ARGV[1])
+if r and string.match(r, '^(%d+) ') == ARGV[2] then redis.call('HDEL', KEYS[3], ARGV[1]) end
+return 1`
+
+// durability returns the durability a plan runs under: its acquisition's
+// or lease change's rule's (Acquire, Holder), or, for a fenced write, the
+// strictest of its guarding locks' rules; nil when it answers at once.
+func durability(plan rewrite.Plan) *policy.DurabilityConfig {
+	switch plan.Script {
+	case rewrite.Acquire, rewrite.Holder:
+		if len(plan.Effects) > 0 && plan.Effects[0].Rule != nil {
+			return plan.Effects[0].Rule.Durability
+		}
+	case rewrite.Fenced:
+		var d *policy.DurabilityConfig
+		for _, e := range plan.Effects {
+			if e.Kind == rewrite.FencedWrite && e.Rule != nil && e.Rule.Durability != nil &&
+				(d == nil || e.Rule.Durability.Replicas > d.Replicas) {
+				d = e.Rule.Durability
+			}
+		}
+		return d
+	}
+	return nil
+}
+
+// runDurableWrite sends a renewal (Holder) or a fenced write, then its
+// WAIT: with N acknowledgements the client gets the command's reply; with
+// fewer, NOTDURABLE (the change was made on the primary, as a WAIT that
+// comes back short says; it may not survive a failover). A WAIT answered
+// before the script (in front of a cluster the script may have been
+// redirected to another node) cannot vouch for it: NOTDURABLE too.
+func (s *session) runDurableWrite(plan rewrite.Plan, d *policy.DurabilityConfig) {
+	proto, effects, shape, sc := s.proto, plan.Effects, plan.Shape, plan.Script
+	key := ""
+	if len(effects) > 0 {
+		key = string(effects[0].Key)
+	}
+	var mu sync.Mutex
+	var folded []byte
+	muted := s.mute
+	s.mute = true
+	sha := encodeScript(plan, true)
+	s.forwardRetry(sha, sha, func(reply []byte) []byte {
+		mu.Lock()
+		folded = rewrite.Fold(shape, effects, sc.Unwrap(reply), proto)
+		mu.Unlock()
+		return reply
+	})
+	s.mute = muted
+	s.forward(waitCommand(d), func(reply []byte) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		acked, ok := resp.ReplyInt(reply)
+		if folded != nil {
+			s.apply(effects, folded)
+			if folded[0] == '-' || ok && acked >= int64(d.Replicas) {
+				return folded
+			}
+		}
+		s.p.durable.short.Add(1)
+		return resp.AppendError(nil, errNotDurableWrite(key, d))
+	})
+}
+
+// waitCommand is the WAIT that follows a durable command.
+func waitCommand(d *policy.DurabilityConfig) []byte {
+	return resp.AppendCommandStrings(nil, "WAIT", strconv.Itoa(d.Replicas), strconv.FormatInt(d.Timeout.D().Milliseconds(), 10))
+}
+
+// durableStats counts acquisitions undone because their replicas did not
+// acknowledge them in time.
+type durableStats struct {
+	undone atomic.Int64
+	// short: renewals and fenced writes answered NOTDURABLE.
+	short atomic.Int64
+}
+
+// runDurable sends an acquisition, then its WAIT, and answers the client
+// from both (see above). A WAIT answered before the acquisition's script
+// (in front of a cluster the script may have been redirected to another
+// node) cannot vouch for it: the client is answered "not taken", and the
+// grant, if the script made one, is undone when its reply comes.
+func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
+	proto, effects, shape := s.proto, plan.Effects, plan.Shape
+	keys := make([]string, len(plan.Keys))
+	for i, k := range plan.Keys {
+		keys[i] = string(k)
+	}
+	owner, db := effects[0].Owner, s.db
+	var mu sync.Mutex
+	var folded []byte
+	waited := false
+	undo := func(grant int64, acked int64) {
+		value := string(effects[0].Value)
+		s.p.durable.undone.Add(1)
+		s.p.log.Warn("an acquisition was not acknowledged by enough replicas in time: undone, answered as not taken",
+			"key", keys[0], "replicas", d.Replicas, "acknowledged", acked, "timeout", d.Timeout.D())
+		s.p.wg.Add(1)
+		go func() {
+			defer s.p.wg.Done()
+			s.p.undoGrant(keys, db, owner, grant, value)
+		}()
+	}
+	muted := s.mute
+	s.mute = true
+	sha := encodeScript(plan, true)
+	s.forwardRetry(sha, sha, func(reply []byte) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		folded = rewrite.Fold(shape, effects, plan.Script.Unwrap(reply), proto)
+		if waited && effects[0].Grant > 0 {
+			undo(effects[0].Grant, -1)
+		}
+		return reply
+	})
+	s.mute = muted
+	s.forward(waitCommand(d), func(reply []byte) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		waited = true
+		grant := effects[0].Grant
+		acked, ok := resp.ReplyInt(reply)
+		if folded != nil && (grant == 0 || ok && acked >= int64(d.Replicas)) {
+			s.apply(effects, folded)
+			return folded
+		}
+		// Not durable: undone (off the reply path), answered as not taken.
+		if folded != nil {
+			undo(grant, acked)
+		}
+		effects[0].Grant = 0
+		s.apply(effects, nil)
+		switch shape {
+		case rewrite.SetNXReply:
+			return resp.AppendInt(nil, 0)
+		case rewrite.AcquireGetReply:
+			return resp.AppendError(nil, errNotDurable(keys[0], d))
+		}
+		return resp.AppendNull(nil, proto)
+	})
+}
+
+// undoGrant runs undoGrantScript, within the dial timeout.
+func (p *Proxy) undoGrant(keys []string, db int, owner string, grant int64, value string) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
+	defer cancel()
+	kc, done := p.keyClient([]byte(keys[0]))
+	defer done()
+	c := kc.Conn()
+	defer c.Close()
+	if err := c.Select(ctx, db).Err(); err != nil {
+		p.log.Warn("could not undo an acquisition its replicas did not acknowledge", "key", keys[0], "error", err)
+		return
+	}
+	if err := c.Eval(ctx, undoGrantScript, keys, owner, strconv.FormatInt(grant, 10), value).Err(); err != nil {
+		p.log.Warn("could not undo an acquisition its replicas did not acknowledge", "key", keys[0], "error", err)
+	}
+}
