@@ -85,25 +85,27 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	var body scriptBody
 	switch {
 	case resp.EqualFold(name, "evalsha"):
-		cmd = "EVALSHA"
 		if c != nil {
 			if e := c.Lookup(args[1]); e != nil {
-				rep, body.s = e.Report(), e.Body()
+				body.s = e.Body()
 			}
 		}
-		if rep == nil {
-			if !lock {
-				return Plan{}
-			}
-			return d.unseenScript("EVALSHA", args[1], false, skeys, s)
+		if body.s == "" {
+			// A script lockproxy has not seen cannot run under its
+			// monitor: NOSCRIPT, so that clients that fall back to EVAL
+			// (go-redis, redis-py, ioredis, ...) send its body.
+			return d.unseenSHA(args[1])
 		}
+		return d.monitorScript("EVALSHA", body, string(args[1]), skeys, sargs, s)
 	case resp.EqualFold(name, "eval"):
-		cmd, body.b = "EVAL", args[1]
+		body.b = args[1]
+		sha := ""
 		if c != nil {
-			rep = c.Learn(args[1]).Report()
+			sha = c.Learn(args[1]).Report().SHA
 		} else {
-			rep = scriptcheck.Analyze(string(args[1]))
+			sha = scriptcheck.Analyze(string(args[1])).SHA
 		}
+		return d.monitorScript("EVAL", body, sha, skeys, sargs, s)
 	case resp.EqualFold(name, "fcall"):
 		cmd = "FCALL"
 		if c != nil {
@@ -127,6 +129,22 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 		return Plan{}
 	}
 	return d.judgeScript(cmd, body, rep, skeys, sargs, s)
+}
+
+// monitorScript runs an EVAL or EVALSHA under the monitor, but for the
+// scripts that need none: flags=no-writes (Valkey refuses their writes),
+// and those that cannot reach Valkey at all (unmonitored).
+func (d *Decider) monitorScript(cmd string, body scriptBody, sha string, keys, argv [][]byte, s Session) Plan {
+	if noWrites(body) || unmonitored(body) {
+		return Plan{}
+	}
+	return d.monitorPlan(cmd, body, sha, keys, argv, s)
+}
+
+// unseenSHA: an EVALSHA of a script lockproxy has not seen loaded.
+func (d *Decider) unseenSHA(sha []byte) Plan {
+	reason := errUnseenSHA(sha)
+	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: "EVALSHA", Reason: reason}}}
 }
 
 // learnFunctions: FUNCTION LOAD [REPLACE] body, FUNCTION DELETE lib,
@@ -356,44 +374,11 @@ func (d *Decider) judgeScript(cmd string, body scriptBody, rep *scriptcheck.Repo
 		e := Effect{Kind: Refused, Command: cmd, Key: fc.effects[0].Key, Rule: fc.effects[0].Rule, Owner: fc.effects[0].Owner, Reason: reason}
 		return Plan{Kind: Refuse, Err: reason, Effects: []Effect{e}}
 	}
-	var acq *acquisitions
-	if nobody {
-		p, refused := d.functionAcquires(cmd, rep, keys, s)
-		if refused {
-			return p
-		}
-		effects = append(effects, p.Effects...)
-	} else {
-		acq = d.scriptAcquisitions(rep, keys, s)
+	p, refused := d.functionAcquires(cmd, rep, keys, s)
+	if refused {
+		return p
 	}
-	if fc != nil || acq != nil {
-		return wrapPlan(body, rep.SHA, keys, argv, fc, acq, effects)
-	}
-	return Plan{Effects: effects}
-}
-
-// scriptAcquisitions lists the lock keys among KEYS the script may take,
-// release or renew (any it may change), for the wrapper to keep their
-// owner records true: a grant for a lock it took, the caller's record
-// dropped with a lock it released, moved with a lease it changed. Nil when
-// there are none. The owner is the first lock's (as for a command's
-// fence).
-func (d *Decider) scriptAcquisitions(rep *scriptcheck.Report, keys [][]byte, s Session) *acquisitions {
-	var acq *acquisitions
-	for i, k := range keys {
-		r := d.Rules.Match(k)
-		if r == nil || !rep.Writes(i+1) {
-			continue
-		}
-		if v, _ := rep.Key(i + 1); v != scriptcheck.Guarded && v != scriptcheck.Acquire {
-			continue // blind or unknown, observed: forwarded as it came
-		}
-		if acq == nil {
-			acq = &acquisitions{owner: []byte(s.Owner(r)), keep: d.keep()}
-		}
-		acq.keys = d.lockKeys(acq.keys, r, k)
-	}
-	return acq
+	return Plan{Effects: append(effects, p.Effects...)}
 }
 
 // functionAcquires: an FCALL of a function that may take a lock (guarded
