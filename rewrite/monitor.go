@@ -258,25 +258,31 @@ func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, key
 	var locks [][]byte
 	var plain []touch
 	n := 0
-	for _, k := range keys {
-		r := d.Rules.Match(k)
-		if r == nil {
-			if d.Rules.Fenced() && guarded(d.Rules, k) {
-				plain = append(plain, touch{key: k, flags: keyspec.KeyRW})
+	// The locks and guarded keys among KEYS and ARGV: the monitor checks
+	// a write to a lock or a guarded key only with what the proxy
+	// prepared for it here (the lock's keys and the client's owner, the
+	// fence's check), and refuses one it has nothing for.
+	for _, list := range [2][][]byte{keys, argv} {
+		for _, k := range list {
+			r := d.Rules.Match(k)
+			if r == nil {
+				if d.Rules.Fenced() && guarded(d.Rules, k) && !hasTouch(plain, k) {
+					plain = append(plain, touch{key: k, flags: keyspec.KeyRW})
+				}
+				continue
 			}
-			continue
-		}
-		dup := false
-		for i := 0; i < len(locks); i += 5 {
-			if string(locks[i]) == string(k) {
-				dup = true
+			dup := false
+			for i := 0; i < len(locks); i += 5 {
+				if string(locks[i]) == string(k) {
+					dup = true
+				}
 			}
+			if dup {
+				continue
+			}
+			locks = append(locks, k, d.counter(r, k), RecordsKey(k), []byte(s.Owner(r)), releaseMode(r))
+			n++
 		}
-		if dup {
-			continue
-		}
-		locks = append(locks, k, d.counter(r, k), RecordsKey(k), []byte(s.Owner(r)), releaseMode(r))
-		n++
 	}
 	var fc *fenceCheck
 	if len(plain) > 0 {
@@ -306,4 +312,13 @@ func unmonitored(body scriptBody) bool {
 		}
 	}
 	return true
+}
+
+func hasTouch(ts []touch, k []byte) bool {
+	for _, t := range ts {
+		if string(t.key) == string(k) {
+			return true
+		}
+	}
+	return false
 }

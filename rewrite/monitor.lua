@@ -223,11 +223,11 @@ return function(n, ...)
           pend[#pend + 1] = was
         end
       elseif lockish(key) then
-        return refuse('LOCKED', what .. ": it is a lock's key and not one of the script's KEYS; pass the lock's key in KEYS, so that lockproxy can check who holds it")
+        return refuse('LOCKED', what .. ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
       elseif guardish(key) then
         local e, m, undeclared = fencecheck(key)
         if undeclared then
-          return refuse('UNFENCED', what .. ": a lock's fence guards it and it is not one of the script's KEYS; pass it in KEYS, so that lockproxy can check the writer's fencing token")
+          return refuse('UNFENCED', what .. ": a lock's fence guards it and it is none of the script's KEYS and ARGV; pass it in KEYS, so that lockproxy can check the writer's fencing token")
         end
         if e then return e end
         if m and #m > 0 then
@@ -291,7 +291,13 @@ env = setmetatable({KEYS = K0, ARGV = A, redis = R, server = R,
     return e
   end,
   setfenv = function(f, t)
-    if type(f) == 'number' and f > 0 then f = f + 1 end
+    if type(f) == 'number' then
+      -- Level 0 is the Lua state's own environment, shared by every
+      -- later script: Valkey 8.0.1 cannot run another script after
+      -- setfenv(0, {}).
+      if f == 0 then error('setfenv(0) is refused: it would change the environment of every later script', 2) end
+      if f > 0 then f = f + 1 end
+    end
     return rsetfenv(f, t)
   end,
   loadstring = function(s, name)

@@ -138,13 +138,22 @@ func (d *Decider) monitorScript(cmd string, body scriptBody, sha string, keys, a
 	if noWrites(body) || unmonitored(body) {
 		return Plan{}
 	}
+	text := body.String()
+	if strings.HasPrefix(text, "#!") {
+		_, text, _ = strings.Cut(text, "\n")
+	}
+	if !blocksBalanced(text) {
+		// It cannot compile: Valkey answers its compile error.
+		return Plan{}
+	}
 	return d.monitorPlan(cmd, body, sha, keys, argv, s)
 }
 
 // unseenSHA: an EVALSHA of a script lockproxy has not seen loaded.
 func (d *Decider) unseenSHA(sha []byte) Plan {
-	reason := errUnseenSHA(sha)
-	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: "EVALSHA", Reason: reason}}}
+	// Valkey's own answer for a script it does not know, not a refusal
+	// of lockproxy's: no effect to record.
+	return Plan{Kind: Refuse, Err: errUnseenSHA(sha)}
 }
 
 // learnFunctions: FUNCTION LOAD [REPLACE] body, FUNCTION DELETE lib,
