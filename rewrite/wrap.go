@@ -47,4 +47,3 @@ func (sc *Script) Unwrap(reply []byte) []byte {
 	}
 	return bytes.ReplaceAll(reply, []byte(sc.SHA), []byte(sc.Client))
 }
-
