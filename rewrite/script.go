@@ -85,9 +85,10 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	var body scriptBody
 	switch {
 	case resp.EqualFold(name, "evalsha"):
+		sha := ""
 		if c != nil {
 			if e := c.Lookup(args[1]); e != nil {
-				body.s = e.Body()
+				body.s, sha = e.Body(), e.Report().SHA
 			}
 		}
 		if body.s == "" {
@@ -96,7 +97,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 			// (go-redis, redis-py, ioredis, ...) send its body.
 			return d.unseenSHA(args[1])
 		}
-		return d.monitorScript("EVALSHA", body, string(args[1]), skeys, sargs, s)
+		return d.monitorScript("EVALSHA", body, sha, skeys, sargs, s)
 	case resp.EqualFold(name, "eval"):
 		body.b = args[1]
 		sha := ""
