@@ -276,3 +276,79 @@ func TestMonitorHostileShapes(t *testing.T) {
 	}
 	t.Logf("%d shapes, %d runs answered with an error", len(shapes), refused)
 }
+
+// Issue 26's findings, each as reported (all reproduced on main).
+func TestMonitorFindings(t *testing.T) {
+	e := rulesEnv(t, monitorRules)
+	d := e.direct()
+	fresh := func(t *testing.T) (v, stranger *raw) {
+		t.Helper()
+		d.FlushAll(ctx)
+		v, stranger = dialRaw(t, e.addr), dialRaw(t, e.addr)
+		eq(t, v.do("SET", "v:lock", "vtok", "NX", "PX", "600000"), "+OK\r\n")
+		eq(t, v.do("SET", "{r}:flock", "vtok", "NX", "PX", "600000"), "+OK\r\n")
+		eq(t, v.do("SET", "{r}:data", "good"), "+OK\r\n")
+		return v, stranger
+	}
+	intact := func(t *testing.T) {
+		t.Helper()
+		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+		eq(t, d.Get(ctx, "{r}:data").Val(), "good")
+		eq(t, d.Get(ctx, "{r}:fence").Val(), "1")
+		eq(t, d.Get(ctx, "{v:lock}:lockproxy:grants").Val(), "1")
+	}
+	t.Run("1: the wrapper's locals are not the body's", func(t *testing.T) {
+		_, s := fresh(t)
+		got := s.do("EVAL", "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) end __lockproxy_before[1] = false return 0", "1", "v:lock", "wrong")
+		mustContain(t, got, "-ERR user_script:1: Script attempted to access nonexistent global variable '__lockproxy_before'")
+		mustContain(t, s.do("DEL", "v:lock"), "-NOTOWNER")
+		intact(t)
+	})
+	t.Run("2: SELECT inside a script, stale holder's write", func(t *testing.T) {
+		fresh(t)
+		s := dialRaw(t, e.addr)
+		eq(t, s.do("SELECT", "1"), "+OK\r\n")
+		eq(t, s.do("SET", "{r}:flock", "stok", "NX"), "+OK\r\n") // a grant in db 1
+		got := s.do("EVAL", "redis.call('SELECT', 0) return redis.call('SET', KEYS[1], 'bad')", "1", "{r}:data")
+		if !strings.HasPrefix(got, "-STALE") && !strings.HasPrefix(got, "-UNFENCED") {
+			t.Fatalf("got %q", got)
+		}
+		intact(t)
+	})
+	t.Run("2: SELECT inside a script, no grant minted elsewhere", func(t *testing.T) {
+		d.FlushAll(ctx)
+		v, s := dialRaw(t, e.addr), dialRaw(t, e.addr)
+		eq(t, v.do("SELECT", "1"), "+OK\r\n")
+		eq(t, v.do("SET", "v:lock", "vtok", "NX", "PX", "600000"), "+OK\r\n")
+		s.do("EVAL", "redis.call('SELECT', 1) return redis.call('SET', KEYS[1], 'x', 'NX')", "1", "v:lock")
+		eq(t, s.do("SELECT", "1"), "+OK\r\n")
+		mustContain(t, s.do("DEL", "v:lock"), "-NOTOWNER")
+		d1 := redis.NewClient(&redis.Options{Addr: e.srv.Addr, DB: 1})
+		defer d1.Close()
+		eq(t, d1.Get(ctx, "v:lock").Val(), "vtok")
+	})
+	for _, tc := range []struct{ name, body string }{
+		{"3: a constant and", "return redis.call('DEL', true and 'v:lock')"},
+		{"3: a constant or", "return redis.call('DEL', nil or 'v:lock')"},
+		{"3: k == k and k", "local k = 'v:lock' return redis.call('DEL', k == k and k)"},
+		{"3: the counter forged", "return redis.call('SET', '{v:lock}:lockproxy:grants', 0)"},
+		{"4: next", "return redis.call('DEL', (next({['v:lock'] = 1})))"},
+		{"4: table.remove", "return redis.call('DEL', table.remove({'v:lock'}))"},
+		{"4: status_reply", "return redis.call('DEL', redis.status_reply('v:lock').ok)"},
+		{"4: ECHO", "return redis.call('DEL', redis.call('ECHO', 'v:lock'))"},
+		{"5: key names from data", "for _, k in ipairs(redis.call('KEYS', '{r}*')) do redis.pcall('DEL', k) end for _, k in ipairs(redis.call('KEYS', '*lock*')) do redis.pcall('DEL', k) end return 1"},
+		{"the DEL by string.char", "return redis.call(string.char(68,69,76), 'v:lock')"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, s := fresh(t)
+			s.do("EVAL", tc.body, "0")
+			intact(t)
+			mustContain(t, s.do("DEL", "v:lock"), "-NOTOWNER")
+		})
+	}
+	t.Run("the DEL by string.char, the lock in KEYS", func(t *testing.T) {
+		_, s := fresh(t)
+		mustContain(t, s.do("EVAL", "return redis.call(string.char(68,69,76), KEYS[1])", "1", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\" inside a script")
+		intact(t)
+	})
+}

@@ -224,6 +224,7 @@ func TestScriptsBlindRefused(t *testing.T) {
 	mustContain(t, r.do("EXEC"), "-NOTOWNER")
 	eq(t, d.Exists(ctx, "plain", "res:lock").Val(), int64(2))
 }
+
 // Under the monitor a rule's scripts: setting no longer matters for EVAL
 // and EVALSHA (every call is checked when it runs, whatever the script
 // looks like); release: observe lets a script change the lock as it lets
