@@ -2,10 +2,13 @@ package lockproxy_test
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/internal/libscripts"
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -351,4 +354,81 @@ func TestMonitorFindings(t *testing.T) {
 		mustContain(t, s.do("EVAL", "return redis.call(string.char(68,69,76), KEYS[1])", "1", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\" inside a script")
 		intact(t)
 	})
+}
+
+// The lock libraries' own scripts reply the same through lockproxy as
+// straight from Valkey, each lock taken on one connection of a pool and
+// renewed and released from another.
+func TestMonitorLibrariesDifferential(t *testing.T) {
+	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	other := valkeytest.Start(t).Addr
+	via := [2]*raw{dialRaw(t, e.addr), dialRaw(t, e.addr)}
+	direct := [2]*raw{dialRaw(t, other), dialRaw(t, other)}
+	type step struct {
+		conn int
+		args []string
+	}
+	ev := func(conn int, body string, keys []string, args ...string) step {
+		a := append([]string{"EVAL", body, fmt.Sprint(len(keys))}, keys...)
+		return step{conn, append(a, args...)}
+	}
+	f := func(name string) string { return luaFile(t, name) }
+	hk := []string{"h:lock", "redisson_lock__channel:{h}"}
+	ma := []string{"ma1:lock", "ma2:lock"}
+	emq := []string{"emq:{q}:pending", "emq:{q}:active"}
+	steps := []step{
+		// bsm/redislock
+		ev(0, libscripts.RedislockObtain, []string{"rl:lock"}, "tok1", "0", "60000"),
+		ev(1, libscripts.RedislockObtain, []string{"rl:lock"}, "tok2", "0", "60000"),
+		ev(1, libscripts.RedislockRelease, []string{"rl:lock"}, "tok2"),
+		ev(1, libscripts.RedislockRelease, []string{"rl:lock"}, "tok1"),
+		ev(0, libscripts.RedislockRelease, []string{"rl:lock"}, "tok1"),
+		// go-redsync: SET NX, then its extend and delete scripts
+		{0, []string{"SET", "rs:lock", "tok", "NX", "PX", "60000"}},
+		ev(1, f("extend.lua"), []string{"rs:lock"}, "other", "60000", "0"),
+		ev(1, f("extend.lua"), []string{"rs:lock"}, "tok", "60000", "0"),
+		ev(1, f("canonical_release.lua"), []string{"rs:lock"}, "other"),
+		ev(1, f("canonical_release.lua"), []string{"rs:lock"}, "tok"),
+		// node-redlock
+		ev(0, f("multi_acquire.lua"), ma, "t", "30000"),
+		ev(1, f("multi_acquire.lua"), ma, "u", "30000"),
+		ev(1, f("multi_extend.lua"), ma, "u", "90000"),
+		ev(1, f("multi_extend.lua"), ma, "t", "90000"),
+		ev(1, f("multi_each_release.lua"), ma, "u"),
+		ev(1, f("multi_each_release.lua"), ma, "t"),
+		// redis-py: SET NX PX, reacquire, release
+		{0, []string{"SET", "py:lock", "tok", "NX", "PX", "60000"}},
+		ev(1, f("refresh.lua"), []string{"py:lock"}, "other", "60000"),
+		ev(1, f("refresh.lua"), []string{"py:lock"}, "tok", "60000"),
+		ev(1, f("release_neg1.lua"), []string{"py:lock"}, "other"),
+		ev(1, f("release_neg1.lua"), []string{"py:lock"}, "tok"),
+		ev(1, f("release_neg1.lua"), []string{"py:lock"}, "tok"),
+		// Redisson: reentrant hash lock
+		ev(0, f("hash_lock.lua"), hk[:1], "30000", "owner-1"),
+		ev(0, f("hash_lock.lua"), hk[:1], "30000", "owner-1"),
+		ev(1, f("hash_lock.lua"), hk[:1], "30000", "owner-2"),
+		ev(1, f("hash_renew.lua"), hk[:1], "60000", "owner-2"),
+		ev(1, f("hash_renew.lua"), hk[:1], "60000", "owner-1"),
+		ev(1, f("hash_unlock.lua"), hk, "unlocked", "30000", "owner-2"),
+		ev(1, f("hash_unlock.lua"), hk, "unlocked", "30000", "owner-1"),
+		ev(0, f("hash_unlock.lua"), hk, "unlocked", "30000", "owner-1"),
+		{0, []string{"EXISTS", "h:lock", "rl:lock", "rs:lock", "ma1:lock", "py:lock"}},
+		// EchoMQ: claim and complete
+		{0, []string{"ZADD", "emq:{q}:pending", "1", "7"}},
+		{0, []string{"HSET", "emq:{q}:job:7", "payload", "hello"}},
+		ev(0, f("echomq_claim.lua"), emq, "20260101000000", "30000", "emq:{q}:job:"),
+		{0, []string{"ZADD", "emq:{q}:pending", "1", "7"}},
+		ev(1, f("echomq_claim.lua"), emq, "20260101000000", "30000", "emq:{q}:job:"),
+		ev(0, f("echomq_complete.lua"), []string{"emq:{q}:active", "emq:{q}:job:7", "emq:{q}:done"}, "7", "1"),
+		ev(1, f("echomq_complete.lua"), []string{"emq:{q}:active", "emq:{q}:job:7", "emq:{q}:done"}, "7", "2"),
+	}
+	// Leases left (PTTL replies) differ by the milliseconds between runs.
+	lease := regexp.MustCompile(`:[0-9]{4,}\r\n`)
+	for i, s := range steps {
+		got := lease.ReplaceAllString(via[s.conn].do(s.args...), ":N\r\n")
+		want := lease.ReplaceAllString(direct[s.conn].do(s.args...), ":N\r\n")
+		if got != want {
+			t.Errorf("step %d %q %q: through lockproxy %q, direct %q", i, s.args[0], s.args[len(s.args)-1], got, want)
+		}
+	}
 }
