@@ -96,7 +96,7 @@ type MonitorShape struct {
 func (sh MonitorShape) extras() int { return 1 + 5*sh.Locks + sh.FenceArgs + sh.FenceKeys }
 
 // monitorRules is the part of the monitor's text the rules decide: Lua
-// expressions over an argument a (hot) or a key k (own, lockish,
+// expressions over an argument a (hot) or a key (own, lockish,
 // guardish), and the flush check.
 type monitorRules struct {
 	hot, own, lock, guard, flush string
@@ -158,16 +158,16 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	hot := append([]string{"find(a, ':lockproxy:', 1, true)"}, finds("a", locks)...)
 	hot = append(hot, finds("a", guards)...)
 	m.hot = or(append(hot, finds("a", owns)...))
-	own := []string{"find(k, '" + suffixPattern(counterSuffix) + "')", "find(k, '" + suffixPattern(recordsSuffix) + "')", "find(k, '" + suffixPattern(waitSuffix) + "')"}
-	m.own = or(append(own, finds("k", owns)...))
-	m.lock = or(finds("k", locks))
-	m.guard = or(finds("k", guards))
+	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')"}
+	m.own = or(append(own, finds("key", owns)...))
+	m.lock = or(finds("key", locks))
+	m.guard = or(finds("key", guards))
 	if onFlush == policy.FlushReject {
 		m.flush = `  local c = ...
   if type(c) == 'string' and #c >= 6 and #c <= 8 then
-    c = lower(c)
+    c = string.lower(c)
     if c == 'flushall' or c == 'flushdb' or c == 'swapdb' then
-      return {err = 'LOCKED lockproxy refused ' .. upper(c) .. ' inside a script: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config'}
+      return {err = 'LOCKED lockproxy refused ' .. string.upper(c) .. ' inside a script: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config'}
     end
   end`
 	}

@@ -1,119 +1,47 @@
 -- lockproxy's monitor (see monitor.go). Comment lines go before it is
 -- sent. It comes after the client's body, which is the chunk's first
 -- thing: "local __lockproxy_f = function(...) <body>\nend\n", so none of
--- the locals below is in the body's scope. Every name the functions
--- handed to the body use is an upvalue read here, before the body runs:
--- a setfenv on one of them changes nothing.
-local R0, G, X, K0 = redis, _G, ARGV, KEYS
-local type, select, tostring, tonumber, rawequal, error, pcall, next = type, select, tostring, tonumber, rawequal, error, pcall, next
-local find, lower, upper, sub, match, gsub = string.find, string.lower, string.upper, string.sub, string.match, string.gsub
-local unpack, setmetatable, getmetatable, rawset = unpack, setmetatable, getmetatable, rawset
-local rgetfenv, rsetfenv, rload, rloadstring = getfenv, setfenv, load, loadstring
-local cowrap, yield = coroutine.wrap, coroutine.yield
-local rpcall, rset_repl, REPL_ALL = R0.pcall, R0.set_repl, R0.REPL_ALL
+-- the locals below is in the body's scope. The functions handed to the
+-- body use Valkey's read-only globals, and setfenv of a function whose
+-- environment they are is refused.
+--
+-- Valkey runs scripts in a shared Lua state whose globals are read-only:
+-- every closure and table below is made again at every run, so there are
+-- few of them. The checks are one closure made at the first call with a
+-- hot argument; the records' and the fence's helpers only on their paths.
+local G, X = _G, ARGV
+local find, select, type = string.find, select, type
 local na = #X - @NX@
-local repl, env, CM, slow = REPL_ALL, nil, nil, nil
--- hot: may the argument name a lock, a guarded key or one of lockproxy's
--- own keys? (Patterns that match at least every such key.)
-local function hot(a) return @HOT@ end
-local function scan(n, ...)
-  if n > 16 then
-    local t = {...}
-    for i = 1, n do
-      local a = t[i]
-      if type(a) == 'number' then a = tostring(a) end
-      if type(a) == 'string' and hot(a) then return true end
-    end
-    return false
-  end
-  for i = 1, n do
-    local a = select(i, ...)
-    if type(a) == 'number' then a = tostring(a) end
-    if type(a) == 'string' and hot(a) then return true end
-  end
-  return false
-end
--- mk makes the checks of a call whose arguments are hot, once per run
--- and only in a run that makes one.
+local repl, env, CM, slow = redis.REPL_ALL, nil, nil, nil
+-- The keys of common commands, so that they need no COMMAND
+-- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
+-- arguments are keys: 1 the first, * all, 2 every second.
+local KS = ' get=r1 strlen=r1 getrange=r1 exists=r* type=r1 ttl=r1 pttl=r1 expiretime=r1 pexpiretime=r1 mget=r* hget=r1 hmget=r1 hgetall=r1 hexists=r1 hlen=r1 hkeys=r1 hvals=r1 llen=r1 lrange=r1 lindex=r1 scard=r1 smembers=r1 sismember=r1 zscore=r1 zcard=r1 zrange=r1 zrangebyscore=r1 xlen=r1 set=w1 setnx=w1 setex=w1 psetex=w1 getset=w1 getdel=w1 getex=w1 incr=w1 incrby=w1 decr=w1 decrby=w1 incrbyfloat=w1 append=w1 setrange=w1 del=w* unlink=w* expire=w1 pexpire=w1 expireat=w1 pexpireat=w1 persist=w1 mset=w2 hset=w1 hsetnx=w1 hmset=w1 hdel=w1 hincrby=w1 hincrbyfloat=w1 lpush=w1 rpush=w1 lpop=w1 rpop=w1 sadd=w1 srem=w1 zadd=w1 zrem=w1 zincrby=w1 xadd=w1 publish=n ping=n echo=n time=n '
+-- mk makes the checks of a call with a hot argument: does an argument
+-- name a lock, a guarded key or one of lockproxy's own keys?
 local function mk()
-@FNS@
 local LB, FA0, FK0 = na + 2, na + 2 + 5 * @L@, na + 2 + 5 * @L@ + @FA@
+local fns
+-- The records' and fence's helpers, made only on a path that needs them.
+local function helpers()
+@FNS@
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark}
+end
 local function refuse(code, what) return {err = code .. ' lockproxy refused ' .. what} end
 local function q(k)
-  if #k > 100 then k = sub(k, 1, 100) .. '...' end
-  return '"' .. gsub(k, '[%c"\\]', '?') .. '"'
+  if #k > 100 then k = string.sub(k, 1, 100) .. '...' end
+  return '"' .. string.gsub(k, '[%c"\\]', '?') .. '"'
 end
--- writes: do a key's flags (GETKEYSANDFLAGS's, status replies: tables;
--- in RESP3 a set, whose elements are its keys) say the call writes it?
-local function flag(f)
-  if type(f) == 'table' then f = f.ok end
-  return f == 'RW' or f == 'OW' or f == 'RM'
-end
-local function writes(fl)
-  local s = fl.set
-  if s then
-    for f in next, s do
-      if flag(f) then return true end
-    end
-    return false
-  end
-  for i = 1, #fl do
-    if flag(fl[i]) then return true end
-  end
-  return false
-end
-local function own(k) return @OWN@ end
-local function lockish(k) return @LOCK@ end
-local function guardish(k) return @GUARD@ end
-local function declared(k)
-  for j = 1, @L@ do
-    if X[LB + 5 * (j - 1)] == k then return j end
-  end
-end
--- strval: a key's string value (false: absent), and whether it holds
--- another type (then its value reads as '').
-local function strval(k)
-  local v = rpcall('GET', k)
-  if type(v) == 'table' then
-    if v.err and sub(v.err, 1, 9) == 'WRONGTYPE' then return '', true end
-    return false, false
-  end
-  return v or false, false
-end
--- shows: does the script's ARGV carry the lock's token, its value (a
--- string lock) or one of its fields (a Redisson-style hash lock)?
-local function shows(k, v, other)
-  if not other then
-    for i = 1, na do
-      if X[i] == v then return true end
-    end
-    return false
-  end
-  local t = rpcall('TYPE', k)
-  if type(t) == 'table' and t.ok == 'hash' then
-    for i = 1, na do
-      if rpcall('HEXISTS', k, X[i]) == 1 then return true end
-    end
-  end
-  return false
-end
-local function nx(lc, n, ...)
-  if lc == 'setnx' then return true end
-  if lc ~= 'set' then return false end
-  for i = 4, n do
-    local a = select(i, ...)
-    if type(a) == 'string' and lower(a) == 'nx' then return true end
-  end
-  return false
-end
+local function what(lc, key) return string.upper(lc) .. ' of ' .. q(key) .. ' inside a script' end
 -- after keeps a declared lock's records true after a call that may have
 -- changed it: a grant for a lock the call took, the caller's record gone
--- with a lock it released, moved with a lease it changed.
-local function after(j, was)
+-- with a lock it released, moved with a lease it changed. rg, rv, r: the
+-- caller's record as the check read it (nil: it holds no current grant).
+local function after(j, was, rg, re, rv, r)
   local b = LB + 5 * (j - 1)
   local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], tonumber(X[na + 1])
-  local now = rpcall('GET', key)
-  if type(now) == 'table' then now = now.err ~= nil and sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
+  local now = redis.pcall('GET', key)
+  if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
   if not was then
     if now then
       local gr = redis.call('INCR', ck)
@@ -125,22 +53,21 @@ local function after(j, was)
       local fresh = redis.call('EXISTS', rk) == 0
       redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
       if not fresh then
-        settle(rk, ms, keep, owner)
+        fns = fns or helpers()
+        fns.settle(rk, ms, keep, owner)
       elseif e > 0 then
         redis.call('PEXPIREAT', rk, e + keep)
       end
     end
     return
   end
-  local r = rpcall('HGET', rk, owner)
-  local rg, re, rv
-  if type(r) == 'string' then rg, re, rv = string.match(r, '^(%d+) %d+ (%d+) (.*)$') end
-  if not (rg and rv == was and rpcall('GET', ck) == rg) then return end
+  if not rg then return end
   if not now then
     redis.call('HDEL', rk, owner)
     if re == '0' and redis.pcall('PTTL', rk) == -1 then
       local t = redis.call('TIME')
-      settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), keep, '')
+      fns = fns or helpers()
+      fns.settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), keep, '')
     end
     return
   end
@@ -151,85 +78,157 @@ local function after(j, was)
       local t = redis.call('TIME')
       ms = t[1] * 1000 + math.floor(t[2] / 1000)
     end
-    local rec = parse(r)
+    fns = fns or helpers()
+    local rec = fns.parse(r)
     rec.v, rec.e = now, e
-    put(rk, owner, rec)
-    settle(rk, ms, keep, nil)
+    fns.put(rk, owner, rec)
+    fns.settle(rk, ms, keep, nil)
   end
-end
--- fencecheck runs the fence check the proxy prepared for a guarded key
--- among KEYS; undeclared: there is none.
-local function fencecheck(k)
-  if @FA@ == 0 then return nil, nil, true end
-  local ki, ai = FK0, FA0 + 2
-  for i = 1, tonumber(X[FA0 + 1]) do
-    local c = tonumber(X[ai])
-    if X[ai + 3] == k then
-      local e, _, m = fence(X, X, ki, ai, X[FA0], 1)
-      if e and sub(e.err, 1, 9) == 'UNFENCED ' then
-        e = refuse('UNFENCED', 'a write to ' .. q(k) .. ' inside a script: this client holds no grant of a lock that guards it (unfenced_writes: reject); acquire the lock first')
-      end
-      return e, m
-    end
-    ki, ai = ki + 3 * c, ai + 4
-  end
-  return nil, nil, true
 end
 return function(n, ...)
   local cmd = ...
-  local lc = type(cmd) == 'string' and lower(cmd) or ''
-  local kf = rpcall('COMMAND', 'GETKEYSANDFLAGS', ...)
-  if type(kf) == 'table' and kf.err then
-    local e = kf.err
-    if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) then return rpcall(...) end
-    return refuse('LOCKED', upper(lc) .. ' inside a script: Valkey could not say which of its arguments are keys (' .. e .. '), and one of them may be a lock')
+  local lc = type(cmd) == 'string' and string.lower(cmd) or ''
+  -- The keys and whether the call writes them: from KS, or Valkey's.
+  local kf, all, step
+  local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
+  if ks then
+    local w, p = string.match(KS, '^(.)(.)', ks + #lc + 2)
+    if w ~= 'w' then return redis.pcall(...) end
+    kf = {}
+    if p == '1' then
+      kf[1] = select(2, ...)
+    else
+      local s = p == '*' and 1 or 2
+      for i = 2, n, s do kf[#kf + 1] = select(i, ...) end
+    end
+  else
+    local r = redis.pcall('COMMAND', 'GETKEYSANDFLAGS', ...)
+    if type(r) == 'table' and r.err then
+      local e = r.err
+      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) then return redis.pcall(...) end
+      return refuse('LOCKED', string.upper(lc) .. ' inside a script: Valkey could not say which of its arguments are keys (' .. e .. '), and one of them may be a lock')
+    end
+    kf = {}
+    for i = 1, #r do
+      -- Flags are status replies (tables); in RESP3 a set, whose
+      -- elements are its keys.
+      local fl, wr = r[i][2], false
+      local s = fl.set
+      if s then
+        for f in next, s do
+          f = type(f) == 'table' and f.ok or f
+          if f == 'RW' or f == 'OW' or f == 'RM' then wr = true end
+        end
+      else
+        for x = 1, #fl do
+          local f = fl[x]
+          f = type(f) == 'table' and f.ok or f
+          if f == 'RW' or f == 'OW' or f == 'RM' then wr = true end
+        end
+      end
+      if wr then kf[#kf + 1] = r[i][1] end
+    end
   end
   local xdb = lc == 'move' or lc == 'migrate'
   if lc == 'copy' then
     for i = 4, n do
       local a = select(i, ...)
-      if type(a) == 'string' and lower(a) == 'db' then xdb = true end
+      if type(a) == 'string' and string.lower(a) == 'db' then xdb = true end
     end
   end
-  local pend, marks, seen
+  local pend, marks
   for i = 1, #kf do
-    local key, fl = kf[i][1], kf[i][2]
-    if writes(fl) then
-      local what = upper(lc) .. ' of ' .. q(key) .. ' inside a script'
-      if own(key) then
-        return refuse('LOCKED', what .. ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or a WAIT's key), which only lockproxy's scripts may change")
+    local key = kf[i]
+    if type(key) == 'number' then key = tostring(key) end
+    if type(key) == 'string' then
+      if @OWN@ then
+        return refuse('LOCKED', what(lc, key) .. ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or a WAIT's key), which only lockproxy's scripts may change")
       end
-      local j = declared(key)
-      if xdb and (j or lockish(key) or guardish(key)) then
-        return refuse('LOCKED', what .. ': it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check it')
+      local j
+      for x = 1, @L@ do
+        if X[LB + 5 * (x - 1)] == key then j = x end
+      end
+      local lockish = j or @LOCK@
+      local guardish = not lockish and (@GUARD@)
+      if xdb and (lockish or guardish) then
+        return refuse('LOCKED', what(lc, key) .. ': it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check it')
       end
       if j then
-        local was, other = strval(key)
         local b = LB + 5 * (j - 1)
-        local mode = X[b + 4]
-        if was and mode ~= 'observe' and not nx(lc, n, ...) then
-          local rec = rpcall('HGET', X[b + 2], X[b + 3])
-          local g, v
-          if type(rec) == 'string' then g, v = match(rec, '^(%d+) %d+ %d+ (.*)$') end
-          if not ((g and v == was and rpcall('GET', X[b + 1]) == g) or shows(key, was, other) or (not g and sub(mode, -1) == '+')) then
-            return refuse('NOTOWNER', what .. ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
+        -- The lock's value before the call (false: absent; '' and
+        -- other: it holds another type).
+        local was, other = redis.pcall('GET', key), false
+        if type(was) == 'table' then
+          if was.err and string.sub(was.err, 1, 9) == 'WRONGTYPE' then was, other = '', true else was = false end
+        end
+        was = was or false
+        local rg, re, rv, r
+        if was then
+          r = redis.pcall('HGET', X[b + 2], X[b + 3])
+          if type(r) == 'string' then
+            rg, re, rv = string.match(r, '^(%d+) %d+ (%d+) (.*)$')
+            if not (rg and rv == was and redis.pcall('GET', X[b + 1]) == rg) then rg = nil end
           end
         end
-        seen = seen or {}
-        if not seen[j] then
-          seen[j] = true
-          pend = pend or {}
-          pend[#pend + 1] = j
-          pend[#pend + 1] = was
+        local mode = X[b + 4]
+        local nx = lc == 'setnx'
+        if lc == 'set' then
+          for x = 4, n do
+            local a = select(x, ...)
+            if type(a) == 'string' and string.lower(a) == 'nx' then nx = true end
+          end
         end
-      elseif lockish(key) then
-        return refuse('LOCKED', what .. ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
-      elseif guardish(key) then
-        local e, m, undeclared = fencecheck(key)
-        if undeclared then
-          return refuse('UNFENCED', what .. ": a lock's fence guards it and it is none of the script's KEYS and ARGV; pass it in KEYS, so that lockproxy can check the writer's fencing token")
+        if was and not rg and mode ~= 'observe' and not nx and not (type(r) ~= 'string' and string.sub(mode, -1) == '+') then
+          -- Does the script's ARGV carry the lock's token: its value
+          -- (a string lock), or one of its fields (a hash lock)?
+          local shown = false
+          if not other then
+            for x = 1, na do
+              if X[x] == was then shown = true end
+            end
+          else
+            local t = redis.pcall('TYPE', key)
+            if type(t) == 'table' and t.ok == 'hash' then
+              for x = 1, na do
+                if not shown and redis.pcall('HEXISTS', key, X[x]) == 1 then shown = true end
+              end
+            end
+          end
+          if not shown then
+            return refuse('NOTOWNER', what(lc, key) .. ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
+          end
         end
-        if e then return e end
+        pend = pend or {}
+        local seen = false
+        for x = 1, #pend do
+          if pend[x][1] == j then seen = true end
+        end
+        if not seen then pend[#pend + 1] = {j, was, rg, re, rv, r} end
+      elseif lockish then
+        return refuse('LOCKED', what(lc, key) .. ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
+      elseif guardish then
+        -- The fence check the proxy prepared for it, if any.
+        local e, m, found = nil, nil, false
+        local ki, ai = FK0, FA0 + 2
+        for x = 1, @FA@ > 0 and tonumber(X[FA0 + 1]) or 0 do
+          local c = tonumber(X[ai])
+          if not found and X[ai + 3] == key then
+            fns = fns or helpers()
+            local _
+            e, _, m = fns.fence(X, X, ki, ai, X[FA0], 1)
+            found = true
+          end
+          ki, ai = ki + 3 * c, ai + 4
+        end
+        if not found then
+          return refuse('UNFENCED', what(lc, key) .. ": a lock's fence guards it and it is none of the script's KEYS and ARGV; pass it in KEYS, so that lockproxy can check the writer's fencing token")
+        end
+        if e then
+          if string.sub(e.err, 1, 9) == 'UNFENCED ' then
+            e = refuse('UNFENCED', 'a write to ' .. q(key) .. ' inside a script: this client holds no grant of a lock that guards it (unfenced_writes: reject); acquire the lock first')
+          end
+          return e
+        end
         if m and #m > 0 then
           marks = marks or {}
           for x = 1, #m do marks[#marks + 1] = m[x] end
@@ -237,44 +236,64 @@ return function(n, ...)
       end
     end
   end
-  local r = rpcall(...)
+  local r = redis.pcall(...)
   if (pend or marks) and not (type(r) == 'table' and r.err) then
-    if repl ~= REPL_ALL then rset_repl(REPL_ALL) end
+    if repl ~= redis.REPL_ALL then redis.set_repl(REPL_ALL) end
     if pend then
-      for i = 1, #pend, 2 do after(pend[i], pend[i + 1]) end
+      for i = 1, #pend do
+        local p = pend[i]
+        after(p[1], p[2], p[3], p[4], p[5], p[6])
+      end
     end
-    if marks then mark(marks) end
-    if repl ~= REPL_ALL then rset_repl(repl) end
+    if marks then fns.mark(marks) end
+    if repl ~= redis.REPL_ALL then redis.set_repl(repl) end
   end
   return r
 end
 end
--- run: the body's redis.pcall, and what its redis.call runs.
+-- run: the body's redis.pcall, and what its redis.call runs. A call goes
+-- straight to Valkey unless an argument is hot: a string (or number) that
+-- may name a lock, a key a lock guards, or one of lockproxy's own keys.
 local function run(...)
   local n = select('#', ...)
 @FLUSH@
-  if n < 2 or not scan(n - 1, select(2, ...)) then return rpcall(...) end
+  local hot = false
+  if n > 17 then
+    local t = {...}
+    for i = 2, n do
+      local a = t[i]
+      if type(a) == 'number' then a = tostring(a) end
+      if type(a) == 'string' and (@HOT@) then hot = true break end
+    end
+  else
+    for i = 2, n do
+      local a = select(i, ...)
+      if type(a) == 'number' then a = tostring(a) end
+      if type(a) == 'string' and (@HOT@) then hot = true break end
+    end
+  end
+  if not hot then return redis.pcall(...) end
   slow = slow or mk()
   return slow(n, ...)
 end
--- The body's redis.call is a callable table whose call is a coroutine's
--- C function: an error it raises is raised from a C function the body
+-- The body's redis.call is a table whose call is a coroutine's C
+-- function: an error it raises is raised from a C function the body
 -- called, so Valkey names the body's line in user_script:LINE.
 local function co(_, ...)
   local ok, r = pcall(run, ...)
   while true do
     if not ok or type(r) == 'table' and r.err then
-      CM.__call = cowrap(co)
+      CM.__call = coroutine.wrap(co)
       error(r)
     end
-    ok, r = pcall(run, select(2, yield(r)))
+    ok, r = pcall(run, select(2, coroutine.yield(r)))
   end
 end
-CM = {__call = cowrap(co), __metatable = false}
+CM = {__call = coroutine.wrap(co), __metatable = false}
 local R = setmetatable({call = setmetatable({}, CM), pcall = run, set_repl = function(m)
   repl = m
-  return rset_repl(m)
-end}, {__index = R0, __newindex = R0, __metatable = false})
+  return redis.set_repl(m)
+end}, {__index = redis, __newindex = redis, __metatable = false})
 local A = nil
 if na > 4000 then
   A = {}
@@ -282,11 +301,14 @@ if na > 4000 then
 else
   A = {unpack(X, 1, na)}
 end
-env = setmetatable({KEYS = K0, ARGV = A, redis = R, server = R,
+-- The functions handed to the body use Valkey's globals (their own
+-- environment, read-only): setfenv of one of them, or of any other
+-- function whose environment is Valkey's globals, is refused.
+env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = R,
   getfenv = function(f)
     if f == nil then f = 1 end
     if type(f) == 'number' and f > 0 then f = f + 1 end
-    local e = rgetfenv(f)
+    local e = getfenv(f)
     if rawequal(e, G) then return env end
     return e
   end,
@@ -298,18 +320,19 @@ env = setmetatable({KEYS = K0, ARGV = A, redis = R, server = R,
       if f == 0 then error('setfenv(0) is refused: it would change the environment of every later script', 2) end
       if f > 0 then f = f + 1 end
     end
-    return rsetfenv(f, t)
+    if rawequal(getfenv(f), G) then error('setfenv is refused for a function of Valkey or of lockproxy', 2) end
+    return setfenv(f, t)
   end,
   loadstring = function(s, name)
-    local f, e = rloadstring(s, name)
-    if f then rsetfenv(f, env) end
+    local f, e = loadstring(s, name)
+    if f then setfenv(f, env) end
     return f, e
   end,
   load = function(s, name)
-    local f, e = rload(s, name)
-    if f then rsetfenv(f, env) end
+    local f, e = load(s, name)
+    if f then setfenv(f, env) end
     return f, e
   end}, {__index = G, __newindex = G, __metatable = getmetatable(G)})
 rawset(env, "_G", env)
-rsetfenv(__lockproxy_f, env)
+setfenv(__lockproxy_f, env)
 return __lockproxy_f(...)
