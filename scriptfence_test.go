@@ -35,7 +35,7 @@ func TestScriptFencedWrites(t *testing.T) {
 			eq(t, d.Get(ctx, "{o}:data").Val(), "by-b2")
 			eq(t, d.Exists(ctx, "ran:a3").Val(), int64(1))
 			// A writer without a grant: unfenced_writes: reject.
-			mustContain(t, dialRaw(t, e.addr).do("EVAL", write, "1", "{o}:data", "x", "c"), "-UNFENCED lockproxy refused a write to \"{o}:data\" inside a script")
+			mustContain(t, dialRaw(t, e.addr).do("EVAL", write, "1", "{o}:data", "x", "c"), "-UNFENCED lockproxy refused SET of \"{o}:data\" inside a script")
 			// A key it names itself from ARGV is fenced too.
 			named := "return redis.call('SET', ARGV[1], 'x')"
 			mustContain(t, a.do("EVAL", named, "0", "{o}:items"), "-STALE")

@@ -17,28 +17,23 @@ local repl, env, CM, slow = redis.REPL_ALL, nil, nil, nil
 -- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
 -- arguments are keys: 1 the first, * all, 2 every second.
 local KS = ' get=r1 strlen=r1 getrange=r1 exists=r* type=r1 ttl=r1 pttl=r1 expiretime=r1 pexpiretime=r1 mget=r* hget=r1 hmget=r1 hgetall=r1 hexists=r1 hlen=r1 hkeys=r1 hvals=r1 llen=r1 lrange=r1 lindex=r1 scard=r1 smembers=r1 sismember=r1 zscore=r1 zcard=r1 zrange=r1 zrangebyscore=r1 xlen=r1 set=w1 setnx=w1 setex=w1 psetex=w1 getset=w1 getdel=w1 getex=w1 incr=w1 incrby=w1 decr=w1 decrby=w1 incrbyfloat=w1 append=w1 setrange=w1 del=w* unlink=w* expire=w1 pexpire=w1 expireat=w1 pexpireat=w1 persist=w1 mset=w2 hset=w1 hsetnx=w1 hmset=w1 hdel=w1 hincrby=w1 hincrbyfloat=w1 lpush=w1 rpush=w1 lpop=w1 rpop=w1 sadd=w1 srem=w1 zadd=w1 zrem=w1 zincrby=w1 xadd=w1 publish=n ping=n echo=n time=n '
--- mk makes the checks of a call with a hot argument: does an argument
--- name a lock, a guarded key or one of lockproxy's own keys?
-local function mk()
-local LB, FA0, FK0 = na + 2, na + 2 + 5 * @L@, na + 2 + 5 * @L@ + @FA@
-local fns
 -- The records' and fence's helpers, made only on a path that needs them.
+local fns
 local function helpers()
 @FNS@
 return {parse = parse, put = put, settle = settle, fence = fence, mark = mark}
 end
-local function refuse(code, what) return {err = code .. ' lockproxy refused ' .. what} end
-local function q(k)
-  if #k > 100 then k = string.sub(k, 1, 100) .. '...' end
-  return '"' .. string.gsub(k, '[%c"\\]', '?') .. '"'
+-- refusal: the error of a refused call.
+local function refusal(code, lc, key, tail)
+  if #key > 100 then key = string.sub(key, 1, 100) .. '...' end
+  return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script: ' .. tail}
 end
-local function what(lc, key) return string.upper(lc) .. ' of ' .. q(key) .. ' inside a script' end
 -- after keeps a declared lock's records true after a call that may have
 -- changed it: a grant for a lock the call took, the caller's record gone
--- with a lock it released, moved with a lease it changed. rg, rv, r: the
--- caller's record as the check read it (nil: it holds no current grant).
-local function after(j, was, rg, re, rv, r)
-  local b = LB + 5 * (j - 1)
+-- with a lock it released, moved with a lease it changed. rg, re, rv, r:
+-- the caller's record as the check read it (rg nil: it holds no current
+-- grant). b: where the lock's entry starts in X.
+local function after(b, was, rg, re, rv, r)
   local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], tonumber(X[na + 1])
   local now = redis.pcall('GET', key)
   if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
@@ -85,7 +80,12 @@ local function after(j, was, rg, re, rv, r)
     fns.settle(rk, ms, keep, nil)
   end
 end
+-- mk makes the checks of a call with a hot argument: does an argument
+-- name a lock, a guarded key or one of lockproxy's own keys?
+local function mk()
 return function(n, ...)
+  local LB, FA0 = na + 2, na + 2 + 5 * @L@
+  local FK0 = FA0 + @FA@
   local cmd = ...
   local lc = type(cmd) == 'string' and string.lower(cmd) or ''
   -- The keys and whether the call writes them: from KS, or Valkey's.
@@ -106,7 +106,7 @@ return function(n, ...)
     if type(r) == 'table' and r.err then
       local e = r.err
       if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) then return redis.pcall(...) end
-      return refuse('LOCKED', string.upper(lc) .. ' inside a script: Valkey could not say which of its arguments are keys (' .. e .. '), and one of them may be a lock')
+      return {err = 'LOCKED lockproxy refused ' .. string.upper(lc) .. ' inside a script: Valkey could not say which of its arguments are keys (' .. e .. '), and one of them may be a lock'}
     end
     kf = {}
     for i = 1, #r do
@@ -142,7 +142,7 @@ return function(n, ...)
     if type(key) == 'number' then key = tostring(key) end
     if type(key) == 'string' then
       if @OWN@ then
-        return refuse('LOCKED', what(lc, key) .. ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or a WAIT's key), which only lockproxy's scripts may change")
+        return refusal('LOCKED', lc, key, ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or a WAIT's key), which only lockproxy's scripts may change")
       end
       local j
       for x = 1, @L@ do
@@ -151,7 +151,7 @@ return function(n, ...)
       local lockish = j or @LOCK@
       local guardish = not lockish and (@GUARD@)
       if xdb and (lockish or guardish) then
-        return refuse('LOCKED', what(lc, key) .. ': it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check it')
+        return refusal('LOCKED', lc, key, ': it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check it')
       end
       if j then
         local b = LB + 5 * (j - 1)
@@ -195,17 +195,17 @@ return function(n, ...)
             end
           end
           if not shown then
-            return refuse('NOTOWNER', what(lc, key) .. ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
+            return refusal('NOTOWNER', lc, key, ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
           end
         end
         pend = pend or {}
         local seen = false
         for x = 1, #pend do
-          if pend[x][1] == j then seen = true end
+          if pend[x][1] == b then seen = true end
         end
-        if not seen then pend[#pend + 1] = {j, was, rg, re, rv, r} end
+        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r} end
       elseif lockish then
-        return refuse('LOCKED', what(lc, key) .. ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
+        return refusal('LOCKED', lc, key, ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
       elseif guardish then
         -- The fence check the proxy prepared for it, if any.
         local e, m, found = nil, nil, false
@@ -221,11 +221,11 @@ return function(n, ...)
           ki, ai = ki + 3 * c, ai + 4
         end
         if not found then
-          return refuse('UNFENCED', what(lc, key) .. ": a lock's fence guards it and it is none of the script's KEYS and ARGV; pass it in KEYS, so that lockproxy can check the writer's fencing token")
+          return refusal('UNFENCED', lc, key, ": a lock's fence guards it and it is none of the script's KEYS and ARGV; pass it in KEYS, so that lockproxy can check the writer's fencing token")
         end
         if e then
           if string.sub(e.err, 1, 9) == 'UNFENCED ' then
-            e = refuse('UNFENCED', 'a write to ' .. q(key) .. ' inside a script: this client holds no grant of a lock that guards it (unfenced_writes: reject); acquire the lock first')
+            e = refusal('UNFENCED', lc, key, 'this client holds no grant of a lock that guards it (unfenced_writes: reject); acquire the lock first')
           end
           return e
         end
