@@ -432,3 +432,30 @@ func TestMonitorLibrariesDifferential(t *testing.T) {
 		}
 	}
 }
+
+// What a holder may do in a script, checked call by call: take a lock and
+// write the key it guards in the same script (the grant is minted right
+// after the acquisition), release its own lock whatever the script's
+// replication mode or protocol, change its lease.
+func TestMonitorHolderScripts(t *testing.T) {
+	e := rulesEnv(t, monitorRules)
+	d := e.direct()
+	h := dialRaw(t, e.addr)
+	takeAndWrite := "redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', 60000)\nreturn redis.call('SET', KEYS[2], 'mine')"
+	eq(t, h.do("EVAL", takeAndWrite, "2", "{t}:flock", "{t}:data", "tok"), "+OK\r\n")
+	eq(t, d.Get(ctx, "{t}:fence").Val(), "1")
+	eq(t, d.Get(ctx, "{t}:data").Val(), "mine")
+	eq(t, h.do("LOCKPROXY", "FENCE", "{t}:flock"), ":1\r\n")
+	// Its own lock, released with DEL under REPL_NONE and RESP3: the
+	// record goes with it.
+	eq(t, h.do("SET", "h:lock", "v", "NX", "PX", "60000"), "+OK\r\n")
+	eq(t, h.do("EVAL", "redis.set_repl(redis.REPL_NONE)\nredis.setresp(3)\nredis.call('PEXPIRE', KEYS[1], 120000)\nreturn redis.call('DEL', KEYS[1])", "1", "h:lock"), ":1\r\n")
+	eq(t, d.Exists(ctx, "h:lock", "{h:lock}:lockproxy:owners").Val(), int64(0))
+	// Another client's lock, with the token in ARGV (a pool's other
+	// connection): renewed and released.
+	eq(t, h.do("SET", "p:lock", "ptok", "NX", "PX", "60000"), "+OK\r\n")
+	other := dialRaw(t, e.addr)
+	eq(t, other.do("EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], 90000) end return 0", "1", "p:lock", "ptok"), ":1\r\n")
+	eq(t, other.do("EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", "1", "p:lock", "ptok"), ":1\r\n")
+	eq(t, d.Exists(ctx, "p:lock").Val(), int64(0))
+}

@@ -236,9 +236,13 @@ return function(n, ...)
       end
     end
   end
+  -- Between the call and its records no finalizer (__gc) of the body's
+  -- may run: one raising an error there would leave a lock taken without
+  -- its grant, or a write without its fence mark.
+  if pend or marks then collectgarbage('stop') end
   local r = redis.pcall(...)
   if (pend or marks) and not (type(r) == 'table' and r.err) then
-    if repl ~= redis.REPL_ALL then redis.set_repl(REPL_ALL) end
+    if repl ~= redis.REPL_ALL then redis.set_repl(redis.REPL_ALL) end
     if pend then
       for i = 1, #pend do
         local p = pend[i]
@@ -248,6 +252,7 @@ return function(n, ...)
     if marks then fns.mark(marks) end
     if repl ~= redis.REPL_ALL then redis.set_repl(repl) end
   end
+  if pend or marks then collectgarbage('restart') end
   return r
 end
 end
