@@ -13,31 +13,20 @@ import (
 // script decides EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO, and
 // learns script bodies from SCRIPT LOAD and FUNCTION LOAD passing through.
 //
-// Each lock key the script receives (and each lock key it names itself
-// from ARGV, KEYS and constants) gets the verdict of the script's analysis
-// (package scriptcheck), made once per distinct script and cached by SHA1
-// in d.Scripts:
+// EVAL and EVALSHA run under lockproxy's monitor (monitor.go): every call
+// the script makes is checked when it runs, whatever its text. Only
+// scripts that cannot reach Valkey, flags=no-writes ones and bodies that
+// cannot compile are forwarded as they came (monitorScript). An EVALSHA
+// of a script lockproxy has not seen is answered NOSCRIPT, so that
+// clients which fall back to EVAL on NOSCRIPT (go-redis, redis-py,
+// ioredis, ...) send its body. Bodies are cached by SHA1 in d.Scripts.
 //
-//   - guarded and acquire scripts are forwarded unchanged;
-//   - blind ones are refused (BLINDSCRIPT) under the rule's `scripts:
-//     reject`, observed under `scripts: observe`; by default refused, or
-//     observed when the rule's release mode is observe;
-//   - unknown ones are refused (UNCHECKEDSCRIPT) under `scripts: reject`,
-//     observed otherwise.
-//
-// An EVALSHA of a script lockproxy has not seen, or an FCALL of a function
-// whose library it has not seen, follows the rule's unknown_sha: allow
-// (the default) forwards it, observe forwards and records it, reject
-// refuses it. Nothing is fetched from Valkey behind the client's back. The
-// refusal of an unseen EVALSHA is a NOSCRIPT error, so that clients which
-// fall back to EVAL on NOSCRIPT (go-redis, redis-py, ioredis, ...) resend
-// the body and have it checked.
+// FCALL is still judged by the analysis of its library (package
+// scriptcheck), as this instance saw it loaded: blind functions are
+// refused (BLINDSCRIPT) by default, unknown ones observed; a function of
+// a library not seen follows the rule's unknown_sha.
 //
 // The _RO variants only learn: Valkey refuses writes from them.
-//
-// Without lock keys among KEYS the cost is a map lookup (of the SHA1 for
-// EVALSHA, of the body for EVAL) plus, once per distinct script, its
-// analysis, which tells whether it names keys itself.
 func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	c := d.Scripts
 	name := args[0]
