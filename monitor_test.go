@@ -459,3 +459,23 @@ func TestMonitorHolderScripts(t *testing.T) {
 	eq(t, other.do("EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", "1", "p:lock", "ptok"), ":1\r\n")
 	eq(t, d.Exists(ctx, "p:lock").Val(), int64(0))
 }
+
+// In front of a cluster the same monitored text runs on every slot's node:
+// locks in several slots, taken and released by the library's scripts,
+// a stranger's DEL inside a script refused on each.
+func TestMonitorCluster(t *testing.T) {
+	cl := valkeytest.SharedCluster(t)
+	e := rulesEnvCluster(t, cl, "locks:\n  - pattern: \"*:lock\"\n")
+	m := slotMap(t, cl)
+	h, s := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	for i := 0; i < 6; i++ {
+		k := fmt.Sprintf("mon%d:lock", i)
+		tok := "tok" + fmt.Sprint(i)
+		eq(t, h.do("EVAL", libscripts.RedislockObtain, "1", k, tok, "0", "60000"), "+OK\r\n")
+		mustContain(t, s.do("EVAL", "return redis.call('DEL', KEYS[1])", "1", k), "-NOTOWNER lockproxy refused DEL")
+		mustContain(t, s.do("EVAL", "redis.call('SELECT', 0) return redis.call('SET', KEYS[1], 'x')", "1", k), "-")
+		eq(t, directTo(t, m, k, "GET", k), bulk(tok))
+		eq(t, s.do("EVAL", libscripts.RedislockRelease, "1", k, tok), ":1\r\n")
+		eq(t, directTo(t, m, k, "EXISTS", k), ":0\r\n")
+	}
+}
