@@ -214,15 +214,16 @@ func TestDecideScriptNoAlloc(t *testing.T) {
 func BenchmarkDecideScript(b *testing.B) {
 	alice := &fakeSession{conn: "conn:alice"}
 	sha := scriptcheck.SHA1(guardedRelease)
-	// On a lock key a guarded release runs in its wrapper (it keeps the
-	// owner record, issue 18); elsewhere it is forwarded.
+	// A script that calls Valkey runs under the monitor, lock key or not
+	// (issue 26); one that cannot reach Valkey is forwarded.
 	for _, c := range []struct {
 		name string
 		args []string
 		kind rewrite.Kind
 	}{
 		{"EVALSHA-cached-lock-key", []string{"EVALSHA", sha, "1", "resource:lock", "abc"}, rewrite.Run},
-		{"EVALSHA-cached-no-lock-key", []string{"EVALSHA", sha, "1", "queue:1", "abc"}, rewrite.Forward},
+		{"EVALSHA-cached-no-lock-key", []string{"EVALSHA", sha, "1", "queue:1", "abc"}, rewrite.Run},
+		{"EVAL-no-call-to-Valkey", []string{"EVAL", "return KEYS[1]", "1", "resource:lock"}, rewrite.Forward},
 		{"EVAL-cached-lock-key", []string{"EVAL", guardedRelease, "1", "resource:lock", "abc"}, rewrite.Run},
 		{"GET-lock-key-for-comparison", []string{"GET", "resource:lock"}, rewrite.Forward},
 	} {
