@@ -87,16 +87,24 @@ func TestScriptWrappedByteForByte(t *testing.T) {
 		"#!lua flags=allow-cross-slot-keys\nredis.call('SET', KEYS[1], 'x')\nreturn redis.call('GET', 'elsewhere')",
 		"#!lua\nredis.call('SET', KEYS[1], 'x')\nreturn undefined_global",
 		"local n = 0\nfor i = 1, 3 do n = n + i end\nredis.call('SET', KEYS[1], n)\nreturn n -- no newline at the end",
+		// Issue 26: the rest of redis/server is Valkey's, and the sandbox's errors are Valkey's words.
+		"redis.call('SET', KEYS[1], 'x')\nredis.log(redis.LOG_WARNING, 'monitored')\nreturn {redis.sha1hex('x'), redis.REPL_ALL, redis.REPL_NONE, redis.LOG_NOTICE, tostring(redis.acl_check_cmd('GET', KEYS[1])), server.status_reply('S').ok, type(redis.breakpoint), type(server.setresp)}",
+		"redis.call('SET', KEYS[1], 'x')\nreturn redis.pcall('NOSUCHCMD', KEYS[1])",
+		"redis.call('SET', KEYS[1], 'x')\nlocal ok, e = pcall(redis.call, 'INCR', KEYS[1])\nreturn {tostring(ok), e.err}",
+		"redis.call('SET', KEYS[1], 'x')\n\nnewglobal = 1",
+		"redis.call('SET', KEYS[1], 'x')\nreturn {type(loadstring('return 1')), loadstring('return ARGV[1]')(), type(getfenv(0).redis), rawequal(_G, getfenv())}",
+		"redis.call('SET', KEYS[1], 'x')\nreturn redis.call('GET', KEYS[1], 'extra')",
 	} {
 		sameReplies(t, e, body, true, "{w}:data", "v1", "v2")
 	}
 	if !strings.Contains(dialRaw(t, e.addr).do("EVAL", "redis.call('SET', KEYS[1], 'x')\nreturn t.x", "1", "{w}:data"), "user_script:2:") {
 		t.Fatal("line number")
 	}
-	// Each body ran wrapped through the proxy: Valkey holds the 13
-	// clients' scripts (sent directly), 14 wrappers and lockproxy's own 4.
+	// Each body ran monitored through the proxy: Valkey holds the 19
+	// clients' scripts (sent directly), 20 monitored texts and lockproxy's
+	// own 4.
 	info := e.direct().Info(ctx, "memory").Val()
-	if !strings.Contains(info, "number_of_cached_scripts:31\r\n") {
+	if !strings.Contains(info, "number_of_cached_scripts:43\r\n") {
 		t.Fatalf("cached scripts: %s", info[strings.Index(info, "number_of_cached_scripts"):][:32])
 	}
 }
