@@ -411,9 +411,9 @@ func (d *Decider) functionAcquires(cmd string, rep *scriptcheck.Report, keys [][
 	return Plan{Effects: effects}, false
 }
 
-// scriptRefuses reports whether a rule refuses a blind or unknown script:
-// blind ones under scripts: reject, and by default unless the rule's
-// release mode is observe; unknown ones under scripts: reject.
+// scriptRefuses reports whether a rule refuses a blind or unknown
+// function: under scripts: reject, and by default unless the rule's
+// release mode is observe.
 func scriptRefuses(l scriptLock) bool {
 	switch l.v {
 	case scriptcheck.Blind:
@@ -425,7 +425,17 @@ func scriptRefuses(l scriptLock) bool {
 		}
 		return l.rule.Release != policy.ReleaseObserve
 	case scriptcheck.Unknown:
-		return l.rule.Scripts == policy.ScriptsReject
+		// Only FCALL is judged here (EVAL and EVALSHA run monitored): a
+		// function the analysis cannot read would run unchecked, so it is
+		// refused unless the rule says scripts: observe, or release:
+		// observe (safety by default, issue 26).
+		switch l.rule.Scripts {
+		case policy.ScriptsReject:
+			return true
+		case policy.ScriptsObserve:
+			return false
+		}
+		return l.rule.Release != policy.ReleaseObserve
 	}
 	return false
 }
