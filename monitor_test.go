@@ -493,3 +493,21 @@ func TestMonitorFunctionUnknownRefused(t *testing.T) {
 	mustContain(t, c.do("FCALL", "del", "1", "v:lock"), "-UNCHECKEDSCRIPT lockproxy refused FCALL")
 	eq(t, d.Get(ctx, "v:lock").Val(), "theirs")
 }
+
+// Finalizers (__gc) planted by a script run at any allocation of a later
+// one, another client's too: one raising an error there would interrupt
+// that script anywhere (between a call that takes a lock and the lock's
+// records), and Valkey 8.0.1 exits when one raises outside a script. So
+// newproxy, the only way to a finalizer, is refused, in every script
+// (a script naming it does not skip the monitor).
+func TestMonitorFinalizersRefused(t *testing.T) {
+	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	c := dialRaw(t, e.addr)
+	plant := "for i = 1, 3000 do local p = newproxy(true) getmetatable(p).__gc = function() error('boom') end end return 1"
+	mustContain(t, c.do("EVAL", plant, "0"), "-ERR user_script:1: newproxy is refused")
+	mustContain(t, c.do("EVAL", "local f = newproxy return f(true)", "0"), "newproxy is refused")
+	for i := 0; i < 10; i++ {
+		eq(t, c.do("EVAL", "local t = {} for i = 1, 2000 do t[i] = {i} end return redis.call('SET', KEYS[1], 'v', 'NX') and 1 or 0", "1", fmt.Sprintf("gc%d:lock", i)), ":1\r\n")
+	}
+	eq(t, c.do("PING"), "+PONG\r\n")
+}

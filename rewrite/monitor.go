@@ -304,9 +304,10 @@ func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, key
 // unmonitored reports whether a script may run without the monitor, by a
 // check that is obviously sound: its text names none of redis, server,
 // _G, getfenv and load (nor loadstring), so it cannot reach a function
-// that calls Valkey, by name or by a name it builds.
+// that calls Valkey, by name or by a name it builds; nor newproxy, the
+// way to a finalizer (see monitor.lua).
 func unmonitored(body scriptBody) bool {
-	for _, w := range [...]string{"redis", "server", "_G", "getfenv", "load"} {
+	for _, w := range [...]string{"redis", "server", "_G", "getfenv", "load", "newproxy"} {
 		if body.b != nil && bytes.Contains(body.b, []byte(w)) || body.b == nil && strings.Contains(body.s, w) {
 			return false
 		}

@@ -12,7 +12,7 @@
 local G, X = _G, ARGV
 local find, select, type = string.find, select, type
 local na = #X - @NX@
-local repl, env, CM, slow = redis.REPL_ALL, nil, nil, nil
+local env, CM, slow = nil, nil, nil
 -- The keys of common commands, so that they need no COMMAND
 -- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
 -- arguments are keys: 1 the first, * all, 2 every second.
@@ -79,6 +79,17 @@ local function after(b, was, rg, re, rv, r)
     fns.put(rk, owner, rec)
     fns.settle(rk, ms, keep, nil)
   end
+end
+-- records runs after for the locks a call may have changed, and writes
+-- the fence marks of a write.
+local function records(pend, marks)
+  if pend then
+    for i = 1, #pend do
+      local p = pend[i]
+      after(p[1], p[2], p[3], p[4], p[5], p[6])
+    end
+  end
+  if marks then fns.mark(marks) end
 end
 -- mk makes the checks of a call with a hot argument: does an argument
 -- name a lock, a guarded key or one of lockproxy's own keys?
@@ -236,23 +247,21 @@ return function(n, ...)
       end
     end
   end
-  -- Between the call and its records no finalizer (__gc) of the body's
-  -- may run: one raising an error there would leave a lock taken without
-  -- its grant, or a write without its fence mark.
-  if pend or marks then collectgarbage('stop') end
-  local r = redis.pcall(...)
-  if (pend or marks) and not (type(r) == 'table' and r.err) then
-    if repl ~= redis.REPL_ALL then redis.set_repl(redis.REPL_ALL) end
-    if pend then
-      for i = 1, #pend do
-        local p = pend[i]
-        after(p[1], p[2], p[3], p[4], p[5], p[6])
-      end
+  if not (pend or marks) then return redis.pcall(...) end
+  -- A finalizer (__gc) of any script's may run at any allocation and
+  -- raise an error: one between the call and its records would leave a
+  -- lock taken without its grant, or a write without its fence mark. The
+  -- records are read from what the keys hold now, so they are written
+  -- again, with the collector stopped if need be, whatever interrupted.
+  local ok, r = pcall(redis.pcall, ...)
+  if not ok or not (type(r) == 'table' and r.err) then
+    if not pcall(records, pend, marks) then
+      collectgarbage('stop')
+      records(pend, marks)
+      collectgarbage('restart')
     end
-    if marks then fns.mark(marks) end
-    if repl ~= redis.REPL_ALL then redis.set_repl(repl) end
   end
-  if pend or marks then collectgarbage('restart') end
+  if not ok then error(r, 0) end
   return r
 end
 end
@@ -294,11 +303,11 @@ local function co(_, ...)
     ok, r = pcall(run, select(2, coroutine.yield(r)))
   end
 end
-CM = {__call = coroutine.wrap(co), __metatable = false}
-local R = setmetatable({call = setmetatable({}, CM), pcall = run, set_repl = function(m)
-  repl = m
-  return redis.set_repl(m)
-end}, {__index = redis, __newindex = redis, __metatable = false})
+-- redis (and server, and redis.call itself) is one table: its call is
+-- the coroutine's, its pcall is run, the rest is Valkey's.
+CM = {__call = coroutine.wrap(co), __index = redis, __newindex = redis, __metatable = false}
+local R = setmetatable({pcall = run}, CM)
+rawset(R, 'call', R)
 local A = nil
 if na > 4000 then
   A = {}
@@ -332,6 +341,12 @@ env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = R,
     local f, e = loadstring(s, name)
     if f then setfenv(f, env) end
     return f, e
+  end,
+  -- A finalizer (__gc) runs at whatever allocation of whichever later
+  -- script comes first, and one that raises an error there makes Valkey
+  -- 8.0.1 exit (a Lua panic): newproxy, the only way to one, is refused.
+  newproxy = function()
+    error('newproxy is refused: a finalizer would run inside other clients\' scripts', 2)
   end,
   load = function(s, name)
     local f, e = load(s, name)
