@@ -86,6 +86,7 @@ func init() {
 		"time":     {1, false, cmdTime},
 		"flushall": {-1, true, cmdFlush},
 		"flushdb":  {-1, true, cmdFlush},
+		"command":  {-1, false, cmdCommand},
 	}
 }
 

@@ -444,3 +444,11 @@ func (rs *Rules) Notes() []string {
 	}
 	return out
 }
+
+// GuardGlobs are globs that match every key some lock of the rule guards
+// (and perhaps more): for a script monitor's quick test of an argument.
+func (f *Fencing) GuardGlobs() []*Pattern { return f.guardAny }
+
+// OwnGlobs are globs that match every fence counter of the rule and its
+// hash of highest tokens (and perhaps more).
+func (f *Fencing) OwnGlobs() []*Pattern { return f.ownAny }

@@ -13,32 +13,20 @@ import (
 // script decides EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO, and
 // learns script bodies from SCRIPT LOAD and FUNCTION LOAD passing through.
 //
-// Each lock key the script receives (and each lock key it names itself
-// from ARGV, KEYS and constants) gets the verdict of the script's analysis
-// (package scriptcheck), made once per distinct script and cached by SHA1
-// in d.Scripts:
+// EVAL and EVALSHA run under lockproxy's monitor (monitor.go): every call
+// the script makes is checked when it runs, whatever its text. Only
+// scripts that cannot reach Valkey, flags=no-writes ones and bodies that
+// cannot compile are forwarded as they came (monitorScript). An EVALSHA
+// of a script lockproxy has not seen is answered NOSCRIPT, so that
+// clients which fall back to EVAL on NOSCRIPT (go-redis, redis-py,
+// ioredis, ...) send its body. Bodies are cached by SHA1 in d.Scripts.
 //
-//   - guarded and acquire scripts run as they came, or in a wrapper
-//     (wrap.go) when they may change a lock or write a guarded key;
-//   - blind ones are refused (BLINDSCRIPT) under the rule's `scripts:
-//     reject`, observed under `scripts: observe`; by default refused, or
-//     observed when the rule's release mode is observe;
-//   - unknown ones are refused (UNCHECKEDSCRIPT) under `scripts: reject`,
-//     observed otherwise.
-//
-// An EVALSHA of a script lockproxy has not seen, or an FCALL of a function
-// whose library it has not seen, follows the rule's unknown_sha: allow
-// (the default) forwards it, observe forwards and records it, reject
-// refuses it. Nothing is fetched from Valkey behind the client's back. The
-// refusal of an unseen EVALSHA is a NOSCRIPT error, so that clients which
-// fall back to EVAL on NOSCRIPT (go-redis, redis-py, ioredis, ...) resend
-// the body and have it checked.
+// FCALL is still judged by the analysis of its library (package
+// scriptcheck), as this instance saw it loaded: blind functions are
+// refused (BLINDSCRIPT) by default, unknown ones observed; a function of
+// a library not seen follows the rule's unknown_sha.
 //
 // The _RO variants only learn: Valkey refuses writes from them.
-//
-// Without lock keys among KEYS the cost is a map lookup (of the SHA1 for
-// EVALSHA, of the body for EVAL) plus, once per distinct script, its
-// analysis, which tells whether it names keys itself.
 func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	c := d.Scripts
 	name := args[0]
@@ -86,25 +74,28 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	var body scriptBody
 	switch {
 	case resp.EqualFold(name, "evalsha"):
-		cmd = "EVALSHA"
+		sha := ""
 		if c != nil {
 			if e := c.Lookup(args[1]); e != nil {
-				rep, body.s = e.Report(), e.Body()
+				body.s, sha = e.Body(), e.Report().SHA
 			}
 		}
-		if rep == nil {
-			if !lock {
-				return Plan{}
-			}
-			return d.unseenScript("EVALSHA", args[1], false, skeys, s)
+		if body.s == "" {
+			// A script lockproxy has not seen cannot run under its
+			// monitor: NOSCRIPT, so that clients that fall back to EVAL
+			// (go-redis, redis-py, ioredis, ...) send its body.
+			return d.unseenSHA(args[1])
 		}
+		return d.monitorScript("EVALSHA", body, sha, skeys, sargs, s)
 	case resp.EqualFold(name, "eval"):
-		cmd, body.b = "EVAL", args[1]
+		body.b = args[1]
+		sha := ""
 		if c != nil {
-			rep = c.Learn(args[1]).Report()
+			sha = c.Learn(args[1]).Report().SHA
 		} else {
-			rep = scriptcheck.Analyze(string(args[1]))
+			sha = scriptcheck.Analyze(string(args[1])).SHA
 		}
+		return d.monitorScript("EVAL", body, sha, skeys, sargs, s)
 	case resp.EqualFold(name, "fcall"):
 		cmd = "FCALL"
 		if c != nil {
@@ -128,6 +119,31 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 		return Plan{}
 	}
 	return d.judgeScript(cmd, body, rep, skeys, sargs, s)
+}
+
+// monitorScript runs an EVAL or EVALSHA under the monitor, but for the
+// scripts that need none: flags=no-writes (Valkey refuses their writes),
+// and those that cannot reach Valkey at all (unmonitored).
+func (d *Decider) monitorScript(cmd string, body scriptBody, sha string, keys, argv [][]byte, s Session) Plan {
+	if noWrites(body) || unmonitored(body) {
+		return Plan{}
+	}
+	text := body.String()
+	if strings.HasPrefix(text, "#!") {
+		_, text, _ = strings.Cut(text, "\n")
+	}
+	if !blocksBalanced(text) {
+		// It cannot compile: Valkey answers its compile error.
+		return Plan{}
+	}
+	return d.monitorPlan(cmd, body, sha, keys, argv, s)
+}
+
+// unseenSHA: an EVALSHA of a script lockproxy has not seen loaded.
+func (d *Decider) unseenSHA(sha []byte) Plan {
+	// Valkey's own answer for a script it does not know, not a refusal
+	// of lockproxy's: no effect to record.
+	return Plan{Kind: Refuse, Err: errUnseenSHA(sha)}
 }
 
 // learnFunctions: FUNCTION LOAD [REPLACE] body, FUNCTION DELETE lib,
@@ -357,44 +373,11 @@ func (d *Decider) judgeScript(cmd string, body scriptBody, rep *scriptcheck.Repo
 		e := Effect{Kind: Refused, Command: cmd, Key: fc.effects[0].Key, Rule: fc.effects[0].Rule, Owner: fc.effects[0].Owner, Reason: reason}
 		return Plan{Kind: Refuse, Err: reason, Effects: []Effect{e}}
 	}
-	var acq *acquisitions
-	if nobody {
-		p, refused := d.functionAcquires(cmd, rep, keys, s)
-		if refused {
-			return p
-		}
-		effects = append(effects, p.Effects...)
-	} else {
-		acq = d.scriptAcquisitions(rep, keys, s)
+	p, refused := d.functionAcquires(cmd, rep, keys, s)
+	if refused {
+		return p
 	}
-	if fc != nil || acq != nil {
-		return wrapPlan(body, rep.SHA, keys, argv, fc, acq, effects)
-	}
-	return Plan{Effects: effects}
-}
-
-// scriptAcquisitions lists the lock keys among KEYS the script may take,
-// release or renew (any it may change), for the wrapper to keep their
-// owner records true: a grant for a lock it took, the caller's record
-// dropped with a lock it released, moved with a lease it changed. Nil when
-// there are none. The owner is the first lock's (as for a command's
-// fence).
-func (d *Decider) scriptAcquisitions(rep *scriptcheck.Report, keys [][]byte, s Session) *acquisitions {
-	var acq *acquisitions
-	for i, k := range keys {
-		r := d.Rules.Match(k)
-		if r == nil || !rep.Writes(i+1) {
-			continue
-		}
-		if v, _ := rep.Key(i + 1); v != scriptcheck.Guarded && v != scriptcheck.Acquire {
-			continue // blind or unknown, observed: forwarded as it came
-		}
-		if acq == nil {
-			acq = &acquisitions{owner: []byte(s.Owner(r)), keep: d.keep()}
-		}
-		acq.keys = d.lockKeys(acq.keys, r, k)
-	}
-	return acq
+	return Plan{Effects: append(effects, p.Effects...)}
 }
 
 // functionAcquires: an FCALL of a function that may take a lock (guarded
@@ -428,9 +411,9 @@ func (d *Decider) functionAcquires(cmd string, rep *scriptcheck.Report, keys [][
 	return Plan{Effects: effects}, false
 }
 
-// scriptRefuses reports whether a rule refuses a blind or unknown script:
-// blind ones under scripts: reject, and by default unless the rule's
-// release mode is observe; unknown ones under scripts: reject.
+// scriptRefuses reports whether a rule refuses a blind or unknown
+// function: under scripts: reject, and by default unless the rule's
+// release mode is observe.
 func scriptRefuses(l scriptLock) bool {
 	switch l.v {
 	case scriptcheck.Blind:
@@ -442,7 +425,17 @@ func scriptRefuses(l scriptLock) bool {
 		}
 		return l.rule.Release != policy.ReleaseObserve
 	case scriptcheck.Unknown:
-		return l.rule.Scripts == policy.ScriptsReject
+		// Only FCALL is judged here (EVAL and EVALSHA run monitored): a
+		// function the analysis cannot read would run unchecked, so it is
+		// refused unless the rule says scripts: observe, or release:
+		// observe (safety by default, issue 26).
+		switch l.rule.Scripts {
+		case policy.ScriptsReject:
+			return true
+		case policy.ScriptsObserve:
+			return false
+		}
+		return l.rule.Release != policy.ReleaseObserve
 	}
 	return false
 }

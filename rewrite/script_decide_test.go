@@ -48,41 +48,34 @@ type scriptCase struct {
 	effects []string // "Kind key" of each effect
 }
 
+// Issue 26: while lock rules exist every EVAL and EVALSHA of a script
+// that can reach Valkey runs under the monitor (Run: the checks happen in
+// Valkey, call by call); scripts that cannot (no redis, server, _G,
+// getfenv, load in their text), flags=no-writes ones and bodies whose
+// blocks do not balance (they cannot compile) are forwarded; an unseen
+// EVALSHA is NOSCRIPT, so that clients send the body.
 func TestDecideScripts(t *testing.T) {
 	alice, _, _ := sessions()
-	blindSHA := scriptcheck.SHA1(blindRelease)
+	unseen := strings.Repeat("ab", 20)
 	for _, c := range []scriptCase{
-		// Guarded and acquire scripts that change a lock run in their
-		// wrapper, which keeps the owner records true (issue 18).
-		{name: "guarded release runs wrapped", args: []string{"EVAL", guardedRelease, "1", "resource:lock", "abc"}, kind: rewrite.Run},
-		// Run in its wrapper, which mints the grant (issue 18).
-		{name: "acquire runs wrapped", args: []string{"eval", acquireScript, "1", "new:lock", "t", "100"}, kind: rewrite.Run},
-		{name: "blind release refused", args: []string{"EVAL", blindRelease, "1", "resource:lock"}, kind: rewrite.Refuse,
-			code: "BLINDSCRIPT", errHas: []string{"script " + blindSHA, "line 2 (DEL) deletes lock key \"resource:lock\"", "KEYS[1]", `rule 1 "*:lock"`, "redis.call('GET',KEYS[1])==ARGV[1]"},
-			effects: []string{"Refused resource:lock"}},
-		{name: "blind under release: observe is observed", args: []string{"EVAL", blindRelease, "1", "obs:a"}, effects: []string{"Observed obs:a"}},
-		{name: "blind under scripts: observe", args: []string{"EVAL", blindRelease, "1", "sobs:a"}, effects: []string{"Observed sobs:a"}},
-		{name: "blind under scripts: reject", args: []string{"EVAL", blindRelease, "1", "srej:a"}, kind: rewrite.Refuse, code: "BLINDSCRIPT"},
-		{name: "unknown observed by default", args: []string{"EVAL", dynamicScript, "1", "resource:lock", "DEL"}, effects: []string{"Observed resource:lock"}},
-		{name: "unknown refused under scripts: reject", args: []string{"EVAL", dynamicScript, "1", "srej:a", "DEL"}, kind: rewrite.Refuse,
-			code: "UNCHECKEDSCRIPT", errHas: []string{"line 1", "srej:a", "command name is not a literal", "scripts: reject"}},
-		{name: "non-lock keys pass", args: []string{"EVAL", blindRelease, "1", "queue:1"}},
-		{name: "second key is the blind one", args: []string{"EVAL", "if redis.call('GET', KEYS[2]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end", "2", "a:lock", "b:lock", "t"},
-			kind: rewrite.Refuse, code: "BLINDSCRIPT", errHas: []string{`"a:lock"`}},
-		{name: "key named in ARGV", args: []string{"EVAL", argvDelete, "0", "resource:lock"}, kind: rewrite.Refuse,
-			code: "BLINDSCRIPT", errHas: []string{`"resource:lock" (ARGV[1]`}},
-		{name: "key named in ARGV, not a lock", args: []string{"EVAL", argvDelete, "0", "plain"}},
+		{name: "guarded release runs monitored", args: []string{"EVAL", guardedRelease, "1", "resource:lock", "abc"}, kind: rewrite.Run},
+		{name: "acquire runs monitored", args: []string{"eval", acquireScript, "1", "new:lock", "t", "100"}, kind: rewrite.Run},
+		{name: "blind release runs monitored", args: []string{"EVAL", blindRelease, "1", "resource:lock"}, kind: rewrite.Run},
+		{name: "non-lock keys run monitored", args: []string{"EVAL", blindRelease, "1", "queue:1"}, kind: rewrite.Run},
+		{name: "dynamic command runs monitored", args: []string{"EVAL", dynamicScript, "1", "srej:a", "DEL"}, kind: rewrite.Run},
+		{name: "key named in ARGV runs monitored", args: []string{"EVAL", argvDelete, "0", "resource:lock"}, kind: rewrite.Run},
+		{name: "no call to Valkey: forwarded", args: []string{"EVAL", "return ARGV[1] .. 'x'", "1", "resource:lock", "a"}},
+		{name: "no-writes: forwarded", args: []string{"EVAL", "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])", "1", "resource:lock"}},
+		{name: "blocks do not balance: forwarded", args: []string{"EVAL", "return 1 end redis.call('DEL', 'resource:lock') local f = function()", "0"}},
 		{name: "EVAL_RO only learns", args: []string{"EVAL_RO", blindRelease, "1", "resource:lock"}},
 		{name: "bad numkeys: Valkey answers", args: []string{"EVAL", blindRelease, "x", "resource:lock"}},
 		{name: "numkeys too large: Valkey answers", args: []string{"EVAL", blindRelease, "3", "resource:lock"}},
-		{name: "unseen EVALSHA, allow", args: []string{"EVALSHA", strings.Repeat("ab", 20), "1", "resource:lock"}},
-		{name: "unseen EVALSHA, observe", args: []string{"EVALSHA", strings.Repeat("ab", 20), "1", "sobs:x"}, effects: []string{"Observed sobs:x"}},
-		{name: "unseen EVALSHA, reject", args: []string{"EVALSHA", strings.Repeat("ab", 20), "1", "srej:x"}, kind: rewrite.Refuse,
-			code: "NOSCRIPT", errHas: []string{strings.Repeat("ab", 20), "unknown_sha: reject", "EVAL or SCRIPT LOAD"}},
-		{name: "unseen EVALSHA, no lock key", args: []string{"EVALSHA", strings.Repeat("ab", 20), "1", "srej-not"}},
+		{name: "unseen EVALSHA", args: []string{"EVALSHA", unseen, "1", "resource:lock"}, kind: rewrite.Refuse,
+			code: "NOSCRIPT", errHas: []string{unseen, "EVAL or SCRIPT LOAD"}},
+		{name: "unseen EVALSHA, no lock key", args: []string{"EVALSHA", unseen, "1", "plain"}, kind: rewrite.Refuse, code: "NOSCRIPT"},
 		{name: "unseen FCALL, reject", args: []string{"FCALL", "nosuch", "1", "srej:x"}, kind: rewrite.Refuse,
 			code: "UNCHECKEDSCRIPT", errHas: []string{`function "nosuch"`, "FUNCTION LOAD"}},
-		{name: "EVALSHA_RO passes", args: []string{"EVALSHA_RO", strings.Repeat("ab", 20), "1", "srej:x"}},
+		{name: "EVALSHA_RO passes", args: []string{"EVALSHA_RO", unseen, "1", "srej:x"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := scriptDecider(t)
@@ -105,7 +98,7 @@ func checkScriptPlan(t *testing.T, p rewrite.Plan, c scriptCase) {
 				t.Errorf("error %q lacks %q", p.Err, s)
 			}
 		}
-		if len(p.Effects) != 1 || p.Effects[0].Reason != p.Err {
+		if c.code != "NOSCRIPT" && (len(p.Effects) != 1 || p.Effects[0].Reason != p.Err) {
 			t.Errorf("refusal effects %+v", p.Effects)
 		}
 	}
@@ -138,18 +131,18 @@ func TestDecideScriptsLearned(t *testing.T) {
 	decide := func(args ...string) rewrite.Plan { return d.Decide(bs(args...), alice, nil) }
 	blindSHA, guardedSHA := scriptcheck.SHA1(blindRelease), scriptcheck.SHA1(guardedRelease)
 
-	// Unseen under unknown_sha: reject, then learned from SCRIPT LOAD.
+	// Unseen, then learned from SCRIPT LOAD.
 	checkScriptPlan(t, decide("EVALSHA", blindSHA, "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "NOSCRIPT"})
 	checkScriptPlan(t, decide("SCRIPT", "LOAD", blindRelease), scriptCase{})
-	checkScriptPlan(t, decide("EVALSHA", blindSHA, "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
-	checkScriptPlan(t, decide("evalsha", strings.ToUpper(blindSHA), "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
+	checkScriptPlan(t, decide("EVALSHA", blindSHA, "1", "srej:x"), scriptCase{kind: rewrite.Run})
+	checkScriptPlan(t, decide("evalsha", strings.ToUpper(blindSHA), "1", "resource:lock"), scriptCase{kind: rewrite.Run})
 	// Learned from EVAL (the NOSCRIPT fallback of client libraries).
-	checkScriptPlan(t, decide("EVAL", guardedRelease, "1", "queue:1", "t"), scriptCase{})
-	checkScriptPlan(t, decide("EVALSHA", guardedSHA, "1", "srej:x", "t"), scriptCase{kind: rewrite.Run}) // wrapped
-	// Learned from EVAL_RO too.
+	checkScriptPlan(t, decide("EVAL", guardedRelease, "1", "queue:1", "t"), scriptCase{kind: rewrite.Run})
+	checkScriptPlan(t, decide("EVALSHA", guardedSHA, "1", "srej:x", "t"), scriptCase{kind: rewrite.Run})
+	// Learned from EVAL_RO too (it then runs monitored as EVALSHA).
 	ro := "return redis.call('GET', KEYS[1])"
 	decide("EVAL_RO", ro, "1", "x")
-	checkScriptPlan(t, decide("EVALSHA", scriptcheck.SHA1(ro), "1", "srej:x"), scriptCase{})
+	checkScriptPlan(t, decide("EVALSHA", scriptcheck.SHA1(ro), "1", "srej:x"), scriptCase{kind: rewrite.Run})
 
 	// Functions: per function, FCALL by name, any letter case. A
 	// FUNCTION command is learned once Valkey accepted it (Learn).
@@ -182,16 +175,15 @@ func TestDecideScriptsLearned(t *testing.T) {
 	learn(true, "FUNCTION", "FLUSH")
 	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "UNCHECKEDSCRIPT"})
 
-	// Without a cache: EVAL is still checked, EVALSHA is unseen.
+	// Without a cache: EVAL is still monitored, EVALSHA is unseen.
 	d.Scripts = nil
-	checkScriptPlan(t, decide("EVAL", blindRelease, "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
+	checkScriptPlan(t, decide("EVAL", blindRelease, "1", "resource:lock"), scriptCase{kind: rewrite.Run})
 	checkScriptPlan(t, decide("SCRIPT", "LOAD", blindRelease), scriptCase{})
 	checkScriptPlan(t, decide("EVALSHA", blindSHA, "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "NOSCRIPT"})
 }
 
-// TestDecideScriptNoAlloc: an EVALSHA of a known script costs no garbage,
-// without a lock key or with one it does not change (a guarded or acquire
-// script that changes a lock runs wrapped: that plan is built per call).
+// TestDecideScriptNoAlloc: a script forwarded as it came costs no garbage
+// (a monitored one's plan is built per call).
 func TestDecideScriptNoAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -201,10 +193,12 @@ func TestDecideScriptNoAlloc(t *testing.T) {
 	d.Decide(bs("SCRIPT", "LOAD", guardedRelease), alice, nil)
 	d.Decide(bs("SCRIPT", "LOAD", blindRelease), alice, nil)
 	sha := scriptcheck.SHA1(guardedRelease)
+	d.Decide(bs("SCRIPT", "LOAD", "return ARGV[1]"), alice, nil)
+	_ = sha
 	for _, args := range [][]string{
-		{"EVALSHA", sha, "1", "queue:1", "t"},
-		{"EVALSHA", scriptcheck.SHA1(blindRelease), "1", "queue:1"},
-		{"EVAL", "return redis.call('GET', KEYS[1])", "1", "resource:lock"},
+		{"EVALSHA", scriptcheck.SHA1("return ARGV[1]"), "1", "queue:1", "t"},
+		{"EVAL", "return KEYS[1]", "1", "resource:lock"},
+		{"EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "resource:lock"},
 	} {
 		a := bs(args...)
 		scratch := make([]keyspec.Key, 0, 8)
@@ -220,15 +214,16 @@ func TestDecideScriptNoAlloc(t *testing.T) {
 func BenchmarkDecideScript(b *testing.B) {
 	alice := &fakeSession{conn: "conn:alice"}
 	sha := scriptcheck.SHA1(guardedRelease)
-	// On a lock key a guarded release runs in its wrapper (it keeps the
-	// owner record, issue 18); elsewhere it is forwarded.
+	// A script that calls Valkey runs under the monitor, lock key or not
+	// (issue 26); one that cannot reach Valkey is forwarded.
 	for _, c := range []struct {
 		name string
 		args []string
 		kind rewrite.Kind
 	}{
 		{"EVALSHA-cached-lock-key", []string{"EVALSHA", sha, "1", "resource:lock", "abc"}, rewrite.Run},
-		{"EVALSHA-cached-no-lock-key", []string{"EVALSHA", sha, "1", "queue:1", "abc"}, rewrite.Forward},
+		{"EVALSHA-cached-no-lock-key", []string{"EVALSHA", sha, "1", "queue:1", "abc"}, rewrite.Run},
+		{"EVAL-no-call-to-Valkey", []string{"EVAL", "return KEYS[1]", "1", "resource:lock"}, rewrite.Forward},
 		{"EVAL-cached-lock-key", []string{"EVAL", guardedRelease, "1", "resource:lock", "abc"}, rewrite.Run},
 		{"GET-lock-key-for-comparison", []string{"GET", "resource:lock"}, rewrite.Forward},
 	} {
@@ -270,7 +265,7 @@ func TestDecideScriptsConcurrent(t *testing.T) {
 					body = blindRelease
 				}
 				p := d.Decide(bs("EVAL", body, "1", "resource:lock", "abc"), alice, nil)
-				if (p.Kind == rewrite.Refuse) != (body == blindRelease) {
+				if p.Kind != rewrite.Run {
 					t.Errorf("%+v", p)
 					return
 				}
@@ -281,34 +276,32 @@ func TestDecideScriptsConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// A script acquisition's wrapper is made for its shape: lockproxy adds
-// only each lock's counter and records keys (after the lock itself) and
-// the owner and keep_lapsed; how many are lockproxy's is written into the
-// wrapper's text, not sent with every call (issue 18, item 8: each
-// argument costs Valkey about what a GET in the script costs). A shape
-// with another number of locks is another wrapper; the same shape, the
-// same wrapper.
+// A monitored script's text is made for its shape: lockproxy passes,
+// after the client's ARGV, keep_lapsed and per lock among KEYS and ARGV its
+// key, counter, records, the client's owner and the rule's mode; KEYS stay
+// the client's. How many are lockproxy's is written into the text: the
+// same shape, the same text; another number of locks, another.
 func TestWrapperArguments(t *testing.T) {
 	alice, _, _ := sessions()
 	d := scriptDecider(t)
 	one := d.Decide(bs("EVAL", acquireScript, "1", "new:lock", "t", "100"), alice, nil)
 	if one.Kind != rewrite.Run || one.Script == nil {
-		t.Fatalf("plan %+v, want the script run in its wrapper", one)
+		t.Fatalf("plan %+v, want the script run monitored", one)
 	}
 	lock := []byte("new:lock")
-	wantKeys := []string{"new:lock", "new:lock", string(rewrite.CounterKey(lock)), string(rewrite.RecordsKey(lock))}
-	if got := strs(one.Keys); strings.Join(got, " ") != strings.Join(wantKeys, " ") {
-		t.Errorf("keys %q, want %q", got, wantKeys)
+	if got := strs(one.Keys); strings.Join(got, " ") != "new:lock" {
+		t.Errorf("keys %q, want the client's", got)
 	}
-	if got := strs(one.Args); len(got) != 4 || got[0] != "t" || got[1] != "100" || got[2] != alice.conn || got[3] != "600000" {
-		t.Errorf("args %q, want the client's two, then owner %q and keep_lapsed", got, alice.conn)
+	want := []string{"t", "100", "600000", "new:lock", string(rewrite.CounterKey(lock)), string(rewrite.RecordsKey(lock)), alice.conn, "rewrite"}
+	if got := strs(one.Args); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("args %q, want %q", got, want)
 	}
 	const both = "redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2])\n" + acquireScript
 	two := d.Decide(bs("EVAL", both, "2", "new:lock", "other:lock", "t", "100"), alice, nil)
-	if two.Script == nil || two.Script == one.Script || len(two.Keys) != 2+2*3 || len(two.Args) != 4 {
-		t.Errorf("two locks: the one lock's wrapper %v, %d keys, %d args; want another wrapper, 8 keys, 4 args", two.Script == one.Script, len(two.Keys), len(two.Args))
+	if two.Script == nil || two.Script == one.Script || len(two.Keys) != 2 || len(two.Args) != 3+2*5 {
+		t.Errorf("two locks: the one lock's text %v, %d keys, %d args; want another text, 2 keys, 13 args", two.Script == one.Script, len(two.Keys), len(two.Args))
 	}
 	if again := d.Decide(bs("EVAL", acquireScript, "1", "some:lock", "u", "200"), alice, nil); again.Script != one.Script {
-		t.Errorf("the same shape made another wrapper")
+		t.Errorf("the same shape made another text")
 	}
 }

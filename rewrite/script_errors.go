@@ -147,3 +147,7 @@ func errUnseenScript(cmd, id string, fn bool, key []byte, r *policy.Rule) string
 	return fmt.Sprintf("NOSCRIPT lockproxy has not seen script %s, so it cannot check what %s does to lock key %s (%s, unknown_sha: reject); send the script with EVAL or SCRIPT LOAD through lockproxy",
 		quoteKey([]byte(id)), cmd, quoteKey(key), ruleName(r))
 }
+
+func errUnseenSHA(sha []byte) string {
+	return fmt.Sprintf("NOSCRIPT lockproxy has not seen script %s, so it cannot run it under its monitor; send the script with EVAL or SCRIPT LOAD through lockproxy", quoteKey(sha))
+}

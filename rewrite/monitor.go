@@ -1,0 +1,326 @@
+package rewrite
+
+import (
+	"bytes"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/policy"
+)
+
+// While lock rules exist, a client's script runs under lockproxy's
+// monitor: every call the script makes to Valkey is checked when it runs,
+// on its real command and arguments, before it reaches Valkey's own
+// redis.call (complete mediation, as an ACL check works). The script is
+// sent as one chunk:
+//
+//	[#!lua ... line, kept first]
+//	local __lockproxy_f = function(...) <line 1 of the body>
+//	<line 2 of the body>
+//	...
+//	end
+//	<the monitor (monitor.lua)>
+//
+// The body comes first, so no local of the monitor is in its scope (a
+// "local x = function" is not even visible inside itself), and every line
+// keeps its number. The monitor then gives the body a sealed environment
+// (setfenv) and calls it in a tail call:
+//
+//   - redis and server are the monitor's: call and pcall are checked, the
+//     rest is Valkey's (looked up in the real table, which stays
+//     read-only). redis.call is a table whose call is a coroutine's C
+//     function, so an error it raises names the body's user_script:LINE,
+//     as Valkey's own does.
+//   - KEYS are the client's, ARGV a copy of the client's arguments (the
+//     proxy's own come after them, and only the monitor sees them).
+//   - _G is the environment itself; getfenv answers it for Valkey's
+//     globals; chunks from load and loadstring get it too. A read of a
+//     missing global and a write of any global go to Valkey's globals and
+//     fail there, with Valkey's own words.
+//
+// The check of a call (monitor.lua's run and mk): if no argument may name
+// a protected key (the rules' globs, lockproxy's own suffixes and fence
+// keys, as Lua patterns in the text), the call goes straight to Valkey.
+// Otherwise COMMAND GETKEYSANDFLAGS says which arguments are keys and what
+// the call does to each; a write to
+//
+//   - one of lockproxy's own keys is refused (LOCKED);
+//   - a lock among KEYS passes if the lock is absent (an acquisition: the
+//     grant and the owner record are made right after the call), if this
+//     client holds it (its record's grant is current), if the script's
+//     ARGV carries its token (its value, or a Redisson-style hash lock's
+//     owner field), or as the rule's release: observe or unknown_owner:
+//     forward would let a plain command through; otherwise refused
+//     (NOTOWNER). After the call the records follow what it did;
+//   - a lock not among KEYS is refused (LOCKED): pass it in KEYS;
+//   - a key a fence guards passes the fence check the proxy prepared for
+//     it when it is among KEYS (STALE, UNFENCED), and is refused when it
+//     is not (UNFENCED);
+//   - MOVE, MIGRATE and COPY ... DB of any of these are refused.
+//
+// FLUSHALL, FLUSHDB and SWAPDB follow on_flush. SELECT needs nothing: the
+// monitor's own reads and writes happen in the database the script has
+// selected, where the lock's records are.
+//
+// A refused call is an error as an ACL refusal is: redis.call raises it,
+// redis.pcall returns it.
+
+//go:embed monitor.lua
+var monitorLua string
+
+// monitorText is monitor.lua without its comment lines.
+var monitorText = func() string {
+	var b strings.Builder
+	for _, l := range strings.Split(monitorLua, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "--") {
+			continue
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}()
+
+// MonitorShape is what a monitored script's text is made for, beside the
+// rules: how many locks among KEYS the proxy passes (5 arguments each),
+// and the fence's arguments and keys.
+type MonitorShape struct {
+	Locks, FenceArgs, FenceKeys int
+}
+
+func (sh MonitorShape) extras() int { return 1 + 5*sh.Locks + sh.FenceArgs + sh.FenceKeys }
+
+// monitorRules is the part of the monitor's text the rules decide: Lua
+// expressions over an argument a (hot) or a key (own, lockish,
+// guardish), and the flush check.
+type monitorRules struct {
+	hot, own, lock, guard, flush string
+	id                           string // a digest of the above, for the cache
+}
+
+var monitorRulesCache sync.Map // monitorRulesKey → *monitorRules
+
+type monitorRulesKey struct {
+	rules *policy.Rules
+	flush policy.FlushPolicy
+}
+
+func (d *Decider) monitorRules() *monitorRules {
+	k := monitorRulesKey{d.Rules, d.OnFlush}
+	if m, ok := monitorRulesCache.Load(k); ok {
+		return m.(*monitorRules)
+	}
+	m := buildMonitorRules(d.Rules, d.OnFlush)
+	monitorRulesCache.Store(k, m)
+	return m
+}
+
+func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitorRules {
+	var locks, guards, owns []string
+	seen := map[string]bool{}
+	add := func(dst *[]string, p string) {
+		if !seen[p] {
+			seen[p] = true
+			*dst = append(*dst, p)
+		}
+	}
+	all := rules.All()
+	for i := range all {
+		add(&locks, luaGlob(all[i].Pattern.String()))
+		if f := all[i].Fencing; f != nil {
+			for _, g := range f.GuardGlobs() {
+				add(&guards, luaGlob(g.String()))
+			}
+			for _, g := range f.OwnGlobs() {
+				add(&owns, luaGlob(g.String()))
+			}
+		}
+	}
+	finds := func(v string, pats []string) []string {
+		out := make([]string, 0, len(pats))
+		for _, p := range pats {
+			out = append(out, "find("+v+", "+luaQuote(p)+")")
+		}
+		return out
+	}
+	or := func(parts []string) string {
+		if len(parts) == 0 {
+			return "false"
+		}
+		return strings.Join(parts, " or ")
+	}
+	m := &monitorRules{}
+	hot := append([]string{"find(a, ':lockproxy:', 1, true)"}, finds("a", locks)...)
+	hot = append(hot, finds("a", guards)...)
+	m.hot = or(append(hot, finds("a", owns)...))
+	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')"}
+	m.own = or(append(own, finds("key", owns)...))
+	m.lock = or(finds("key", locks))
+	m.guard = or(finds("key", guards))
+	if onFlush == policy.FlushReject {
+		m.flush = `  local c = ...
+  if type(c) == 'string' and #c >= 6 and #c <= 8 then
+    c = string.lower(c)
+    if c == 'flushall' or c == 'flushdb' or c == 'swapdb' then
+      return {err = 'LOCKED lockproxy refused ' .. string.upper(c) .. ' inside a script: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config'}
+    end
+  end`
+	}
+	sum := sha1.Sum([]byte(m.hot + "\x00" + m.own + "\x00" + m.lock + "\x00" + m.guard + "\x00" + m.flush))
+	m.id = hex.EncodeToString(sum[:])
+	return m
+}
+
+// suffixPattern is a Lua pattern for a key ending in suffix.
+func suffixPattern(suffix string) string {
+	var b strings.Builder
+	for i := 0; i < len(suffix); i++ {
+		luaLit(&b, suffix[i])
+	}
+	return b.String() + "$"
+}
+
+// monitorFns are the records' and the fence's helpers the checks use.
+const monitorFns = fnParse + fnPut + fnSettle + fnFence + fnMark
+
+// MonitorBody is the text Valkey runs for a client's script under the
+// monitor (exported for the offline checks: luaeval's tests run it).
+func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
+	mon := strings.NewReplacer(
+		"@NX@", strconv.Itoa(sh.extras()),
+		"@L@", strconv.Itoa(sh.Locks),
+		"@FA@", strconv.Itoa(sh.FenceArgs),
+		"@HOT@", m.hot,
+		"@OWN@", m.own,
+		"@LOCK@", m.lock,
+		"@GUARD@", m.guard,
+		"@FLUSH@", m.flush,
+		"@FNS@", monitorFns,
+		"@GRANT@", fnGrant,
+	).Replace(monitorText)
+	var b strings.Builder
+	b.Grow(len(body) + len(mon) + 64)
+	if strings.HasPrefix(body, "#!") {
+		line, rest, _ := strings.Cut(body, "\n")
+		b.WriteString(line)
+		b.WriteByte('\n')
+		body = rest
+	}
+	b.WriteString("local __lockproxy_f = function(...) ")
+	b.WriteString(body)
+	b.WriteString("\nend\n")
+	b.WriteString(mon)
+	return b.String()
+}
+
+// MonitorRulesFor is the rules' part of the monitor, for the offline checks.
+func MonitorRulesFor(rules *policy.Rules, onFlush policy.FlushPolicy) *monitorRules {
+	return buildMonitorRules(rules, onFlush)
+}
+
+// monitored returns the monitored text of a client's script, made once
+// per script, shape and rules.
+func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRules) *Script {
+	id := wrapID{sha: clientSHA, shape: sh, rules: m.id}
+	wrappers.RLock()
+	w := wrappers.byClient[id]
+	wrappers.RUnlock()
+	if w != nil {
+		return w
+	}
+	wrappers.Lock()
+	defer wrappers.Unlock()
+	if w := wrappers.byClient[id]; w != nil {
+		return w
+	}
+	if len(wrappers.byClient) >= maxWrappers {
+		wrappers.byClient = map[wrapID]*Script{}
+		wrappers.bySHA = map[string]*Script{}
+	}
+	w = newScript("monitored "+clientSHA, MonitorBody(body.String(), sh, m))
+	w.Client = clientSHA
+	wrappers.byClient[id] = w
+	wrappers.bySHA[w.SHA] = w
+	return w
+}
+
+// monitorPlan runs a client's script (body, as EVAL or EVALSHA of it
+// would) under the monitor. Its ARGV are the client's, then lockproxy's:
+// keep_lapsed; per lock among KEYS its key, counter, records, the
+// client's owner under its rule and the rule's release mode; then the
+// fence checks of the guarded keys among KEYS (as Fenced takes them,
+// without the protocol), then their keys.
+func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
+	var locks [][]byte
+	var plain []touch
+	n := 0
+	// The locks and guarded keys among KEYS and ARGV: the monitor checks
+	// a write to a lock or a guarded key only with what the proxy
+	// prepared for it here (the lock's keys and the client's owner, the
+	// fence's check), and refuses one it has nothing for.
+	for _, list := range [2][][]byte{keys, argv} {
+		for _, k := range list {
+			r := d.Rules.Match(k)
+			if r == nil {
+				if d.Rules.Fenced() && guarded(d.Rules, k) && !hasTouch(plain, k) {
+					plain = append(plain, touch{key: k, flags: keyspec.KeyRW})
+				}
+				continue
+			}
+			dup := false
+			for i := 0; i < len(locks); i += 5 {
+				if string(locks[i]) == string(k) {
+					dup = true
+				}
+			}
+			if dup {
+				continue
+			}
+			locks = append(locks, k, d.counter(r, k), RecordsKey(k), []byte(s.Owner(r)), releaseMode(r))
+			n++
+		}
+	}
+	var fc *fenceCheck
+	if len(plain) > 0 {
+		fc = d.fenceChecks(cmd, plain, s, nil)
+	}
+	sh := MonitorShape{Locks: n}
+	if fc != nil {
+		sh.FenceArgs, sh.FenceKeys = len(fc.args), len(fc.keys)
+	}
+	w := monitored(body, clientSHA, sh, d.monitorRules())
+	sargs := make([][]byte, 0, len(argv)+sh.extras())
+	sargs = append(append(append(sargs, argv...), d.keep()), locks...)
+	if fc != nil {
+		sargs = append(append(sargs, fc.args...), fc.keys...)
+	}
+	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply}
+}
+
+// unmonitored reports whether a script may run without the monitor, by a
+// check that is obviously sound: its text names none of redis, server,
+// _G, getfenv and load (nor loadstring), so it cannot reach a function
+// that calls Valkey, by name or by a name it builds; nor newproxy, the
+// way to a finalizer (see monitor.lua).
+func unmonitored(body scriptBody) bool {
+	for _, w := range [...]string{"redis", "server", "_G", "getfenv", "load", "newproxy"} {
+		if body.b != nil && bytes.Contains(body.b, []byte(w)) || body.b == nil && strings.Contains(body.s, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasTouch(ts []touch, k []byte) bool {
+	for _, t := range ts {
+		if string(t.key) == string(k) {
+			return true
+		}
+	}
+	return false
+}

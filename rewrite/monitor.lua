@@ -1,0 +1,359 @@
+-- lockproxy's monitor (see monitor.go). Comment lines go before it is
+-- sent. It comes after the client's body, which is the chunk's first
+-- thing: "local __lockproxy_f = function(...) <body>\nend\n", so none of
+-- the locals below is in the body's scope. The functions handed to the
+-- body use Valkey's read-only globals, and setfenv of a function whose
+-- environment they are is refused.
+--
+-- Valkey runs scripts in a shared Lua state whose globals are read-only:
+-- every closure and table below is made again at every run, so there are
+-- few of them. The checks are one closure made at the first call with a
+-- hot argument; the records' and the fence's helpers only on their paths.
+local G, X = _G, ARGV
+local find, select, type = string.find, select, type
+local na = #X - @NX@
+local env, CM, slow = nil, nil, nil
+-- The keys of common commands, so that they need no COMMAND
+-- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
+-- arguments are keys: 1 the first, * all, 2 every second.
+local KS = ' get=r1 strlen=r1 getrange=r1 exists=r* type=r1 ttl=r1 pttl=r1 expiretime=r1 pexpiretime=r1 mget=r* hget=r1 hmget=r1 hgetall=r1 hexists=r1 hlen=r1 hkeys=r1 hvals=r1 llen=r1 lrange=r1 lindex=r1 scard=r1 smembers=r1 sismember=r1 zscore=r1 zcard=r1 zrange=r1 zrangebyscore=r1 xlen=r1 set=w1 setnx=w1 setex=w1 psetex=w1 getset=w1 getdel=w1 getex=w1 incr=w1 incrby=w1 decr=w1 decrby=w1 incrbyfloat=w1 append=w1 setrange=w1 del=w* unlink=w* expire=w1 pexpire=w1 expireat=w1 pexpireat=w1 persist=w1 mset=w2 hset=w1 hsetnx=w1 hmset=w1 hdel=w1 hincrby=w1 hincrbyfloat=w1 lpush=w1 rpush=w1 lpop=w1 rpop=w1 sadd=w1 srem=w1 zadd=w1 zrem=w1 zincrby=w1 xadd=w1 publish=n ping=n echo=n time=n '
+-- The records' and fence's helpers, made only on a path that needs them.
+local fns
+local function helpers()
+@FNS@
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark}
+end
+-- refusal: the error of a refused call.
+local function refusal(code, lc, key, tail)
+  if #key > 100 then key = string.sub(key, 1, 100) .. '...' end
+  return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script: ' .. tail}
+end
+-- after keeps a declared lock's records true after a call that may have
+-- changed it: a grant for a lock the call took, the caller's record gone
+-- with a lock it released, moved with a lease it changed. rg, re, rv, r:
+-- the caller's record as the check read it (rg nil: it holds no current
+-- grant). b: where the lock's entry starts in X.
+local function after(b, was, rg, re, rv, r)
+  local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], tonumber(X[na + 1])
+  local now = redis.pcall('GET', key)
+  if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
+  if not was then
+    if now then
+      -- The token rule (grant.go): the primary's epoch in the high bits.
+@GRANT@      local gr = grant(ck, redis.call)
+      local e, ms = redis.call('PEXPIRETIME', key)
+      if e > 0 then ms = e - redis.call('PTTL', key) else
+        local t = redis.call('TIME')
+        e, ms = 0, t[1] * 1000 + math.floor(t[2] / 1000)
+      end
+      local fresh = redis.call('EXISTS', rk) == 0
+      redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
+      if not fresh then
+        fns = fns or helpers()
+        fns.settle(rk, ms, keep, owner)
+      elseif e > 0 then
+        redis.call('PEXPIREAT', rk, e + keep)
+      end
+    end
+    return
+  end
+  if not rg then return end
+  if not now then
+    redis.call('HDEL', rk, owner)
+    if re == '0' and redis.pcall('PTTL', rk) == -1 then
+      local t = redis.call('TIME')
+      fns = fns or helpers()
+      fns.settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), keep, '')
+    end
+    return
+  end
+  local e, ms = redis.call('PEXPIRETIME', key)
+  if e < 0 then e = 0 end
+  if now ~= rv or e ~= tonumber(re) then
+    if e > 0 then ms = e - redis.call('PTTL', key) else
+      local t = redis.call('TIME')
+      ms = t[1] * 1000 + math.floor(t[2] / 1000)
+    end
+    fns = fns or helpers()
+    local rec = fns.parse(r)
+    rec.v, rec.e = now, e
+    fns.put(rk, owner, rec)
+    fns.settle(rk, ms, keep, nil)
+  end
+end
+-- records runs after for the locks a call may have changed, and writes
+-- the fence marks of a write.
+local function records(pend, marks)
+  if pend then
+    for i = 1, #pend do
+      local p = pend[i]
+      after(p[1], p[2], p[3], p[4], p[5], p[6])
+    end
+  end
+  if marks then fns.mark(marks) end
+end
+-- mk makes the checks of a call with a hot argument: does an argument
+-- name a lock, a guarded key or one of lockproxy's own keys?
+local function mk()
+return function(n, ...)
+  local LB, FA0 = na + 2, na + 2 + 5 * @L@
+  local FK0 = FA0 + @FA@
+  local cmd = ...
+  local lc = type(cmd) == 'string' and string.lower(cmd) or ''
+  -- The keys and whether the call writes them: from KS, or Valkey's.
+  local kf, all, step
+  local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
+  if ks then
+    local w, p = string.match(KS, '^(.)(.)', ks + #lc + 2)
+    if w ~= 'w' then return redis.pcall(...) end
+    kf = {}
+    if p == '1' then
+      kf[1] = select(2, ...)
+    else
+      local s = p == '*' and 1 or 2
+      for i = 2, n, s do kf[#kf + 1] = select(i, ...) end
+    end
+  else
+    local r = redis.pcall('COMMAND', 'GETKEYSANDFLAGS', ...)
+    if type(r) == 'table' and r.err then
+      local e = r.err
+      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) then return redis.pcall(...) end
+      return {err = 'LOCKED lockproxy refused ' .. string.upper(lc) .. ' inside a script: Valkey could not say which of its arguments are keys (' .. e .. '), and one of them may be a lock'}
+    end
+    kf = {}
+    for i = 1, #r do
+      -- Flags are status replies (tables); in RESP3 a set, whose
+      -- elements are its keys.
+      local fl, wr = r[i][2], false
+      local s = fl.set
+      if s then
+        for f in next, s do
+          f = type(f) == 'table' and f.ok or f
+          if f == 'RW' or f == 'OW' or f == 'RM' then wr = true end
+        end
+      else
+        for x = 1, #fl do
+          local f = fl[x]
+          f = type(f) == 'table' and f.ok or f
+          if f == 'RW' or f == 'OW' or f == 'RM' then wr = true end
+        end
+      end
+      if wr then kf[#kf + 1] = r[i][1] end
+    end
+  end
+  local xdb = lc == 'move' or lc == 'migrate'
+  if lc == 'copy' then
+    for i = 4, n do
+      local a = select(i, ...)
+      if type(a) == 'string' and string.lower(a) == 'db' then xdb = true end
+    end
+  end
+  local pend, marks
+  for i = 1, #kf do
+    local key = kf[i]
+    if type(key) == 'number' then key = tostring(key) end
+    if type(key) == 'string' then
+      if @OWN@ then
+        return refusal('LOCKED', lc, key, ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or a WAIT's key), which only lockproxy's scripts may change")
+      end
+      local j
+      for x = 1, @L@ do
+        if X[LB + 5 * (x - 1)] == key then j = x end
+      end
+      local lockish = j or @LOCK@
+      local guardish = not lockish and (@GUARD@)
+      if xdb and (lockish or guardish) then
+        return refusal('LOCKED', lc, key, ': it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check it')
+      end
+      if j then
+        local b = LB + 5 * (j - 1)
+        -- The lock's value before the call (false: absent; '' and
+        -- other: it holds another type).
+        local was, other = redis.pcall('GET', key), false
+        if type(was) == 'table' then
+          if was.err and string.sub(was.err, 1, 9) == 'WRONGTYPE' then was, other = '', true else was = false end
+        end
+        was = was or false
+        local rg, re, rv, r
+        if was then
+          r = redis.pcall('HGET', X[b + 2], X[b + 3])
+          if type(r) == 'string' then
+            rg, re, rv = string.match(r, '^(%d+) %d+ (%d+) (.*)$')
+            if not (rg and rv == was and redis.pcall('GET', X[b + 1]) == rg) then rg = nil end
+          end
+        end
+        local mode = X[b + 4]
+        local nx = lc == 'setnx'
+        if lc == 'set' then
+          for x = 4, n do
+            local a = select(x, ...)
+            if type(a) == 'string' and string.lower(a) == 'nx' then nx = true end
+          end
+        end
+        if was and not rg and mode ~= 'observe' and not nx and not (type(r) ~= 'string' and string.sub(mode, -1) == '+') then
+          -- Does the script's ARGV carry the lock's token: its value
+          -- (a string lock), or one of its fields (a hash lock)?
+          local shown = false
+          if not other then
+            for x = 1, na do
+              if X[x] == was then shown = true end
+            end
+          else
+            local t = redis.pcall('TYPE', key)
+            if type(t) == 'table' and t.ok == 'hash' then
+              for x = 1, na do
+                if not shown and redis.pcall('HEXISTS', key, X[x]) == 1 then shown = true end
+              end
+            end
+          end
+          if not shown then
+            return refusal('NOTOWNER', lc, key, ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
+          end
+        end
+        pend = pend or {}
+        local seen = false
+        for x = 1, #pend do
+          if pend[x][1] == b then seen = true end
+        end
+        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r} end
+      elseif lockish then
+        return refusal('LOCKED', lc, key, ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
+      elseif guardish then
+        -- The fence check the proxy prepared for it, if any.
+        local e, m, found = nil, nil, false
+        local ki, ai = FK0, FA0 + 2
+        for x = 1, @FA@ > 0 and tonumber(X[FA0 + 1]) or 0 do
+          local c = tonumber(X[ai])
+          if not found and X[ai + 3] == key then
+            fns = fns or helpers()
+            local _
+            e, _, m = fns.fence(X, X, ki, ai, X[FA0], 1)
+            found = true
+          end
+          ki, ai = ki + 3 * c, ai + 4
+        end
+        if not found then
+          return refusal('UNFENCED', lc, key, ": a lock's fence guards it and it is none of the script's KEYS and ARGV; pass it in KEYS, so that lockproxy can check the writer's fencing token")
+        end
+        if e then
+          if string.sub(e.err, 1, 9) == 'UNFENCED ' then
+            e = refusal('UNFENCED', lc, key, 'this client holds no grant of a lock that guards it (unfenced_writes: reject); acquire the lock first')
+          end
+          return e
+        end
+        if m and #m > 0 then
+          marks = marks or {}
+          for x = 1, #m do marks[#marks + 1] = m[x] end
+        end
+      end
+    end
+  end
+  if not (pend or marks) then return redis.pcall(...) end
+  -- A finalizer (__gc) of any script's may run at any allocation and
+  -- raise an error: one between the call and its records would leave a
+  -- lock taken without its grant, or a write without its fence mark. The
+  -- records are read from what the keys hold now, so they are written
+  -- again, with the collector stopped if need be, whatever interrupted.
+  local ok, r = pcall(redis.pcall, ...)
+  if not ok or not (type(r) == 'table' and r.err) then
+    if not pcall(records, pend, marks) then
+      collectgarbage('stop')
+      records(pend, marks)
+      collectgarbage('restart')
+    end
+  end
+  if not ok then error(r, 0) end
+  return r
+end
+end
+-- run: the body's redis.pcall, and what its redis.call runs. A call goes
+-- straight to Valkey unless an argument is hot: a string (or number) that
+-- may name a lock, a key a lock guards, or one of lockproxy's own keys.
+local function run(...)
+  local n = select('#', ...)
+@FLUSH@
+  local hot = false
+  if n > 17 then
+    local t = {...}
+    for i = 2, n do
+      local a = t[i]
+      if type(a) == 'number' then a = tostring(a) end
+      if type(a) == 'string' and (@HOT@) then hot = true break end
+    end
+  else
+    for i = 2, n do
+      local a = select(i, ...)
+      if type(a) == 'number' then a = tostring(a) end
+      if type(a) == 'string' and (@HOT@) then hot = true break end
+    end
+  end
+  if not hot then return redis.pcall(...) end
+  slow = slow or mk()
+  return slow(n, ...)
+end
+-- The body's redis.call is a table whose call is a coroutine's C
+-- function: an error it raises is raised from a C function the body
+-- called, so Valkey names the body's line in user_script:LINE.
+local function co(_, ...)
+  local ok, r = pcall(run, ...)
+  while true do
+    if not ok or type(r) == 'table' and r.err then
+      CM.__call = coroutine.wrap(co)
+      error(r)
+    end
+    ok, r = pcall(run, select(2, coroutine.yield(r)))
+  end
+end
+-- redis (and server, and redis.call itself) is one table: its call is
+-- the coroutine's, its pcall is run, the rest is Valkey's.
+CM = {__call = coroutine.wrap(co), __index = redis, __newindex = redis, __metatable = false}
+local R = setmetatable({pcall = run}, CM)
+rawset(R, 'call', R)
+local A = nil
+if na > 4000 then
+  A = {}
+  for i = 1, na do A[i] = X[i] end
+else
+  A = {unpack(X, 1, na)}
+end
+-- The functions handed to the body use Valkey's globals (their own
+-- environment, read-only): setfenv of one of them, or of any other
+-- function whose environment is Valkey's globals, is refused.
+env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = R,
+  getfenv = function(f)
+    if f == nil then f = 1 end
+    if type(f) == 'number' and f > 0 then f = f + 1 end
+    local e = getfenv(f)
+    if rawequal(e, G) then return env end
+    return e
+  end,
+  setfenv = function(f, t)
+    if type(f) == 'number' then
+      -- Level 0 is the Lua state's own environment, shared by every
+      -- later script: Valkey 8.0.1 cannot run another script after
+      -- setfenv(0, {}).
+      if f == 0 then error('setfenv(0) is refused: it would change the environment of every later script', 2) end
+      if f > 0 then f = f + 1 end
+    end
+    if rawequal(getfenv(f), G) then error('setfenv is refused for a function of Valkey or of lockproxy', 2) end
+    return setfenv(f, t)
+  end,
+  loadstring = function(s, name)
+    local f, e = loadstring(s, name)
+    if f then setfenv(f, env) end
+    return f, e
+  end,
+  -- A finalizer (__gc) runs at whatever allocation of whichever later
+  -- script comes first, and one that raises an error there makes Valkey
+  -- 8.0.1 exit (a Lua panic): newproxy, the only way to one, is refused.
+  newproxy = function()
+    error('newproxy is refused: a finalizer would run inside other clients\' scripts', 2)
+  end,
+  load = function(s, name)
+    local f, e = load(s, name)
+    if f then setfenv(f, env) end
+    return f, e
+  end}, {__index = G, __newindex = G, __metatable = getmetatable(G)})
+rawset(env, "_G", env)
+setfenv(__lockproxy_f, env)
+return __lockproxy_f(...)
