@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/keyspec"
@@ -26,7 +28,17 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 	t, err := keyspec.Load(ctx, p.side)
 	if err != nil {
 		p.tableErr = err
-		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.tableAddr(), "err", err)
+		if strings.HasPrefix(err.Error(), "NOPERM") {
+			p.log.Error("lockproxy cannot read Valkey's command table: its user may not run COMMAND", "upstream", p.tableAddr(),
+				"setting", "the ACL of upstream.username: add +command", "err", err)
+			return d
+		}
+		// The side client's error may only say its deadline passed: a
+		// check of its own says why (at ERROR when a setting is wrong).
+		if v := p.upstreamVerdict(context.Background()); !v.up() {
+			p.tableErr = errors.New(v.String())
+		}
+		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.tableAddr(), "err", p.tableErr)
 		return d
 	}
 	p.tableErr = nil

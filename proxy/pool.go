@@ -61,6 +61,11 @@ func (pl *pool) conn(i int) (*upConn, error) {
 	}
 	st := pl.p.sharedState(pl.key)
 	c, err := pl.p.dial(st, nil)
+	if pl.key.login == "" && pl.key.node == "" {
+		// The proxy's own login: what the dial showed is the upstream's
+		// health (a client's own login is the client's business).
+		pl.p.noteUpstream(pl.p.tableAddr(), err)
+	}
 	var re *replyError
 	if errors.As(err, &re) {
 		// Valkey's answer to the handshake (SELECT of a database it

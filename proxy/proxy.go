@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"log/slog"
@@ -75,6 +76,12 @@ type Proxy struct {
 	master      string
 	stopWatcher context.CancelFunc
 
+	// upTLS is the TLS configuration for Valkey now; nil for plaintext.
+	// ReloadCertificates replaces it.
+	upTLS atomic.Pointer[tls.Config]
+	// health is the upstream's last verdict (uphealth.go).
+	health upHealth
+
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState
 
@@ -107,7 +114,7 @@ func New(opts Options) (*Proxy, error) {
 		return nil, err
 	}
 	if opts.UpstreamTLS == nil && opts.Upstream.TLS.Enabled {
-		if opts.UpstreamTLS, err = upstreamTLS(opts.Upstream); err != nil {
+		if opts.UpstreamTLS, err = loadUpstreamTLS(opts.Upstream); err != nil {
 			return nil, err
 		}
 	}
@@ -130,6 +137,7 @@ func New(opts Options) (*Proxy, error) {
 		instance:  newInstanceID(),
 		events:    newEvents(opts.EventRing),
 	}
+	p.upTLS.Store(opts.UpstreamTLS)
 	if opts.Upstream.Sentinel.Master != "" {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopWatcher = cancel
@@ -153,13 +161,9 @@ func New(opts Options) (*Proxy, error) {
 			if err != nil {
 				return nil, err
 			}
-			var d net.Dialer
-			nc, err := d.DialContext(ctx, network, addr)
+			nc, err := p.dialUpstream(ctx, addr)
 			if err != nil {
 				p.forgetMaster()
-			}
-			if err == nil && opts.UpstreamTLS != nil {
-				nc = tlsClient(nc, opts.UpstreamTLS)
 			}
 			return nc, err
 		},
@@ -183,14 +187,11 @@ func (p *Proxy) probeAuth() bool {
 	if err != nil {
 		return p.opts.Upstream.Password != ""
 	}
-	nc, err := net.DialTimeout("tcp", addr, p.opts.Upstream.DialTimeout.D())
+	nc, err := p.dialUpstream(context.Background(), addr)
 	if err != nil {
 		return p.opts.Upstream.Password != ""
 	}
 	defer nc.Close()
-	if p.opts.UpstreamTLS != nil {
-		nc = tlsClient(nc, p.opts.UpstreamTLS)
-	}
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
 	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 		return p.opts.Upstream.Password != ""

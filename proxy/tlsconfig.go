@@ -10,9 +10,12 @@ import (
 	"github.com/lockproxy/lockproxy/policy"
 )
 
-// upstreamTLS builds the TLS configuration for Valkey from the upstream
+// upstreamTLS is the TLS configuration for Valkey now; nil for plaintext.
+func (p *Proxy) upstreamTLS() *tls.Config { return p.upTLS.Load() }
+
+// loadUpstreamTLS builds the TLS configuration for Valkey from the upstream
 // section's files.
-func upstreamTLS(u policy.UpstreamConfig) (*tls.Config, error) {
+func loadUpstreamTLS(u policy.UpstreamConfig) (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         u.TLS.ServerName,

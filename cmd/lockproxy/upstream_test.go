@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/redis/go-redis/v9"
+)
+
+// writeConfig writes a configuration file for one test and returns its path.
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lockproxy.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// upstream.tls.enabled against a plaintext Valkey: lockproxy starts (with
+// lock rules, whose command table it cannot read), a client's command gets
+// an error that names the mismatch, the log says it at ERROR naming the
+// setting, /readyz and lockproxy_upstream_up give the reason, and SIGTERM
+// ends the process. On main it never listened (the side client's TLS
+// handshake had no deadline).
+func TestTLSAgainstPlaintextUpstream(t *testing.T) {
+	srv := valkeytest.Start(t)
+	listen, metricsAddr := freeAddr(t), freeAddr(t)
+	path := writeConfig(t, fmt.Sprintf(`listen: %s
+shutdown_timeout: 1s
+upstream:
+  addr: %s
+  dial_timeout: 1s
+  tls:
+    enabled: true
+    insecure_skip_verify: true
+metrics:
+  listen: %s
+locks:
+  - pattern: "*:lock"
+`, listen, srv.Addr, metricsAddr))
+	lp := startMain(t, "--config", path)
+	eventually(t, "lockproxy to listen", func() bool { return strings.Contains(lp.logs.String(), "lockproxy listening") })
+
+	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1, Protocol: 2, ReadTimeout: time.Minute})
+	defer c.Close()
+	err := c.Ping(context.Background()).Err()
+	if err == nil || !strings.Contains(err.Error(), "does not speak TLS") || !strings.Contains(err.Error(), "upstream.tls.enabled") {
+		t.Fatalf("PING: %v\n%s", err, lp.logs.String())
+	}
+	eventually(t, "the ERROR line naming the setting", func() bool {
+		for _, l := range strings.Split(lp.logs.String(), "\n") {
+			if strings.Contains(l, "level=ERROR") && strings.Contains(l, "setting=upstream.tls.enabled") && strings.Contains(l, "reason=tls_mismatch") {
+				return true
+			}
+		}
+		return false
+	})
+	if code, body := httpGet(t, "http://"+metricsAddr+"/readyz"); code != 503 || !strings.Contains(body, "tls_mismatch") {
+		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	if _, body := httpGet(t, "http://"+metricsAddr+"/metrics"); !strings.Contains(body, `lockproxy_upstream_up{reason="tls_mismatch"} 0`) {
+		t.Fatalf("/metrics has no upstream_up with the reason:\n%s", body)
+	}
+	if code, _ := httpGet(t, "http://"+metricsAddr+"/livez"); code != 200 {
+		t.Fatalf("/livez: %d", code)
+	}
+	if err := lp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lp.exited:
+	case <-time.After(30 * time.Second): // a hang, not a slow machine
+		t.Fatalf("no exit after SIGTERM:\n%s", lp.logs.String())
+	}
+}
+
+// The other way round: a plaintext upstream setting against a TLS-only
+// Valkey is reported as a mismatch, not as a lost connection.
+func TestPlaintextAgainstTLSUpstream(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir)
+	port := valkeytest.FreePort(t)
+	srv := valkeytest.Start(t, fmt.Sprintf("tls-port %d", port), "tls-cert-file "+cert, "tls-key-file "+key, "tls-auth-clients no")
+	tlsAddr := fmt.Sprintf("127.0.0.1:%d", port)
+	_ = srv
+	listen := freeAddr(t)
+	path := writeConfig(t, fmt.Sprintf("listen: %s\nupstream:\n  addr: %s\n  dial_timeout: 1s\n", listen, tlsAddr))
+	lp := startMain(t, "--config", path)
+	eventually(t, "lockproxy to listen", func() bool { return strings.Contains(lp.logs.String(), "lockproxy listening") })
+	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1, Protocol: 2, ReadTimeout: time.Minute})
+	defer c.Close()
+	err := c.Ping(context.Background()).Err()
+	if err == nil || !strings.Contains(err.Error(), "speaks TLS on that port, but upstream.tls.enabled is false") {
+		t.Fatalf("PING: %v\n%s", err, lp.logs.String())
+	}
+}
