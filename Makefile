@@ -3,11 +3,15 @@
 GO       ?= go
 CONFIG   ?= config.example.yaml
 FUZZTIME ?= 30s
+# The version lockproxy reports (lockproxy version, INFO, /metrics).
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+BIN      ?= bin
 
 .PHONY: build deps run test ops-check bench fuzz lint chaos clean
 
 build:
-	$(GO) build -o bin/lockproxy ./cmd/lockproxy
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/lockproxy ./cmd/lockproxy
 
 # valkey-server, valkey-cli/benchmark/sentinel and redis-server, when missing
 # (apt-get on Debian 12; bookworm-backports for Valkey 8).
