@@ -164,7 +164,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // The proxy's flags.
 var (
 	configPath, listen, upstream, cpuProfile, memProfile *string
-	showVersion                                         *bool
+	showVersion                                          *bool
 )
 
 func newFlags(w io.Writer) *flag.FlagSet {
@@ -311,19 +311,6 @@ func shutdown(p *proxy.Proxy, served <-chan error, wait time.Duration, log *slog
 // shutdownGrace is what closing takes past shutdown_timeout at most; the
 // metrics endpoint and the reload handler stop within it too.
 const shutdownGrace = 500 * time.Millisecond
-
-// newLogger also returns its level, which a reload may change.
-func newLogger(c policy.LogConfig, w io.Writer) (*slog.Logger, *slog.LevelVar) {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
-	lv := new(slog.LevelVar)
-	lv.Set(level)
-	ho := &slog.HandlerOptions{Level: lv}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, ho)), lv
-	}
-	return slog.New(slog.NewTextHandler(w, ho)), lv
-}
 
 func versionString() string {
 	if version != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -113,5 +114,50 @@ func TestPlaintextAgainstTLSUpstream(t *testing.T) {
 	err := c.Ping(context.Background()).Err()
 	if err == nil || !strings.Contains(err.Error(), "speaks TLS on that port, but upstream.tls.enabled is false") {
 		t.Fatalf("PING: %v\n%s", err, lp.logs.String())
+	}
+}
+
+// With log.format: json every line lockproxy writes is JSON, go-redis's
+// included, and durations are readable ("1s", not 1000000000). On main
+// go-redis wrote its own plain lines and durations were nanoseconds.
+func TestJSONLogsOnly(t *testing.T) {
+	listen := freeAddr(t)
+	path := writeConfig(t, fmt.Sprintf(`listen: %s
+shutdown_timeout: 1s
+log:
+  format: json
+upstream:
+  addr: %s
+  dial_timeout: 1s
+locks:
+  - pattern: "*:lock"
+`, listen, freeAddr(t)))
+	lp := startMain(t, "--config", path)
+	eventually(t, "lockproxy to listen", func() bool { return strings.Contains(lp.logs.String(), `"msg":"lockproxy listening"`) })
+	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1, Protocol: 2, ReadTimeout: time.Minute})
+	defer c.Close()
+	_ = c.Ping(context.Background()).Err()
+	if err := lp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-lp.exited
+	logs := lp.logs.String()
+	sawRedis := false
+	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Errorf("not JSON: %s", l)
+			continue
+		}
+		sawRedis = sawRedis || m["component"] == "go-redis"
+		if m["msg"] == "shutting down: no new clients; finishing replies in flight" && m["deadline"] != "1s" {
+			t.Errorf("deadline not readable: %s", l)
+		}
+	}
+	if !sawRedis {
+		t.Errorf("no go-redis line went through slog:\n%s", logs)
+	}
+	if !strings.Contains(logs, `"deadline":"1s"`) {
+		t.Errorf("no readable shutdown deadline:\n%s", logs)
 	}
 }
