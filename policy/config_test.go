@@ -414,8 +414,13 @@ func TestParseReportsAllErrors(t *testing.T) {
 
 func TestTLSFiles(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"cert.pem", "key.pem", "ca.pem"} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+	cert, key := writePair(t, dir, "pair")
+	for f, from := range map[string]string{"cert.pem": cert, "key.pem": key, "ca.pem": cert} {
+		b, err := os.ReadFile(from)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f), b, 0o600)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

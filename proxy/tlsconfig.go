@@ -35,7 +35,7 @@ func loadUpstreamTLS(u policy.UpstreamConfig) (*tls.Config, error) {
 	if u.TLS.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(u.TLS.CertFile, u.TLS.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("upstream.tls: %w", err)
+			return nil, fmt.Errorf("upstream.tls.cert_file %s and key_file %s: %w", u.TLS.CertFile, u.TLS.KeyFile, err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
@@ -48,7 +48,7 @@ func loadUpstreamTLS(u policy.UpstreamConfig) (*tls.Config, error) {
 func ListenerTLS(t policy.ListenerTLS) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
+		return nil, fmt.Errorf("tls.cert_file %s and key_file %s: %w", t.CertFile, t.KeyFile, err)
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	if t.ClientCAFile != "" {

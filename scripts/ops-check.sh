@@ -25,12 +25,14 @@ systemd-analyze verify "$tmp/lockproxy.service"
 # lines go missing and it passes 2.0.
 systemd-analyze security --offline=true --threshold=20 "$tmp/lockproxy.service" | tail -1
 
-# check-config also checks that TLS files exist. The examples name theirs
-# relative to the file's directory; give them empty stand-ins in a copy.
+# check-config also loads the TLS files (each certificate with its key, each
+# CA file). The examples name theirs relative to the file's directory; give
+# them throw-away self-signed stand-ins in a copy (X.crt with X.key).
 cp -r deploy/examples "$tmp/examples"
-for f in $(grep -Eho 'tls/[A-Za-z0-9_.-]+\.(crt|key|pem)' deploy/examples/*.yaml | sort -u); do
+for f in $(grep -Eho 'tls/[A-Za-z0-9_.-]+\.(crt|pem)' deploy/examples/*.yaml | sort -u); do
   mkdir -p "$tmp/examples/$(dirname "$f")"
-  : >"$tmp/examples/$f"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=$(basename "$f")" \
+    -keyout "$tmp/examples/${f%.*}.key" -out "$tmp/examples/$f" 2>/dev/null
 done
 for f in "$tmp"/examples/*.yaml; do
   bin/lockproxy check-config "$f" >/dev/null

@@ -221,6 +221,9 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
+	}
 	if rules, err := policy.NewRules(cfg.Locks); err == nil {
 		for _, n := range rules.Notes() {
 			fmt.Fprintf(stdout, "%s: note: %s\n", path, n)
@@ -232,6 +235,9 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 
 func serve(cfg *policy.Config, configPath string, override func(*policy.Config), stderr io.Writer) error {
 	log, level := newLogger(cfg.Log, stderr)
+	for _, w := range cfg.Warnings() {
+		log.Warn("configuration: " + w)
+	}
 	if cfg.GOMAXPROCS > 0 {
 		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 	}
