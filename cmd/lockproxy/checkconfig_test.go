@@ -65,6 +65,7 @@ func TestCheckConfigCluster(t *testing.T) {
 		}
 	}
 }
+
 // check-config prints the warnings (on main it passed both silently).
 func TestCheckConfigWarns(t *testing.T) {
 	path := writeConfig(t, "listen: 127.0.0.1:6379\nupstream:\n  addr: 127.0.0.1:6379\nlocks:\n  - pattern: \"*\"\n")
