@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net"
 	"os"
 	"slices"
 	"time"
@@ -111,6 +112,12 @@ type UpstreamConfig struct {
 	// log in as; empty username = "default", empty password = no AUTH.
 	Username string `yaml:"username"`
 	Password string `yaml:"password"`
+	// PasswordFile, instead of Password, names a file whose content (one
+	// trailing newline dropped) is the password: a Kubernetes Secret or a
+	// systemd credential. Relative to the config file's directory. With
+	// neither set, the environment variable LOCKPROXY_UPSTREAM_PASSWORD
+	// is used when set.
+	PasswordFile string `yaml:"password_file"`
 	DB       int    `yaml:"db"` // database the shared connections start in; default 0
 	// PoolSize is the number of shared upstream connections per (protocol,
 	// db); 0 = the default, 2.
@@ -169,6 +176,20 @@ type ListenerTLS struct {
 	// ClientCAFile, when set, makes client certificates required and verified
 	// against it.
 	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// ListenLoopback reports whether listen accepts only connections from
+// this machine (a loopback address or localhost).
+func (c *Config) ListenLoopback() bool {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Enabled reports whether the listener serves TLS.
@@ -419,6 +440,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		c.resolvePaths(name)
 		v := &validator{file: name, at: d.at, skip: d.reported, errs: d.errs}
 		c.validate(v)
+		c.readSecrets(v)
 		d.errs = v.errs
 	}
 	if err := joinErrors(d.errs); err != nil {

@@ -275,7 +275,7 @@ func TestParseErrors(t *testing.T) {
 		{"valkey.conf spelling", "proto-max-bulk-len: 1mb\n",
 			[]string{`c.yaml:1: proto-max-bulk-len: unknown key (did you mean proto_max_bulk_len?)`}},
 		{"unknown key far from any", "upstream:\n  zzzzzzzz: 1\n",
-			[]string{`c.yaml:2: upstream.zzzzzzzz: unknown key; known keys here: addr, username, password, db, pool_size, dial_timeout, reply_timeout, reconnect_backoff, max_backoff, tls, sentinel, cluster`}},
+			[]string{`c.yaml:2: upstream.zzzzzzzz: unknown key; known keys here: addr, username, password, password_file, db, pool_size, dial_timeout, reply_timeout, reconnect_backoff, max_backoff, tls, sentinel, cluster`}},
 		{"repeated key", "listen: a:1\nlisten: b:2\n",
 			[]string{`c.yaml:2: listen: repeated; it is already set on line 1`}},
 		{"wrong type int", "maxclients: lots\n",

@@ -415,7 +415,7 @@ func (c *Config) resolvePaths(configFile string) {
 	dir := filepath.Dir(configFile)
 	for _, p := range []*string{
 		&c.Upstream.TLS.CAFile, &c.Upstream.TLS.CertFile, &c.Upstream.TLS.KeyFile,
-		&c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile,
+		&c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile, &c.Upstream.PasswordFile,
 	} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)

@@ -18,6 +18,9 @@ func (c *Config) Warnings() []string {
 	if c.Upstream.Addr != "" && sameEndpoint(c.Listen, c.Upstream.Addr) {
 		w = append(w, fmt.Sprintf("listen: %s is upstream.addr (%s): lockproxy would forward every command to itself; listen on another port", c.Listen, c.Upstream.Addr))
 	}
+	if !c.ListenLoopback() && c.Admin.Password == "" && len(c.Admin.Users) == 0 {
+		w = append(w, fmt.Sprintf("admin: listen %s is not loopback and no admin.password or admin.users is set, so LOCKPROXY's admin subcommands (RELOAD, STATS, LOCKS ...) are refused to every client; set one", c.Listen))
+	}
 	return w
 }
 

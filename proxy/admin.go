@@ -141,7 +141,11 @@ func (s *session) settle() {
 func (s *session) adminDenied(what string, private, operate bool) string {
 	l := s.p.ops.logins.Load()
 	if l.open() {
-		return ""
+		// No credentials: open only where no one else can connect.
+		if s.p.opts.ListenLoopback() || (s.p.opts.Admin.OpenRead && !private && !operate) {
+			return ""
+		}
+		return errAdminNoCredentials(what, s.p.opts.Listen)
 	}
 	if v, ok := s.p.ops.authed.Load(s); ok {
 		login := v.(adminLogin)

@@ -32,8 +32,8 @@ func (p *Proxy) MetricsHandler() http.Handler {
 }
 
 func (p *Proxy) healthz(w http.ResponseWriter, r *http.Request) {
-	if v := p.upstreamVerdict(r.Context()); !v.up() {
-		http.Error(w, "upstream "+p.tableAddr()+": "+v.String(), http.StatusServiceUnavailable)
+	if v := p.upstreamVerdict(r.Context(), true); !v.up() {
+		http.Error(w, "upstream "+p.tableAddr()+" "+v.String(), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")
@@ -51,8 +51,8 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not accepting clients yet", http.StatusServiceUnavailable)
 		return
 	}
-	if v := p.upstreamVerdict(r.Context()); !v.up() {
-		http.Error(w, "upstream "+p.tableAddr()+": "+v.String(), http.StatusServiceUnavailable)
+	if v := p.upstreamVerdict(r.Context(), true); !v.up() {
+		http.Error(w, "upstream "+p.tableAddr()+" "+v.String(), http.StatusServiceUnavailable)
 		return
 	}
 	if d := p.decider.Load(); d.Active() && d.Table == nil && p.loadTable().Table == nil {
@@ -124,7 +124,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	gauge(mBuildInfo, 1, p.version())
-	if v := p.upstreamVerdict(context.Background()); v.up() {
+	if v := p.upstreamVerdict(context.Background(), false); v.up() {
 		gauge(mUpstreamUp, 1, v.reason)
 	} else {
 		gauge(mUpstreamUp, 0, v.reason)

@@ -128,22 +128,22 @@ func (p *Proxy) noteUpstream(addr string, err error) upVerdict {
 	return v
 }
 
-// upstreamVerdict is the upstream's health now: the last verdict when it is
-// recent (a second), else a fresh check.
-func (p *Proxy) upstreamVerdict(ctx context.Context) upVerdict {
+// upstreamVerdict is the upstream's health now: a fresh check, or with
+// !fresh the last verdict when it is recent (a second: several scrapes
+// then cost one check).
+func (p *Proxy) upstreamVerdict(ctx context.Context, fresh bool) upVerdict {
 	h := &p.health
-	h.mu.Lock()
-	v := h.last
-	h.mu.Unlock()
-	if v.reason != "" && time.Since(v.at) < time.Second {
+	recent := func() (upVerdict, bool) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.last, !fresh && h.last.reason != "" && time.Since(h.last.at) < time.Second
+	}
+	if v, ok := recent(); ok {
 		return v
 	}
 	h.check.Lock()
 	defer h.check.Unlock()
-	h.mu.Lock()
-	v = h.last
-	h.mu.Unlock()
-	if v.reason != "" && time.Since(v.at) < time.Second {
+	if v, ok := recent(); ok {
 		return v
 	}
 	addr, err := p.upstreamAddr()

@@ -77,7 +77,7 @@ locks:
 		}
 		return false
 	})
-	if code, body := httpGet(t, "http://"+metricsAddr+"/readyz"); code != 503 || !strings.Contains(body, "tls_mismatch") {
+	if code, body := httpGet(t, "http://"+metricsAddr+"/readyz"); code != 503 || !strings.Contains(body, "tls_mismatch: upstream.tls.enabled is true but Valkey at") {
 		t.Fatalf("/readyz: %d %q", code, body)
 	}
 	if _, body := httpGet(t, "http://"+metricsAddr+"/metrics"); !strings.Contains(body, `lockproxy_upstream_up{reason="tls_mismatch"} 0`) {
