@@ -118,7 +118,7 @@ type UpstreamConfig struct {
 	// neither set, the environment variable LOCKPROXY_UPSTREAM_PASSWORD
 	// is used when set.
 	PasswordFile string `yaml:"password_file"`
-	DB       int    `yaml:"db"` // database the shared connections start in; default 0
+	DB           int    `yaml:"db"` // database the shared connections start in; default 0
 	// PoolSize is the number of shared upstream connections per (protocol,
 	// db); 0 = the default, 2.
 	PoolSize int `yaml:"pool_size"`
