@@ -79,6 +79,10 @@ type Proxy struct {
 	// upTLS is the TLS configuration for Valkey now; nil for plaintext.
 	// ReloadCertificates replaces it.
 	upTLS atomic.Pointer[tls.Config]
+	// tlsGiven: Options.UpstreamTLS was given, not built from files.
+	tlsGiven bool
+	// lisTLS is the client listener's TLS configuration now (ListenerTLS).
+	lisTLS atomic.Pointer[tls.Config]
 	// health is the upstream's last verdict (uphealth.go).
 	health upHealth
 
@@ -113,11 +117,7 @@ func New(opts Options) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.UpstreamTLS == nil && opts.Upstream.TLS.Enabled {
-		if opts.UpstreamTLS, err = loadUpstreamTLS(opts.Upstream); err != nil {
-			return nil, err
-		}
-	}
+	tlsGiven := opts.UpstreamTLS != nil
 	o, err := newOps(&opts)
 	if err != nil {
 		return nil, err
@@ -138,6 +138,11 @@ func New(opts Options) (*Proxy, error) {
 		events:    newEvents(opts.EventRing),
 	}
 	p.upTLS.Store(opts.UpstreamTLS)
+	p.tlsGiven = tlsGiven
+	if err := p.loadCertificates(); err != nil {
+		o.close()
+		return nil, err
+	}
 	if opts.Upstream.Sentinel.Master != "" {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopWatcher = cancel

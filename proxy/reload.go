@@ -77,6 +77,10 @@ func (p *Proxy) Reload() (ReloadResult, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// Renewed certificates, at the running configuration's paths.
+	if err := p.loadCertificates(); err != nil {
+		return fail(err)
+	}
 
 	// Swap the rules, keeping the command table. tableMu keeps loadTable
 	// from storing a decider built from the old rules over this one.

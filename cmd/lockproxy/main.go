@@ -252,12 +252,7 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 	if err != nil {
 		return err
 	}
-	if cfg.TLS.Enabled() {
-		tc, err := proxy.ListenerTLS(cfg.TLS)
-		if err != nil {
-			l.Close()
-			return err
-		}
+	if tc := p.ListenerTLS(); tc != nil {
 		l = tls.NewListener(l, tc)
 	}
 	log.Info("lockproxy listening", "listen", l.Addr().String(), "upstream", cfg.Upstream.Addr,
