@@ -161,3 +161,40 @@ locks:
 		t.Errorf("no readable shutdown deadline:\n%s", logs)
 	}
 }
+
+// A wrong upstream.password: check-upstream says so and exits 1, and the
+// proxy logs it at ERROR naming the settings, with lockproxy_upstream_up's
+// reason auth (on main: one WARN, and the clients' commands failed).
+func TestWrongPasswordReported(t *testing.T) {
+	srv := valkeytest.Start(t, "requirepass right")
+	listen, metricsAddr := freeAddr(t), freeAddr(t)
+	path := writeConfig(t, fmt.Sprintf("listen: %s\nupstream:\n  addr: %s\n  password: wrong\nmetrics:\n  listen: %s\nlocks:\n  - pattern: \"*:lock\"\n", listen, srv.Addr, metricsAddr))
+	code, out, _ := runCLI("check-upstream", path)
+	if code != 1 || !strings.Contains(out, "FAIL: connecting to "+srv.Addr+" (plaintext) as user default: auth: Valkey at "+srv.Addr+" answered WRONGPASS") ||
+		!strings.Contains(out, "upstream.password") {
+		t.Fatalf("check-upstream: exit %d\n%s", code, out)
+	}
+	lp := startMain(t, "--config", path)
+	eventually(t, "the ERROR line", func() bool {
+		for _, l := range strings.Split(lp.logs.String(), "\n") {
+			if strings.Contains(l, "level=ERROR") && strings.Contains(l, "reason=auth") && strings.Contains(l, "upstream.password") {
+				return true
+			}
+		}
+		return false
+	})
+	eventually(t, "the metrics endpoint", func() bool { return strings.Contains(lp.logs.String(), "metrics endpoint listening") })
+	if _, body := httpGet(t, "http://"+metricsAddr+"/metrics"); !strings.Contains(body, `lockproxy_upstream_up{reason="auth"} 0`) {
+		t.Fatalf("/metrics:\n%s", body)
+	}
+}
+
+// check-upstream against a Valkey that lets the proxy do everything.
+func TestCheckUpstreamOK(t *testing.T) {
+	srv := valkeytest.Start(t)
+	path := writeConfig(t, fmt.Sprintf("upstream:\n  addr: %s\nlocks:\n  - pattern: \"*:lock\"\n", srv.Addr))
+	code, out, errs := runCLI("check-upstream", path)
+	if code != 0 || !strings.Contains(out, path+": ok") || !strings.Contains(out, `ok: rule "*:lock": SET NX PX, PEXPIRE, DEL of "lockproxy-check-upstream:lock" through lockproxy`) {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
