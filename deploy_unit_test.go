@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,34 @@ func TestUnitOutlastsShutdown(t *testing.T) {
 		}
 		if need := d + time.Second; stop <= need {
 			t.Errorf("%s: shutdown_timeout %s, but the unit's TimeoutStopSec is %s (needs more than %s)", f, d, stop, need)
+		}
+	}
+}
+
+// Every alert has a runbook_url whose anchor is a heading of
+// docs/operations.md (on main the annotations were free text).
+func TestAlertRunbooks(t *testing.T) {
+	rules, err := os.ReadFile("deploy/prometheus/lockproxy.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^#+ (.+)$`).FindAllSubmatch(doc, -1) {
+		a := strings.ToLower(strings.ReplaceAll(string(m[1]), " ", "-"))
+		anchors[regexp.MustCompile(`[^a-z0-9_-]`).ReplaceAllString(a, "")] = true
+	}
+	alerts := regexp.MustCompile(`(?m)^\s*- alert: (\S+)$`).FindAllSubmatch(rules, -1)
+	urls := regexp.MustCompile(`(?m)^\s*runbook_url: "https://github.com/lockproxy/lockproxy/blob/main/docs/operations.md#([^"]+)"$`).FindAllSubmatch(rules, -1)
+	if len(alerts) == 0 || len(urls) != len(alerts) {
+		t.Fatalf("%d alerts, %d runbook_urls", len(alerts), len(urls))
+	}
+	for i, u := range urls {
+		if !anchors[string(u[1])] {
+			t.Errorf("%s: no heading for #%s in docs/operations.md", alerts[i][1], u[1])
 		}
 	}
 }
