@@ -2,8 +2,10 @@ package lockproxy_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
@@ -40,5 +42,37 @@ func TestAdminNeedsCredentialsOffLoopback(t *testing.T) {
 		if err := c.Do(ctx, "LOCKPROXY", "HELP").Err(); err != nil {
 			t.Errorf("HELP: %v", err)
 		}
+	}
+}
+
+// LOCKPROXY HELP says what LOCKS lists as the README does: the locks Valkey
+// records, whichever instance granted them (on main HELP said "granted
+// through this proxy").
+func TestHelpLocksMatchesReadme(t *testing.T) {
+	e := newEnv(t, proxy.Options{})
+	r := dialRaw(t, e.addr)
+	help := r.do("LOCKPROXY", "HELP")
+	mustContain(t, help, "(granted through any lockproxy instance)")
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, string(readme), "so the locks granted through every lockproxy")
+}
+
+// keep_lapsed from the configuration sets how long owner records outlive
+// their lease (on main it could not be configured: 10 minutes always).
+func TestKeepLapsedConfigurable(t *testing.T) {
+	opts := rulesOptions(t, rule("rewrite"))
+	opts.Config.KeepLapsed = policy.Duration(3 * time.Second)
+	e := newEnv(t, opts)
+	r := dialRaw(t, e.addr)
+	eq(t, r.do("SET", "k:lock", "tok", "NX", "PX", "1000"), "+OK\r\n")
+	ttl, err := e.direct().PTTL(context.Background(), "{k:lock}:lockproxy:owners").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= time.Second || ttl > 4*time.Second {
+		t.Fatalf("owner records live %s, want the lease (1s) + keep_lapsed (3s) at most", ttl)
 	}
 }

@@ -21,6 +21,7 @@ const (
 	// rounds keeps a core busy for latencies no client would notice.
 	MaxBusyPoll             = Duration(time.Millisecond)
 	DefaultShutdownTimeout  = Duration(10 * time.Second)
+	DefaultKeepLapsed       = Duration(10 * time.Minute)
 	DefaultUpstreamAddr     = "127.0.0.1:6379"
 	DefaultPoolSize         = 2
 	DefaultDialTimeout      = Duration(5 * time.Second)
@@ -69,6 +70,11 @@ type Config struct {
 	// client_idle_timeout: disconnect clients idle this long; 0 (the default)
 	// never does.
 	ClientIdleTimeout Duration `yaml:"client_idle_timeout"`
+	// keep_lapsed: how long an owner record, kept in Valkey beside its lock,
+	// outlives the lock's lease, so that a stalled holder's late release is
+	// token-checked (answers 0) rather than refused as a stranger's.
+	// Default 10m; a reload applies it to the next grant.
+	KeepLapsed Duration `yaml:"keep_lapsed"`
 
 	// cluster_face: what CLUSTER commands answer with upstream.cluster set.
 	// hidden (the default): as a standalone server, so plain clients work
@@ -359,6 +365,7 @@ func (c *Config) ApplyDefaults() {
 	setZero(&c.MaxPipeline, DefaultMaxPipeline)
 	setZero(&c.EventLoops, DefaultEventLoops)
 	setZero(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setZero(&c.KeepLapsed, DefaultKeepLapsed)
 	setZero(&c.Log.Level, LogInfo)
 	setZero(&c.Log.Format, LogText)
 	setZero(&c.Log.AuditMaxSize, 64*MB)

@@ -152,6 +152,7 @@ busy_poll: 50us
 gomaxprocs: 2
 shutdown_timeout: 1m30s
 client_idle_timeout: 5m
+keep_lapsed: 2m
 log: {level: debug, format: json}
 upstream:
   addr: valkey.internal:6390
@@ -193,7 +194,7 @@ func TestParseFull(t *testing.T) {
 		Listen: "0.0.0.0:7000", MaxClients: 50,
 		ProtoMaxBulkLen: 64 * KB, ClientQueryBufferLimit: 2 * MB, ClientOutputBufferLimit: 1 << 20,
 		MaxPipeline: 10, EventLoops: 3, BusyPoll: Duration(50 * time.Microsecond), GOMAXPROCS: 2,
-		ShutdownTimeout: Duration(90 * time.Second), ClientIdleTimeout: Duration(5 * time.Minute),
+		ShutdownTimeout: Duration(90 * time.Second), ClientIdleTimeout: Duration(5 * time.Minute), KeepLapsed: Duration(2 * time.Minute),
 		ClusterFace: ClusterFaceHidden,
 		Log:         LogConfig{Level: LogDebug, Format: LogJSON, AuditMaxSize: 64 * MB, AuditKeep: 5},
 		Upstream: UpstreamConfig{

@@ -88,6 +88,7 @@ func (c *Config) validate(v *validator) {
 	}{
 		{"shutdown_timeout", c.ShutdownTimeout},
 		{"client_idle_timeout", c.ClientIdleTimeout},
+		{"keep_lapsed", c.KeepLapsed},
 		{"busy_poll", c.BusyPoll},
 		{"upstream.dial_timeout", c.Upstream.DialTimeout},
 		{"upstream.reply_timeout", c.Upstream.ReplyTimeout},
