@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -109,6 +110,9 @@ func (p *Proxy) noTableError() string {
 func (p *Proxy) tableAddr() string {
 	if addr, err := p.upstreamAddr(); err == nil {
 		return addr
+	}
+	if m := p.opts.Upstream.Sentinel.Master; m != "" {
+		return fmt.Sprintf("Sentinel master %q (primary unknown)", m)
 	}
 	return p.opts.Upstream.Addr
 }

@@ -81,7 +81,7 @@ func (pl *pool) conn(i int) (*upConn, error) {
 		}
 		sl.err = err
 		sl.retryAt = time.Now().Add(sl.backoff)
-		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", pl.p.opts.Upstream.Addr, "err", err, "retry_in", sl.backoff)
+		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", pl.p.upstreamName(), "err", err, "retry_in", sl.backoff)
 		return nil, err
 	}
 	pl.p.ops.dials.Add(1)

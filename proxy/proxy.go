@@ -413,9 +413,9 @@ func (p *Proxy) dialErrorText(err error) string {
 	}
 	var se *slowError
 	if errors.As(err, &se) {
-		return errUpstreamSlow(p.opts.Upstream.Addr, se.wait)
+		return errUpstreamSlow(p.upstreamName(), se.wait)
 	}
-	return errUpstreamDial(p.opts.Upstream.Addr, err)
+	return errUpstreamDial(p.upstreamName(), err)
 }
 
 func (p *Proxy) lostErrorText(c *upConn) string {

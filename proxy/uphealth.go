@@ -148,7 +148,7 @@ func (p *Proxy) upstreamVerdict(ctx context.Context, fresh bool) upVerdict {
 	}
 	addr, err := p.upstreamAddr()
 	if err != nil {
-		return p.noteUpstream(p.opts.Upstream.Addr, &setupError{reasonError, "upstream.sentinel", err.Error()})
+		return p.noteUpstream(p.upstreamName(), &setupError{reasonError, "upstream.sentinel", err.Error()})
 	}
 	return p.noteUpstream(addr, p.checkUpstream(ctx, addr))
 }

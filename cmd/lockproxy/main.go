@@ -167,6 +167,18 @@ var (
 	showVersion                                          *bool
 )
 
+// upstreamName is what the start-up line names as the upstream.
+func upstreamName(cfg *policy.Config) string {
+	u := cfg.Upstream
+	switch {
+	case u.Sentinel.Master != "":
+		return fmt.Sprintf("Sentinel master %q via %s", u.Sentinel.Master, strings.Join(u.Sentinel.Addrs, ","))
+	case len(u.Cluster.Seeds) > 0:
+		return "cluster via " + strings.Join(u.Cluster.Seeds, ",")
+	}
+	return u.Addr
+}
+
 func newFlags(w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("lockproxy", flag.ContinueOnError)
 	fs.SetOutput(w)
@@ -255,7 +267,7 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 	if tc := p.ListenerTLS(); tc != nil {
 		l = tls.NewListener(l, tc)
 	}
-	log.Info("lockproxy listening", "listen", l.Addr().String(), "upstream", cfg.Upstream.Addr,
+	log.Info("lockproxy listening", "listen", l.Addr().String(), "upstream", upstreamName(cfg),
 		"version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0), "lock_rules", len(cfg.Locks))
 
 	stopMetrics, err := startMetrics(cfg.Metrics.Listen, p, log)

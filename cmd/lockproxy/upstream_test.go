@@ -198,3 +198,21 @@ func TestCheckUpstreamOK(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// With Sentinel, errors name the master, not upstream.addr's unused default
+// 127.0.0.1:6379 (as they did on main).
+func TestSentinelErrorsNameTheMaster(t *testing.T) {
+	listen := freeAddr(t)
+	path := writeConfig(t, fmt.Sprintf("listen: %s\nupstream:\n  dial_timeout: 200ms\n  sentinel:\n    master: mymaster\n    addrs: [%q]\n", listen, freeAddr(t)))
+	lp := startMain(t, "--config", path)
+	eventually(t, "lockproxy to listen", func() bool { return strings.Contains(lp.logs.String(), "lockproxy listening") })
+	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1, Protocol: 2, ReadTimeout: time.Minute})
+	defer c.Close()
+	err := c.Ping(context.Background()).Err()
+	if err == nil || !strings.Contains(err.Error(), `Sentinel master "mymaster"`) || strings.Contains(err.Error(), "127.0.0.1:6379") {
+		t.Fatalf("PING: %v", err)
+	}
+	if strings.Contains(lp.logs.String(), "127.0.0.1:6379") {
+		t.Fatalf("the log names the default address:\n%s", lp.logs.String())
+	}
+}
