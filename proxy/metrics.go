@@ -65,6 +65,7 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 // Metric names are stable: dashboards and alerts depend on them.
 var (
 	mUpstreamUp  = desc("upstream_up", "1 while Valkey answers as configured (reason ok), else 0 with the reason: unreachable, timeout, tls_mismatch, certificate, auth, permission or error. Checked at scrape time when no connection was made in the last second.", "reason")
+	mUpErrors    = desc("upstream_errors_total", "Failed dials and lost connections to Valkey, by reason: unreachable, timeout (no answer in time, a reply past upstream.reply_timeout included), tls_mismatch, certificate, auth, permission or error.", "reason")
 	mBuildInfo   = desc("build_info", "Always 1; the version label is lockproxy's version.", "version")
 	mClients     = desc("clients", "Client connections open now.")
 	mRejected    = desc("clients_rejected_total", "Client connections refused because maxclients was reached.")
@@ -99,7 +100,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("lockproxy_"+name, help, labels, nil)
 }
 
-var allDescs = []*prometheus.Desc{mUpstreamUp, mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
+var allDescs = []*prometheus.Desc{mUpstreamUp, mUpErrors, mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
 	mLogRecords, mDropped, mAuthFail, mAuthLimited, mReloads, mReloadOK, mRules, mLapsed, mGrants, mContention,
 	mReleases, mRenewals, mLateRelease, mEvents, mRefusals, mPrevented, mDeleted, mStale, mHold, mWait}
 
@@ -136,6 +137,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(mDedicated, ded)
 	gauge(mUpstream, p.upstreamConns(), "shared")
 	gauge(mUpstream, ded, "dedicated")
+	for i, r := range upstreamReasonList[1:] {
+		counter(mUpErrors, o.upErrors[i+1].Load(), r)
+	}
 	counter(mDials, o.dials.Load(), "ok")
 	counter(mDials, o.dialErrors.Load(), "error")
 	counter(mBytes, o.bytesIn.Load(), "in")

@@ -61,6 +61,8 @@ func (pl *pool) conn(i int) (*upConn, error) {
 	}
 	st := pl.p.sharedState(pl.key)
 	c, err := pl.p.dial(st, nil)
+	p := pl.p
+	p.countUpstreamError(p.tableAddr(), err)
 	if pl.key.login == "" && pl.key.node == "" {
 		// The proxy's own login: what the dial showed is the upstream's
 		// health (a client's own login is the client's business).

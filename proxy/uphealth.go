@@ -28,8 +28,26 @@ const (
 	reasonError       = "error"        // anything else (a LOADING Valkey, a Sentinel without the master ...)
 )
 
-var upstreamReasons = []string{reasonOK, reasonUnreachable, reasonTimeout, reasonTLSMismatch,
+var upstreamReasonList = [...]string{reasonOK, reasonUnreachable, reasonTimeout, reasonTLSMismatch,
 	reasonCertificate, reasonAuth, reasonPermission, reasonError}
+
+// countUpstreamError counts a failed dial or a lost connection to Valkey by
+// its reason (lockproxy_upstream_errors_total). Connections lockproxy
+// closed itself, or dropped to follow a failover, are not errors.
+func (p *Proxy) countUpstreamError(addr string, err error) {
+	if err == nil || errors.Is(err, errClosed) || errors.Is(err, errFailover) {
+		return
+	}
+	v := classifyUpstream(addr, err)
+	if v.up() {
+		return // Valkey's own answer to the client's state (SELECT ...)
+	}
+	for i, r := range upstreamReasonList {
+		if r == v.reason {
+			p.ops.upErrors[i].Add(1)
+		}
+	}
+}
 
 // upVerdict is the upstream's health at one moment.
 type upVerdict struct {

@@ -216,3 +216,29 @@ func TestSentinelErrorsNameTheMaster(t *testing.T) {
 		t.Fatalf("the log names the default address:\n%s", lp.logs.String())
 	}
 }
+
+// Failed dials and lost connections are counted by reason: a stopped
+// Valkey gives unreachable (on main there was no such counter).
+func TestUpstreamErrorsCounted(t *testing.T) {
+	srv := valkeytest.Start(t)
+	listen, metricsAddr := freeAddr(t), freeAddr(t)
+	path := writeConfig(t, fmt.Sprintf("listen: %s\nupstream:\n  addr: %s\nmetrics:\n  listen: %s\n", listen, srv.Addr, metricsAddr))
+	lp := startMain(t, "--config", path)
+	eventually(t, "the metrics endpoint", func() bool { return strings.Contains(lp.logs.String(), "metrics endpoint listening") })
+	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1, Protocol: 2, ReadTimeout: time.Minute})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := httpGet(t, "http://"+metricsAddr+"/metrics"); !strings.Contains(body, `lockproxy_upstream_errors_total{reason="unreachable"} 0`) {
+		t.Fatalf("no zero series:\n%s", body)
+	}
+	srv.Stop()
+	_ = c.Ping(ctx).Err() // the connection lost
+	_ = c.Ping(ctx).Err() // the dial refused
+	eventually(t, "the failures counted", func() bool {
+		_, body := httpGet(t, "http://"+metricsAddr+"/metrics")
+		return !strings.Contains(body, `lockproxy_upstream_errors_total{reason="unreachable"} 0`)
+	})
+}
