@@ -24,7 +24,7 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 		return d
 	}
 	p.tableTried = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
+	ctx, cancel := context.WithTimeout(p.life, p.opts.Upstream.DialTimeout.D())
 	defer cancel()
 	t, err := keyspec.Load(ctx, p.side)
 	if err != nil {
@@ -36,7 +36,7 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 		}
 		// The side client's error may only say its deadline passed: a
 		// check of its own says why (at ERROR when a setting is wrong).
-		if v := p.upstreamVerdict(context.Background(), false); !v.up() {
+		if v := p.upstreamVerdict(p.life, false); !v.up() {
 			p.tableErr = errors.New(v.String())
 		}
 		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.tableAddr(), "err", p.tableErr)

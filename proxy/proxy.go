@@ -85,6 +85,10 @@ type Proxy struct {
 	lisTLS atomic.Pointer[tls.Config]
 	// health is the upstream's last verdict (uphealth.go).
 	health upHealth
+	// life ends when Shutdown starts: background work that talks to
+	// Valkey (reading the command table) stops waiting then.
+	life    context.Context
+	endLife context.CancelFunc
 
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState
@@ -137,6 +141,7 @@ func New(opts Options) (*Proxy, error) {
 		instance:  newInstanceID(),
 		events:    newEvents(opts.EventRing),
 	}
+	p.life, p.endLife = context.WithCancel(context.Background())
 	p.upTLS.Store(opts.UpstreamTLS)
 	p.tlsGiven = tlsGiven
 	if err := p.loadCertificates(); err != nil {
@@ -347,6 +352,7 @@ func newInstanceID() string {
 // is owed, and closes everything. When ctx ends first, the remaining sessions
 // are closed at once and ctx's error is returned.
 func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.endLife()
 	p.mu.Lock()
 	p.shuttingDown.Store(true)
 	for l := range p.listeners {

@@ -76,8 +76,9 @@ func (p *Proxy) tlsFailure(addr string, err error) error {
 			fmt.Sprintf("Valkey at %s refused the TLS handshake (%v): it wants a client certificate it trusts", addr, err)}
 	}
 	// No answer, or the connection closed: a plaintext Valkey waits for a
-	// line the TLS hello never ends, or drops it. Ask it in plaintext.
-	if p.speaksPlaintext(addr) {
+	// line the TLS hello never ends, or drops it. Ask it in plaintext
+	// (unless lockproxy is shutting down).
+	if p.life.Err() == nil && p.speaksPlaintext(addr) {
 		return errTLSToPlaintext(addr)
 	}
 	return fmt.Errorf("TLS handshake with %s: %w", addr, err)
