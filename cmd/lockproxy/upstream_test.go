@@ -242,3 +242,32 @@ func TestUpstreamErrorsCounted(t *testing.T) {
 		return !strings.Contains(body, `lockproxy_upstream_errors_total{reason="unreachable"} 0`)
 	})
 }
+
+// A CA that did not sign Valkey's certificate: named as a certificate
+// problem with the setting, in the client's error and at ERROR in the log
+// (on main: a plain handshake error and one WARN).
+func TestWrongCAReported(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir, "valkey")
+	otherCA, _ := selfSigned(t, dir, "other")
+	port := valkeytest.FreePort(t)
+	valkeytest.Start(t, fmt.Sprintf("tls-port %d", port), "tls-cert-file "+cert, "tls-key-file "+key, "tls-auth-clients no")
+	listen := freeAddr(t)
+	path := writeConfig(t, fmt.Sprintf("listen: %s\nupstream:\n  addr: 127.0.0.1:%d\n  tls:\n    enabled: true\n    ca_file: %s\n", listen, port, otherCA))
+	lp := startMain(t, "--config", path)
+	eventually(t, "lockproxy to listen", func() bool { return strings.Contains(lp.logs.String(), "lockproxy listening") })
+	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1, Protocol: 2, ReadTimeout: time.Minute})
+	defer c.Close()
+	err := c.Ping(context.Background()).Err()
+	if err == nil || !strings.Contains(err.Error(), "lockproxy does not trust the certificate of Valkey") || !strings.Contains(err.Error(), "upstream.tls.ca_file") {
+		t.Fatalf("PING: %v", err)
+	}
+	eventually(t, "the ERROR line", func() bool {
+		for _, l := range strings.Split(lp.logs.String(), "\n") {
+			if strings.Contains(l, "level=ERROR") && strings.Contains(l, "reason=certificate") && strings.Contains(l, "setting=upstream.tls.ca_file") {
+				return true
+			}
+		}
+		return false
+	})
+}
