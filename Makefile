@@ -3,11 +3,21 @@
 GO       ?= go
 CONFIG   ?= config.example.yaml
 FUZZTIME ?= 30s
+# The version lockproxy reports (lockproxy version, INFO, /metrics).
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+BIN      ?= bin
 
-.PHONY: build deps run test ops-check bench fuzz lint chaos clean
+.PHONY: build image deps run test ops-check bench fuzz lint chaos clean
 
 build:
-	$(GO) build -o bin/lockproxy ./cmd/lockproxy
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/lockproxy ./cmd/lockproxy
+
+# The container image as an OCI image layout in bin/image, without a
+# container engine (deploy/container/Containerfile builds the same with one):
+# `podman load -i bin/image` or `skopeo copy oci:bin/image docker://...`.
+image: build
+	$(GO) run ./cmd/ociimage -binary $(BIN)/lockproxy -version $(VERSION) -out $(BIN)/image
 
 # valkey-server, valkey-cli/benchmark/sentinel and redis-server, when missing
 # (apt-get on Debian 12; bookworm-backports for Valkey 8).

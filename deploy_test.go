@@ -135,8 +135,8 @@ func TestDeployQueriesUseExportedMetrics(t *testing.T) {
 			}
 			alerts++
 			checkQuery(t, "alert "+r.Alert, r.Expr, series)
-			if r.Annotations["runbook"] == "" || r.Annotations["summary"] == "" || r.Labels["severity"] == "" {
-				t.Errorf("alert %s needs a summary, a runbook line and a severity", r.Alert)
+			if r.Annotations["description"] == "" || r.Annotations["runbook_url"] == "" || r.Annotations["summary"] == "" || r.Labels["severity"] == "" {
+				t.Errorf("alert %s needs a summary, a description, a runbook_url and a severity", r.Alert)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net"
 	"os"
 	"slices"
 	"time"
@@ -20,6 +21,7 @@ const (
 	// rounds keeps a core busy for latencies no client would notice.
 	MaxBusyPoll             = Duration(time.Millisecond)
 	DefaultShutdownTimeout  = Duration(10 * time.Second)
+	DefaultKeepLapsed       = Duration(10 * time.Minute)
 	DefaultUpstreamAddr     = "127.0.0.1:6379"
 	DefaultPoolSize         = 2
 	DefaultDialTimeout      = Duration(5 * time.Second)
@@ -68,6 +70,11 @@ type Config struct {
 	// client_idle_timeout: disconnect clients idle this long; 0 (the default)
 	// never does.
 	ClientIdleTimeout Duration `yaml:"client_idle_timeout"`
+	// keep_lapsed: how long an owner record, kept in Valkey beside its lock,
+	// outlives the lock's lease, so that a stalled holder's late release is
+	// token-checked (answers 0) rather than refused as a stranger's.
+	// Default 10m; a reload applies it to the next grant.
+	KeepLapsed Duration `yaml:"keep_lapsed"`
 
 	// cluster_face: what CLUSTER commands answer with upstream.cluster set.
 	// hidden (the default): as a standalone server, so plain clients work
@@ -111,7 +118,13 @@ type UpstreamConfig struct {
 	// log in as; empty username = "default", empty password = no AUTH.
 	Username string `yaml:"username"`
 	Password string `yaml:"password"`
-	DB       int    `yaml:"db"` // database the shared connections start in; default 0
+	// PasswordFile, instead of Password, names a file whose content (one
+	// trailing newline dropped) is the password: a Kubernetes Secret or a
+	// systemd credential. Relative to the config file's directory. With
+	// neither set, the environment variable LOCKPROXY_UPSTREAM_PASSWORD
+	// is used when set.
+	PasswordFile string `yaml:"password_file"`
+	DB           int    `yaml:"db"` // database the shared connections start in; default 0
 	// PoolSize is the number of shared upstream connections per (protocol,
 	// db); 0 = the default, 2.
 	PoolSize int `yaml:"pool_size"`
@@ -169,6 +182,20 @@ type ListenerTLS struct {
 	// ClientCAFile, when set, makes client certificates required and verified
 	// against it.
 	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// ListenLoopback reports whether listen accepts only connections from
+// this machine (a loopback address or localhost).
+func (c *Config) ListenLoopback() bool {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Enabled reports whether the listener serves TLS.
@@ -353,6 +380,7 @@ func (c *Config) ApplyDefaults() {
 	setZero(&c.MaxPipeline, DefaultMaxPipeline)
 	setZero(&c.EventLoops, DefaultEventLoops)
 	setZero(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setZero(&c.KeepLapsed, DefaultKeepLapsed)
 	setZero(&c.Log.Level, LogInfo)
 	setZero(&c.Log.Format, LogText)
 	setZero(&c.Log.AuditMaxSize, 64*MB)
@@ -434,6 +462,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		c.resolvePaths(name)
 		v := &validator{file: name, at: d.at, skip: d.reported, errs: d.errs}
 		c.validate(v)
+		c.readSecrets(v)
 		d.errs = v.errs
 	}
 	if err := joinErrors(d.errs); err != nil {

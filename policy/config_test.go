@@ -155,6 +155,7 @@ busy_poll: 50us
 gomaxprocs: 2
 shutdown_timeout: 1m30s
 client_idle_timeout: 5m
+keep_lapsed: 2m
 log: {level: debug, format: json}
 upstream:
   addr: valkey.internal:6390
@@ -196,7 +197,7 @@ func TestParseFull(t *testing.T) {
 		Listen: "0.0.0.0:7000", MaxClients: 50,
 		ProtoMaxBulkLen: 64 * KB, ClientQueryBufferLimit: 2 * MB, ClientOutputBufferLimit: 1 << 20,
 		MaxPipeline: 10, EventLoops: 3, BusyPoll: Duration(50 * time.Microsecond), GOMAXPROCS: 2,
-		ShutdownTimeout: Duration(90 * time.Second), ClientIdleTimeout: Duration(5 * time.Minute),
+		ShutdownTimeout: Duration(90 * time.Second), ClientIdleTimeout: Duration(5 * time.Minute), KeepLapsed: Duration(2 * time.Minute),
 		ClusterFace: ClusterFaceHidden,
 		Log:         LogConfig{Level: LogDebug, Format: LogJSON, AuditMaxSize: 64 * MB, AuditKeep: 5},
 		Upstream: UpstreamConfig{
@@ -278,7 +279,7 @@ func TestParseErrors(t *testing.T) {
 		{"valkey.conf spelling", "proto-max-bulk-len: 1mb\n",
 			[]string{`c.yaml:1: proto-max-bulk-len: unknown key (did you mean proto_max_bulk_len?)`}},
 		{"unknown key far from any", "upstream:\n  zzzzzzzz: 1\n",
-			[]string{`c.yaml:2: upstream.zzzzzzzz: unknown key; known keys here: addr, username, password, db, pool_size, dial_timeout, reply_timeout, reconnect_backoff, max_backoff, tls, sentinel, cluster`}},
+			[]string{`c.yaml:2: upstream.zzzzzzzz: unknown key; known keys here: addr, username, password, password_file, db, pool_size, dial_timeout, reply_timeout, reconnect_backoff, max_backoff, tls, sentinel, cluster`}},
 		{"repeated key", "listen: a:1\nlisten: b:2\n",
 			[]string{`c.yaml:2: listen: repeated; it is already set on line 1`}},
 		{"wrong type int", "maxclients: lots\n",
@@ -417,8 +418,13 @@ func TestParseReportsAllErrors(t *testing.T) {
 
 func TestTLSFiles(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"cert.pem", "key.pem", "ca.pem"} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+	cert, key := writePair(t, dir, "pair")
+	for f, from := range map[string]string{"cert.pem": cert, "key.pem": key, "ca.pem": cert} {
+		b, err := os.ReadFile(from)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f), b, 0o600)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -86,6 +88,7 @@ func (c *Config) validate(v *validator) {
 	}{
 		{"shutdown_timeout", c.ShutdownTimeout},
 		{"client_idle_timeout", c.ClientIdleTimeout},
+		{"keep_lapsed", c.KeepLapsed},
 		{"busy_poll", c.BusyPoll},
 		{"upstream.dial_timeout", c.Upstream.DialTimeout},
 		{"upstream.reply_timeout", c.Upstream.ReplyTimeout},
@@ -143,13 +146,13 @@ func (c *Config) validate(v *validator) {
 		}
 	}
 	pairFiles(v, "upstream.tls", t.CertFile, t.KeyFile)
-	checkFile(v, "upstream.tls.ca_file", t.CAFile)
+	checkCAFile(v, "upstream.tls.ca_file", t.CAFile)
 
 	pairFiles(v, "tls", c.TLS.CertFile, c.TLS.KeyFile)
 	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
 		v.errf("tls.client_ca_file", "needs tls.cert_file and tls.key_file: client certificates can only be checked on a TLS listener")
 	}
-	checkFile(v, "tls.client_ca_file", c.TLS.ClientCAFile)
+	checkCAFile(v, "tls.client_ca_file", c.TLS.ClientCAFile)
 
 	validateAdminUsers(v, &c.Admin)
 
@@ -366,15 +369,36 @@ func pairFiles(v *validator, section, cert, key string) {
 	case cert == "" && key != "":
 		v.errfAt(section+".key_file", section+".cert_file", "is required when %s.key_file is set", section)
 	}
-	checkFile(v, section+".cert_file", cert)
-	checkFile(v, section+".key_file", key)
+	okCert := checkFile(v, section+".cert_file", cert)
+	okKey := checkFile(v, section+".key_file", key)
+	if cert != "" && key != "" && okCert && okKey {
+		if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+			v.errf(section+".cert_file", "%s and %s (key_file) cannot be used together: %v", strconv.Quote(cert), strconv.Quote(key), err)
+		}
+	}
+}
+
+// checkCAFile: a CA file must hold at least one PEM certificate.
+func checkCAFile(v *validator, path, name string) {
+	if !checkFile(v, path, name) || name == "" {
+		return
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		v.errf(path, "%v", err)
+		return
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(data) {
+		v.errf(path, "%s holds no PEM certificate", strconv.Quote(name))
+	}
 }
 
 // checkFile reports a configured file that cannot be used, so that
-// check-config catches it before the proxy starts.
-func checkFile(v *validator, path, name string) {
+// check-config catches it before the proxy starts; it reports whether the
+// file (when set) can be read.
+func checkFile(v *validator, path, name string) bool {
 	if name == "" {
-		return
+		return true
 	}
 	fi, err := os.Stat(name)
 	switch {
@@ -384,7 +408,16 @@ func checkFile(v *validator, path, name string) {
 		v.errf(path, "%v", err)
 	case fi.IsDir():
 		v.errf(path, "%s is a directory, not a file", strconv.Quote(name))
+	default:
+		f, err := os.Open(name)
+		if err != nil {
+			v.errf(path, "%s cannot be read: %v", strconv.Quote(name), err)
+			return false
+		}
+		f.Close()
+		return true
 	}
+	return false
 }
 
 // resolvePaths makes relative file paths relative to the config file's
@@ -394,7 +427,7 @@ func (c *Config) resolvePaths(configFile string) {
 	dir := filepath.Dir(configFile)
 	for _, p := range []*string{
 		&c.Upstream.TLS.CAFile, &c.Upstream.TLS.CertFile, &c.Upstream.TLS.KeyFile,
-		&c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile,
+		&c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile, &c.Upstream.PasswordFile,
 	} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)

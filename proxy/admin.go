@@ -49,8 +49,9 @@ func init() {
 		{name: "HELP", max: 0, open: true, run: (*session).adminHelp,
 			help: []string{"Print this help."}},
 		{name: "LOCKS", args: "[<pattern>]", max: 1, valkey: true, run: (*session).adminLocks,
-			help: []string{"Locks granted through this proxy whose lease is running: key, holder, grant,",
-				"acquired at, lease, and the remaining TTL read from Valkey now."}},
+			help: []string{"Locks of the current database whose lease is running, as Valkey records them",
+				"(granted through any lockproxy instance): key, rule, holder, grant, acquired",
+				"at, lease, the remaining TTL, and whether the grant is still current."}},
 		{name: "RELOAD", max: 0, private: true, operate: true, run: (*session).adminReload,
 			help: []string{"Read the configuration file again; apply its lock rules to the next command",
 				"of every connection, or keep the running configuration and name the bad line."}},
@@ -141,7 +142,11 @@ func (s *session) settle() {
 func (s *session) adminDenied(what string, private, operate bool) string {
 	l := s.p.ops.logins.Load()
 	if l.open() {
-		return ""
+		// No credentials: open only where no one else can connect.
+		if s.p.opts.ListenLoopback() || (s.p.opts.Admin.OpenRead && !private && !operate) {
+			return ""
+		}
+		return errAdminNoCredentials(what, s.p.opts.Listen)
 	}
 	if v, ok := s.p.ops.authed.Load(s); ok {
 		login := v.(adminLogin)

@@ -196,7 +196,7 @@ func (p *Proxy) readTopology(addr string) (*cluster.Map, error) {
 		return nil, err
 	}
 	if v.Type != '-' {
-		return cluster.FromShards(v, p.opts.UpstreamTLS != nil, addr)
+		return cluster.FromShards(v, p.upstreamTLS() != nil, addr)
 	}
 	r, err = p.nodeDo(addr, 2, "", resp.AppendCommandStrings(nil, "CLUSTER", "SLOTS"))
 	if err != nil {

@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"context"
+	"net"
+
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/redis/go-redis/v9"
 )
@@ -15,7 +18,10 @@ func (p *Proxy) nodeClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr: addr, Username: p.opts.Upstream.Username, Password: p.opts.Upstream.Password,
 		DialTimeout: p.opts.Upstream.DialTimeout.D(), Protocol: 2, PoolSize: 1, MaxRetries: 1,
-		DisableIdentity: true, TLSConfig: p.opts.UpstreamTLS,
+		DisableIdentity: true,
+		Dialer: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return p.dialUpstream(ctx, addr)
+		},
 	})
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"net"
 	"sync"
@@ -78,13 +79,9 @@ func (p *Proxy) nodeDo(addr string, proto int, login string, cmds ...[]byte) ([]
 // opened: TLS as configured, then the handshake st asks for (the proxy's
 // login, lockproxy's scripts loaded unless st.bare).
 func (p *Proxy) nodeDial(addr string, st connState) (net.Conn, error) {
-	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D(), KeepAlive: 30 * time.Second}
-	nc, err := d.Dial("tcp", addr)
+	nc, err := p.dialUpstream(context.Background(), addr)
 	if err != nil {
 		return nil, err
-	}
-	if p.opts.UpstreamTLS != nil {
-		nc = tlsClient(nc, p.opts.UpstreamTLS)
 	}
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
 	if err := handshake(nc, st); err != nil {

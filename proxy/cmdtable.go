@@ -3,6 +3,9 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/keyspec"
@@ -21,12 +24,22 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 		return d
 	}
 	p.tableTried = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
+	ctx, cancel := context.WithTimeout(p.life, p.opts.Upstream.DialTimeout.D())
 	defer cancel()
 	t, err := keyspec.Load(ctx, p.side)
 	if err != nil {
 		p.tableErr = err
-		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.tableAddr(), "err", err)
+		if strings.HasPrefix(err.Error(), "NOPERM") {
+			p.log.Error("lockproxy cannot read Valkey's command table: its user may not run COMMAND", "upstream", p.tableAddr(),
+				"setting", "the ACL of upstream.username: add +command", "err", err)
+			return d
+		}
+		// The side client's error may only say its deadline passed: a
+		// check of its own says why (at ERROR when a setting is wrong).
+		if v := p.upstreamVerdict(p.life, false); !v.up() {
+			p.tableErr = errors.New(v.String())
+		}
+		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.tableAddr(), "err", p.tableErr)
 		return d
 	}
 	p.tableErr = nil
@@ -97,6 +110,9 @@ func (p *Proxy) noTableError() string {
 func (p *Proxy) tableAddr() string {
 	if addr, err := p.upstreamAddr(); err == nil {
 		return addr
+	}
+	if m := p.opts.Upstream.Sentinel.Master; m != "" {
+		return fmt.Sprintf("Sentinel master %q (primary unknown)", m)
 	}
 	return p.opts.Upstream.Addr
 }

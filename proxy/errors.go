@@ -111,6 +111,12 @@ func errAdminNoAuth(what string, named bool) string {
 	return fmt.Sprintf("NOAUTH %s requires LOCKPROXY AUTH <password> first (admin.password is set in the lockproxy config)", what)
 }
 
+// errAdminNoCredentials: no admin credentials are configured, and the
+// proxy listens where other machines reach it.
+func errAdminNoCredentials(what, listen string) string {
+	return fmt.Sprintf("NOAUTH %s needs an admin login, and none is configured: lockproxy listens on %s, which is not loopback; set admin.password or admin.users in the lockproxy config (admin.open_read: true opens the read-only subcommands)", what, listen)
+}
+
 func errAdminNoPerm(what, user string, role policy.AdminRole) string {
 	return fmt.Sprintf("NOPERM %s needs an admin user with role operate; %q has role %s: log in as an operate user of admin.users", what, user, role)
 }

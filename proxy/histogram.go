@@ -92,13 +92,21 @@ func (s histSnapshot) mean() float64 {
 	return s.sum / float64(s.count)
 }
 
-// quantile estimates the q-quantile in seconds by linear interpolation inside
-// its bucket, narrowed to the smallest and largest values seen.
+// quantile estimates the q-quantile in seconds: the nearest-rank sample
+// (the ceil(q*count)-th smallest), exact when that is the smallest or the
+// largest value seen, else by linear interpolation inside its bucket,
+// narrowed to those two.
 func (s histSnapshot) quantile(q float64) float64 {
 	if s.count == 0 {
 		return 0
 	}
-	rank := q * float64(s.count)
+	rank := math.Ceil(q * float64(s.count))
+	switch {
+	case rank <= 1:
+		return s.min
+	case rank >= float64(s.count):
+		return s.max
+	}
 	var cum float64
 	for i, n := range s.buckets {
 		if n == 0 {

@@ -4,16 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// MetricsHandler serves /metrics (Prometheus text format), /healthz (200
-// while Valkey answers PING) and /readyz (200 while the proxy accepts clients
-// and can decide lock commands). Every metric is read from the same counters
+// MetricsHandler serves /metrics (Prometheus text format), /livez (200
+// while the process serves HTTP: it does not depend on Valkey), /healthz
+// (200 while Valkey answers PING) and /readyz (200 while the proxy accepts
+// clients, Valkey answers as configured and lock commands can be decided;
+// otherwise 503 and the reason). Every metric is read from the same counters
 // LOCKPROXY STATS and INFO lockproxy report, at scrape time.
 func (p *Proxy) MetricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
@@ -24,20 +25,15 @@ func (p *Proxy) MetricsHandler() http.Handler {
 	)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/healthz", p.healthz)
 	mux.HandleFunc("/readyz", p.readyz)
 	return mux
 }
 
-func (p *Proxy) pingUpstream(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, min(p.opts.Upstream.DialTimeout.D(), 2*time.Second))
-	defer cancel()
-	return p.side.Ping(ctx).Err()
-}
-
 func (p *Proxy) healthz(w http.ResponseWriter, r *http.Request) {
-	if err := p.pingUpstream(r.Context()); err != nil {
-		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream.Addr, err), http.StatusServiceUnavailable)
+	if v := p.upstreamVerdict(r.Context(), true); !v.up() {
+		http.Error(w, "upstream "+p.tableAddr()+" "+v.String(), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")
@@ -55,8 +51,8 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not accepting clients yet", http.StatusServiceUnavailable)
 		return
 	}
-	if err := p.pingUpstream(r.Context()); err != nil {
-		http.Error(w, fmt.Sprintf("upstream %s unreachable: %v", p.opts.Upstream.Addr, err), http.StatusServiceUnavailable)
+	if v := p.upstreamVerdict(r.Context(), true); !v.up() {
+		http.Error(w, "upstream "+p.tableAddr()+" "+v.String(), http.StatusServiceUnavailable)
 		return
 	}
 	if d := p.decider.Load(); d.Active() && d.Table == nil && p.loadTable().Table == nil {
@@ -68,6 +64,8 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 
 // Metric names are stable: dashboards and alerts depend on them.
 var (
+	mUpstreamUp  = desc("upstream_up", "1 while Valkey answers as configured (reason ok), else 0 with the reason: unreachable, timeout, tls_mismatch, certificate, auth, permission or error. Checked at scrape time when no connection was made in the last second.", "reason")
+	mUpErrors    = desc("upstream_errors_total", "Failed dials and lost connections to Valkey, by reason: unreachable, timeout (no answer in time, a reply past upstream.reply_timeout included), tls_mismatch, certificate, auth, permission or error.", "reason")
 	mBuildInfo   = desc("build_info", "Always 1; the version label is lockproxy's version.", "version")
 	mClients     = desc("clients", "Client connections open now.")
 	mRejected    = desc("clients_rejected_total", "Client connections refused because maxclients was reached.")
@@ -106,7 +104,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("lockproxy_"+name, help, labels, nil)
 }
 
-var allDescs = []*prometheus.Desc{mEpoch, mLost, mUndone, mShort, mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
+var allDescs = []*prometheus.Desc{mEpoch, mLost, mUndone, mShort, mUpstreamUp, mUpErrors, mBuildInfo, mClients, mRejected, mMaxClients, mDedicated, mUpstream, mDials, mBytes,
 	mLogRecords, mDropped, mAuthFail, mAuthLimited, mReloads, mReloadOK, mRules, mLapsed, mGrants, mContention,
 	mReleases, mRenewals, mLateRelease, mEvents, mRefusals, mPrevented, mDeleted, mStale, mHold, mWait}
 
@@ -135,6 +133,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(mLost, p.lostGrants.Load())
 	counter(mUndone, p.durable.undone.Load())
 	counter(mShort, p.durable.short.Load())
+	if v := p.upstreamVerdict(context.Background(), false); v.up() {
+		gauge(mUpstreamUp, 1, v.reason)
+	} else {
+		gauge(mUpstreamUp, 0, v.reason)
+	}
 	gauge(mClients, p.stats.clients.Load())
 	counter(mRejected, p.stats.rejected.Load())
 	gauge(mMaxClients, int64(p.opts.MaxClients))
@@ -142,6 +145,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(mDedicated, ded)
 	gauge(mUpstream, p.upstreamConns(), "shared")
 	gauge(mUpstream, ded, "dedicated")
+	for i, r := range upstreamReasonList[1:] {
+		counter(mUpErrors, o.upErrors[i+1].Load(), r)
+	}
 	counter(mDials, o.dials.Load(), "ok")
 	counter(mDials, o.dialErrors.Load(), "error")
 	counter(mBytes, o.bytesIn.Load(), "in")

@@ -27,6 +27,9 @@ type ops struct {
 
 	// Dials of shared upstream connections, by result.
 	dials, dialErrors atomic.Int64
+	// Failed dials and lost connections to Valkey, by reason (uphealth.go's
+	// upstreamReasons, in order).
+	upErrors [len(upstreamReasonList)]atomic.Int64
 
 	// Per-rule counters, by the rule's pattern (so they survive a reload
 	// that keeps the pattern), and totals across rules.

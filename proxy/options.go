@@ -35,10 +35,9 @@ type Options struct {
 	// held in memory).
 	UpstreamTLS *tls.Config
 
-	// KeepLapsed is how long an owner record, kept in Valkey beside its
-	// lock, outlives the lock's lease (default 10m), so that the old
-	// holder's late release runs token-checked and answers 0 rather than
-	// being refused as a stranger's.
+	// KeepLapsed, when set, overrides the configuration's keep_lapsed (how
+	// long an owner record outlives its lock's lease), for tests that need
+	// less than the file's granularity allows.
 	KeepLapsed time.Duration
 	// EventRing is how many lock events are kept for audit (default 1024).
 	EventRing int
@@ -52,7 +51,7 @@ func (o *Options) setDefaults() {
 		o.Logger = slog.Default()
 	}
 	if o.KeepLapsed <= 0 {
-		o.KeepLapsed = 10 * time.Minute
+		o.KeepLapsed = o.Config.KeepLapsed.D()
 	}
 	if o.EventRing <= 0 {
 		o.EventRing = 1024

@@ -61,6 +61,13 @@ func (pl *pool) conn(i int) (*upConn, error) {
 	}
 	st := pl.p.sharedState(pl.key)
 	c, err := pl.p.dial(st, nil)
+	p := pl.p
+	p.countUpstreamError(p.tableAddr(), err)
+	if pl.key.login == "" && pl.key.node == "" {
+		// The proxy's own login: what the dial showed is the upstream's
+		// health (a client's own login is the client's business).
+		pl.p.noteUpstream(pl.p.tableAddr(), err)
+	}
 	var re *replyError
 	if errors.As(err, &re) {
 		// Valkey's answer to the handshake (SELECT of a database it
@@ -76,7 +83,7 @@ func (pl *pool) conn(i int) (*upConn, error) {
 		}
 		sl.err = err
 		sl.retryAt = time.Now().Add(sl.backoff)
-		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", pl.p.opts.Upstream.Addr, "err", err, "retry_in", sl.backoff)
+		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", pl.p.upstreamName(), "err", err, "retry_in", sl.backoff)
 		return nil, err
 	}
 	pl.p.ops.dials.Add(1)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"log/slog"
@@ -83,6 +84,20 @@ type Proxy struct {
 	// (lostgrants.go).
 	lostGrants atomic.Int64
 
+	// upTLS is the TLS configuration for Valkey now; nil for plaintext.
+	// ReloadCertificates replaces it.
+	upTLS atomic.Pointer[tls.Config]
+	// tlsGiven: Options.UpstreamTLS was given, not built from files.
+	tlsGiven bool
+	// lisTLS is the client listener's TLS configuration now (ListenerTLS).
+	lisTLS atomic.Pointer[tls.Config]
+	// health is the upstream's last verdict (uphealth.go).
+	health upHealth
+	// life ends when Shutdown starts: background work that talks to
+	// Valkey (reading the command table) stops waiting then.
+	life    context.Context
+	endLife context.CancelFunc
+
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState
 
@@ -114,11 +129,7 @@ func New(opts Options) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.UpstreamTLS == nil && opts.Upstream.TLS.Enabled {
-		if opts.UpstreamTLS, err = upstreamTLS(opts.Upstream); err != nil {
-			return nil, err
-		}
-	}
+	tlsGiven := opts.UpstreamTLS != nil
 	o, err := newOps(&opts)
 	if err != nil {
 		return nil, err
@@ -137,6 +148,13 @@ func New(opts Options) (*Proxy, error) {
 		force:     make(chan struct{}),
 		instance:  newInstanceID(),
 		events:    newEvents(opts.EventRing),
+	}
+	p.life, p.endLife = context.WithCancel(context.Background())
+	p.upTLS.Store(opts.UpstreamTLS)
+	p.tlsGiven = tlsGiven
+	if err := p.loadCertificates(); err != nil {
+		o.close()
+		return nil, err
 	}
 	if opts.Upstream.Sentinel.Master != "" {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -166,13 +184,9 @@ func New(opts Options) (*Proxy, error) {
 			if err != nil {
 				return nil, err
 			}
-			var d net.Dialer
-			nc, err := d.DialContext(ctx, network, addr)
+			nc, err := p.dialUpstream(ctx, addr)
 			if err != nil {
 				p.forgetMaster()
-			}
-			if err == nil && opts.UpstreamTLS != nil {
-				nc = tlsClient(nc, opts.UpstreamTLS)
 			}
 			return nc, err
 		},
@@ -196,14 +210,11 @@ func (p *Proxy) probeAuth() bool {
 	if err != nil {
 		return p.opts.Upstream.Password != ""
 	}
-	nc, err := net.DialTimeout("tcp", addr, p.opts.Upstream.DialTimeout.D())
+	nc, err := p.dialUpstream(context.Background(), addr)
 	if err != nil {
 		return p.opts.Upstream.Password != ""
 	}
 	defer nc.Close()
-	if p.opts.UpstreamTLS != nil {
-		nc = tlsClient(nc, p.opts.UpstreamTLS)
-	}
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
 	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 		return p.opts.Upstream.Password != ""
@@ -354,6 +365,7 @@ func newInstanceID() string {
 // is owed, and closes everything. When ctx ends first, the remaining sessions
 // are closed at once and ctx's error is returned.
 func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.endLife()
 	p.mu.Lock()
 	p.shuttingDown.Store(true)
 	for l := range p.listeners {
@@ -420,9 +432,9 @@ func (p *Proxy) dialErrorText(err error) string {
 	}
 	var se *slowError
 	if errors.As(err, &se) {
-		return errUpstreamSlow(p.opts.Upstream.Addr, se.wait)
+		return errUpstreamSlow(p.upstreamName(), se.wait)
 	}
-	return errUpstreamDial(p.opts.Upstream.Addr, err)
+	return errUpstreamDial(p.upstreamName(), err)
 }
 
 func (p *Proxy) lostErrorText(c *upConn) string {

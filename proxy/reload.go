@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // ReloadResult says what a successful reload did.
@@ -25,7 +26,7 @@ type ReloadResult struct {
 // Settings a reload applies at once; every other change needs a restart.
 func liveSetting(key string, logLevelLive bool) bool {
 	switch {
-	case key == "locks" || strings.HasPrefix(key, "locks["), key == "on_flush", key == "admin.password",
+	case key == "locks" || strings.HasPrefix(key, "locks["), key == "on_flush", key == "keep_lapsed", key == "admin.password",
 		strings.HasPrefix(key, "admin.users["):
 		return true
 	case key == "log.level":
@@ -77,6 +78,10 @@ func (p *Proxy) Reload() (ReloadResult, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// Renewed certificates, at the running configuration's paths.
+	if err := p.loadCertificates(); err != nil {
+		return fail(err)
+	}
 
 	// Swap the rules, keeping the command table. tableMu keeps loadTable
 	// from storing a decider built from the old rules over this one.
@@ -84,6 +89,9 @@ func (p *Proxy) Reload() (ReloadResult, error) {
 	nd := *p.decider.Load()
 	wasActive := nd.Active()
 	nd.Rules, nd.OnFlush = rules, cfg.OnFlush
+	if p.opts.KeepLapsed == p.opts.Config.KeepLapsed.D() { // not overridden by Options
+		nd.Keep = rewrite.KeepArg(cfg.KeepLapsed.D())
+	}
 	p.decider.Store(&nd)
 	p.tableMu.Unlock()
 	if !wasActive && nd.Active() && p.cl == nil {

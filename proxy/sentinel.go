@@ -36,6 +36,26 @@ func (p *Proxy) upstreamAddr() (string, error) {
 	return addr, nil
 }
 
+// upstreamName names the upstream in messages and logs: the configured
+// address, or with Sentinel the master's name and the primary's address
+// Sentinel gave last (upstream.addr, unused then, keeps its default).
+func (p *Proxy) upstreamName() string {
+	if p.cl != nil {
+		return p.tableAddr()
+	}
+	m := p.opts.Upstream.Sentinel.Master
+	if m == "" {
+		return p.opts.Upstream.Addr
+	}
+	p.masterMu.Lock()
+	addr := p.master
+	p.masterMu.Unlock()
+	if addr == "" {
+		return fmt.Sprintf("Sentinel master %q (primary unknown)", m)
+	}
+	return fmt.Sprintf("%s (Sentinel master %q)", addr, m)
+}
+
 // forgetMaster makes the next dial ask Sentinel again (after a dial failed:
 // the primary may have moved before Sentinel announced it).
 func (p *Proxy) forgetMaster() {

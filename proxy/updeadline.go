@@ -63,9 +63,19 @@ func (c *upConn) expire() {
 	late := c.armed && !c.deadline.IsZero() && !time.Now().Before(c.deadline)
 	c.mu.Unlock()
 	if late {
-		c.fail(fmt.Errorf("no reply within reply_timeout %s", c.p.opts.Upstream.ReplyTimeout.D()))
+		c.fail(replyTimeout(c.p.opts.Upstream.ReplyTimeout.D()))
 	}
 }
+
+// replyTimeout is the error of a connection whose reply did not come in
+// time; a net.Error whose Timeout is true, as a socket deadline's is.
+type replyTimeout time.Duration
+
+func (e replyTimeout) Error() string {
+	return fmt.Sprintf("no reply within reply_timeout %s", time.Duration(e))
+}
+func (replyTimeout) Timeout() bool   { return true }
+func (replyTimeout) Temporary() bool { return true }
 
 // expectBlock records that a command about to be sent may block for wait
 // (negative: forever), so the reply deadline allows for it.

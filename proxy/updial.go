@@ -2,7 +2,8 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/tls"
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -54,14 +55,10 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	d := net.Dialer{Timeout: p.opts.Upstream.DialTimeout.D(), KeepAlive: 30 * time.Second}
-	nc, err := d.Dial("tcp", addr)
+	nc, err := p.dialUpstream(context.Background(), addr)
 	if err != nil {
 		p.forgetMaster()
 		return nil, "", err
-	}
-	if p.opts.UpstreamTLS != nil {
-		nc = tls.Client(nc, p.opts.UpstreamTLS)
 	}
 	// Connected: Valkey is there. Its answers may wait behind a long
 	// command (SAVE, DEBUG SLEEP), so they get as long as any reply.
@@ -72,7 +69,12 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	}
 	if err != nil {
 		nc.Close()
-		if isTimeout(err) {
+		var re *replyError
+		switch {
+		case errors.As(err, &re):
+		case p.upstreamTLS() == nil && p.speaksTLS(addr):
+			err = errPlaintextToTLS(addr)
+		case isTimeout(err):
 			err = &slowError{wait: max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())}
 		}
 		return nil, "", err
@@ -173,5 +175,3 @@ func userOrDefault(u string) string {
 	}
 	return u
 }
-
-func tlsClient(nc net.Conn, cfg *tls.Config) net.Conn { return tls.Client(nc, cfg) }

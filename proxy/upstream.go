@@ -141,6 +141,7 @@ func (c *upConn) fail(err error) {
 	ps := c.q.popN(nil, c.q.n)
 	c.mu.Unlock()
 	close(c.quit)
+	c.p.countUpstreamError(c.addr, err)
 	if c.lp != nil {
 		// The loop may be about to read the descriptor: shut the socket
 		// (a write in progress fails at once) and let the loop close it.

@@ -2,13 +2,16 @@
 # Checks the operations kit in deploy/ with the tools it is written for:
 # the Prometheus rules (promtool check rules, and promtool test rules with
 # the unit tests in deploy/prometheus/tests/), the systemd unit
-# (systemd-analyze verify, and its exposure score), and every example
-# configuration (lockproxy check-config). `make ops-check`; .ci/run runs it.
+# (systemd-analyze verify, and its exposure score), every example
+# configuration (lockproxy check-config), and the container image (make
+# image; loaded into podman when it is installed). `make ops-check`; .ci/run
+# runs it. The Kubernetes manifests and the image's contents are checked by
+# `go test` (deploy_k8s_test.go, cmd/ociimage).
 # The dashboard is checked by `go test` (deploy_test.go), against a running
 # proxy's /metrics.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go build -o bin/lockproxy ./cmd/lockproxy
+make -s build
 promtool --version 2>&1 | sed -n 1p
 systemd-analyze --version | sed -n 1p
 tmp=$(mktemp -d)
@@ -25,14 +28,30 @@ systemd-analyze verify "$tmp/lockproxy.service"
 # lines go missing and it passes 2.0.
 systemd-analyze security --offline=true --threshold=20 "$tmp/lockproxy.service" | tail -1
 
-# check-config also checks that TLS files exist. The examples name theirs
-# relative to the file's directory; give them empty stand-ins in a copy.
+# check-config also loads the TLS files (each certificate with its key, each
+# CA file). The examples name theirs relative to the file's directory; give
+# them throw-away self-signed stand-ins in a copy (X.crt with X.key).
 cp -r deploy/examples "$tmp/examples"
-for f in $(grep -Eho 'tls/[A-Za-z0-9_.-]+\.(crt|key|pem)' deploy/examples/*.yaml | sort -u); do
+for f in $(grep -Eho 'tls/[A-Za-z0-9_.-]+\.(crt|pem)' deploy/examples/*.yaml | sort -u); do
   mkdir -p "$tmp/examples/$(dirname "$f")"
-  : >"$tmp/examples/$f"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=$(basename "$f")" \
+    -keyout "$tmp/examples/${f%.*}.key" -out "$tmp/examples/$f" 2>/dev/null
 done
 for f in "$tmp"/examples/*.yaml; do
   bin/lockproxy check-config "$f" >/dev/null
   echo "check-config deploy/examples/$(basename "$f"): ok"
 done
+
+# The container image as an OCI layout (no engine needed), and when podman is
+# there, loaded and inspected as an engine sees it (podman cannot run
+# containers on every machine: running is left to cmd/ociimage's test).
+make -s image VERSION=ops-check
+if command -v podman >/dev/null; then
+  ref=$(podman load -q -i bin/image | sed -n 's/^Loaded image: //p' | tail -1)
+  user=$(podman image inspect --format '{{.Config.User}}' "$ref")
+  echo "podman: $ref runs as $user"
+  [ "$user" = 65532:65532 ] || { echo "ops-check: the image runs as \"$user\", want 65532:65532" >&2; exit 1; }
+  podman rmi -f "$ref" >/dev/null
+else
+  echo "image: bin/image written (podman not installed: not loaded)"
+fi

@@ -65,3 +65,21 @@ func TestCheckConfigCluster(t *testing.T) {
 		}
 	}
 }
+
+// check-config prints the warnings (on main it passed both silently).
+func TestCheckConfigWarns(t *testing.T) {
+	path := writeConfig(t, "listen: 127.0.0.1:6379\nupstream:\n  addr: 127.0.0.1:6379\nlocks:\n  - pattern: \"*\"\n")
+	code, out, errs := runCLI("check-config", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		path + `: warning: locks[0].pattern: "*" matches every key`,
+		path + ": warning: listen: 127.0.0.1:6379 is upstream.addr",
+		path + ": ok",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}

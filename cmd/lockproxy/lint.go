@@ -20,8 +20,8 @@ each key the script receives: guarded (changed only after comparing its
 value or owner field with an argument), acquire (only created), blind
 (deleted, expired or overwritten unchecked) or unknown (cannot tell).
 
-Exit status: 1 when any script is blind for some key, 2 when a file cannot
-be read, 0 otherwise.`
+Exit status: 2 when a file cannot be read or does not parse, else 1 when
+any script is blind for some key, else 0.`
 
 // lint runs the script analysis offline: lockproxy lint FILE.lua... (- for
 // stdin).
@@ -60,6 +60,9 @@ func lint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if lib.Err != "" {
 				fmt.Fprintf(stdout, "%s:%d: unknown: %s\n", name, lib.ErrLine, lib.Err)
 				fmt.Fprintf(stdout, "%s: library %q: unknown (not analysed)\n", name, lib.Name)
+				if unparsable(lib.Err) {
+					status = 2
+				}
 				continue
 			}
 			names := make([]string, 0, len(lib.Functions))
@@ -77,13 +80,22 @@ func lint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			reports = append(reports, scriptcheck.Analyze(body))
 		}
 		for _, r := range reports {
-			if lintReport(stdout, name, r, *verbose) && status == 0 {
+			switch {
+			case unparsable(r.Err):
+				lintReport(stdout, name, r, *verbose)
+				status = 2
+			case lintReport(stdout, name, r, *verbose) && status == 0:
 				status = 1
 			}
 		}
 	}
 	return status
 }
+
+// unparsable: the analysis gave up because the text is not Lua, which
+// Valkey would refuse too (a script it only could not follow is "unknown",
+// not an error).
+func unparsable(err string) bool { return strings.HasPrefix(err, "the script does not parse") }
 
 // lintReport prints one script's findings and summary; it reports whether
 // the script is blind for some key.

@@ -76,8 +76,9 @@ func TestLintStdinAndLibrary(t *testing.T) {
 }
 
 func TestLintErrors(t *testing.T) {
+	// A script that does not parse fails the run (exit 0 on main).
 	code, out, _ := runLint(t, "if redis.call('GET', KEYS[1]) then\n", "-")
-	if code != 0 || !strings.Contains(out, "<stdin>:1: unknown: the script does not parse: syntax error") {
+	if code != 2 || !strings.Contains(out, "<stdin>:1: unknown: the script does not parse: syntax error") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	code, _, errs := runLint(t, "", "no/such/file.lua")

@@ -3,6 +3,8 @@
 //
 //	lockproxy --config FILE [--listen ADDR] [--upstream ADDR]
 //	lockproxy check-config FILE
+//	lockproxy check-upstream FILE
+//	lockproxy lint FILE.lua...
 //	lockproxy version
 package main
 
@@ -20,7 +22,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
@@ -34,35 +38,75 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "version":
-			fmt.Fprintln(stdout, "lockproxy", versionString())
-			return 0
-		case "check-config":
-			if len(args) != 2 {
-				fmt.Fprintln(stderr, "usage: lockproxy check-config FILE")
-				return 2
-			}
-			return checkConfig(args[1], stdout, stderr)
-		case "lint":
-			return lint(args[1:], os.Stdin, stdout, stderr)
+const usage = `usage:
+  lockproxy --config FILE [--listen ADDR] [--upstream ADDR]   run the proxy (flags override the file)
+  lockproxy check-config FILE      validate FILE (and its TLS files); exit 1 on an error
+  lockproxy check-upstream FILE    connect to Valkey as FILE says; report what is missing
+  lockproxy lint [-v] FILE.lua...  classify lock scripts offline (- reads standard input)
+  lockproxy version                print the version (also --version)
+  lockproxy help                   this text
+
+flags of the proxy:`
+
+// subcommands are the words run accepts first, each with its handler.
+var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"version": func(args []string, stdout, stderr io.Writer) int {
+		if len(args) > 0 {
+			fmt.Fprintf(stderr, "lockproxy version: unexpected argument %q\n", args[0])
+			return 2
 		}
-	}
-	fs := flag.NewFlagSet("lockproxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "configuration file (YAML); see config.example.yaml")
-	listen := fs.String("listen", "", "address to accept clients on, host:port (overrides the file)")
-	upstream := fs.String("upstream", "", "Valkey address, host:port (overrides the file)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until lockproxy exits")
-	memProfile := fs.String("memprofile", "", "write an allocation profile (go tool pprof -sample_index=alloc_space) to this file when lockproxy exits")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockproxy --config FILE [--listen ADDR] [--upstream ADDR]\n       lockproxy check-config FILE\n       lockproxy version")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+		fmt.Fprintln(stdout, "lockproxy", versionString())
+		return 0
+	},
+	"check-config": func(args []string, stdout, stderr io.Writer) int {
+		if len(args) != 1 {
+			fmt.Fprintln(stderr, "usage: lockproxy check-config FILE")
+			return 2
+		}
+		return checkConfig(args[0], stdout, stderr)
+	},
+	"check-upstream": func(args []string, stdout, stderr io.Writer) int {
+		if len(args) != 1 {
+			fmt.Fprintln(stderr, "usage: lockproxy check-upstream FILE")
+			return 2
+		}
+		return checkUpstream(args[0], stdout, stderr)
+	},
+	"lint": func(args []string, stdout, stderr io.Writer) int { return lint(args, os.Stdin, stdout, stderr) },
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if args[0] == "help" {
+			fmt.Fprintln(stdout, usage)
+			fs := newFlags(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		if f, ok := subcommands[args[0]]; ok {
+			return f(args[1:], stdout, stderr)
+		}
+		msg := fmt.Sprintf("lockproxy: unknown command %q", args[0])
+		if near := nearestCommand(args[0]); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		fmt.Fprintln(stderr, msg+" (lockproxy help lists them)")
 		return 2
+	}
+	fs := newFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "lockproxy: unexpected argument %q: the proxy takes only flags (lockproxy help)\n", fs.Arg(0))
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "lockproxy", versionString())
+		return 0
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -96,6 +140,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
+	} else {
+		fmt.Fprintf(stderr, "lockproxy: WARNING: no --config FILE: running with the built-in defaults (listen %s, upstream %s, no lock rules: a plain pass-through proxy)\n",
+			cfg.Listen, cfg.Upstream.Addr)
 	}
 	// The flags override the file, at start and on every reload.
 	override := func(c *policy.Config) {
@@ -114,11 +161,80 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// The proxy's flags.
+var (
+	configPath, listen, upstream, cpuProfile, memProfile *string
+	showVersion                                          *bool
+)
+
+// upstreamName is what the start-up line names as the upstream.
+func upstreamName(cfg *policy.Config) string {
+	u := cfg.Upstream
+	switch {
+	case u.Sentinel.Master != "":
+		return fmt.Sprintf("Sentinel master %q via %s", u.Sentinel.Master, strings.Join(u.Sentinel.Addrs, ","))
+	case len(u.Cluster.Seeds) > 0:
+		return "cluster via " + strings.Join(u.Cluster.Seeds, ",")
+	}
+	return u.Addr
+}
+
+func newFlags(w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("lockproxy", flag.ContinueOnError)
+	fs.SetOutput(w)
+	configPath = fs.String("config", "", "configuration file (YAML); see config.example.yaml")
+	listen = fs.String("listen", "", "address to accept clients on, host:port (overrides the file)")
+	upstream = fs.String("upstream", "", "Valkey address, host:port (overrides the file)")
+	cpuProfile = fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to this file until lockproxy exits")
+	memProfile = fs.String("memprofile", "", "write an allocation profile (go tool pprof -sample_index=alloc_space) to this file when lockproxy exits")
+	showVersion = fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintln(w, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// nearestCommand is the subcommand a mistyped word was probably meant to
+// be; "" when none is close.
+func nearestCommand(word string) string {
+	best, bestD := "", 3
+	for name := range subcommands {
+		if d := editDistance(word, name); d < bestD {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
 func checkConfig(path string, stdout, stderr io.Writer) int {
 	cfg, err := policy.Load(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 	}
 	if rules, err := policy.NewRules(cfg.Locks); err == nil {
 		for _, n := range rules.Notes() {
@@ -131,6 +247,9 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 
 func serve(cfg *policy.Config, configPath string, override func(*policy.Config), stderr io.Writer) error {
 	log, level := newLogger(cfg.Log, stderr)
+	for _, w := range cfg.Warnings() {
+		log.Warn("configuration: " + w)
+	}
 	if cfg.GOMAXPROCS > 0 {
 		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 	}
@@ -145,15 +264,10 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 	if err != nil {
 		return err
 	}
-	if cfg.TLS.Enabled() {
-		tc, err := proxy.ListenerTLS(cfg.TLS)
-		if err != nil {
-			l.Close()
-			return err
-		}
+	if tc := p.ListenerTLS(); tc != nil {
 		l = tls.NewListener(l, tc)
 	}
-	log.Info("lockproxy listening", "listen", l.Addr().String(), "upstream", cfg.Upstream.Addr,
+	log.Info("lockproxy listening", "listen", l.Addr().String(), "upstream", upstreamName(cfg),
 		"version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0), "lock_rules", len(cfg.Locks))
 
 	stopMetrics, err := startMetrics(cfg.Metrics.Listen, p, log)
@@ -170,36 +284,46 @@ func serve(cfg *policy.Config, configPath string, override func(*policy.Config),
 	defer signal.Stop(sigs)
 	served := make(chan error, 1)
 	go func() { served <- p.Serve(l) }()
+	sdNotify("READY=1")
 	select {
 	case err := <-served:
 		p.Close()
 		return err
 	case sig := <-sigs:
-		log.Info("shutting down: no new clients; finishing replies in flight", "signal", sig.String(), "deadline", cfg.ShutdownTimeout.D())
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.D())
-		defer cancel()
+		sdNotify("STOPPING=1")
+		wait := cfg.ShutdownTimeout.D()
+		log.Info("shutting down: no new clients; finishing replies in flight", "signal", sig.String(), "deadline", wait)
+		return shutdown(p, served, wait, log)
+	}
+}
+
+// shutdown lets the clients' replies in flight arrive for up to wait, then
+// closes what is left; it returns within wait plus shutdownGrace whatever
+// happens (a closing connection that hangs is left to the process's exit).
+func shutdown(p *proxy.Proxy, served <-chan error, wait time.Duration, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
 		err := p.Shutdown(ctx)
 		<-served
+		done <- err
+	}()
+	select {
+	case err := <-done:
 		if errors.Is(err, context.DeadlineExceeded) {
 			log.Warn("shutdown deadline passed; closed the remaining clients")
 			return nil
 		}
 		return err
+	case <-time.After(wait + shutdownGrace):
+		return fmt.Errorf("shutdown did not finish within shutdown_timeout (%s) and %s more; exiting anyway", wait, shutdownGrace)
 	}
 }
 
-// newLogger also returns its level, which a reload may change.
-func newLogger(c policy.LogConfig, w io.Writer) (*slog.Logger, *slog.LevelVar) {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
-	lv := new(slog.LevelVar)
-	lv.Set(level)
-	ho := &slog.HandlerOptions{Level: lv}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, ho)), lv
-	}
-	return slog.New(slog.NewTextHandler(w, ho)), lv
-}
+// shutdownGrace is what closing takes past shutdown_timeout at most; the
+// metrics endpoint and the reload handler stop within it too.
+const shutdownGrace = 500 * time.Millisecond
 
 func versionString() string {
 	if version != "" {

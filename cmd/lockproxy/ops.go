@@ -34,9 +34,12 @@ func startMetrics(addr string, p *proxy.Proxy, log *slog.Logger) (stop func(), e
 	}()
 	log.Info("metrics endpoint listening", "listen", l.Addr().String(), "paths", "/metrics /healthz /readyz")
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Within shutdownGrace: a probe still waiting on Valkey is cut.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace/4)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
 		<-done
 	}, nil
 }
@@ -55,7 +58,9 @@ func reloadOnHUP(p *proxy.Proxy, log *slog.Logger) (stop func()) {
 			select {
 			case <-hup:
 				log.Info("SIGHUP: reloading the configuration")
+				sdNotify("RELOADING=1")
 				_, _ = p.Reload() // logs what it did, or why it kept the running configuration
+				sdNotify("READY=1")
 			case <-quit:
 				return
 			}
@@ -64,6 +69,9 @@ func reloadOnHUP(p *proxy.Proxy, log *slog.Logger) (stop func()) {
 	return func() {
 		signal.Stop(hup)
 		close(quit)
-		<-done
+		select {
+		case <-done:
+		case <-time.After(shutdownGrace / 4): // a reload waiting on Valkey ends with the process
+		}
 	}
 }
