@@ -24,7 +24,9 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 	s.noteCommand(cmd.Args)
 	inMulti := s.inMulti
 	s.publishDue = !forwarded(k) || inMulti
+	s.scriptCall = k == kForward && isScriptCall(cmd.Args[0])
 	ok := s.route(cmd, k)
+	s.scriptCall = false
 	if s.putBack {
 		s.replySkip = s.replySkip || skip
 	}

@@ -22,6 +22,9 @@ type pool struct {
 	p     *Proxy
 	key   poolKey
 	slots []slot
+	// spare is the side connection that sessions use while a script runs
+	// on their own slot's connection (busyscript.go).
+	spare slot
 }
 
 type slot struct {
@@ -47,7 +50,34 @@ func (p *Proxy) pool(key poolKey) *pool {
 // whose dial failed answers with that failure until its backoff ends, so a
 // down Valkey costs clients an error, not a pile-up of dials.
 func (pl *pool) conn(i int) (*upConn, error) {
-	sl := &pl.slots[i%len(pl.slots)]
+	return pl.slotConn(&pl.slots[i%len(pl.slots)], false)
+}
+
+// spareConn is conn for the pool's spare connection (busyscript.go). It
+// logs in bare, without loading lockproxy's scripts: Valkey may be running
+// a script when it is dialled, and would answer SCRIPT LOAD with BUSY (the
+// first EVALSHA of a lock script on it loads its script: noscript.go).
+func (pl *pool) spareConn() (*upConn, error) {
+	return pl.slotConn(&pl.spare, true)
+}
+
+// spareReady is the spare connection when it is open and alive, else nil.
+func (pl *pool) spareReady() *upConn {
+	sl := &pl.spare
+	if !sl.mu.TryLock() {
+		return nil
+	}
+	defer sl.mu.Unlock()
+	if sl.c != nil && !sl.c.dead.Load() {
+		return sl.c
+	}
+	return nil
+}
+
+// spareDialled reports whether spareConn would answer without dialling.
+func (pl *pool) spareDialled() bool { return pl.slotReady(&pl.spare) }
+
+func (pl *pool) slotConn(sl *slot, spare bool) (*upConn, error) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.c != nil && !sl.c.dead.Load() {
@@ -60,6 +90,7 @@ func (pl *pool) conn(i int) (*upConn, error) {
 		return nil, errClosed
 	}
 	st := pl.p.sharedState(pl.key)
+	st.bare = spare
 	c, err := pl.p.dial(st, nil)
 	var re *replyError
 	if errors.As(err, &re) {
@@ -80,6 +111,9 @@ func (pl *pool) conn(i int) (*upConn, error) {
 		return nil, err
 	}
 	pl.p.ops.dials.Add(1)
+	if spare {
+		c.spare = pl
+	}
 	sl.c, sl.err, sl.backoff = c, nil, 0
 	return c, nil
 }
@@ -88,7 +122,10 @@ func (pl *pool) conn(i int) (*upConn, error) {
 // has a live connection, or a dial failure still in its backoff. A slot
 // being dialled by someone else is not ready.
 func (pl *pool) ready(i int) bool {
-	sl := &pl.slots[i%len(pl.slots)]
+	return pl.slotReady(&pl.slots[i%len(pl.slots)])
+}
+
+func (pl *pool) slotReady(sl *slot) bool {
 	if !sl.mu.TryLock() {
 		return false
 	}
@@ -123,8 +160,11 @@ func (p *Proxy) closePools() {
 	p.pools = map[poolKey]*pool{}
 	p.poolMu.Unlock()
 	for _, pl := range pools {
-		for i := range pl.slots {
-			sl := &pl.slots[i]
+		for i := range len(pl.slots) + 1 {
+			sl := &pl.spare
+			if i < len(pl.slots) {
+				sl = &pl.slots[i]
+			}
 			sl.mu.Lock()
 			c := sl.c
 			sl.c = nil

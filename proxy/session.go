@@ -120,6 +120,9 @@ type session struct {
 	// shot is what an off-loop one-off connection answered to the command
 	// put back meanwhile (busy.go).
 	shot *oneShot
+	// scriptCall: the command being handled is the client's own script or
+	// function call (busyscript.go).
+	scriptCall bool
 	// dialed is what an off-loop dial for the command put back gave.
 	dialed *dialResult
 	// loginChecked is Valkey's verdict on the credentials of the AUTH or
@@ -343,7 +346,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, cluster: s.clusterPend(raw)})
+	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, script: s.scriptCall, cluster: s.clusterPend(raw)})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -363,16 +366,16 @@ func (s *session) target() *upConn {
 	if s.ded != nil {
 		return s.ded
 	}
-	if c := s.shared; c != nil && s.sharedKey == s.key() && !c.dead.Load() {
-		return c
+	c := s.shared
+	if c == nil || s.sharedKey != s.key() || c.dead.Load() {
+		var err error
+		if c, err = s.poolConn(s.key()); err != nil {
+			s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
+			return nil
+		}
+		s.shared, s.sharedKey = c, s.key()
 	}
-	c, err := s.poolConn(s.key())
-	if err != nil {
-		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
-		return nil
-	}
-	s.shared, s.sharedKey = c, s.key()
-	return c
+	return s.besideScript(c)
 }
 
 // poolConn returns the session's connection of the pool key. A dial done off

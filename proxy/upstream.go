@@ -24,6 +24,9 @@ type pend struct {
 	retry []byte
 	// seq is the reply's place among the session's (reorder.go).
 	seq uint64
+	// script: a client's own EVAL, EVALSHA or FCALL (and their _RO forms),
+	// which may hold Valkey for as long as it runs (busyscript.go).
+	script bool
 	// mute: the client asked for no reply to this command (CLIENT REPLY
 	// OFF or SKIP): the reply is taken, and its hook run, but not sent.
 	mute bool
@@ -47,6 +50,9 @@ type upConn struct {
 	nc    net.Conn
 	addr  string
 	owner *session // the one session of a dedicated connection; nil when shared
+	// spare: set on a pool's side connection, for commands that must not
+	// queue behind a script call (busyscript.go); nil on any other.
+	spare *pool
 
 	// stream is set on a dedicated connection whose replies no longer pair
 	// one-to-one with commands (SUBSCRIBE, MONITOR, CLIENT REPLY OFF): every
