@@ -296,6 +296,12 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			}
 			return true
 		}
+		if db, ok := selectArg(args); ok && s.inMulti {
+			// Valkey switches when EXEC runs it (execSelect).
+			s.multiSelect = true
+			s.queueInMulti(cmd.Raw, nil, s.execSelect(db))
+			return true
+		}
 	case kReset:
 		if len(args) != 1 {
 			s.local(resp.AppendError(nil, errWrongArgs("reset")))
@@ -330,16 +336,26 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			return true
 		}
 	case resp.EqualFold(args[0], "exec") && s.inMulti:
-		shapers := s.multiShape
-		s.inMulti, s.multiShape = false, nil
+		shapers, selects := s.multiShape, s.multiSelect
+		s.inMulti, s.multiShape, s.multiSelect = false, nil, false
 		for _, f := range shapers {
 			if f != nil {
+				s.execDB.Store(-1)
 				s.forward(cmd.Raw, s.execHook(shapers))
+				if selects {
+					// The database the session's commands go to
+					// from here on is the one EXEC left.
+					s.flush()
+					s.waitDrain(0)
+					if db := s.execDB.Load(); db >= 0 {
+						s.db = int(db)
+					}
+				}
 				return true
 			}
 		}
 	case resp.EqualFold(args[0], "discard"):
-		s.inMulti, s.multiShape = false, nil
+		s.inMulti, s.multiShape, s.multiSelect = false, nil, false
 	case s.inMulti:
 		s.multiShape = append(s.multiShape, nil)
 	}
