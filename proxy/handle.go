@@ -465,6 +465,18 @@ func (s *session) selectDB(cmd resp.Command) {
 		s.forward(cmd.Raw, nil) // Valkey's error, and no switch
 		return
 	}
+	if s.login != "" {
+		// The new database's connections are set up as the proxy
+		// (handshake): whether the user may switch is Valkey's to say.
+		reply := s.askAside(cmd)
+		if reply == nil {
+			return // handled again with the answer (askAside)
+		}
+		if reply[0] == '-' {
+			s.local(reply)
+			return
+		}
+	}
 	old := s.db
 	s.db = s.poolAfter(kSelect, cmd.Args).db
 	if _, err := s.poolConn(s.key()); err != nil {

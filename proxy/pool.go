@@ -149,7 +149,8 @@ func (p *Proxy) sharedState(key poolKey) connState {
 		// the registry lost (none is ever removed) would log in with
 		// no password, which Valkey refuses.
 		c, _ := p.logins.creds(key.login)
-		st.username, st.password, st.auth = c.user, c.pass, true
+		st.proxyUser, st.proxyPass = st.username, st.password
+		st.username, st.password, st.auth, st.login = c.user, c.pass, true, true
 	}
 	return st
 }

@@ -82,15 +82,23 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 func handshake(nc net.Conn, st connState) error {
 	var cmds [][]string
 	optional := map[int]bool{} // replies whose errors do not matter
+	// A client's own login comes last: the connection is set up as the
+	// proxy, and the user then keeps its database, name and library
+	// info, as a client's connection keeps them across AUTH on Valkey,
+	// whether or not the user may run SELECT or CLIENT SETNAME itself.
+	user, pass, auth := st.username, st.password, st.auth
+	if st.login {
+		user, pass, auth = st.proxyUser, st.proxyPass, st.proxyPass != ""
+	}
 	switch {
-	case st.proto == 3 && st.auth:
-		cmds = append(cmds, []string{"HELLO", "3", "AUTH", userOrDefault(st.username), st.password})
+	case st.proto == 3 && auth:
+		cmds = append(cmds, []string{"HELLO", "3", "AUTH", userOrDefault(user), pass})
 	case st.proto == 3:
 		cmds = append(cmds, []string{"HELLO", "3"})
-	case st.auth && st.username != "":
-		cmds = append(cmds, []string{"AUTH", st.username, st.password})
-	case st.auth:
-		cmds = append(cmds, []string{"AUTH", st.password})
+	case auth && user != "":
+		cmds = append(cmds, []string{"AUTH", user, pass})
+	case auth:
+		cmds = append(cmds, []string{"AUTH", pass})
 	}
 	if st.db != 0 {
 		cmds = append(cmds, []string{"SELECT", fmt.Sprint(st.db)})
@@ -116,6 +124,12 @@ func handshake(nc net.Conn, st connState) error {
 		}
 		optional[len(cmds)] = true
 		cmds = append(cmds, []string{"SCRIPT", "LOAD", sc.Body})
+	}
+	switch {
+	case st.login && st.username != "":
+		cmds = append(cmds, []string{"AUTH", st.username, st.password})
+	case st.login:
+		cmds = append(cmds, []string{"AUTH", st.password})
 	}
 	if len(cmds) == 0 {
 		return nil

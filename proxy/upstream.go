@@ -118,6 +118,11 @@ type connState struct {
 	// must run while Valkey is busy, when SCRIPT LOAD would be refused).
 	bare bool
 	node string // in a cluster: the node to connect to
+	// login: username and password are a client's own login, given last,
+	// once the proxy's credentials (proxyUser, proxyPass) set the
+	// connection up (handshake).
+	login                bool
+	proxyUser, proxyPass string
 }
 
 // replyError is an error reply Valkey gave during the handshake (for example
