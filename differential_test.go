@@ -275,6 +275,7 @@ var diffSequences = []seqCase{
 		cmd("CLIENT", "SETINFO", "LIB-NAME", "rl"), {args: []string{"HELLO", "3"}, mask: maskHello},
 		cmd("GET", "missing"), cmd("RESET"), cmd("GET", "missing"), cmd("GET", "r"),
 		cmd("CLIENT", "GETNAME"), cmd("SELECT", "2"), cmd("GET", "r"),
+		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo}, // RESET keeps lib-name
 	}, valkey8: true},
 	{name: "reset-dedicated", steps: []step{
 		{args: []string{"HELLO", "3", "SETNAME", "rd"}, mask: maskHello}, {args: []string{"CLIENT", "ID"}, mask: maskInt},

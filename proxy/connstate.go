@@ -53,12 +53,12 @@ type clientState struct {
 }
 
 // reset is what RESET does to a connection (Valkey's clearClientConnectionState):
-// RESP2, the default database, no name or library info, logged out (back to
-// the default user), no transaction, no flags. Subscriptions, MONITOR and
+// RESP2, the default database, no name, logged out (back to the default
+// user), no transaction, no flags; the library name and version stay. Subscriptions, MONITOR and
 // tracking live on a dedicated connection, and Valkey ends them there.
 func (s *session) reset() {
 	s.setName("")
-	s.proto, s.db, s.libName, s.libVer = 2, s.p.opts.Upstream.DB, "", ""
+	s.proto, s.db = 2, s.p.opts.Upstream.DB
 	s.authed, s.proxyCreds = !s.p.requireAuth, false
 	s.inMulti, s.multiShape, s.multiSelect = false, nil, false
 	s.noEvict, s.noTouch = false, false
