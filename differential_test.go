@@ -353,6 +353,16 @@ var diffSequences = []seqCase{
 		{args: []string{"SCRIPT", "KILL"}, on: 1, until: "+OK"}, cmd(), {args: []string{"SCRIPT", "KILL"}, on: 1},
 		{args: []string{"FUNCTION", "KILL"}, on: 1}, cmd("PING"), {args: []string{"PING"}, on: 2},
 	}, directives: []string{"busy-reply-threshold 50"}},
+	// A no-touch client's reads leave the key's access counter as it was.
+	{name: "client-no-touch", steps: []step{
+		cmd("SET", "nt", "v"), cmd("CLIENT", "NO-TOUCH", "OFF"), cmd("CLIENT", "NO-TOUCH", "ON"),
+		cmd("GET", "nt"), cmd("OBJECT", "FREQ", "nt"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+		cmd("CLIENT", "NO-TOUCH", "OFF"), cmd("GET", "nt"), cmd("OBJECT", "FREQ", "nt"),
+		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+	}, directives: []string{"maxmemory-policy allkeys-lfu"}, valkey8: true},
+	{name: "client-kill-user", steps: []step{
+		cmd("CLIENT", "KILL", "USER", "nobody"), cmd("CLIENT", "KILL", "USER", "default", "ID", "999999"),
+	}},
 	{name: "sync-fullresync", steps: []step{
 		cmd("REPLCONF", "capa", "eof"), {args: []string{"PSYNC", "?", "-1"}, mask: maskFullResync},
 	}, directives: []string{"repl-diskless-sync-delay 0"}},

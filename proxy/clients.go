@@ -310,6 +310,12 @@ func (s *session) clientKill(args [][]byte) bool {
 			typ, hasType = v, true
 		case resp.EqualFold(opt, "user"):
 			user, hasUser = v, true
+			if reply := s.askAside(resp.Command{Raw: resp.AppendCommand(nil, []byte("ACL"), []byte("GETUSER"), v)}); reply == nil {
+				return true // handled again with Valkey's answer (askAside)
+			} else if reply[0] == '_' || string(reply) == "$-1\r\n" || string(reply) == "*-1\r\n" {
+				s.local(resp.AppendError(nil, errNoSuchUser(string(v))))
+				return true
+			}
 		case resp.EqualFold(opt, "addr"):
 			addr, hasAddr = string(v), true
 		case resp.EqualFold(opt, "laddr"):
@@ -395,10 +401,23 @@ func (s *session) clientSelf(args [][]byte) (handled, keep bool) {
 		}
 		if resp.EqualFold(sub, "no-evict") {
 			s.noEvict = on
-		} else {
+			s.local(resp.AppendSimple(nil, "OK"))
+			break
+		}
+		if !on && s.ded == nil {
+			s.noTouch = false
+			s.local(resp.AppendSimple(nil, "OK"))
+			break
+		}
+		// Valkey leaves the keys a no-touch connection reads untouched:
+		// that takes the session's own connection (client moves it
+		// there first), where Valkey keeps the flag.
+		if s.ded == nil {
+			return false, true
+		}
+		if s.askDedicated(resp.AppendCommand(nil, args...)) {
 			s.noTouch = on
 		}
-		s.local(resp.AppendSimple(nil, "OK"))
 	case resp.EqualFold(sub, "setname") && len(args) == 3:
 		if !validName(args[2]) {
 			s.local(resp.AppendError(nil, errClientName))

@@ -29,6 +29,8 @@ const (
 
 func errClientType(t string) string { return fmt.Sprintf("ERR Unknown client type '%s'", t) }
 
+func errNoSuchUser(u string) string { return fmt.Sprintf("ERR No such user '%s'", u) }
+
 func errProtocol(msg string) string { return "ERR " + msg }
 
 func errWrongArgs(cmd string) string {
