@@ -75,3 +75,41 @@ func (r *raw) readErrAfter(cmd []byte, timeout time.Duration) (string, error) {
 	r.send(string(cmd))
 	return r.readErr(timeout)
 }
+
+// While a CLIENT PAUSE WRITE sent through the proxy holds two clients'
+// writes back, a third client on the same shared connection (pool_size 1)
+// is answered at once, as on Valkey: INFO shows both held, and its
+// CLIENT UNPAUSE lets them through, in order. Before the fix the INFO waited
+// behind the held write until the pause ended.
+func TestPauseHeldWritesOthersAnswered(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		o.Config.Locks = rulesOptions(t, rule("rewrite")).Locks
+		o.Upstream.PoolSize = 1
+		e := newEnv(t, o)
+		d := e.direct()
+		t.Cleanup(func() { d.Do(ctx, "CLIENT", "UNPAUSE") })
+		r, w1, w2 := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+		eq(t, r.do("PFADD", "hll", "a"), ":1\r\n")
+		eq(t, r.do("CLIENT", "PAUSE", "100000", "WRITE"), "+OK\r\n")
+		w1.send(string(redisCmd("PFCOUNT", "hll")))
+		w2.send(string(redisCmd("SET", "k", "v")) + string(redisCmd("GET", "k")))
+		for i := 0; ; i++ {
+			info, err := r.readErrAfter(redisCmd("INFO", "clients"), 20*time.Second)
+			if err != nil {
+				t.Fatalf("INFO beside held writes: %v", err)
+			}
+			if strings.Contains(info, "blocked_clients:2\r\n") {
+				break
+			}
+			if i == 10000 {
+				t.Fatalf("the writes are not held: %q", info)
+			}
+		}
+		eq(t, r.do("GET", "k"), "$-1\r\n") // a read the pause lets through
+		eq(t, r.do("CLIENT", "UNPAUSE"), "+OK\r\n")
+		eq(t, w1.read(), ":1\r\n")
+		eq(t, w2.read(), "+OK\r\n")
+		eq(t, w2.read(), bulk("v"))
+		eq(t, r.do("GET", "k"), bulk("v"))
+	})
+}

@@ -24,9 +24,9 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 	s.noteCommand(cmd.Args)
 	inMulti := s.inMulti
 	s.publishDue = !forwarded(k) || inMulti
-	s.scriptCall = k == kForward && isScriptCall(cmd.Args[0])
+	s.holds = k == kForward && isScriptCall(cmd.Args[0])
 	ok := s.route(cmd, k)
-	s.scriptCall = false
+	s.holds = false
 	if s.putBack {
 		s.replySkip = s.replySkip || skip
 	}
@@ -68,6 +68,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		return true
 	}
 	if w := s.p.pauseWait(); w > 0 && forwarded(k) && s.p.cl == nil {
+		s.holds = true // nothing behind it on its connection (busyscript.go)
 		if c := s.target(); c != nil {
 			c.expectBlock(w) // CLIENT PAUSE may hold it back (pause.go)
 		}
@@ -495,6 +496,11 @@ func (s *session) selectDB(cmd resp.Command) {
 // reports false when the session must end.
 func (s *session) client(cmd resp.Command) bool {
 	args := cmd.Args
+	if isPause(args) && s.lp == nil && s.p.cl == nil {
+		// Before the pause holds anything (busyscript.go; an event
+		// loop opened them off the loop: needsSpares).
+		s.p.pool(s.key()).openSpares()
+	}
 	s.notePause(args)
 	if handled, keep := s.clientSelf(args); handled {
 		return keep

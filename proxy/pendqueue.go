@@ -7,10 +7,9 @@ type pendQueue struct {
 	buf  []pend
 	head int
 	n    int
-	// scripts counts the entries for a client's own script or function
-	// call (pend.script); changed under the connection's lock, read by
-	// anyone (busyscript.go).
-	scripts atomic.Int32
+	// holds counts the entries Valkey may hold back for long (pend.holds);
+	// changed under the connection's lock, read by anyone (busyscript.go).
+	holds atomic.Int32
 }
 
 func (q *pendQueue) push(p pend) {
@@ -24,8 +23,8 @@ func (q *pendQueue) push(p pend) {
 	}
 	q.buf[(q.head+q.n)%len(q.buf)] = p
 	q.n++
-	if p.script {
-		q.scripts.Add(1)
+	if p.holds {
+		q.holds.Add(1)
 	}
 }
 
@@ -37,8 +36,8 @@ func (q *pendQueue) popN(dst []pend, n int) []pend {
 	for i := 0; i < n; i++ {
 		j := q.head
 		dst = append(dst, q.buf[j])
-		if q.buf[j].script {
-			q.scripts.Add(-1)
+		if q.buf[j].holds {
+			q.holds.Add(-1)
 		}
 		q.buf[j] = pend{}
 		q.head = (j + 1) % len(q.buf)

@@ -22,9 +22,9 @@ type pool struct {
 	p     *Proxy
 	key   poolKey
 	slots []slot
-	// spare is the side connection that sessions use while a script runs
-	// on their own slot's connection (busyscript.go).
-	spare slot
+	// spares are the side connections sessions use while Valkey holds a
+	// command back on their own slot's connection (busyscript.go).
+	spares [spares]slot
 }
 
 type slot struct {
@@ -53,29 +53,45 @@ func (pl *pool) conn(i int) (*upConn, error) {
 	return pl.slotConn(&pl.slots[i%len(pl.slots)], false)
 }
 
-// spareConn is conn for the pool's spare connection (busyscript.go). It
-// logs in bare, without loading lockproxy's scripts: Valkey may be running
-// a script when it is dialled, and would answer SCRIPT LOAD with BUSY (the
-// first EVALSHA of a lock script on it loads its script: noscript.go).
-func (pl *pool) spareConn() (*upConn, error) {
-	return pl.slotConn(&pl.spare, true)
+// spares is how many spare connections a pool may have.
+const spares = 4
+
+// openSpares opens the pool's spare connections (busyscript.go) that are
+// not open. They log in bare, without loading lockproxy's scripts: Valkey
+// may be running a script, and would answer SCRIPT LOAD with BUSY (the
+// first EVALSHA of a lock script on one loads its script: noscript.go).
+func (pl *pool) openSpares() {
+	for i := range pl.spares {
+		_, _ = pl.slotConn(&pl.spares[i], true)
+	}
 }
 
-// spareReady is the spare connection when it is open and alive, else nil.
-func (pl *pool) spareReady() *upConn {
-	sl := &pl.spare
-	if !sl.mu.TryLock() {
-		return nil
-	}
-	defer sl.mu.Unlock()
-	if sl.c != nil && !sl.c.dead.Load() {
-		return sl.c
+// freeSpare is an open spare connection where Valkey holds nothing back
+// (with idle, where nothing at all is in flight), else nil.
+func (pl *pool) freeSpare(idle bool) *upConn {
+	for i := range pl.spares {
+		sl := &pl.spares[i]
+		if !sl.mu.TryLock() {
+			continue
+		}
+		c := sl.c
+		sl.mu.Unlock()
+		if c != nil && !c.dead.Load() && c.q.holds.Load() == 0 && (!idle || c.idle()) {
+			return c
+		}
 	}
 	return nil
 }
 
-// spareDialled reports whether spareConn would answer without dialling.
-func (pl *pool) spareDialled() bool { return pl.slotReady(&pl.spare) }
+// sparesOpen reports whether openSpares would dial nothing.
+func (pl *pool) sparesOpen() bool {
+	for i := range pl.spares {
+		if !pl.slotReady(&pl.spares[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 func (pl *pool) slotConn(sl *slot, spare bool) (*upConn, error) {
 	sl.mu.Lock()
@@ -161,8 +177,8 @@ func (p *Proxy) closePools() {
 	p.pools = map[poolKey]*pool{}
 	p.poolMu.Unlock()
 	for _, pl := range pools {
-		for i := range len(pl.slots) + 1 {
-			sl := &pl.spare
+		for i := range len(pl.slots) + spares {
+			sl := &pl.spares[max(i-len(pl.slots), 0)]
 			if i < len(pl.slots) {
 				sl = &pl.slots[i]
 			}
@@ -175,4 +191,11 @@ func (p *Proxy) closePools() {
 			}
 		}
 	}
+}
+
+// idle reports whether nothing is queued or in flight on c.
+func (c *upConn) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.q.n == 0 && len(c.wbuf) == 0 && !c.writing
 }

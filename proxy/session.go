@@ -120,9 +120,9 @@ type session struct {
 	// shot is what an off-loop one-off connection answered to the command
 	// put back meanwhile (busy.go).
 	shot *oneShot
-	// scriptCall: the command being handled is the client's own script or
-	// function call (busyscript.go).
-	scriptCall bool
+	// holds: Valkey may hold the command being handled back for long
+	// (pend.holds, busyscript.go).
+	holds bool
 	// dialed is what an off-loop dial for the command put back gave.
 	dialed *dialResult
 	// loginChecked is Valkey's verdict on the credentials of the AUTH or
@@ -346,7 +346,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, script: s.scriptCall, cluster: s.clusterPend(raw)})
+	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, holds: s.holds, cluster: s.clusterPend(raw)})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -375,7 +375,7 @@ func (s *session) target() *upConn {
 		}
 		s.shared, s.sharedKey = c, s.key()
 	}
-	return s.besideScript(c)
+	return s.besideHeld(c)
 }
 
 // poolConn returns the session's connection of the pool key. A dial done off

@@ -60,7 +60,7 @@ func (s *session) pump() {
 			s.migrate()
 			return
 		}
-		if (settles(k) || s.behindScript()) && s.inflight.Load()+int64(len(s.bpend)) > 0 {
+		if (settles(k) || s.behindHeld()) && s.inflight.Load()+int64(len(s.bpend)) > 0 {
 			// Handled once every earlier reply is in: the loop reads
 			// the replies, so it must not wait for them here.
 			s.rd.Unread()
@@ -70,11 +70,12 @@ func (s *session) pump() {
 			}
 			continue
 		}
-		if s.needsSpare(k, cmd.Args) {
-			// The spare connection a script call needs beside it
-			// (busyscript.go), opened off the loop like any dial.
+		if s.needsSpares(k, cmd.Args) {
+			// The spare connections a command Valkey may hold back
+			// needs beside it (busyscript.go), opened off the loop
+			// like any dial.
 			pl := s.p.pool(s.key())
-			s.offLoop(func() { _, _ = pl.spareConn() })
+			s.offLoop(pl.openSpares)
 			return
 		}
 		if key, dials := s.willDial(k, cmd.Args); dials {

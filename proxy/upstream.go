@@ -24,9 +24,11 @@ type pend struct {
 	retry []byte
 	// seq is the reply's place among the session's (reorder.go).
 	seq uint64
-	// script: a client's own EVAL, EVALSHA or FCALL (and their _RO forms),
-	// which may hold Valkey for as long as it runs (busyscript.go).
-	script bool
+	// holds: Valkey may hold the command back for long, and what is
+	// queued behind it with it: a client's own EVAL, EVALSHA or FCALL
+	// (and their _RO forms), which holds Valkey for as long as it runs, or
+	// any command while a CLIENT PAUSE is in force (busyscript.go).
+	holds bool
 	// mute: the client asked for no reply to this command (CLIENT REPLY
 	// OFF or SKIP): the reply is taken, and its hook run, but not sent.
 	mute bool
