@@ -362,6 +362,13 @@ var diffSequences = []seqCase{
 	}, directives: []string{"maxmemory-policy allkeys-lfu"}, valkey8: true},
 	{name: "client-kill-user", steps: []step{
 		cmd("CLIENT", "KILL", "USER", "nobody"), cmd("CLIENT", "KILL", "USER", "default", "ID", "999999"),
+		cmd("CLIENT", "KILL", "MAXAGE", "-1"), cmd("CLIENT", "KILL", "MAXAGE", "0"), cmd("CLIENT", "KILL", "MAXAGE", "x"),
+	}},
+	// Valkey passes a script's big number on as the script gave it.
+	{name: "script-malformed-bignum", steps: []step{
+		cmd("EVAL", `redis.setresp(3); return {big_number='123\r\n123'}`, "0"),
+		{args: []string{"HELLO", "3"}, mask: maskHello},
+		cmd("EVAL", `redis.setresp(3); return {big_number='123\r\n123'}`, "0"), cmd("PING"),
 	}},
 	{name: "sync-fullresync", steps: []step{
 		cmd("REPLCONF", "capa", "eof"), {args: []string{"PSYNC", "?", "-1"}, mask: maskFullResync},

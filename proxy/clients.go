@@ -332,8 +332,12 @@ func (s *session) clientKill(args [][]byte) bool {
 			}
 		case resp.EqualFold(opt, "maxage"):
 			n, ok := valkeynum.String2ll(v)
-			if !ok || n < 0 {
+			if !ok {
 				s.local(resp.AppendError(nil, errMaxAge))
+				return true
+			}
+			if n <= 0 {
+				s.local(resp.AppendError(nil, errMaxAgeRange))
 				return true
 			}
 			maxAge = n
