@@ -211,6 +211,7 @@ func (s *session) poolAfter(k kind, args [][]byte) poolKey {
 // handleDedicated: on its own connection a session's state lives in Valkey,
 // so nearly everything is forwarded as it is.
 func (s *session) handleDedicated(cmd resp.Command) bool {
+	cmd = s.toValkeyIDs(cmd)
 	args := cmd.Args
 	switch s.p.cmds().kind(args[0]) {
 	case kQuit:
@@ -495,6 +496,7 @@ func (s *session) selectDB(cmd resp.Command) {
 // CACHING, ...) need a dedicated connection, the rest is forwarded. It
 // reports false when the session must end.
 func (s *session) client(cmd resp.Command) bool {
+	cmd = s.toValkeyIDs(cmd)
 	args := cmd.Args
 	if isPause(args) && s.lp == nil && s.p.cl == nil {
 		// Before the pause holds anything (busyscript.go; an event

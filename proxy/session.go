@@ -525,11 +525,14 @@ func (s *session) goDedicated(withCreds bool) bool {
 	st := s.p.sharedState(s.key()) // logged in as the session is
 	st.name, st.libName, st.libVer = s.name, s.libName, s.libVer
 	st.auth = withCreds && st.auth
+	var vid int64
+	st.clientID = &vid
 	c, err := s.p.dial(st, s)
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return false
 	}
+	c.vid = vid
 	s.dedMu.Lock()
 	s.ded = c
 	s.dedMu.Unlock()

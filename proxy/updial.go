@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
@@ -131,6 +132,11 @@ func handshake(nc net.Conn, st connState) error {
 	case st.login:
 		cmds = append(cmds, []string{"AUTH", st.password})
 	}
+	idAt := -1
+	if st.clientID != nil {
+		idAt = len(cmds)
+		cmds = append(cmds, []string{"CLIENT", "ID"})
+	}
 	if len(cmds) == 0 {
 		return nil
 	}
@@ -150,6 +156,9 @@ func handshake(nc net.Conn, st connState) error {
 		}
 		if buf[0] == '-' && !optional[i] {
 			return &replyError{msg: string(bytes.TrimRight(buf[1:n], "\r\n"))}
+		}
+		if i == idAt && buf[0] == ':' {
+			*st.clientID, _ = strconv.ParseInt(string(buf[1:n-2]), 10, 64)
 		}
 		buf = append(buf[:0], buf[n:]...)
 	}

@@ -52,6 +52,8 @@ type upConn struct {
 	nc    net.Conn
 	addr  string
 	owner *session // the one session of a dedicated connection; nil when shared
+	// vid is Valkey's id of a dedicated connection (clientids.go).
+	vid int64
 	// spare: set on a pool's side connection, for commands that must not
 	// queue behind a script call (busyscript.go); nil on any other.
 	spare *pool
@@ -125,6 +127,9 @@ type connState struct {
 	// connection up (handshake).
 	login                bool
 	proxyUser, proxyPass string
+	// clientID, when set, gets Valkey's id of the connection (CLIENT ID,
+	// asked last).
+	clientID *int64
 }
 
 // replyError is an error reply Valkey gave during the handshake (for example

@@ -1,0 +1,40 @@
+package lockproxy_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockproxy/lockproxy/proxy"
+)
+
+// CLIENT UNBLOCK and CLIENT TRACKING ... REDIRECT name a client by the id
+// CLIENT ID gave through the proxy, and act on that client as on Valkey.
+// Before the fix they were forwarded with the proxy's id, which Valkey does
+// not know: UNBLOCK answered 0 and left the client blocked, REDIRECT was
+// refused.
+func TestClientIDsForValkey(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		o.Config.Locks = rulesOptions(t, rule("rewrite")).Locks
+		e := newEnv(t, o)
+		blocked, r, redir := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+
+		id := strings.TrimSuffix(strings.TrimPrefix(blocked.do("CLIENT", "ID"), ":"), "\r\n")
+		blocked.send(string(redisCmd("BLPOP", "nolist", "0")))
+		for i := 0; r.do("CLIENT", "UNBLOCK", id) != ":1\r\n"; i++ {
+			if i == 100000 {
+				t.Fatal("CLIENT UNBLOCK never unblocked the BLPOP")
+			}
+		}
+		eq(t, blocked.read(), "*-1\r\n")
+		eq(t, r.do("CLIENT", "UNBLOCK", "999999"), ":0\r\n")
+		eq(t, r.do("CLIENT", "UNBLOCK", "x"), "-ERR value is not an integer or out of range\r\n")
+
+		rid := strings.TrimSuffix(strings.TrimPrefix(redir.do("CLIENT", "ID"), ":"), "\r\n")
+		mustContain(t, redir.do("SUBSCRIBE", "__redis__:invalidate"), "__redis__:invalidate")
+		eq(t, r.do("CLIENT", "TRACKING", "on", "REDIRECT", rid), "+OK\r\n")
+		eq(t, r.do("GET", "tk"), "$-1\r\n")
+		eq(t, dialRaw(t, e.addr).do("SET", "tk", "v"), "+OK\r\n")
+		eq(t, redir.read(), "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$2\r\ntk\r\n")
+		mustContain(t, r.do("CLIENT", "TRACKING", "on", "REDIRECT", "999999"), "-ERR The client ID you want redirect to does not exist")
+	})
+}
