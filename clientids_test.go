@@ -26,6 +26,16 @@ func TestClientIDsForValkey(t *testing.T) {
 			}
 		}
 		eq(t, blocked.read(), "*-1\r\n")
+		mustContain(t, r.do("CLIENT", "LIST", "ID", id), " flags=N ")
+		blocked.send(string(redisCmd("BLPOP", "nolist", "0")))
+		for i := 0; !strings.Contains(r.do("CLIENT", "LIST", "ID", id), " flags=b "); i++ {
+			if i == 100000 {
+				t.Fatal("CLIENT LIST never showed the BLPOP blocked")
+			}
+		}
+		eq(t, r.do("LPUSH", "nolist", "x"), ":1\r\n")
+		eq(t, blocked.read(), "*2\r\n$6\r\nnolist\r\n$1\r\nx\r\n")
+		mustContain(t, r.do("CLIENT", "LIST", "ID", id), " flags=N ")
 		eq(t, r.do("CLIENT", "UNBLOCK", "999999"), ":0\r\n")
 		eq(t, r.do("CLIENT", "UNBLOCK", "x"), "-ERR value is not an integer or out of range\r\n")
 

@@ -144,7 +144,7 @@ func (s *session) clientInfoLine(b []byte, now time.Time) []byte {
 	b = append(b, " idle="...)
 	b = strconv.AppendInt(b, idle, 10)
 	b = append(b, " flags="...)
-	b = append(b, sn.flags...)
+	b = appendFlags(b, sn.flags, s.blocked.Load())
 	b = append(b, " db="...)
 	b = strconv.AppendInt(b, int64(sn.db), 10)
 	b = append(b, " sub="...)
@@ -169,6 +169,24 @@ func (s *session) clientInfoLine(b []byte, now time.Time) []byte {
 	b = append(b, sn.libVer...)
 	b = append(b, " tot-net-in=0 tot-net-out=0 tot-cmds=0\n"...)
 	return b
+}
+
+// appendFlags appends CLIENT LIST's flags: the published ones, with b for a
+// blocked client in Valkey's place for it (after S, O, P and x).
+func appendFlags(b []byte, flags string, blocked bool) []byte {
+	if !blocked {
+		return append(b, flags...)
+	}
+	if flags == "N" {
+		return append(b, 'b')
+	}
+	i := 0
+	for i < len(flags) && (flags[i] == 'S' || flags[i] == 'O' || flags[i] == 'P' || flags[i] == 'x') {
+		i++
+	}
+	b = append(b, flags[:i]...)
+	b = append(b, 'b')
+	return append(b, flags[i:]...)
 }
 
 // allSessions returns the proxy's sessions in id order.

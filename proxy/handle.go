@@ -327,6 +327,15 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	}
 	if wait, ok := s.p.cmds().blockingWait(args); ok {
 		s.ded.expectBlock(wait)
+		if !s.inMulti && !s.ded.stream.Load() {
+			// CLIENT LIST's flag b until the reply comes.
+			s.blocked.Store(true)
+			s.forward(cmd.Raw, func(reply []byte) []byte {
+				s.blocked.Store(false)
+				return reply
+			})
+			return true
+		}
 	}
 	// Transactions: remember which queued commands need their EXEC element
 	// shaped (lock scripts queued in place of SET NX, DEL, ...).

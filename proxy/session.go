@@ -142,6 +142,9 @@ type session struct {
 	// connected, the proxy's address it connected to, its socket.
 	snap       atomic.Pointer[clientSnap]
 	lastCmd    atomic.Pointer[string]
+	// blocked: a blocking command is in flight on the session's own
+	// connection (CLIENT LIST's flag b).
+	blocked atomic.Bool
 	lastActive atomic.Int64
 	since      time.Time
 	laddr      string
