@@ -42,6 +42,8 @@ func TestClientIDsForValkey(t *testing.T) {
 		rid := strings.TrimSuffix(strings.TrimPrefix(redir.do("CLIENT", "ID"), ":"), "\r\n")
 		mustContain(t, redir.do("SUBSCRIBE", "__redis__:invalidate"), "__redis__:invalidate")
 		eq(t, r.do("CLIENT", "TRACKING", "on", "REDIRECT", rid), "+OK\r\n")
+		eq(t, r.do("CLIENT", "GETREDIR"), ":"+rid+"\r\n")
+		mustContain(t, r.do("CLIENT", "TRACKINGINFO"), "$8\r\nredirect\r\n:"+rid+"\r\n")
 		eq(t, r.do("GET", "tk"), "$-1\r\n")
 		eq(t, dialRaw(t, e.addr).do("SET", "tk", "v"), "+OK\r\n")
 		eq(t, redir.read(), "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$2\r\ntk\r\n")

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
@@ -14,6 +15,10 @@ import (
 // CLIENT ID when the connection opened). A session without one, or an id
 // no session has, becomes an id no Valkey client has, so Valkey answers as
 // for a client that does not exist (UNBLOCK: 0; REDIRECT: its error).
+
+// CLIENT GETREDIR and CLIENT TRACKINGINFO's redirect answer with Valkey's
+// id of the client invalidations go to: the proxy's id of that session is
+// put in its place (fromValkeyID), or -1's and 0's meaning is kept.
 
 // noClient is a client id Valkey never gives (ids count up from 1).
 const noClient = "9223372036854775807"
@@ -61,4 +66,58 @@ func (s *session) toValkeyIDs(cmd resp.Command) resp.Command {
 	args := append([][]byte(nil), cmd.Args...)
 	args[i] = []byte(vid)
 	return resp.Command{Args: args, Raw: resp.AppendCommand(nil, args...)}
+}
+
+// proxyID is the proxy's id of the session whose own connection has Valkey's
+// id vid; false when none has.
+func (p *Proxy) proxyID(vid int64) (uint64, bool) {
+	for _, x := range p.allSessions() {
+		if c := x.dedicated(); c != nil && c.vid == vid {
+			return x.id, true
+		}
+	}
+	return 0, false
+}
+
+// redirHook is the reply hook for CLIENT GETREDIR and CLIENT TRACKINGINFO
+// (nil for any other command): Valkey's id of the redirect target becomes
+// the proxy's.
+func (s *session) redirHook(args [][]byte) func([]byte) []byte {
+	if len(args) != 2 || !resp.EqualFold(args[0], "client") {
+		return nil
+	}
+	switch {
+	case resp.EqualFold(args[1], "getredir"):
+		return func(reply []byte) []byte { return s.p.swapID(reply, 0) }
+	case resp.EqualFold(args[1], "trackinginfo"):
+		return func(reply []byte) []byte {
+			i := bytes.Index(reply, []byte("$8\r\nredirect\r\n:"))
+			if i < 0 {
+				return reply
+			}
+			return s.p.swapID(reply, i+len("$8\r\nredirect\r\n"))
+		}
+	}
+	return nil
+}
+
+// swapID replaces the integer at reply[at:] (":<n>\r\n"), a Valkey client
+// id, with the proxy's id of that client, when one of its sessions has it.
+func (p *Proxy) swapID(reply []byte, at int) []byte {
+	end := bytes.Index(reply[at:], []byte("\r\n"))
+	if at >= len(reply) || reply[at] != ':' || end < 0 {
+		return reply
+	}
+	end += at
+	vid, ok := valkeynum.String2ll(reply[at+1 : end])
+	if !ok || vid <= 0 {
+		return reply
+	}
+	id, ok := p.proxyID(vid)
+	if !ok {
+		return reply
+	}
+	out := append([]byte(nil), reply[:at+1]...)
+	out = strconv.AppendUint(out, id, 10)
+	return append(out, reply[end:]...)
 }

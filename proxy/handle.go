@@ -257,6 +257,10 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		if len(args) >= 3 && resp.EqualFold(args[1], "tracking") {
 			s.tracking = resp.EqualFold(args[2], "on")
 		}
+		if hook := s.redirHook(args); hook != nil && !s.inMulti {
+			s.forward(cmd.Raw, hook)
+			return true
+		}
 	case kHello:
 		// Track the protocol and name: replies are shaped for the
 		// protocol, and the name may be a lock owner. Only what Valkey
