@@ -347,6 +347,13 @@ var diffSequences = []seqCase{
 		{mask: maskMonitor}, {args: []string{"GET", "mk"}, on: 1}, {mask: maskMonitor},
 		{args: []string{"DEL", "mk"}, on: 1}, {mask: maskMonitor}, cmd("RESET"), cmd("PING"),
 	}},
+	// A client's login shows in MONITOR as the client sent it, redacted.
+	{name: "monitor-auth", steps: []step{
+		{args: []string{"PING"}, on: 1}, cmd("MONITOR"),
+		{args: []string{"auth", "not-real"}, on: 1}, {mask: maskMonitor},
+		{args: []string{"auth", "not-real", "not-a-password"}, on: 1}, {mask: maskMonitor},
+		{args: []string{"hello", "2", "AUTH", "not-real", "not-a-password"}, on: 1}, {mask: maskMonitor},
+	}},
 	{name: "busy-script-kill", steps: []step{
 		{args: []string{"PING"}, on: 1}, {args: []string{"PING"}, on: 2},
 		{args: []string{"EVAL", "while true do end", "0"}, none: true},

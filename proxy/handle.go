@@ -450,7 +450,7 @@ func (s *session) hello(cmd resp.Command) {
 		if s.matchesProxyCreds(user, pass) {
 			s.loggedIn(user, pass)
 		} else {
-			reply := s.logIn(user, pass, v)
+			reply := s.logIn(cmd.Raw, user, pass, v)
 			if reply == nil {
 				return // handled again once Valkey answered (logIn)
 			}
@@ -555,7 +555,7 @@ func (s *session) auth(cmd resp.Command) {
 		s.local(resp.AppendSimple(nil, "OK"))
 		return
 	}
-	if reply := s.logIn(user, pass, s.proto); reply != nil {
+	if reply := s.logIn(cmd.Raw, user, pass, s.proto); reply != nil {
 		s.local(reply) // Valkey's answer to the credentials
 	}
 }

@@ -140,11 +140,11 @@ type session struct {
 	// For CLIENT LIST (clients.go): the published state, the last
 	// command, when the client last sent something (unix ns), when it
 	// connected, the proxy's address it connected to, its socket.
-	snap       atomic.Pointer[clientSnap]
-	lastCmd    atomic.Pointer[string]
+	snap    atomic.Pointer[clientSnap]
+	lastCmd atomic.Pointer[string]
 	// blocked: a blocking command is in flight on the session's own
 	// connection (CLIENT LIST's flag b).
-	blocked atomic.Bool
+	blocked    atomic.Bool
 	lastActive atomic.Int64
 	since      time.Time
 	laddr      string
