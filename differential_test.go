@@ -370,7 +370,7 @@ var diffSequences = []seqCase{
 	{name: "client-kill-user", steps: []step{
 		cmd("CLIENT", "KILL", "USER", "nobody"), cmd("CLIENT", "KILL", "USER", "default", "ID", "999999"),
 		cmd("CLIENT", "KILL", "MAXAGE", "-1"), cmd("CLIENT", "KILL", "MAXAGE", "0"), cmd("CLIENT", "KILL", "MAXAGE", "x"),
-	}},
+	}, valkey8: true},
 	// Valkey passes a script's big number on as the script gave it.
 	{name: "script-malformed-bignum", steps: []step{
 		cmd("EVAL", `redis.setresp(3); return {big_number='123\r\n123'}`, "0"),
