@@ -347,6 +347,15 @@ var diffSequences = []seqCase{
 		{mask: maskMonitor}, {args: []string{"GET", "mk"}, on: 1}, {mask: maskMonitor},
 		{args: []string{"DEL", "mk"}, on: 1}, {mask: maskMonitor}, cmd("RESET"), cmd("PING"),
 	}},
+	// MULTI opens the client's own connection; MONITOR shows the client's
+	// commands only, not the proxy's set-up of that connection.
+	{name: "monitor-multi", steps: []step{
+		{args: []string{"SELECT", "3"}, on: 1}, cmd("MONITOR"),
+		{args: []string{"MULTI"}, on: 1}, {mask: maskMonitor},
+		{args: []string{"SET", "mm", "v"}, on: 1},
+		{args: []string{"EXEC"}, on: 1}, {mask: maskMonitor}, {mask: maskMonitor},
+		{args: []string{"BLPOP", "ml", "1"}, on: 2}, {mask: maskMonitor},
+	}},
 	// A client's login shows in MONITOR as the client sent it, redacted.
 	{name: "monitor-auth", steps: []step{
 		{args: []string{"PING"}, on: 1}, cmd("MONITOR"),

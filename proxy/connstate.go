@@ -65,7 +65,8 @@ func (s *session) reset() {
 	s.replyOff, s.replySkip, s.mute = false, false, false
 	s.subs.clear()
 	s.endShardFollows() // in front of a cluster (cluster_shard_follow.go)
-	s.monitor, s.tracking = false, false
+	s.endMonitor()
+	s.tracking = false
 	s.loginUser, s.login = "", ""
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }

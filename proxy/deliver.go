@@ -87,6 +87,9 @@ func (s *session) push(b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return // the slot moved: followed, not passed on
 	}
+	if s.monitorOn.Load() && s.p.own.drop(b) {
+		return // the proxy's own connection set-up (monitorown.go)
+	}
 	s.write(b)
 }
 

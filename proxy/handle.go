@@ -222,7 +222,11 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			s.goStream(false)
 		}
 		s.subscribing(args)
-		s.monitor = s.monitor || resp.EqualFold(args[0], "monitor")
+		if !s.monitor && resp.EqualFold(args[0], "monitor") {
+			s.monitor = true
+			s.monitorOn.Store(true)
+			s.p.own.monitors.Add(1)
+		}
 	case kSync:
 		s.replica = true
 		s.publish()

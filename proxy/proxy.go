@@ -23,6 +23,8 @@ import (
 
 // Proxy serves RESP clients in front of one Valkey.
 type Proxy struct {
+	// own: the proxy's own set-up commands, kept out of MONITOR (monitorown.go).
+	own    ownLines
 	opts   Options
 	limits resp.Limits // what a client may send, from the configuration's limits
 	log    *slog.Logger

@@ -142,6 +142,8 @@ type session struct {
 	// connected, the proxy's address it connected to, its socket.
 	snap    atomic.Pointer[clientSnap]
 	lastCmd atomic.Pointer[string]
+	// monitorOn is monitor, for the upstream reader (monitorown.go).
+	monitorOn atomic.Bool
 	// blocked: a blocking command is in flight on the session's own
 	// connection (CLIENT LIST's flag b).
 	blocked    atomic.Bool
@@ -231,6 +233,7 @@ func (s *session) finish(graceful bool) {
 		}
 		s.waitDrain(0)
 	}
+	s.endMonitor()
 	s.outMu.Lock()
 	s.outClosed = true
 	started := s.writer

@@ -67,7 +67,7 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	// Connected: Valkey is there. Its answers may wait behind a long
 	// command (SAVE, DEBUG SLEEP), so they get as long as any reply.
 	_ = nc.SetDeadline(time.Now().Add(max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())))
-	if err := handshake(nc, st); err != nil {
+	if err := handshake(nc, st, &p.own); err != nil {
 		nc.Close()
 		if isTimeout(err) {
 			err = &slowError{wait: max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())}
@@ -80,7 +80,7 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 
 // handshake sends the commands that make a new connection equal to the
 // session state, all in one write, and checks their replies.
-func handshake(nc net.Conn, st connState) error {
+func handshake(nc net.Conn, st connState, own *ownLines) error {
 	var cmds [][]string
 	optional := map[int]bool{} // replies whose errors do not matter
 	// A client's own login comes last: the connection is set up as the
@@ -144,6 +144,7 @@ func handshake(nc net.Conn, st connState) error {
 	for _, c := range cmds {
 		out = resp.AppendCommandStrings(out, c...)
 	}
+	own.add(nc, len(cmds))
 	if _, err := nc.Write(out); err != nil {
 		return err
 	}
