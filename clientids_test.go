@@ -50,3 +50,48 @@ func TestClientIDsForValkey(t *testing.T) {
 		mustContain(t, r.do("CLIENT", "TRACKING", "on", "REDIRECT", "999999"), "-ERR The client ID you want redirect to does not exist")
 	})
 }
+
+// CLIENT TRACKING ... REDIRECT may name a RESP3 client that shares upstream
+// connections: it gets the invalidations Valkey pushes, as on its own
+// connection, and once it quits the tracking client learns the redirect
+// broke while CLIENT TRACKINGINFO still names it. Before the fix the
+// REDIRECT was refused as naming a client Valkey does not have.
+func TestTrackingRedirectToSharedClient(t *testing.T) {
+	eachEngine(t, func(t *testing.T, o proxy.Options) {
+		o.Config.Locks = rulesOptions(t, rule("rewrite")).Locks
+		e := newEnv(t, o)
+		target, r, w := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+		mustContain(t, target.do("HELLO", "3"), "proto")
+		tid := strings.TrimSuffix(strings.TrimPrefix(target.do("CLIENT", "ID"), ":"), "\r\n")
+		mustContain(t, r.do("HELLO", "3"), "proto")
+		eq(t, r.do("CLIENT", "TRACKING", "on", "REDIRECT", tid), "+OK\r\n")
+		eq(t, r.do("GET", "tk"), "_\r\n")
+		eq(t, w.do("SET", "tk", "v"), "+OK\r\n")
+		eq(t, target.read(), ">2\r\n$10\r\ninvalidate\r\n*1\r\n$2\r\ntk\r\n")
+		eq(t, target.do("PING"), "+PONG\r\n") // its commands still share
+		eq(t, r.do("GET", "tk"), bulk("v"))
+		eq(t, target.do("QUIT"), "+OK\r\n")
+		// Valkey finds the redirect gone when it next invalidates (the
+		// QUIT closes the connection a moment later): re-read the key
+		// until the push comes, before the GET's reply or after it.
+		broken := false
+		for i := 0; !broken; i++ {
+			if i == 10000 {
+				t.Fatal("no tracking-redir-broken")
+			}
+			eq(t, w.do("SET", "tk", "w"), "+OK\r\n")
+			r.send(string(redisCmd("GET", "tk")))
+			for {
+				got := r.read()
+				if strings.Contains(got, "tracking-redir-broken") {
+					broken = true
+					continue
+				}
+				eq(t, got, bulk("w"))
+				break
+			}
+		}
+		info := r.do("CLIENT", "TRACKINGINFO")
+		mustContain(t, info, "$8\r\nredirect\r\n:"+tid+"\r\n")
+	})
+}

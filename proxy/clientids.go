@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"strconv"
+	"sync"
 
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/resp"
@@ -57,7 +58,11 @@ func (s *session) toValkeyIDs(cmd resp.Command) resp.Command {
 	vid := noClient
 	for _, x := range s.p.allSessions() {
 		if x.id == uint64(id) {
-			if c := x.dedicated(); c != nil && c.vid > 0 {
+			c := x.dedicated()
+			if c == nil && i > 2 {
+				c = x.pushOnly() // REDIRECT: a connection for its pushes
+			}
+			if c != nil && c.vid > 0 {
 				vid = strconv.FormatInt(c.vid, 10)
 			}
 			break
@@ -68,15 +73,73 @@ func (s *session) toValkeyIDs(cmd resp.Command) resp.Command {
 	return resp.Command{Args: args, Raw: resp.AppendCommand(nil, args...)}
 }
 
-// proxyID is the proxy's id of the session whose own connection has Valkey's
-// id vid; false when none has.
+// proxyID is the proxy's id of the session whose own connection has (or
+// had: Valkey keeps a broken redirect's id) Valkey's id vid; false when none
+// of the last vidKeep did.
 func (p *Proxy) proxyID(vid int64) (uint64, bool) {
-	for _, x := range p.allSessions() {
-		if c := x.dedicated(); c != nil && c.vid == vid {
-			return x.id, true
-		}
+	p.vids.mu.Lock()
+	defer p.vids.mu.Unlock()
+	id, ok := p.vids.ids[vid]
+	return id, ok
+}
+
+const vidKeep = 4096
+
+// vidHistory maps Valkey's ids of the sessions' own connections to the
+// sessions' ids, for the last vidKeep connections.
+type vidHistory struct {
+	mu    sync.Mutex
+	ids   map[int64]uint64
+	order []int64
+}
+
+func (h *vidHistory) add(vid int64, id uint64) {
+	if vid <= 0 {
+		return
 	}
-	return 0, false
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ids == nil {
+		h.ids = map[int64]uint64{}
+	}
+	if len(h.order) == vidKeep {
+		delete(h.ids, h.order[0])
+		h.order = append(h.order[:0], h.order[1:]...)
+	}
+	h.ids[vid] = id
+	h.order = append(h.order, vid)
+}
+
+// pushOnly is a connection of the session's own that carries no commands:
+// a RESP3 client named by another's CLIENT TRACKING ... REDIRECT gets the
+// invalidations Valkey pushes there, as it would on its own connection, while
+// its commands go on sharing connections. nil for a RESP2 client (Valkey
+// sends it nothing unless it subscribed, which gives it a connection of its
+// own) or when the connection cannot be opened. Closed when the session
+// ends, which Valkey then reports to the tracking client as a broken
+// redirect.
+func (s *session) pushOnly() *upConn {
+	sn := s.snap.Load()
+	if sn == nil || sn.proto != 3 {
+		return nil
+	}
+	s.dedMu.Lock()
+	defer s.dedMu.Unlock()
+	if c := s.pushConn; c != nil && !c.dead.Load() {
+		return c
+	}
+	st := s.p.sharedState(poolKey{proto: 3, db: sn.db, login: sn.login})
+	st.bare = true
+	var vid int64
+	st.clientID = &vid
+	c, err := s.p.dial(st, s)
+	if err != nil {
+		return nil
+	}
+	c.vid = vid
+	s.p.vids.add(vid, s.id)
+	s.pushConn = c
+	return c
 }
 
 // redirHook is the reply hook for CLIENT GETREDIR and CLIENT TRACKINGINFO

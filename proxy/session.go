@@ -55,6 +55,7 @@ type session struct {
 	redirects redirects
 
 	ded       *upConn                     // the session's own upstream connection, once it needs one
+	pushConn  *upConn                     // a connection for pushes only (clientids.go; under dedMu)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upConn // cached shared connection for key()
@@ -234,6 +235,11 @@ func (s *session) finish(graceful bool) {
 		s.waitDrain(0)
 	}
 	s.endMonitor()
+	s.dedMu.Lock()
+	if c := s.pushConn; c != nil {
+		c.close()
+	}
+	s.dedMu.Unlock()
 	s.outMu.Lock()
 	s.outClosed = true
 	started := s.writer
@@ -539,6 +545,7 @@ func (s *session) goDedicated(withCreds bool) bool {
 		return false
 	}
 	c.vid = vid
+	s.p.vids.add(vid, s.id)
 	s.dedMu.Lock()
 	s.ded = c
 	s.dedMu.Unlock()
