@@ -48,6 +48,13 @@ func TestClientIDsForValkey(t *testing.T) {
 		eq(t, dialRaw(t, e.addr).do("SET", "tk", "v"), "+OK\r\n")
 		eq(t, redir.read(), "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$2\r\ntk\r\n")
 		mustContain(t, r.do("CLIENT", "TRACKING", "on", "REDIRECT", "999999"), "-ERR The client ID you want redirect to does not exist")
+		// A RESP2 client that shares connections may be named too.
+		other := dialRaw(t, e.addr)
+		oid := strings.TrimSuffix(strings.TrimPrefix(other.do("CLIENT", "ID"), ":"), "\r\n")
+		eq(t, r.do("CLIENT", "TRACKING", "on", "OPTIN", "REDIRECT", oid), "+OK\r\n")
+		eq(t, r.do("CLIENT", "CACHING", "yes"), "+OK\r\n")
+		eq(t, r.do("CLIENT", "TRACKING", "off"), "+OK\r\n")
+		eq(t, other.do("PING"), "+PONG\r\n")
 	})
 }
 

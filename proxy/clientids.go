@@ -111,16 +111,16 @@ func (h *vidHistory) add(vid int64, id uint64) {
 }
 
 // pushOnly is a connection of the session's own that carries no commands:
-// a RESP3 client named by another's CLIENT TRACKING ... REDIRECT gets the
-// invalidations Valkey pushes there, as it would on its own connection, while
-// its commands go on sharing connections. nil for a RESP2 client (Valkey
-// sends it nothing unless it subscribed, which gives it a connection of its
-// own) or when the connection cannot be opened. Closed when the session
-// ends, which Valkey then reports to the tracking client as a broken
-// redirect.
+// a client named by another's CLIENT TRACKING ... REDIRECT gets the
+// invalidations Valkey pushes there (RESP3; a RESP2 client gets none, as
+// on Valkey, unless it subscribed, which gave it a connection of its own),
+// as it would on its own connection, while its commands go on sharing
+// connections. Everything on it goes to the client as it comes (stream
+// mode). nil when it cannot be opened. Closed when the session ends, which
+// Valkey then reports to the tracking client as a broken redirect.
 func (s *session) pushOnly() *upConn {
 	sn := s.snap.Load()
-	if sn == nil || sn.proto != 3 {
+	if sn == nil {
 		return nil
 	}
 	s.dedMu.Lock()
@@ -128,7 +128,7 @@ func (s *session) pushOnly() *upConn {
 	if c := s.pushConn; c != nil && !c.dead.Load() {
 		return c
 	}
-	st := s.p.sharedState(poolKey{proto: 3, db: sn.db, login: sn.login})
+	st := s.p.sharedState(poolKey{proto: sn.proto, db: sn.db, login: sn.login})
 	st.bare = true
 	var vid int64
 	st.clientID = &vid
@@ -137,6 +137,7 @@ func (s *session) pushOnly() *upConn {
 		return nil
 	}
 	c.vid = vid
+	c.stream.Store(true)
 	s.p.vids.add(vid, s.id)
 	s.pushConn = c
 	return c
