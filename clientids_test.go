@@ -91,6 +91,7 @@ func TestTrackingRedirectToSharedClient(t *testing.T) {
 			for {
 				got := r.read()
 				if strings.Contains(got, "tracking-redir-broken") {
+					eq(t, got, ">2\r\n$21\r\ntracking-redir-broken\r\n:"+tid+"\r\n")
 					broken = true
 					continue
 				}

@@ -21,6 +21,10 @@ import (
 // id of the client invalidations go to: the proxy's id of that session is
 // put in its place (fromValkeyID), or -1's and 0's meaning is kept.
 
+// redirBroken is how Valkey's tracking-redir-broken push starts, before
+// the id of the redirect target that is gone.
+var redirBroken = []byte(">2\r\n$21\r\ntracking-redir-broken\r\n")
+
 // noClient is a client id Valkey never gives (ids count up from 1).
 const noClient = "9223372036854775807"
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"io"
 	"net"
 )
@@ -89,6 +90,9 @@ func (s *session) push(b []byte) {
 	}
 	if s.monitorOn.Load() && s.p.own.drop(b) {
 		return // the proxy's own connection set-up (monitorown.go)
+	}
+	if len(b) > len(redirBroken) && b[0] == '>' && bytes.HasPrefix(b, redirBroken) {
+		b = s.p.swapID(b, len(redirBroken)) // the proxy's id of the target (clientids.go)
 	}
 	s.write(b)
 }

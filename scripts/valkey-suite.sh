@@ -108,7 +108,8 @@ cleanup
 units=$(cut -f1 "$proxied/units.tsv" | sort -u)
 awk -F'\t' 'NR == FNR { run[$1] = 1; next } ($1 in run)' <(printf '%s\n' "$units") \
   "$proxied/not-passed-vs-baseline.txt" | sort >"$out/not-passed.txt"
-grep -v '^#' "$exceptions" | awk -F'\t' 'NF >= 3 { print $1 "\t" $2 }' | sort >"$out/excused.txt"
+grep -v '^#' "$exceptions" | awk -F'\t' 'NR == FNR { run[$1] = 1; next } NF >= 3 && ($1 in run) { print $1 "\t" $2 }' \
+  <(printf '%s\n' "$units") - | sort >"$out/excused.txt"
 comm -23 "$out/not-passed.txt" "$out/excused.txt" >"$out/unexcused.txt"
 comm -13 "$out/not-passed.txt" "$out/excused.txt" >"$out/excused-but-passed.txt"
 base=$(awk -F'\t' 'NR == FNR { run[$1] = 1; next } ($1 in run)' <(printf '%s\n' "$units") "$direct/passed.txt" | grep -c .)
