@@ -62,11 +62,7 @@ func (s *session) toValkeyIDs(cmd resp.Command) resp.Command {
 	vid := noClient
 	for _, x := range s.p.allSessions() {
 		if x.id == uint64(id) {
-			c := x.dedicated()
-			if c == nil && i > 2 {
-				c = x.pushOnly() // REDIRECT: a connection for its pushes
-			}
-			if c != nil && c.vid > 0 {
+			if c := x.dedicated(); c != nil && c.vid > 0 {
 				vid = strconv.FormatInt(c.vid, 10)
 			}
 			break
@@ -112,39 +108,6 @@ func (h *vidHistory) add(vid int64, id uint64) {
 	}
 	h.ids[vid] = id
 	h.order = append(h.order, vid)
-}
-
-// pushOnly is a connection of the session's own that carries no commands:
-// a client named by another's CLIENT TRACKING ... REDIRECT gets the
-// invalidations Valkey pushes there (RESP3; a RESP2 client gets none, as
-// on Valkey, unless it subscribed, which gave it a connection of its own),
-// as it would on its own connection, while its commands go on sharing
-// connections. Everything on it goes to the client as it comes (stream
-// mode). nil when it cannot be opened. Closed when the session ends, which
-// Valkey then reports to the tracking client as a broken redirect.
-func (s *session) pushOnly() *upConn {
-	sn := s.snap.Load()
-	if sn == nil {
-		return nil
-	}
-	s.dedMu.Lock()
-	defer s.dedMu.Unlock()
-	if c := s.pushConn; c != nil && !c.dead.Load() {
-		return c
-	}
-	st := s.p.sharedState(poolKey{proto: sn.proto, db: sn.db, login: sn.login})
-	st.bare = true
-	var vid int64
-	st.clientID = &vid
-	c, err := s.p.dial(st, s)
-	if err != nil {
-		return nil
-	}
-	c.vid = vid
-	c.stream.Store(true)
-	s.p.vids.add(vid, s.id)
-	s.pushConn = c
-	return c
 }
 
 // redirHook is the reply hook for CLIENT GETREDIR and CLIENT TRACKINGINFO

@@ -26,7 +26,6 @@ type clientSnap struct {
 	name            string
 	libName, libVer string
 	user            string
-	login           string // the session's login (logins.go), for pushOnly
 	flags           string
 	multi           int
 	sub, psub, ssub int // subscriptions: channels, patterns, shard channels
@@ -38,7 +37,7 @@ type clientSnap struct {
 func (s *session) publish() {
 	sn := &clientSnap{
 		db: s.db, proto: s.proto, name: s.name,
-		libName: s.libName, libVer: s.libVer, user: s.user(), login: s.login, multi: -1,
+		libName: s.libName, libVer: s.libVer, user: s.user(), multi: -1,
 	}
 	var f []byte
 	if s.replica {

@@ -55,7 +55,6 @@ type session struct {
 	redirects redirects
 
 	ded       *upConn                     // the session's own upstream connection, once it needs one
-	pushConn  *upConn                     // a connection for pushes only (clientids.go; under dedMu)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upConn // cached shared connection for key()
@@ -235,11 +234,6 @@ func (s *session) finish(graceful bool) {
 		s.waitDrain(0)
 	}
 	s.endMonitor()
-	s.dedMu.Lock()
-	if c := s.pushConn; c != nil {
-		c.close()
-	}
-	s.dedMu.Unlock()
 	s.outMu.Lock()
 	s.outClosed = true
 	started := s.writer
