@@ -8,7 +8,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X main.version=$(VERSION)
 BIN      ?= bin
 
-.PHONY: build image deps run test ops-check bench fuzz lint chaos clean
+.PHONY: build image deps run test ops-check valkey-suite bench fuzz lint chaos clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/lockproxy ./cmd/lockproxy
@@ -41,6 +41,15 @@ test: deps lint
 ops-check:
 	scripts/deps.sh ops
 	scripts/ops-check.sh
+
+# Valkey's own test suite (../shared/valkey-suite, or VALKEY_SUITE_DIR):
+# directly against a fresh valkey-server, then through lockproxy in front of
+# another, one pass each; fails when a test that passed directly did not pass
+# through lockproxy and scripts/valkey-suite-exceptions.tsv does not excuse
+# it (docs/valkey-suite.md).
+valkey-suite: deps
+	scripts/deps.sh suite
+	scripts/valkey-suite.sh
 
 # valkey-benchmark direct vs through lockproxy, in one run, as ratios, with
 # twemproxy measured in the same rounds as the reference.

@@ -275,6 +275,7 @@ var diffSequences = []seqCase{
 		cmd("CLIENT", "SETINFO", "LIB-NAME", "rl"), {args: []string{"HELLO", "3"}, mask: maskHello},
 		cmd("GET", "missing"), cmd("RESET"), cmd("GET", "missing"), cmd("GET", "r"),
 		cmd("CLIENT", "GETNAME"), cmd("SELECT", "2"), cmd("GET", "r"),
+		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo}, // RESET keeps lib-name
 	}, valkey8: true},
 	{name: "reset-dedicated", steps: []step{
 		{args: []string{"HELLO", "3", "SETNAME", "rd"}, mask: maskHello}, {args: []string{"CLIENT", "ID"}, mask: maskInt},
@@ -346,12 +347,45 @@ var diffSequences = []seqCase{
 		{mask: maskMonitor}, {args: []string{"GET", "mk"}, on: 1}, {mask: maskMonitor},
 		{args: []string{"DEL", "mk"}, on: 1}, {mask: maskMonitor}, cmd("RESET"), cmd("PING"),
 	}},
+	// MULTI opens the client's own connection; MONITOR shows the client's
+	// commands only, not the proxy's set-up of that connection.
+	{name: "monitor-multi", steps: []step{
+		{args: []string{"SELECT", "3"}, on: 1}, cmd("MONITOR"),
+		{args: []string{"MULTI"}, on: 1}, {mask: maskMonitor},
+		{args: []string{"SET", "mm", "v"}, on: 1},
+		{args: []string{"EXEC"}, on: 1}, {mask: maskMonitor}, {mask: maskMonitor},
+		{args: []string{"BLPOP", "ml", "1"}, on: 2}, {mask: maskMonitor},
+	}},
+	// A client's login shows in MONITOR as the client sent it, redacted.
+	{name: "monitor-auth", steps: []step{
+		{args: []string{"PING"}, on: 1}, cmd("MONITOR"),
+		{args: []string{"auth", "not-real"}, on: 1}, {mask: maskMonitor},
+		{args: []string{"auth", "not-real", "not-a-password"}, on: 1}, {mask: maskMonitor},
+		{args: []string{"hello", "2", "AUTH", "not-real", "not-a-password"}, on: 1}, {mask: maskMonitor},
+	}},
 	{name: "busy-script-kill", steps: []step{
 		{args: []string{"PING"}, on: 1}, {args: []string{"PING"}, on: 2},
 		{args: []string{"EVAL", "while true do end", "0"}, none: true},
 		{args: []string{"SCRIPT", "KILL"}, on: 1, until: "+OK"}, cmd(), {args: []string{"SCRIPT", "KILL"}, on: 1},
 		{args: []string{"FUNCTION", "KILL"}, on: 1}, cmd("PING"), {args: []string{"PING"}, on: 2},
 	}, directives: []string{"busy-reply-threshold 50"}},
+	// A no-touch client's reads leave the key's access counter as it was.
+	{name: "client-no-touch", steps: []step{
+		cmd("SET", "nt", "v"), cmd("CLIENT", "NO-TOUCH", "OFF"), cmd("CLIENT", "NO-TOUCH", "ON"),
+		cmd("GET", "nt"), cmd("OBJECT", "FREQ", "nt"), {args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+		cmd("CLIENT", "NO-TOUCH", "OFF"), cmd("GET", "nt"), cmd("OBJECT", "FREQ", "nt"),
+		{args: []string{"CLIENT", "INFO"}, mask: maskClientInfo},
+	}, directives: []string{"maxmemory-policy allkeys-lfu"}, valkey8: true},
+	{name: "client-kill-user", steps: []step{
+		cmd("CLIENT", "KILL", "USER", "nobody"), cmd("CLIENT", "KILL", "USER", "default", "ID", "999999"),
+		cmd("CLIENT", "KILL", "MAXAGE", "-1"), cmd("CLIENT", "KILL", "MAXAGE", "0"), cmd("CLIENT", "KILL", "MAXAGE", "x"),
+	}, valkey8: true},
+	// Valkey passes a script's big number on as the script gave it.
+	{name: "script-malformed-bignum", steps: []step{
+		cmd("EVAL", `redis.setresp(3); return {big_number='123\r\n123'}`, "0"),
+		{args: []string{"HELLO", "3"}, mask: maskHello},
+		cmd("EVAL", `redis.setresp(3); return {big_number='123\r\n123'}`, "0"), cmd("PING"),
+	}},
 	{name: "sync-fullresync", steps: []step{
 		cmd("REPLCONF", "capa", "eof"), {args: []string{"PSYNC", "?", "-1"}, mask: maskFullResync},
 	}, directives: []string{"repl-diskless-sync-delay 0"}},

@@ -53,6 +53,27 @@ func (s *session) busyCommand(cmd resp.Command) bool {
 	if s.ded != nil && s.inMulti {
 		return s.handleDedicated(cmd)
 	}
+	r, ok := s.oneShot(cmd)
+	if !ok {
+		return true
+	}
+	switch {
+	case r.err != nil:
+		s.local(resp.AppendError(nil, s.p.dialErrorText(r.err)))
+	case r.reply == nil:
+		s.flush()
+		return false
+	default:
+		s.local(r.reply)
+	}
+	return true
+}
+
+// oneShot sends cmd on a connection of its own (sendBusy) and returns the
+// answer; false when the command was put back: on an event loop the dial
+// and the round trip run off the loop, and the command is handled again
+// with the answer (s.shot).
+func (s *session) oneShot(cmd resp.Command) (oneShot, bool) {
 	var r oneShot
 	switch m := s.shot; {
 	case m != nil && string(m.raw) == string(cmd.Raw):
@@ -66,20 +87,27 @@ func (s *session) busyCommand(cmd resp.Command) bool {
 			reply, err := s.p.sendBusy(raw, kill, proto, login)
 			s.shot = &oneShot{raw: raw, reply: reply, err: err}
 		})
-		return true
+		return r, false
 	default:
 		r.reply, r.err = s.p.sendBusy(cmd.Raw, killName(cmd.Args), s.proto, s.login)
 	}
+	return r, true
+}
+
+// askAside is Valkey's reply to cmd on a connection of its own logged in as
+// the session (oneShot): an error of the proxy's when there was none; nil
+// when the command was put back.
+func (s *session) askAside(cmd resp.Command) []byte {
+	r, ok := s.oneShot(cmd)
 	switch {
+	case !ok:
+		return nil
 	case r.err != nil:
-		s.local(resp.AppendError(nil, s.p.dialErrorText(r.err)))
+		return resp.AppendError(nil, s.p.dialErrorText(r.err))
 	case r.reply == nil:
-		s.flush()
-		return false
-	default:
-		s.local(r.reply)
+		return resp.AppendError(nil, errUpstreamLost(s.p.opts.Upstream.Addr, io.EOF))
 	}
-	return true
+	return r.reply
 }
 
 // killName is "script|kill" for SCRIPT KILL, "function|kill" for

@@ -106,6 +106,7 @@ var clientKinds = map[string]kind{
 	"caching":       kDedicated,
 	"capa":          kDedicated,
 	"import-source": kDedicated,
+	"no-touch":      kDedicated, // ON; OFF on a shared connection is answered by the proxy
 }
 
 // lower copies b lower-cased into buf and returns it; ok is false when b does

@@ -144,7 +144,7 @@ func (s *session) clientInfoLine(b []byte, now time.Time) []byte {
 	b = append(b, " idle="...)
 	b = strconv.AppendInt(b, idle, 10)
 	b = append(b, " flags="...)
-	b = append(b, sn.flags...)
+	b = appendFlags(b, sn.flags, s.blocked.Load())
 	b = append(b, " db="...)
 	b = strconv.AppendInt(b, int64(sn.db), 10)
 	b = append(b, " sub="...)
@@ -169,6 +169,24 @@ func (s *session) clientInfoLine(b []byte, now time.Time) []byte {
 	b = append(b, sn.libVer...)
 	b = append(b, " tot-net-in=0 tot-net-out=0 tot-cmds=0\n"...)
 	return b
+}
+
+// appendFlags appends CLIENT LIST's flags: the published ones, with b for a
+// blocked client in Valkey's place for it (after S, O, P and x).
+func appendFlags(b []byte, flags string, blocked bool) []byte {
+	if !blocked {
+		return append(b, flags...)
+	}
+	if flags == "N" {
+		return append(b, 'b')
+	}
+	i := 0
+	for i < len(flags) && (flags[i] == 'S' || flags[i] == 'O' || flags[i] == 'P' || flags[i] == 'x') {
+		i++
+	}
+	b = append(b, flags[:i]...)
+	b = append(b, 'b')
+	return append(b, flags[i:]...)
 }
 
 // allSessions returns the proxy's sessions in id order.
@@ -310,6 +328,12 @@ func (s *session) clientKill(args [][]byte) bool {
 			typ, hasType = v, true
 		case resp.EqualFold(opt, "user"):
 			user, hasUser = v, true
+			if reply := s.askAside(resp.Command{Raw: resp.AppendCommand(nil, []byte("ACL"), []byte("GETUSER"), v)}); reply == nil {
+				return true // handled again with Valkey's answer (askAside)
+			} else if reply[0] == '_' || string(reply) == "$-1\r\n" || string(reply) == "*-1\r\n" {
+				s.local(resp.AppendError(nil, errNoSuchUser(string(v))))
+				return true
+			}
 		case resp.EqualFold(opt, "addr"):
 			addr, hasAddr = string(v), true
 		case resp.EqualFold(opt, "laddr"):
@@ -326,8 +350,12 @@ func (s *session) clientKill(args [][]byte) bool {
 			}
 		case resp.EqualFold(opt, "maxage"):
 			n, ok := valkeynum.String2ll(v)
-			if !ok || n < 0 {
+			if !ok {
 				s.local(resp.AppendError(nil, errMaxAge))
+				return true
+			}
+			if n <= 0 {
+				s.local(resp.AppendError(nil, errMaxAgeRange))
 				return true
 			}
 			maxAge = n
@@ -395,10 +423,23 @@ func (s *session) clientSelf(args [][]byte) (handled, keep bool) {
 		}
 		if resp.EqualFold(sub, "no-evict") {
 			s.noEvict = on
-		} else {
+			s.local(resp.AppendSimple(nil, "OK"))
+			break
+		}
+		if !on && s.ded == nil {
+			s.noTouch = false
+			s.local(resp.AppendSimple(nil, "OK"))
+			break
+		}
+		// Valkey leaves the keys a no-touch connection reads untouched:
+		// that takes the session's own connection (client moves it
+		// there first), where Valkey keeps the flag.
+		if s.ded == nil {
+			return false, true
+		}
+		if s.askDedicated(resp.AppendCommand(nil, args...)) {
 			s.noTouch = on
 		}
-		s.local(resp.AppendSimple(nil, "OK"))
 	case resp.EqualFold(sub, "setname") && len(args) == 3:
 		if !validName(args[2]) {
 			s.local(resp.AppendError(nil, errClientName))

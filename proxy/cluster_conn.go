@@ -84,7 +84,7 @@ func (p *Proxy) nodeDial(addr string, st connState) (net.Conn, error) {
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
-	if err := handshake(nc, st); err != nil {
+	if err := handshake(nc, st, &p.own); err != nil {
 		nc.Close()
 		return nil, err
 	}

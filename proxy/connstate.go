@@ -1,6 +1,10 @@
 package proxy
 
-import "github.com/lockproxy/lockproxy/resp"
+import (
+	"sync/atomic"
+
+	"github.com/lockproxy/lockproxy/resp"
+)
 
 // clientState is what Valkey would hold for a client if it had a connection
 // of its own (connState, in upstream.go, is what a fresh upstream connection
@@ -26,6 +30,11 @@ type clientState struct {
 	// each queued command's EXEC element (nil for commands left as they are).
 	inMulti    bool
 	multiShape []func([]byte) []byte
+	// multiSelect: a SELECT is queued in the transaction; execDB is the
+	// database the last one that ran at EXEC switched to (-1: none), set
+	// by the EXEC reply's reader (execSelect).
+	multiSelect bool
+	execDB      atomic.Int64
 
 	// CLIENT NO-EVICT and NO-TOUCH, as the client set them.
 	noEvict, noTouch bool
@@ -44,19 +53,20 @@ type clientState struct {
 }
 
 // reset is what RESET does to a connection (Valkey's clearClientConnectionState):
-// RESP2, the default database, no name or library info, logged out (back to
-// the default user), no transaction, no flags. Subscriptions, MONITOR and
+// RESP2, the default database, no name, logged out (back to the default
+// user), no transaction, no flags; the library name and version stay. Subscriptions, MONITOR and
 // tracking live on a dedicated connection, and Valkey ends them there.
 func (s *session) reset() {
 	s.setName("")
-	s.proto, s.db, s.libName, s.libVer = 2, s.p.opts.Upstream.DB, "", ""
+	s.proto, s.db = 2, s.p.opts.Upstream.DB
 	s.authed, s.proxyCreds = !s.p.requireAuth, false
-	s.inMulti, s.multiShape = false, nil
+	s.inMulti, s.multiShape, s.multiSelect = false, nil, false
 	s.noEvict, s.noTouch = false, false
 	s.replyOff, s.replySkip, s.mute = false, false, false
 	s.subs.clear()
 	s.endShardFollows() // in front of a cluster (cluster_shard_follow.go)
-	s.monitor, s.tracking = false, false
+	s.endMonitor()
+	s.tracking = false
 	s.loginUser, s.login = "", ""
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }

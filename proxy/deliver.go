@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"io"
 	"net"
 )
@@ -86,6 +87,12 @@ func (s *session) answered(n int) {
 func (s *session) push(b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return // the slot moved: followed, not passed on
+	}
+	if s.monitorOn.Load() && s.p.own.drop(b) {
+		return // the proxy's own connection set-up (monitorown.go)
+	}
+	if len(b) > len(redirBroken) && b[0] == '>' && bytes.HasPrefix(b, redirBroken) {
+		b = s.p.swapID(b, len(redirBroken)) // the proxy's id of the target (clientids.go)
 	}
 	s.write(b)
 }

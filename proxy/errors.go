@@ -25,9 +25,12 @@ const (
 	errClientIDKill = "ERR client-id should be greater than 0"
 	errNoSuchClient = "ERR No such client"
 	errMaxAge       = "ERR maxage is not an integer or out of range"
+	errMaxAgeRange  = "ERR maxage should be greater than 0"
 )
 
 func errClientType(t string) string { return fmt.Sprintf("ERR Unknown client type '%s'", t) }
+
+func errNoSuchUser(u string) string { return fmt.Sprintf("ERR No such user '%s'", u) }
 
 func errProtocol(msg string) string { return "ERR " + msg }
 

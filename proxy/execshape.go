@@ -45,3 +45,15 @@ func (s *session) execHook(shapers []func([]byte) []byte) func([]byte) []byte {
 		return out
 	}
 }
+
+// execSelect is the EXEC shaper of a SELECT queued in a transaction: when
+// EXEC ran it and Valkey switched, the session's database is db from then on
+// (handleDedicated applies execDB once EXEC's reply is in).
+func (s *session) execSelect(db int) func([]byte) []byte {
+	return func(el []byte) []byte {
+		if string(el) == "+OK\r\n" {
+			s.execDB.Store(int64(db))
+		}
+		return el
+	}
+}

@@ -24,7 +24,9 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 	s.noteCommand(cmd.Args)
 	inMulti := s.inMulti
 	s.publishDue = !forwarded(k) || inMulti
+	s.holds = k == kForward && isScriptCall(cmd.Args[0])
 	ok := s.route(cmd, k)
+	s.holds = false
 	if s.putBack {
 		s.replySkip = s.replySkip || skip
 	}
@@ -66,6 +68,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		return true
 	}
 	if w := s.p.pauseWait(); w > 0 && forwarded(k) && s.p.cl == nil {
+		s.holds = true // nothing behind it on its connection (busyscript.go)
 		if c := s.target(); c != nil {
 			c.expectBlock(w) // CLIENT PAUSE may hold it back (pause.go)
 		}
@@ -208,6 +211,7 @@ func (s *session) poolAfter(k kind, args [][]byte) poolKey {
 // handleDedicated: on its own connection a session's state lives in Valkey,
 // so nearly everything is forwarded as it is.
 func (s *session) handleDedicated(cmd resp.Command) bool {
+	cmd = s.toValkeyIDs(cmd)
 	args := cmd.Args
 	switch s.p.cmds().kind(args[0]) {
 	case kQuit:
@@ -218,7 +222,11 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			s.goStream(false)
 		}
 		s.subscribing(args)
-		s.monitor = s.monitor || resp.EqualFold(args[0], "monitor")
+		if !s.monitor && resp.EqualFold(args[0], "monitor") {
+			s.monitor = true
+			s.monitorOn.Store(true)
+			s.p.own.monitors.Add(1)
+		}
 	case kSync:
 		s.replica = true
 		s.publish()
@@ -252,6 +260,10 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		}
 		if len(args) >= 3 && resp.EqualFold(args[1], "tracking") {
 			s.tracking = resp.EqualFold(args[2], "on")
+		}
+		if hook := s.redirHook(args); hook != nil && !s.inMulti {
+			s.forward(cmd.Raw, hook)
+			return true
 		}
 	case kHello:
 		// Track the protocol and name: replies are shaped for the
@@ -294,6 +306,12 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			}
 			return true
 		}
+		if db, ok := selectArg(args); ok && s.inMulti {
+			// Valkey switches when EXEC runs it (execSelect).
+			s.multiSelect = true
+			s.queueInMulti(cmd.Raw, nil, s.execSelect(db))
+			return true
+		}
 	case kReset:
 		if len(args) != 1 {
 			s.local(resp.AppendError(nil, errWrongArgs("reset")))
@@ -317,6 +335,15 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	}
 	if wait, ok := s.p.cmds().blockingWait(args); ok {
 		s.ded.expectBlock(wait)
+		if !s.inMulti && !s.ded.stream.Load() {
+			// CLIENT LIST's flag b until the reply comes.
+			s.blocked.Store(true)
+			s.forward(cmd.Raw, func(reply []byte) []byte {
+				s.blocked.Store(false)
+				return reply
+			})
+			return true
+		}
 	}
 	// Transactions: remember which queued commands need their EXEC element
 	// shaped (lock scripts queued in place of SET NX, DEL, ...).
@@ -328,16 +355,26 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			return true
 		}
 	case resp.EqualFold(args[0], "exec") && s.inMulti:
-		shapers := s.multiShape
-		s.inMulti, s.multiShape = false, nil
+		shapers, selects := s.multiShape, s.multiSelect
+		s.inMulti, s.multiShape, s.multiSelect = false, nil, false
 		for _, f := range shapers {
 			if f != nil {
+				s.execDB.Store(-1)
 				s.forward(cmd.Raw, s.execHook(shapers))
+				if selects {
+					// The database the session's commands go to
+					// from here on is the one EXEC left.
+					s.flush()
+					s.waitDrain(0)
+					if db := s.execDB.Load(); db >= 0 {
+						s.db = int(db)
+					}
+				}
 				return true
 			}
 		}
 	case resp.EqualFold(args[0], "discard"):
-		s.inMulti, s.multiShape = false, nil
+		s.inMulti, s.multiShape, s.multiSelect = false, nil, false
 	case s.inMulti:
 		s.multiShape = append(s.multiShape, nil)
 	}
@@ -417,7 +454,7 @@ func (s *session) hello(cmd resp.Command) {
 		if s.matchesProxyCreds(user, pass) {
 			s.loggedIn(user, pass)
 		} else {
-			reply := s.logIn(user, pass, v)
+			reply := s.logIn(cmd.Raw, user, pass, v)
 			if reply == nil {
 				return // handled again once Valkey answered (logIn)
 			}
@@ -447,6 +484,18 @@ func (s *session) selectDB(cmd resp.Command) {
 		s.forward(cmd.Raw, nil) // Valkey's error, and no switch
 		return
 	}
+	if s.login != "" {
+		// The new database's connections are set up as the proxy
+		// (handshake): whether the user may switch is Valkey's to say.
+		reply := s.askAside(cmd)
+		if reply == nil {
+			return // handled again with the answer (askAside)
+		}
+		if reply[0] == '-' {
+			s.local(reply)
+			return
+		}
+	}
 	old := s.db
 	s.db = s.poolAfter(kSelect, cmd.Args).db
 	if _, err := s.poolConn(s.key()); err != nil {
@@ -464,7 +513,13 @@ func (s *session) selectDB(cmd resp.Command) {
 // CACHING, ...) need a dedicated connection, the rest is forwarded. It
 // reports false when the session must end.
 func (s *session) client(cmd resp.Command) bool {
+	cmd = s.toValkeyIDs(cmd)
 	args := cmd.Args
+	if isPause(args) && s.lp == nil && s.p.cl == nil {
+		// Before the pause holds anything (busyscript.go; an event
+		// loop opened them off the loop: needsSpares).
+		s.p.pool(s.key()).openSpares()
+	}
 	s.notePause(args)
 	if handled, keep := s.clientSelf(args); handled {
 		return keep
@@ -504,7 +559,7 @@ func (s *session) auth(cmd resp.Command) {
 		s.local(resp.AppendSimple(nil, "OK"))
 		return
 	}
-	if reply := s.logIn(user, pass, s.proto); reply != nil {
+	if reply := s.logIn(cmd.Raw, user, pass, s.proto); reply != nil {
 		s.local(reply) // Valkey's answer to the credentials
 	}
 }

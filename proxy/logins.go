@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
+	"io"
 	"sync"
 
 	"github.com/lockproxy/lockproxy/resp"
@@ -79,14 +79,14 @@ type loginCheck struct {
 // the client, or nil when the command was put back: on an event loop the
 // check, which waits for Valkey, runs off the loop (offLoop) and the
 // command is handled again with its result.
-func (s *session) logIn(user, pass []byte, proto int) []byte {
+func (s *session) logIn(raw, user, pass []byte, proto int) []byte {
 	c := s.loginChecked
 	s.loginChecked = nil
 	if c == nil || !bytes.Equal(c.user, user) || !bytes.Equal(c.pass, pass) {
-		u, pw := bytes.Clone(user), bytes.Clone(pass)
+		u, pw, r := bytes.Clone(user), bytes.Clone(pass), bytes.Clone(raw)
 		key := s.key()
 		key.proto = proto
-		check := func() *loginCheck { return s.p.checkLogin(u, pw, key, int(s.id)) }
+		check := func() *loginCheck { return s.p.checkLogin(r, u, pw, key, int(s.id)) }
 		if s.lp != nil {
 			s.offLoop(func() { s.loginChecked = check() })
 			return nil
@@ -115,13 +115,13 @@ func (s *session) loggedIn(user, pass []byte) {
 // its own (in front of a cluster, to key.node or some primary), closed after.
 // When Valkey accepts them the login is kept and the session's pool under
 // it (key, with the login) gets its connection i now.
-func (p *Proxy) checkLogin(user, pass []byte, key poolKey, i int) *loginCheck {
+func (p *Proxy) checkLogin(raw, user, pass []byte, key poolKey, i int) *loginCheck {
 	c := &loginCheck{user: user, pass: pass}
 	node := key.node
 	if p.cl != nil && node == "" {
 		node = p.keylessNode(uint64(i))
 	}
-	c.reply = p.loginReply(user, pass, node)
+	c.reply = p.loginReply(raw, node)
 	if c.reply[0] != '+' {
 		return c
 	}
@@ -134,18 +134,22 @@ func (p *Proxy) checkLogin(user, pass []byte, key poolKey, i int) *loginCheck {
 	return c
 }
 
-// loginReply is Valkey's answer to AUTH with user and pass, as the client
-// would get it: +OK, or its error (WRONGPASS, ...).
-func (p *Proxy) loginReply(user, pass []byte, node string) []byte {
-	st := connState{proto: 2, username: string(user), password: string(pass), auth: true, bare: true, node: node}
-	nc, _, err := p.connect(st)
-	var re *replyError
-	switch {
-	case errors.As(err, &re):
-		return resp.AppendError(nil, re.msg)
-	case err != nil:
+// loginReply is Valkey's answer to the client's own AUTH or HELLO ... AUTH
+// (raw, sent as the client sent it, so MONITOR shows it as Valkey would),
+// as the client would get it for AUTH: +OK, or its error (WRONGPASS, ...).
+func (p *Proxy) loginReply(raw []byte, node string) []byte {
+	nc, _, err := p.connect(connState{proto: 2, bare: true, node: node})
+	if err != nil {
 		return resp.AppendError(nil, p.dialErrorText(err))
 	}
-	nc.Close()
+	reply, err := p.shoot(nc, raw)
+	switch {
+	case err != nil:
+		return resp.AppendError(nil, p.dialErrorText(err))
+	case reply == nil:
+		return resp.AppendError(nil, p.dialErrorText(io.EOF))
+	case reply[0] == '-':
+		return reply
+	}
 	return resp.AppendSimple(nil, "OK")
 }

@@ -1,10 +1,15 @@
 package proxy
 
+import "sync/atomic"
+
 // pendQueue is a FIFO ring of pending replies that reuses its storage.
 type pendQueue struct {
 	buf  []pend
 	head int
 	n    int
+	// holds counts the entries Valkey may hold back for long (pend.holds);
+	// changed under the connection's lock, read by anyone (busyscript.go).
+	holds atomic.Int32
 }
 
 func (q *pendQueue) push(p pend) {
@@ -18,6 +23,9 @@ func (q *pendQueue) push(p pend) {
 	}
 	q.buf[(q.head+q.n)%len(q.buf)] = p
 	q.n++
+	if p.holds {
+		q.holds.Add(1)
+	}
 }
 
 // popN appends up to n entries to dst, oldest first.
@@ -28,6 +36,9 @@ func (q *pendQueue) popN(dst []pend, n int) []pend {
 	for i := 0; i < n; i++ {
 		j := q.head
 		dst = append(dst, q.buf[j])
+		if q.buf[j].holds {
+			q.holds.Add(-1)
+		}
 		q.buf[j] = pend{}
 		q.head = (j + 1) % len(q.buf)
 	}

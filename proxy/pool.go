@@ -22,6 +22,9 @@ type pool struct {
 	p     *Proxy
 	key   poolKey
 	slots []slot
+	// spares are the side connections sessions use while Valkey holds a
+	// command back on their own slot's connection (busyscript.go).
+	spares [spares]slot
 }
 
 type slot struct {
@@ -47,7 +50,50 @@ func (p *Proxy) pool(key poolKey) *pool {
 // whose dial failed answers with that failure until its backoff ends, so a
 // down Valkey costs clients an error, not a pile-up of dials.
 func (pl *pool) conn(i int) (*upConn, error) {
-	sl := &pl.slots[i%len(pl.slots)]
+	return pl.slotConn(&pl.slots[i%len(pl.slots)], false)
+}
+
+// spares is how many spare connections a pool may have.
+const spares = 4
+
+// openSpares opens the pool's spare connections (busyscript.go) that are
+// not open. They log in bare, without loading lockproxy's scripts: Valkey
+// may be running a script, and would answer SCRIPT LOAD with BUSY (the
+// first EVALSHA of a lock script on one loads its script: noscript.go).
+func (pl *pool) openSpares() {
+	for i := range pl.spares {
+		_, _ = pl.slotConn(&pl.spares[i], true)
+	}
+}
+
+// freeSpare is an open spare connection where Valkey holds nothing back
+// (with idle, where nothing at all is in flight), else nil.
+func (pl *pool) freeSpare(idle bool) *upConn {
+	for i := range pl.spares {
+		sl := &pl.spares[i]
+		if !sl.mu.TryLock() {
+			continue
+		}
+		c := sl.c
+		sl.mu.Unlock()
+		if c != nil && !c.dead.Load() && c.q.holds.Load() == 0 && (!idle || c.idle()) {
+			return c
+		}
+	}
+	return nil
+}
+
+// sparesOpen reports whether openSpares would dial nothing.
+func (pl *pool) sparesOpen() bool {
+	for i := range pl.spares {
+		if !pl.slotReady(&pl.spares[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (pl *pool) slotConn(sl *slot, spare bool) (*upConn, error) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.c != nil && !sl.c.dead.Load() {
@@ -60,6 +106,7 @@ func (pl *pool) conn(i int) (*upConn, error) {
 		return nil, errClosed
 	}
 	st := pl.p.sharedState(pl.key)
+	st.bare = spare
 	c, err := pl.p.dial(st, nil)
 	p := pl.p
 	p.countUpstreamError(p.tableAddr(), err)
@@ -87,6 +134,9 @@ func (pl *pool) conn(i int) (*upConn, error) {
 		return nil, err
 	}
 	pl.p.ops.dials.Add(1)
+	if spare {
+		c.spare = pl
+	}
 	sl.c, sl.err, sl.backoff = c, nil, 0
 	return c, nil
 }
@@ -95,7 +145,10 @@ func (pl *pool) conn(i int) (*upConn, error) {
 // has a live connection, or a dial failure still in its backoff. A slot
 // being dialled by someone else is not ready.
 func (pl *pool) ready(i int) bool {
-	sl := &pl.slots[i%len(pl.slots)]
+	return pl.slotReady(&pl.slots[i%len(pl.slots)])
+}
+
+func (pl *pool) slotReady(sl *slot) bool {
 	if !sl.mu.TryLock() {
 		return false
 	}
@@ -119,7 +172,8 @@ func (p *Proxy) sharedState(key poolKey) connState {
 		// the registry lost (none is ever removed) would log in with
 		// no password, which Valkey refuses.
 		c, _ := p.logins.creds(key.login)
-		st.username, st.password, st.auth = c.user, c.pass, true
+		st.proxyUser, st.proxyPass = st.username, st.password
+		st.username, st.password, st.auth, st.login = c.user, c.pass, true, true
 	}
 	return st
 }
@@ -130,8 +184,11 @@ func (p *Proxy) closePools() {
 	p.pools = map[poolKey]*pool{}
 	p.poolMu.Unlock()
 	for _, pl := range pools {
-		for i := range pl.slots {
-			sl := &pl.slots[i]
+		for i := range len(pl.slots) + spares {
+			sl := &pl.spares[max(i-len(pl.slots), 0)]
+			if i < len(pl.slots) {
+				sl = &pl.slots[i]
+			}
 			sl.mu.Lock()
 			c := sl.c
 			sl.c = nil
@@ -141,4 +198,11 @@ func (p *Proxy) closePools() {
 			}
 		}
 	}
+}
+
+// idle reports whether nothing is queued or in flight on c.
+func (c *upConn) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.q.n == 0 && len(c.wbuf) == 0 && !c.writing
 }

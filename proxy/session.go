@@ -123,6 +123,9 @@ type session struct {
 	// shot is what an off-loop one-off connection answered to the command
 	// put back meanwhile (busy.go).
 	shot *oneShot
+	// holds: Valkey may hold the command being handled back for long
+	// (pend.holds, busyscript.go).
+	holds bool
 	// dialed is what an off-loop dial for the command put back gave.
 	dialed *dialResult
 	// loginChecked is Valkey's verdict on the credentials of the AUTH or
@@ -140,8 +143,13 @@ type session struct {
 	// For CLIENT LIST (clients.go): the published state, the last
 	// command, when the client last sent something (unix ns), when it
 	// connected, the proxy's address it connected to, its socket.
-	snap       atomic.Pointer[clientSnap]
-	lastCmd    atomic.Pointer[string]
+	snap    atomic.Pointer[clientSnap]
+	lastCmd atomic.Pointer[string]
+	// monitorOn is monitor, for the upstream reader (monitorown.go).
+	monitorOn atomic.Bool
+	// blocked: a blocking command is in flight on the session's own
+	// connection (CLIENT LIST's flag b).
+	blocked    atomic.Bool
 	lastActive atomic.Int64
 	since      time.Time
 	laddr      string
@@ -228,6 +236,7 @@ func (s *session) finish(graceful bool) {
 		}
 		s.waitDrain(0)
 	}
+	s.endMonitor()
 	s.outMu.Lock()
 	s.outClosed = true
 	started := s.writer
@@ -346,7 +355,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, cluster: s.clusterPend(raw)})
+	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, holds: s.holds, cluster: s.clusterPend(raw)})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -366,16 +375,16 @@ func (s *session) target() *upConn {
 	if s.ded != nil {
 		return s.ded
 	}
-	if c := s.shared; c != nil && s.sharedKey == s.key() && !c.dead.Load() {
-		return c
+	c := s.shared
+	if c == nil || s.sharedKey != s.key() || c.dead.Load() {
+		var err error
+		if c, err = s.poolConn(s.key()); err != nil {
+			s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
+			return nil
+		}
+		s.shared, s.sharedKey = c, s.key()
 	}
-	c, err := s.poolConn(s.key())
-	if err != nil {
-		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
-		return nil
-	}
-	s.shared, s.sharedKey = c, s.key()
-	return c
+	return s.besideHeld(c)
 }
 
 // poolConn returns the session's connection of the pool key. A dial done off
@@ -525,11 +534,15 @@ func (s *session) goDedicated(withCreds bool) bool {
 	st := s.p.sharedState(s.key()) // logged in as the session is
 	st.name, st.libName, st.libVer = s.name, s.libName, s.libVer
 	st.auth = withCreds && st.auth
+	var vid int64
+	st.clientID = &vid
 	c, err := s.p.dial(st, s)
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return false
 	}
+	c.vid = vid
+	s.p.vids.add(vid, s.id)
 	s.dedMu.Lock()
 	s.ded = c
 	s.dedMu.Unlock()

@@ -60,7 +60,7 @@ func (s *session) pump() {
 			s.migrate()
 			return
 		}
-		if settles(k) && s.inflight.Load()+int64(len(s.bpend)) > 0 {
+		if (settles(k) || s.behindHeld()) && s.inflight.Load()+int64(len(s.bpend)) > 0 {
 			// Handled once every earlier reply is in: the loop reads
 			// the replies, so it must not wait for them here.
 			s.rd.Unread()
@@ -69,6 +69,14 @@ func (s *session) pump() {
 				return
 			}
 			continue
+		}
+		if s.needsSpares(k, cmd.Args) {
+			// The spare connections a command Valkey may hold back
+			// needs beside it (busyscript.go), opened off the loop
+			// like any dial.
+			pl := s.p.pool(s.key())
+			s.offLoop(pl.openSpares)
+			return
 		}
 		if key, dials := s.willDial(k, cmd.Args); dials {
 			// Dialling could take up to dial_timeout (Valkey slow or

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
@@ -63,7 +64,7 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	// Connected: Valkey is there. Its answers may wait behind a long
 	// command (SAVE, DEBUG SLEEP), so they get as long as any reply.
 	_ = nc.SetDeadline(time.Now().Add(max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())))
-	err = handshake(nc, st)
+	err = handshake(nc, st, &p.own)
 	if err == nil && !st.bare {
 		err = p.establishEpoch(nc)
 	}
@@ -85,18 +86,26 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 
 // handshake sends the commands that make a new connection equal to the
 // session state, all in one write, and checks their replies.
-func handshake(nc net.Conn, st connState) error {
+func handshake(nc net.Conn, st connState, own *ownLines) error {
 	var cmds [][]string
 	optional := map[int]bool{} // replies whose errors do not matter
+	// A client's own login comes last: the connection is set up as the
+	// proxy, and the user then keeps its database, name and library
+	// info, as a client's connection keeps them across AUTH on Valkey,
+	// whether or not the user may run SELECT or CLIENT SETNAME itself.
+	user, pass, auth := st.username, st.password, st.auth
+	if st.login {
+		user, pass, auth = st.proxyUser, st.proxyPass, st.proxyPass != ""
+	}
 	switch {
-	case st.proto == 3 && st.auth:
-		cmds = append(cmds, []string{"HELLO", "3", "AUTH", userOrDefault(st.username), st.password})
+	case st.proto == 3 && auth:
+		cmds = append(cmds, []string{"HELLO", "3", "AUTH", userOrDefault(user), pass})
 	case st.proto == 3:
 		cmds = append(cmds, []string{"HELLO", "3"})
-	case st.auth && st.username != "":
-		cmds = append(cmds, []string{"AUTH", st.username, st.password})
-	case st.auth:
-		cmds = append(cmds, []string{"AUTH", st.password})
+	case auth && user != "":
+		cmds = append(cmds, []string{"AUTH", user, pass})
+	case auth:
+		cmds = append(cmds, []string{"AUTH", pass})
 	}
 	if st.db != 0 {
 		cmds = append(cmds, []string{"SELECT", fmt.Sprint(st.db)})
@@ -123,6 +132,17 @@ func handshake(nc net.Conn, st connState) error {
 		optional[len(cmds)] = true
 		cmds = append(cmds, []string{"SCRIPT", "LOAD", sc.Body})
 	}
+	switch {
+	case st.login && st.username != "":
+		cmds = append(cmds, []string{"AUTH", st.username, st.password})
+	case st.login:
+		cmds = append(cmds, []string{"AUTH", st.password})
+	}
+	idAt := -1
+	if st.clientID != nil {
+		idAt = len(cmds)
+		cmds = append(cmds, []string{"CLIENT", "ID"})
+	}
 	if len(cmds) == 0 {
 		return nil
 	}
@@ -130,6 +150,7 @@ func handshake(nc net.Conn, st connState) error {
 	for _, c := range cmds {
 		out = resp.AppendCommandStrings(out, c...)
 	}
+	own.add(nc, len(cmds))
 	if _, err := nc.Write(out); err != nil {
 		return err
 	}
@@ -142,6 +163,9 @@ func handshake(nc net.Conn, st connState) error {
 		}
 		if buf[0] == '-' && !optional[i] {
 			return &replyError{msg: string(bytes.TrimRight(buf[1:n], "\r\n"))}
+		}
+		if i == idAt && buf[0] == ':' {
+			*st.clientID, _ = strconv.ParseInt(string(buf[1:n-2]), 10, 64)
 		}
 		buf = append(buf[:0], buf[n:]...)
 	}

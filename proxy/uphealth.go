@@ -182,7 +182,7 @@ func (p *Proxy) checkUpstream(ctx context.Context, addr string) error {
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
 	st := p.sharedState(poolKey{proto: 2})
 	st.bare = true
-	if err := handshake(nc, st); err != nil {
+	if err := handshake(nc, st, &p.own); err != nil {
 		if !isReply(err) && p.upstreamTLS() == nil && p.speaksTLS(addr) {
 			return errPlaintextToTLS(addr)
 		}

@@ -24,6 +24,11 @@ type pend struct {
 	retry []byte
 	// seq is the reply's place among the session's (reorder.go).
 	seq uint64
+	// holds: Valkey may hold the command back for long, and what is
+	// queued behind it with it: a client's own EVAL, EVALSHA or FCALL
+	// (and their _RO forms), which holds Valkey for as long as it runs, or
+	// any command while a CLIENT PAUSE is in force (busyscript.go).
+	holds bool
 	// mute: the client asked for no reply to this command (CLIENT REPLY
 	// OFF or SKIP): the reply is taken, and its hook run, but not sent.
 	mute bool
@@ -47,6 +52,11 @@ type upConn struct {
 	nc    net.Conn
 	addr  string
 	owner *session // the one session of a dedicated connection; nil when shared
+	// vid is Valkey's id of a dedicated connection (clientids.go).
+	vid int64
+	// spare: set on a pool's side connection, for commands that must not
+	// queue behind a script call (busyscript.go); nil on any other.
+	spare *pool
 
 	// stream is set on a dedicated connection whose replies no longer pair
 	// one-to-one with commands (SUBSCRIBE, MONITOR, CLIENT REPLY OFF): every
@@ -112,6 +122,14 @@ type connState struct {
 	// must run while Valkey is busy, when SCRIPT LOAD would be refused).
 	bare bool
 	node string // in a cluster: the node to connect to
+	// login: username and password are a client's own login, given last,
+	// once the proxy's credentials (proxyUser, proxyPass) set the
+	// connection up (handshake).
+	login                bool
+	proxyUser, proxyPass string
+	// clientID, when set, gets Valkey's id of the connection (CLIENT ID,
+	// asked last).
+	clientID *int64
 }
 
 // replyError is an error reply Valkey gave during the handshake (for example

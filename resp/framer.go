@@ -145,11 +145,10 @@ func (f *Framer) Frame(buf []byte) (int, error) {
 			if !isDouble(line) {
 				return f.fail(errBadDouble)
 			}
-		case '(':
-			if !isBignum(line) {
-				return f.fail(errBadInteger)
-			}
 		}
+		// '(' is not checked: Valkey passes on a script's big number
+		// as the script gave it (a CRLF in it made two spaces), so a
+		// big number is any line, as in a simple string.
 		// A value ended at next; it may complete its enclosing aggregates.
 		pos, scan = next, next
 		for len(f.stack) > 0 {

@@ -125,22 +125,6 @@ func parseCount(b []byte) (int64, bool) {
 	return v, true
 }
 
-// isBignum accepts a RESP3 big number: optional sign, then digits.
-func isBignum(b []byte) bool {
-	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		b = b[1:]
-	}
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // isDouble accepts what Valkey's addReplyDouble can produce ("inf", "-inf",
 // "nan", or a %.17g-style number) plus other spellings RESP3 allows; it only
 // rejects payloads that can not be a double at all.

@@ -6,6 +6,8 @@
 # server the tests run against). Does nothing when all are present.
 # `deps.sh bench` also installs nutcracker (twemproxy), the reference proxy
 # `make bench` measures beside lockproxy; the tests do not need it.
+# `deps.sh suite` also installs tcl (tclsh), which Valkey's own test suite
+# runs on (`make valkey-suite`).
 # `deps.sh ops` also installs promtool (Debian's prometheus package) and
 # systemd-analyze (systemd), which `make ops-check` runs over deploy/.
 # Needs root (or sudo) for apt-get on Debian 12.
@@ -13,6 +15,7 @@ set -euo pipefail
 
 need=()
 [ "${1:-}" = bench ] && { command -v nutcracker >/dev/null || [ -x /usr/sbin/nutcracker ] || need+=(nutcracker); }
+[ "${1:-}" = suite ] && { command -v tclsh >/dev/null || need+=(tcl); }
 if [ "${1:-}" = ops ]; then
   command -v promtool >/dev/null || need+=(prometheus)
   command -v systemd-analyze >/dev/null || need+=(systemd)

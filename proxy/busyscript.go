@@ -1,0 +1,129 @@
+package proxy
+
+import "github.com/lockproxy/lockproxy/resp"
+
+// Commands Valkey holds back. While a client's script or function runs,
+// Valkey reads no more from that client's connection; after
+// busy-reply-threshold it reads every other connection again and answers
+// BUSY to each command (but the few busy.go sends on a connection of its
+// own). While a CLIENT PAUSE is in force, Valkey holds back the paused
+// commands of a connection, and everything after them on it. A shared
+// upstream connection is many clients at once: what other sessions queue
+// behind such a command would wait for its end, where Valkey answers them at
+// once (BUSY, or the reply of a command the pause does not hold), and a
+// session meant to send FUNCTION KILL or CLIENT UNPAUSE after that answer
+// never would.
+//
+// So a session does not queue a command behind one that Valkey may hold
+// (pend.holds: a script call, or any command sent while a pause sent through
+// this proxy is in force) still unanswered on its slot's connection, unless
+// it is owed replies there itself (as on its own connection on Valkey, its
+// commands wait for its earlier ones): it uses one of the pool's spare
+// connections meanwhile, one where nothing may be held. Valkey treats a
+// spare as any other client's connection, so the session gets what Valkey
+// gives a client at that moment: the command waits while a script is under
+// busy-reply-threshold, BUSY once it is over (Valkey reads its own
+// threshold, CONFIG SET included), the command's own reply once the script
+// has ended or for a command the pause lets through. The session stays on
+// the spare while replies are owed there, and returns to its slot's
+// connection when none are, so its commands stay in order; the held
+// connection serves its queue in order again as soon as the script ends or
+// is killed, or the pause ends. When every spare holds something too, the
+// command queues on its slot's connection, as before.
+//
+// The spares are opened when a script call or a CLIENT PAUSE is first sent
+// through the pool (not while Valkey is busy, when it could not log in to
+// another database). lockproxy's own lock scripts are short, and the
+// clients' commands they come from are not script calls. In front of a
+// cluster every node is a pool of its own, and this does not apply (a
+// session there follows its keys to their node).
+
+// isScriptCall reports whether a command name is EVAL, EVALSHA, EVAL_RO,
+// EVALSHA_RO, FCALL or FCALL_RO.
+func isScriptCall(name []byte) bool {
+	if len(name) < 4 || len(name) > 10 {
+		return false
+	}
+	switch name[0] | 0x20 {
+	case 'e':
+		return resp.EqualFold(name, "eval") || resp.EqualFold(name, "evalsha") ||
+			resp.EqualFold(name, "eval_ro") || resp.EqualFold(name, "evalsha_ro")
+	case 'f':
+		return resp.EqualFold(name, "fcall") || resp.EqualFold(name, "fcall_ro")
+	}
+	return false
+}
+
+// isPause reports whether a command is CLIENT PAUSE.
+func isPause(args [][]byte) bool {
+	return len(args) >= 2 && resp.EqualFold(args[0], "client") && resp.EqualFold(args[1], "pause")
+}
+
+// besideHeld is the connection the session's next command goes to, given
+// home, its slot's connection: home, unless Valkey may hold a command back
+// there and the session owes nothing there itself; then a free spare, when
+// one is open.
+func (s *session) besideHeld(home *upConn) *upConn {
+	if s.p.cl != nil {
+		return home
+	}
+	if cur := s.lastConn(); cur != nil && !cur.dead.Load() && (len(s.bpend) > 0 || s.inflight.Load() > 0) &&
+		(cur == home || cur.spare != nil && cur.spare == s.p.pool(s.key())) {
+		if cur.q.holds.Load() == 0 || s.lp != nil {
+			return cur // replies owed there come first
+		}
+		// On a goroutine of its own the session waits for them here
+		// (an event loop did before handling the command: behindHeld).
+		s.flush()
+		s.waitDrain(0)
+	}
+	if s.holds {
+		pl := s.p.pool(s.key())
+		if s.lp == nil {
+			// Open the spares before the first command that may be
+			// held (an event loop does that off the loop first:
+			// needsSpares).
+			pl.openSpares()
+		}
+		// Valkey may read a script call in one batch with other
+		// clients' commands before it on a shared connection, and
+		// their replies would then wait in its output buffer until the
+		// script ends: it goes on a spare with nothing else in flight.
+		if sp := pl.freeSpare(true); sp != nil {
+			return sp
+		}
+	}
+	if home.q.holds.Load() == 0 {
+		return home
+	}
+	if sp := s.p.pool(s.key()).freeSpare(false); sp != nil {
+		return sp
+	}
+	return home
+}
+
+// needsSpares reports whether a command is a script call or CLIENT PAUSE
+// through a pool whose spare connections are not all open: an event loop
+// opens them off the loop before handling the command.
+func (s *session) needsSpares(k kind, args [][]byte) bool {
+	return s.p.cl == nil && s.ded == nil && s.authed &&
+		(k == kForward && isScriptCall(args[0]) || k == kClient && isPause(args)) &&
+		!s.p.pool(s.key()).sparesOpen()
+}
+
+// lastConn is the connection the session's last command went to.
+func (s *session) lastConn() *upConn {
+	if len(s.bpend) > 0 {
+		return s.bconn
+	}
+	return s.last
+}
+
+// behindHeld reports whether the session's last command went to a shared
+// connection where Valkey may hold a command back: an event loop handles
+// the next command only once the session's replies are in, so that
+// besideHeld may send it elsewhere without overtaking them.
+func (s *session) behindHeld() bool {
+	c := s.lastConn()
+	return c != nil && c.owner == nil && c.q.holds.Load() > 0 && s.p.cl == nil
+}

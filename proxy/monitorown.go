@@ -1,0 +1,100 @@
+package proxy
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MONITOR and the proxy's own set-up commands. Every upstream connection the
+// proxy opens is first told the client's state (SELECT, HELLO, AUTH,
+// CLIENT SETNAME, SCRIPT LOAD, CLIENT ID: handshake), and MONITOR would show
+// those commands in the middle of the clients' own, for example between a
+// client's MULTI and the command it sent before it, where Valkey shows none.
+// While a client of the proxy monitors, the proxy remembers how many set-up
+// commands each new connection is sent, by its address, and a MONITOR
+// session of the proxy leaves out that many lines from that address. The
+// last ownKeep connections are remembered, each for ownFor (memory stays
+// bounded however many connections open; a line of one forgotten before
+// MONITOR showed it is shown).
+
+const (
+	ownKeep = 256
+	ownFor  = 10 * time.Second
+)
+
+// ownLines is the proxy's record of connections in set-up.
+type ownLines struct {
+	monitors atomic.Int32 // sessions in MONITOR
+	mu       sync.Mutex
+	left     map[string]ownEntry // address -> set-up lines not yet seen by MONITOR
+	order    []string            // addresses, oldest first, at most ownKeep
+}
+
+type ownEntry struct {
+	n     int
+	until time.Time
+}
+
+// endMonitor: the session no longer monitors (RESET, or it ended).
+func (s *session) endMonitor() {
+	if s.monitor {
+		s.monitor = false
+		s.monitorOn.Store(false)
+		s.p.own.monitors.Add(-1)
+	}
+}
+
+// add records that n set-up commands are sent on nc.
+func (o *ownLines) add(nc net.Conn, n int) {
+	a := nc.LocalAddr()
+	if a == nil || n == 0 || o.monitors.Load() == 0 {
+		return
+	}
+	addr := a.String()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.left == nil {
+		o.left = map[string]ownEntry{}
+	}
+	if len(o.order) == ownKeep {
+		delete(o.left, o.order[0])
+		o.order = append(o.order[:0], o.order[1:]...)
+	}
+	o.left[addr] = ownEntry{n: n, until: time.Now().Add(ownFor)}
+	o.order = append(o.order, addr)
+}
+
+// drop reports whether a MONITOR line is one of the proxy's own set-up
+// commands, counting it off.
+func (o *ownLines) drop(line []byte) bool {
+	// +<time> [<db> <addr>] "cmd" ...   (or [<db> lua] from a script)
+	i := bytes.IndexByte(line, '[')
+	if i < 0 || len(line) == 0 || line[0] != '+' {
+		return false
+	}
+	j := bytes.IndexByte(line[i:], ']')
+	sp := bytes.IndexByte(line[i:], ' ')
+	if j < 0 || sp < 0 || sp > j {
+		return false
+	}
+	addr := line[i+sp+1 : i+j]
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.left[string(addr)]
+	switch {
+	case !ok:
+		return false
+	case time.Now().After(e.until):
+		delete(o.left, string(addr))
+		return false
+	case e.n <= 1:
+		delete(o.left, string(addr))
+	default:
+		e.n--
+		o.left[string(addr)] = e
+	}
+	return true
+}
