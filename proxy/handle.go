@@ -250,8 +250,14 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 				return s.busyCommand(cmd)
 			}
 		}
-		if len(args) >= 3 && resp.EqualFold(args[1], "tracking") {
+		switch {
+		case len(args) >= 3 && resp.EqualFold(args[1], "tracking") && !s.inMulti:
+			return s.clientTracking(cmd) // tracking.go
+		case len(args) >= 3 && resp.EqualFold(args[1], "tracking"):
 			s.tracking = resp.EqualFold(args[2], "on")
+		case len(args) == 2 && resp.EqualFold(args[1], "getredir") && s.trk != nil && !s.inMulti:
+			s.clientGetredir()
+			return true
 		}
 	case kHello:
 		// Track the protocol and name: replies are shaped for the
@@ -261,6 +267,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			if !s.askDedicated(cmd.Raw) {
 				return true
 			}
+			s.mirror(cmd.Raw) // the session's connections on other nodes (tracking.go)
 			if v, ok := helloVersion(args); ok {
 				s.proto = v
 			}
@@ -279,6 +286,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		// login every later connection of the session uses.
 		if (len(args) == 2 || len(args) == 3) && !s.inMulti && !s.ded.stream.Load() {
 			if s.askDedicated(cmd.Raw) {
+				s.mirror(cmd.Raw) // the session's connections on other nodes (tracking.go)
 				var user []byte
 				if len(args) == 3 {
 					user = args[1]
@@ -300,6 +308,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			return true
 		}
 		s.reset()
+		s.resetTracking() // the session's connections on other nodes (tracking.go)
 		if c := s.ded; c.stream.Load() {
 			// Valkey ends the subscriptions, MONITOR and CLIENT REPLY
 			// OFF: from its +RESET on, replies pair with commands again

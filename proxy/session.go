@@ -55,6 +55,7 @@ type session struct {
 	redirects redirects
 
 	ded       *upConn                     // the session's own upstream connection, once it needs one
+	trk       *tracking                   // client-side caching, once turned on (tracking.go)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upConn // cached shared connection for key()
@@ -234,6 +235,7 @@ func (s *session) finish(graceful bool) {
 		<-s.writerEnd
 	}
 	s.nc.Close()
+	s.closeTracking()
 	if s.ded != nil {
 		s.ded.close()
 	}
@@ -476,6 +478,9 @@ func (s *session) local(reply []byte) {
 	}
 	if s.mute {
 		return
+	}
+	if s.trk != nil {
+		s.sendHeld() // CLIENT CACHING or MULTI held for this command's node (tracking.go)
 	}
 	s.flush()
 	if s.ded != nil && s.ded.stream.Load() {

@@ -47,6 +47,15 @@ type upConn struct {
 	nc    net.Conn
 	addr  string
 	owner *session // the one session of a dedicated connection; nil when shared
+	// relay, on a connection Valkey redirects a client's invalidations
+	// to (CLIENT TRACKING ... REDIRECT, tracking.go), takes its pushes.
+	relay func(push []byte)
+	// lastSeq is the sequence number of the last reply the reader handed
+	// its owner (have: one was handed): a push that came after it on this
+	// connection reaches the client after it (session.pushAfter). Only the
+	// reader touches them.
+	lastSeq uint64
+	haveSeq bool
 
 	// stream is set on a dedicated connection whose replies no longer pair
 	// one-to-one with commands (SUBSCRIBE, MONITOR, CLIENT REPLY OFF): every
@@ -112,6 +121,9 @@ type connState struct {
 	// must run while Valkey is busy, when SCRIPT LOAD would be refused).
 	bare bool
 	node string // in a cluster: the node to connect to
+	// tracking: CLIENT TRACKING ON and its options, as this connection
+	// must track for its session (tracking.go).
+	tracking []string
 }
 
 // replyError is an error reply Valkey gave during the handshake (for example
