@@ -148,7 +148,7 @@ func (s *session) run(plan rewrite.Plan) {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
-	if s.rd.Buffered() > 0 || sc.FirstUse() {
+	if s.rd.Buffered() > 0 || s.firstUse(sc) {
 		// More commands are already here behind this one: EVAL needs no
 		// retry that could overtake them. A wrapper's first use: EVAL
 		// loads it.
