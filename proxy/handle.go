@@ -156,7 +156,7 @@ func (s *session) ownConnFor(k kind, args [][]byte) bool {
 // first, since the dial and the waits that come with it would stall the
 // loop's other clients.
 func (s *session) needsOwnConn(k kind, args [][]byte) bool {
-	return s.ded != nil || (!s.needsAuth(k) && s.ownConnFor(k, args))
+	return s.ded != nil || (!s.needsAuth(k) && (s.ownConnFor(k, args) || s.splitsLocks(args)))
 }
 
 // helloAuthAt is the position of AUTH in HELLO's arguments (0: none).

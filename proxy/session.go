@@ -129,6 +129,9 @@ type session struct {
 	// putBack: the command being handled was put back, to be handled
 	// again (offLoop).
 	putBack bool
+	// capture, while a command split by slot runs its parts as the
+	// client's own (cluster_split_locks.go), takes each part's reply.
+	capture func(reply []byte)
 	// publishDue: the command being handled may change what CLIENT LIST
 	// shows; its state is published before the proxy's own reply to it
 	// leaves (local), so that a client that read the reply and asks
@@ -326,6 +329,16 @@ func (s *session) forward(raw []byte, hook func([]byte) []byte) {
 // forwardRetry is forward with a command to send instead when Valkey answers
 // NOSCRIPT (an EVALSHA's EVAL twin).
 func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
+	if capture := s.capture; capture != nil {
+		h := hook
+		hook = func(r []byte) []byte {
+			if h != nil {
+				r = h(r)
+			}
+			capture(r)
+			return r
+		}
+	}
 	c := s.target()
 	if c == nil {
 		return
@@ -475,6 +488,10 @@ func (s *session) waitDrain(le int64) {
 func (s *session) local(reply []byte) {
 	if s.publishDue {
 		s.publish()
+	}
+	if s.capture != nil {
+		s.capture(reply)
+		return
 	}
 	if s.mute {
 		return
