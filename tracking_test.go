@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -179,4 +181,53 @@ func TestTrackingRedirectDifferential(t *testing.T) {
 		direct := run(e.srv.Addr, "trk:diff", proto3)
 		eq(t, run(e.addr, "trk:diff", proto3), direct)
 	}
+}
+
+// An invalidation that comes on one node's connection after a reply still
+// held for its turn (another node's reply is due first) reaches the client
+// after that reply, not before: otherwise the client would cache the value
+// the invalidation is about for good. Node A is stopped (SIGSTOP)
+// so that GET a's reply is due first and GET b's is held; b then changes.
+func TestClusterTrackingPushAfterHeldReply(t *testing.T) {
+	e, cl := clusterEnv(t, proxy.Options{})
+	m := slotMap(t, cl)
+	a := keysOn(m, m.Primaries[0], "trk:held:", 1)[0]
+	b := keysOn(m, m.Primaries[1], "trk:held:", 1)[0]
+	eq(t, directTo(t, m, a, "SET", a, "va"), "+OK\r\n")
+	eq(t, directTo(t, m, b, "SET", b, "vb"), "+OK\r\n")
+	r := dialRaw(t, e.addr)
+	r.do("HELLO", "3")
+	eq(t, r.do("CLIENT", "TRACKING", "ON"), "+OK\r\n")
+	eq(t, r.do("GET", a), bulk("va")) // the session's connections on both nodes are open
+	eq(t, r.do("GET", b), bulk("vb"))
+	eq(t, r.do("GET", a), bulk("va"))
+	nodeB := valkeytest.Dial(t, m.Primaries[1], 2)
+	tracked := func() int {
+		info := string(nodeB.Do(t, "INFO", "stats"))
+		i := strings.Index(info, "tracking_total_keys:")
+		n, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(info[i+len("tracking_total_keys:"):], "\r\n", 2)[0]))
+		return n
+	}
+	eq(t, directTo(t, m, b, "SET", b, "vb2"), "+OK\r\n") // b's tracking is spent
+	eq(t, r.read(), pushHead+"*1\r\n"+bulk(b))
+	before := tracked()
+
+	var nodeA *valkeytest.Server
+	for _, n := range cl.Nodes {
+		if n.Addr == m.Primaries[0] {
+			nodeA = n
+		}
+	}
+	whileStopped(t, nodeA, func() {
+		r.send(string(resp.AppendCommandStrings(resp.AppendCommandStrings(nil, "GET", a), "GET", b)))
+		for tracked() <= before { // node B ran GET b: its reply is in the proxy, held behind a's
+			time.Sleep(time.Millisecond)
+		}
+		eq(t, directTo(t, m, b, "SET", b, "vb3"), "+OK\r\n")
+		// The push comes on B's connection now; a's reply cannot.
+		eq(t, string(nodeB.Do(t, "PING")), "+PONG\r\n")
+	})
+	eq(t, r.read(), bulk("va"))
+	eq(t, r.read(), bulk("vb2"))
+	eq(t, r.read(), pushHead+"*1\r\n"+bulk(b))
 }
