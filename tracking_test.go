@@ -73,6 +73,16 @@ func TestClusterTrackingEveryNode(t *testing.T) {
 	eq(t, strings.Join(invalidated(t, r, pushHead, len(keys)), " "), strings.Join(want, " "))
 	// Still in step: a command's reply after the pushes.
 	eq(t, r.do("GET", keys[len(keys)-1]), bulk("changed"))
+	// RESET ends tracking on every node's connection, as on Valkey's one.
+	for _, k := range keys {
+		r.do("GET", k)
+	}
+	eq(t, r.do("RESET"), "+RESET\r\n")
+	for _, k := range keys {
+		eq(t, directTo(t, m, k, "SET", k, "after-reset"), "+OK\r\n")
+	}
+	eq(t, r.do("PING"), "+PONG\r\n") // RESP2 now, and no push before it
+	eq(t, r.do("CLIENT", "TRACKINGINFO"), "*6\r\n$5\r\nflags\r\n*1\r\n$3\r\noff\r\n$8\r\nredirect\r\n:-1\r\n$8\r\nprefixes\r\n*0\r\n")
 }
 
 // OPTIN: CLIENT CACHING YES applies to the command after it, on whichever

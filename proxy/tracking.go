@@ -451,15 +451,16 @@ func (s *session) mirror(raw []byte) {
 	}
 }
 
-// resetTracking is what RESET does to tracking (Valkey turns it off): the
-// session's other connections are told to stop too.
+// resetTracking is what RESET does beyond the current connection: the
+// session's others are reset too (tracking off, RESP2, logged out), so
+// that they stay what the current one is.
 func (s *session) resetTracking() {
 	t := s.trk
 	if t == nil {
 		return
 	}
 	t.on, t.held, t.multiHeld = false, nil, false
-	s.mirror(resp.AppendCommandStrings(nil, "CLIENT", "TRACKING", "OFF"))
+	s.mirror(resp.AppendCommandStrings(nil, "RESET"))
 	t.closeRelays()
 	t.relays, t.target, t.redirectAt = nil, nil, 0
 }
