@@ -313,7 +313,10 @@ func TestValkeylockThroughProxy(t *testing.T) {
 				return l
 			}
 			a, b := newLocker(), newLocker()
-			ctx := context.Background()
+			// A guard, not a timing bound: valkeylock retries until its
+			// context ends, so a lock it can never take must not hang.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
 			name := "vl:" + mode + ":lock"
 			keys := []string{"valkeylock:0:" + name, "valkeylock:1:" + name, "valkeylock:2:" + name}
 
