@@ -39,6 +39,10 @@ type clusterState struct {
 	lastErr error // why the last refresh found no map
 
 	conns nodeConns
+
+	// wrappersSent: the wrappers of clients' scripts sent to each node
+	// (cluster_scripts.go).
+	wrappersSent sync.Map
 }
 
 // minRefreshGap bounds how often redirects and dial failures may make the

@@ -24,6 +24,9 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 		s.clusterFace(cmd)
 		return true
 	}
+	if s.spreads() && s.holdForNode(args) {
+		return true // sent with the next command, to its node (tracking.go)
+	}
 	if s.ded != nil && s.ownMovable && !s.statelessOwn(k, args) {
 		s.ownMovable = false // the connection now holds state of the client's
 	}
@@ -40,10 +43,11 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	if isShardChannelCommand(args[0]) && len(args) > 1 {
 		return s.routeShardChannels(args)
 	}
-	if len(keys) == 0 && s.ded == nil && resp.EqualFold(args[0], "scan") && s.scan(cmd) {
+	shares := s.ded == nil || s.spreads() && !s.inMulti && !s.ded.stream.Load()
+	if len(keys) == 0 && shares && resp.EqualFold(args[0], "scan") && s.scan(cmd) {
 		return true
 	}
-	if len(keys) == 0 && s.ded == nil && forwarded(k) {
+	if len(keys) == 0 && shares && forwarded(k) {
 		if c := d.Table.Command(args); c != nil && !notFannedOut(args[0]) {
 			if rp, fan := fanOutPolicy(c); fan {
 				s.fanOut(cmd, rp, d)
@@ -60,6 +64,9 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 		if s.ded == nil && k == kDedicated && s.statelessOwn(k, args) {
 			s.ownMovable = true // MULTI: the transaction's first key may move it
 		}
+		if s.trk != nil {
+			s.sendHeld()
+		}
 		return s.dialFirst()
 	}
 	slot := cluster.Slot(args[keys[0].Index])
@@ -74,6 +81,9 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	}
 	if s.ded == nil && k == kDedicated && s.statelessOwn(k, args) {
 		s.ownMovable = true // a blocking command: its connection may be left after it
+	}
+	if s.trk != nil {
+		s.sendHeld()
 	}
 	return s.dialFirst()
 }
@@ -224,6 +234,12 @@ func (s *session) routeSlot(slot uint16) bool {
 	}
 	if s.ded != nil && s.ded.addr != addr {
 		switch {
+		case s.spreads() && !s.ded.stream.Load() && (!s.inMulti || s.trk.multiHeld):
+			// Tracking: a connection of the session's own on every
+			// node (tracking.go).
+			if !s.spreadTo(addr) {
+				return false
+			}
 		case s.ownMovable && s.inMulti && len(s.multiShape) == 0:
 			s.node = addr
 			return s.moveMulti()

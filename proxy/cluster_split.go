@@ -37,6 +37,10 @@ func (s *session) crossSlot(cmd resp.Command, keys []keyspec.Key, d *rewrite.Dec
 	var buf [8]byte
 	name, _ := lower(buf[:], args[0])
 	sk := splits[string(name)]
+	if (s.ded == nil || s.spreads() && !s.inMulti) && s.lp == nil && locksOnly(args, keys, d) {
+		s.splitLocks(args, keys) // cluster_split_locks.go
+		return
+	}
 	for _, k := range keys {
 		if d.Protected(args[k.Index]) {
 			s.local(resp.AppendError(nil, errClusterCrossSlotLock(string(args[0]), string(args[k.Index]))))

@@ -97,6 +97,39 @@ func (s *session) push(b []byte) {
 	s.write(b)
 }
 
+// pushAfter is push for a frame that came on c after the replies c handed
+// the session before it: in front of a cluster, the last of them may still
+// be held for its turn (another node's reply is due first), and the push
+// then waits with it. An invalidation must not reach the client before the
+// value it invalidates, or the client would cache that value for good.
+func (s *session) pushAfter(c *upConn, b []byte) {
+	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
+		return
+	}
+	if !c.haveSeq {
+		s.write(b)
+		return
+	}
+	s.outMu.Lock()
+	if s.outClosed || s.outSeq > c.lastSeq || !s.held.appendTo(c.lastSeq, b) {
+		s.outMu.Unlock()
+		s.write(b) // its reply is out already (or gone with the output)
+		return
+	}
+	var a outAction
+	dropped := 0
+	if s.overLocked(0) {
+		s.closeOutLocked()
+		a = outOver
+		dropped = s.held.drop()
+	}
+	s.outMu.Unlock()
+	s.afterWrite(a)
+	if dropped > 0 {
+		s.answered(dropped)
+	}
+}
+
 // write appends to the output buffer. A client whose unread output passes the
 // limit is disconnected, as Valkey's client-output-buffer-limit does: the
 // alternative is the proxy's memory growing without bound, or every other

@@ -34,6 +34,10 @@ func errNoSuchUser(u string) string { return fmt.Sprintf("ERR No such user '%s'"
 
 func errProtocol(msg string) string { return "ERR " + msg }
 
+// errTrackingNoRedirect is Valkey's reply to CLIENT TRACKING ON REDIRECT
+// of an id no client has (here: no client of the proxy).
+const errTrackingNoRedirect = "ERR The client ID you want redirect to does not exist"
+
 func errWrongArgs(cmd string) string {
 	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd)
 }
@@ -186,9 +190,9 @@ func errClusterOwnMoved(to string) string {
 
 func errClusterOwnConn(own, node string) string {
 	if node == "" {
-		return fmt.Sprintf("CROSSSLOT this client's own connection (after MULTI, WATCH, SUBSCRIBE, CLIENT TRACKING, or an AUTH while it was open) is to the cluster node at %s, and lockproxy runs its commands only there; use another connection for keys on other nodes", own)
+		return fmt.Sprintf("CROSSSLOT this client's own connection (after MULTI, WATCH, SUBSCRIBE, or an AUTH while it was open) is to the cluster node at %s, and lockproxy runs its commands only there; use another connection for keys on other nodes", own)
 	}
-	return fmt.Sprintf("CROSSSLOT this client's own connection (after WATCH, SUBSCRIBE, CLIENT TRACKING, or an AUTH while it was open) is to the cluster node at %s, but this key is served by %s; use another connection for it", own, node)
+	return fmt.Sprintf("CROSSSLOT this client's own connection (after WATCH, SUBSCRIBE, or an AUTH while it was open) is to the cluster node at %s, but this key is served by %s; use another connection for it", own, node)
 }
 
 // errClusterScanCursor: a SCAN cursor that names no primary (made up, or

@@ -159,7 +159,7 @@ func (s *session) ownConnFor(k kind, args [][]byte) bool {
 // first, since the dial and the waits that come with it would stall the
 // loop's other clients.
 func (s *session) needsOwnConn(k kind, args [][]byte) bool {
-	return s.ded != nil || (!s.needsAuth(k) && s.ownConnFor(k, args))
+	return s.ded != nil || (!s.needsAuth(k) && (s.ownConnFor(k, args) || s.splitsLocks(args)))
 }
 
 // helloAuthAt is the position of AUTH in HELLO's arguments (0: none).
@@ -258,8 +258,14 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 				return s.busyCommand(cmd)
 			}
 		}
-		if len(args) >= 3 && resp.EqualFold(args[1], "tracking") {
+		switch {
+		case len(args) >= 3 && resp.EqualFold(args[1], "tracking") && !s.inMulti:
+			return s.clientTracking(cmd) // tracking.go
+		case len(args) >= 3 && resp.EqualFold(args[1], "tracking"):
 			s.tracking = resp.EqualFold(args[2], "on")
+		case len(args) == 2 && resp.EqualFold(args[1], "getredir") && s.trk != nil && !s.inMulti:
+			s.clientGetredir()
+			return true
 		}
 		if hook := s.redirHook(args); hook != nil && !s.inMulti {
 			s.forward(cmd.Raw, hook)
@@ -273,6 +279,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			if !s.askDedicated(cmd.Raw) {
 				return true
 			}
+			s.mirror(cmd.Raw) // the session's connections on other nodes (tracking.go)
 			if v, ok := helloVersion(args); ok {
 				s.proto = v
 			}
@@ -291,6 +298,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		// login every later connection of the session uses.
 		if (len(args) == 2 || len(args) == 3) && !s.inMulti && !s.ded.stream.Load() {
 			if s.askDedicated(cmd.Raw) {
+				s.mirror(cmd.Raw) // the session's connections on other nodes (tracking.go)
 				var user []byte
 				if len(args) == 3 {
 					user = args[1]
@@ -318,6 +326,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			return true
 		}
 		s.reset()
+		s.resetTracking() // the session's connections on other nodes (tracking.go)
 		if c := s.ded; c.stream.Load() {
 			// Valkey ends the subscriptions, MONITOR and CLIENT REPLY
 			// OFF: from its +RESET on, replies pair with commands again

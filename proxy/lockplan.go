@@ -164,7 +164,7 @@ func (s *session) run(plan rewrite.Plan) {
 		}
 		return
 	}
-	if s.rd.Buffered() > 0 || sc.FirstUse() || sc == rewrite.Flush {
+	if s.rd.Buffered() > 0 || s.firstUse(sc) || sc == rewrite.Flush {
 		// More commands are already here behind this one: EVAL needs no
 		// retry that could overtake them. A wrapper's first use: EVAL
 		// loads it. A flush's script is not preloaded (flushes are rare):

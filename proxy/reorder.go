@@ -50,6 +50,20 @@ func (r *reorder) add(seq uint64, b []byte, n int) {
 	r.n += n
 }
 
+// appendTo adds b after the held reply numbered seq (a push that came after
+// it), and reports whether that reply is held.
+func (r *reorder) appendTo(seq uint64, b []byte) bool {
+	for i := r.head; i < len(r.items); i++ {
+		h := &r.items[i]
+		if h.seq <= seq && seq < h.seq+uint64(h.n) {
+			h.b = append(h.b, b...)
+			r.bytes += len(b)
+			return true
+		}
+	}
+	return false
+}
+
 // next removes and returns the held reply numbered seq, if it is held.
 func (r *reorder) next(seq uint64) (heldReply, bool) {
 	if r.head == len(r.items) || r.items[r.head].seq != seq {

@@ -58,6 +58,7 @@ type session struct {
 	redirects redirects
 
 	ded       *upConn                     // the session's own upstream connection, once it needs one
+	trk       *tracking                   // client-side caching, once turned on (tracking.go)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upConn // cached shared connection for key()
@@ -134,6 +135,9 @@ type session struct {
 	// putBack: the command being handled was put back, to be handled
 	// again (offLoop).
 	putBack bool
+	// capture, while a command split by slot runs its parts as the
+	// client's own (cluster_split_locks.go), takes each part's reply.
+	capture func(reply []byte)
 	// publishDue: the command being handled may change what CLIENT LIST
 	// shows; its state is published before the proxy's own reply to it
 	// leaves (local), so that a client that read the reply and asks
@@ -246,6 +250,7 @@ func (s *session) finish(graceful bool) {
 		<-s.writerEnd
 	}
 	s.nc.Close()
+	s.closeTracking()
 	if s.ded != nil {
 		s.ded.close()
 	}
@@ -336,6 +341,16 @@ func (s *session) forward(raw []byte, hook func([]byte) []byte) {
 // forwardRetry is forward with a command to send instead when Valkey answers
 // NOSCRIPT (an EVALSHA's EVAL twin).
 func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
+	if capture := s.capture; capture != nil {
+		h := hook
+		hook = func(r []byte) []byte {
+			if h != nil {
+				r = h(r)
+			}
+			capture(r)
+			return r
+		}
+	}
 	c := s.target()
 	if c == nil {
 		return
@@ -486,8 +501,15 @@ func (s *session) local(reply []byte) {
 	if s.publishDue {
 		s.publish()
 	}
+	if s.capture != nil {
+		s.capture(reply)
+		return
+	}
 	if s.mute {
 		return
+	}
+	if s.trk != nil {
+		s.sendHeld() // CLIENT CACHING or MULTI held for this command's node (tracking.go)
 	}
 	s.flush()
 	if s.ded != nil && s.ded.stream.Load() {

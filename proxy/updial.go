@@ -19,11 +19,19 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.startUp(nc, addr, owner, nil), nil
+}
+
+// startUp makes an upConn of a connection connect set up, and starts its
+// reader and writer: an event loop reads a shared connection, a goroutine
+// of its own any other.
+func (p *Proxy) startUp(nc net.Conn, addr string, owner *session, relay func([]byte)) *upConn {
 	c := &upConn{
 		p:     p,
 		nc:    nc,
 		addr:  addr,
 		owner: owner,
+		relay: relay,
 		wake:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
 	}
@@ -33,17 +41,17 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 	if c.dw.init(nc) {
 		c.raw = c.dw.rc
 	}
-	if owner == nil && c.raw != nil {
+	if owner == nil && relay == nil && c.raw != nil {
 		if lp := p.upstreamLoop(); lp != nil && lp.addUp(c) {
 			p.wg.Add(1)
 			go c.writeLoop()
-			return c, nil
+			return c
 		}
 	}
 	p.wg.Add(2)
 	go c.writeLoop()
 	go c.readLoop()
-	return c, nil
+	return c
 }
 
 // connect opens a connection to Valkey (the primary now, with Sentinel) and
@@ -137,6 +145,9 @@ func handshake(nc net.Conn, st connState, own *ownLines) error {
 		cmds = append(cmds, []string{"AUTH", st.username, st.password})
 	case st.login:
 		cmds = append(cmds, []string{"AUTH", st.password})
+	}
+	if len(st.tracking) > 0 {
+		cmds = append(cmds, st.tracking)
 	}
 	idAt := -1
 	if st.clientID != nil {

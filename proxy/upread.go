@@ -185,16 +185,24 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 		if fr[0] == '>' {
 			flushRun()
 			// Out-of-band push (RESP3): only dedicated connections
-			// subscribe or track, so it belongs to the owner.
-			if c.owner != nil {
-				c.owner.push(fr)
-			} else {
+			// subscribe or track, so it belongs to the owner, after
+			// the replies that came before it; on a connection that
+			// takes a client's redirected invalidations, to the relay.
+			switch {
+			case c.owner != nil:
+				c.owner.pushAfter(c, fr)
+			case c.relay != nil:
+				c.relay(fr)
+			default:
 				c.p.log.Warn("dropped a push message on a shared upstream connection", "bytes", len(fr))
 			}
 			continue
 		}
 		p := (*ps)[i]
 		i++
+		if c.owner != nil {
+			c.lastSeq, c.haveSeq = p.seq, true
+		}
 		if p.hook == nil && p.retry == nil && !p.mute && (p.cluster == nil || fr[0] != '-') {
 			if runN > 0 && p.s == runS && p.seq == runSeq+uint64(runN) && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
 				run = run[:len(run)+len(fr)]

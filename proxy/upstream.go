@@ -57,6 +57,15 @@ type upConn struct {
 	// spare: set on a pool's side connection, for commands that must not
 	// queue behind a script call (busyscript.go); nil on any other.
 	spare *pool
+	// relay, on a connection Valkey redirects a client's invalidations
+	// to (CLIENT TRACKING ... REDIRECT, tracking.go), takes its pushes.
+	relay func(push []byte)
+	// lastSeq is the sequence number of the last reply the reader handed
+	// its owner (have: one was handed): a push that came after it on this
+	// connection reaches the client after it (session.pushAfter). Only the
+	// reader touches them.
+	lastSeq uint64
+	haveSeq bool
 
 	// stream is set on a dedicated connection whose replies no longer pair
 	// one-to-one with commands (SUBSCRIBE, MONITOR, CLIENT REPLY OFF): every
@@ -130,6 +139,9 @@ type connState struct {
 	// clientID, when set, gets Valkey's id of the connection (CLIENT ID,
 	// asked last).
 	clientID *int64
+	// tracking: CLIENT TRACKING ON and its options, as this connection
+	// must track for its session (tracking.go).
+	tracking []string
 }
 
 // replyError is an error reply Valkey gave during the handshake (for example

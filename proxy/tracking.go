@@ -1,0 +1,466 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// Client-side caching (CLIENT TRACKING) through the proxy.
+//
+// Tracking is state of one connection: Valkey remembers the keys a
+// connection read and tells that connection (or the one it redirects to)
+// when they change. So a session that turns tracking on moves onto a
+// connection of its own (as before). In front of a cluster one connection
+// reaches one node, so the session gets one of its own on every node its
+// keys take it to, each told CLIENT TRACKING with the client's options as
+// it is opened: every slot is tracked, and the invalidations of every node
+// reach the client, each after the replies that came before it on its
+// connection (session.pushAfter). Commands go to the connection of their
+// slot's node; keyless ones stay where the session's last command went.
+//
+// REDIRECT names a client of the proxy (its CLIENT ID). Valkey knows only
+// its own connections, so the proxy opens, per node, a connection of its
+// own for the target (RESP3: Valkey then pushes `invalidate` to it whatever
+// the target speaks), tracks REDIRECT to that one, and hands each push to
+// the target as Valkey would have sent it there: the same push under RESP3,
+// a `message` of `__redis__:invalidate` under RESP2 while the target is
+// subscribed, nothing otherwise.
+
+// tracking is a session's client-side caching state, set when Valkey first
+// accepted its CLIENT TRACKING. Only the session touches it.
+type tracking struct {
+	// on: tracking is on; args is the CLIENT TRACKING ON command as the
+	// client sent it, replayed on every new connection of the session's
+	// (REDIRECT's id swapped for the node's relay), redirectAt the place
+	// of REDIRECT's id in it (0: none).
+	on         bool
+	args       [][]byte
+	redirectAt int
+	target     *session // REDIRECT's client
+
+	// own: in front of a cluster, the session's own connection on each
+	// node, the current one (s.ded) included.
+	own map[string]*upConn
+	// relays: per node, the connection Valkey redirects invalidations to.
+	relays map[string]*relay
+
+	// held: CLIENT CACHING and a MULTI, answered +OK by the proxy and sent
+	// (their replies muted) on the connection of the next command that
+	// goes to Valkey: they apply to the node that command runs on.
+	held      [][]byte
+	multiHeld bool
+}
+
+// relay is a connection of the proxy's own that takes a client's
+// redirected invalidations on one node, and its id there.
+type relay struct {
+	c  *upConn
+	id int64
+}
+
+// spreads reports whether the session's own connections may be on several
+// nodes: in front of a cluster, once it tracked.
+func (s *session) spreads() bool { return s.p.cl != nil && s.trk != nil }
+
+// clientTracking handles CLIENT TRACKING on the session's own connection
+// (outside a transaction). It reports false when the session must end.
+func (s *session) clientTracking(cmd resp.Command) bool {
+	args := cmd.Args
+	on := resp.EqualFold(args[2], "on")
+	if !on && !resp.EqualFold(args[2], "off") || s.ded.stream.Load() {
+		s.forward(cmd.Raw, nil) // Valkey's error, or a subscriber's
+		return true
+	}
+	redirectAt := 0
+	var target *session
+	if on {
+		for i := 3; i+1 < len(args); i++ {
+			switch {
+			case resp.EqualFold(args[i], "redirect"):
+				id, ok := valkeynum.String2ll(args[i+1])
+				if !ok {
+					s.forward(cmd.Raw, nil) // Valkey's error
+					return true
+				}
+				if target = s.p.sessionByID(uint64(id)); target == nil || id <= 0 {
+					s.local(resp.AppendError(nil, errTrackingNoRedirect))
+					return true
+				}
+				redirectAt = i + 1
+				i++
+			case resp.EqualFold(args[i], "prefix"):
+				i++
+			}
+		}
+	}
+	_, kept := cloneArgs(cmd)
+	t := &tracking{on: on, args: kept, redirectAt: redirectAt, target: target}
+	old := s.trk
+	if old != nil {
+		t.own, t.held, t.multiHeld = old.own, old.held, old.multiHeld
+		if old.target == target {
+			t.relays = old.relays
+		}
+	}
+	if t.own == nil && s.p.cl != nil {
+		t.own = map[string]*upConn{s.ded.addr: s.ded}
+	}
+	st, err := t.command(s, s.ded.addr)
+	if err != nil {
+		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
+		return true
+	}
+	fresh := map[*upConn]bool{}
+	if on && s.p.cl != nil && t.has("bcast") {
+		had := maps.Clone(t.own)
+		if !s.bcastEverywhere(t) {
+			return true
+		}
+		for addr, c := range t.own {
+			if had[addr] != c {
+				fresh[c] = true
+			}
+		}
+	}
+	if !s.askDedicated(resp.AppendCommandStrings(nil, st...)) {
+		// Valkey refused it: nothing changed. Its reply was the client's.
+		if old == nil || old.target != target {
+			t.closeRelays()
+		}
+		return true
+	}
+	if old != nil && old.target != target {
+		old.closeRelays()
+	}
+	s.trk = t
+	s.tracking = on
+	// The session's connections on the other nodes track the same way
+	// (those just opened for BCAST do already).
+	cur := s.ded
+	for addr, c := range t.own {
+		if c == cur || c.dead.Load() || fresh[c] {
+			continue
+		}
+		st, err := t.command(s, addr)
+		if err != nil {
+			c.fail(err) // cannot track there as asked: the session ends, told why
+			continue
+		}
+		s.sendMuted(c, resp.AppendCommandStrings(nil, st...))
+	}
+	s.setDed(cur)
+	return true
+}
+
+// command is CLIENT TRACKING as the session's connection on node must get
+// it: REDIRECT's id is that of the node's relay, opened on first use.
+func (t *tracking) command(s *session, node string) ([]string, error) {
+	st := make([]string, len(t.args))
+	for i, a := range t.args {
+		st[i] = string(a)
+	}
+	if t.redirectAt > 0 {
+		r, err := t.relayOn(s, node)
+		if err != nil {
+			return nil, err
+		}
+		st[t.redirectAt] = strconv.FormatInt(r.id, 10)
+	}
+	return st, nil
+}
+
+// relayOn returns the node's relay for the session's REDIRECT target,
+// opening it first: a RESP3 connection logged in as the session's are
+// (only its CLIENT ID is asked), whose pushes go to the target.
+func (t *tracking) relayOn(s *session, node string) (*relay, error) {
+	if r := t.relays[node]; r != nil && !r.c.dead.Load() {
+		return r, nil
+	}
+	st := s.p.sharedState(poolKey{proto: 3, db: 0, node: node, login: s.login})
+	st.bare = true
+	nc, addr, err := s.p.connect(st)
+	if err != nil {
+		return nil, err
+	}
+	id, err := clientID(nc, max(s.p.opts.Upstream.DialTimeout.D(), s.p.opts.Upstream.ReplyTimeout.D()))
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	target := t.target
+	c := s.p.startUp(nc, addr, nil, func(push []byte) { target.invalidated(push) })
+	if t.relays == nil {
+		t.relays = map[string]*relay{}
+	}
+	r := &relay{c: c, id: id}
+	t.relays[node] = r
+	return r, nil
+}
+
+// clientID asks a connection no reader serves yet for its CLIENT ID.
+func clientID(nc net.Conn, wait time.Duration) (int64, error) {
+	_ = nc.SetDeadline(time.Now().Add(wait))
+	if _, err := nc.Write(resp.AppendCommandStrings(nil, "CLIENT", "ID")); err != nil {
+		return 0, err
+	}
+	buf, n, err := readReply(nc, make([]byte, 0, 64))
+	if err != nil {
+		return 0, err
+	}
+	if n < 4 || buf[0] != ':' {
+		return 0, errors.New("unexpected reply to CLIENT ID: " + string(bytes.TrimSpace(buf[:n])))
+	}
+	id, ok := valkeynum.String2ll(buf[1 : n-2])
+	if !ok {
+		return 0, errors.New("unexpected reply to CLIENT ID: " + string(bytes.TrimSpace(buf[:n])))
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return id, nil
+}
+
+// invalidated hands the session an invalidation that a relay received
+// (Valkey's RESP3 push, `>2 invalidate keys`) as Valkey would have sent it
+// here: the same under RESP3; under RESP2 a Pub/Sub message on
+// __redis__:invalidate, if the session is subscribed; else nothing.
+func (s *session) invalidated(push []byte) {
+	const head = ">2\r\n$10\r\ninvalidate\r\n"
+	if !bytes.HasPrefix(push, []byte(head)) {
+		return
+	}
+	sn := s.snap.Load()
+	if sn == nil {
+		return
+	}
+	switch {
+	case sn.proto == 3:
+		s.write(push)
+	case sn.sub+sn.psub+sn.ssub > 0:
+		out := make([]byte, 0, len(push)+32)
+		out = append(out, "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"...)
+		s.write(append(out, push[len(head):]...))
+	}
+}
+
+// clientGetredir answers CLIENT GETREDIR with the proxy's id of the
+// REDIRECT target (Valkey knows only the relay's): -1 with tracking off,
+// 0 without REDIRECT.
+func (s *session) clientGetredir() {
+	t := s.trk
+	switch {
+	case !t.on:
+		s.local(resp.AppendInt(nil, -1))
+	case t.target == nil:
+		s.local(resp.AppendInt(nil, 0))
+	default:
+		s.local(resp.AppendInt(nil, int64(t.target.id)))
+	}
+}
+
+// spreadTo makes the session's own connection on addr the current one,
+// opening it (tracking as the session does) on first use. It reports
+// false, having answered the client, when that fails.
+func (s *session) spreadTo(addr string) bool {
+	c, err := s.ownOn(s.trk, addr)
+	if err != nil {
+		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
+		return false
+	}
+	s.setDed(c)
+	return true
+}
+
+// ownOn returns the session's own connection on addr, opening it first,
+// tracking as t says.
+func (s *session) ownOn(t *tracking, addr string) (*upConn, error) {
+	c := t.own[addr]
+	if c != nil && !c.dead.Load() {
+		return c, nil
+	}
+	st := s.p.sharedState(s.key())
+	st.name, st.libName, st.libVer = s.name, s.libName, s.libVer
+	st.node = addr
+	if t.on {
+		cmd, err := t.command(s, addr)
+		if err != nil {
+			return nil, err
+		}
+		st.tracking = cmd
+	}
+	nc, err := s.p.dial(st, s)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		s.p.stats.dedicated.Add(1)
+	}
+	t.own[addr] = nc
+	return nc, nil
+}
+
+// bcastEverywhere, for BCAST in front of a cluster, opens the session's
+// own connection on every primary, tracking as t says, before the client
+// hears that tracking is on: a prefix's keys change on every node, whether
+// or not the session read there. It reports false, having answered the
+// client (Valkey's refusal of the options, or why a node cannot be
+// reached), when one fails.
+func (s *session) bcastEverywhere(t *tracking) bool {
+	m := s.p.slotMap()
+	if m == nil {
+		return true
+	}
+	for _, addr := range m.Primaries {
+		if addr == s.ded.addr {
+			continue
+		}
+		if _, err := s.ownOn(t, addr); err != nil {
+			s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
+			return false
+		}
+	}
+	return true
+}
+
+// setDed makes c the session's current own connection.
+func (s *session) setDed(c *upConn) {
+	s.dedMu.Lock()
+	s.ded = c
+	s.dedMu.Unlock()
+}
+
+// sendMuted sends raw on c as the session's, its reply not given to the
+// client; the current connection stays what it was.
+func (s *session) sendMuted(c *upConn, raw []byte) {
+	cur, mute := s.ded, s.mute
+	s.setDed(c)
+	s.mute = true
+	s.forward(raw, nil)
+	s.mute = mute
+	s.setDed(cur)
+}
+
+// holdForNode answers CLIENT CACHING YES|NO (where the tracking mode
+// takes it) and MULTI with +OK, and holds them for the connection of the
+// next command that goes to Valkey: with connections on several nodes,
+// where they are sent is only known then. It reports whether it did.
+func (s *session) holdForNode(args [][]byte) bool {
+	t := s.trk
+	if s.ded == nil || s.ded.stream.Load() {
+		return false
+	}
+	switch {
+	case resp.EqualFold(args[0], "multi") && len(args) == 1 && !s.inMulti:
+		s.inMulti, s.multiShape = true, s.multiShape[:0]
+	case resp.EqualFold(args[0], "client") && len(args) == 3 && resp.EqualFold(args[1], "caching") && !s.inMulti:
+		yes := resp.EqualFold(args[2], "yes")
+		if !t.on || !(yes && t.has("optin") || resp.EqualFold(args[2], "no") && t.has("optout")) {
+			return false // Valkey's error
+		}
+	default:
+		return false
+	}
+	held := append(t.held, resp.AppendCommand(nil, args...))
+	t.held = nil // not sent ahead of this reply (local)
+	s.local(resp.AppendSimple(nil, "OK"))
+	t.held = held
+	t.multiHeld = s.inMulti
+	return true
+}
+
+// has reports whether CLIENT TRACKING ON was given the option.
+func (t *tracking) has(opt string) bool {
+	for i := 3; i < len(t.args); i++ {
+		if resp.EqualFold(t.args[i], opt) {
+			return true
+		}
+		if resp.EqualFold(t.args[i], "redirect") || resp.EqualFold(t.args[i], "prefix") {
+			i++
+		}
+	}
+	return false
+}
+
+// sendHeld sends what holdForNode held on the current connection, ahead of
+// the command being handled.
+func (s *session) sendHeld() {
+	t := s.trk
+	if t == nil || len(t.held) == 0 {
+		return
+	}
+	held := t.held
+	t.held, t.multiHeld = nil, false
+	mute := s.mute
+	s.mute = true
+	for _, raw := range held {
+		s.forward(raw, nil)
+	}
+	s.mute = mute
+}
+
+// closeTracking closes the session's other own connections and its relays
+// when it ends (finish closes the current one).
+func (s *session) closeTracking() {
+	t := s.trk
+	if t == nil {
+		return
+	}
+	for _, c := range t.own {
+		if c != s.ded {
+			s.p.stats.dedicated.Add(-1)
+			c.close()
+		}
+	}
+	t.closeRelays()
+}
+
+func (t *tracking) closeRelays() {
+	for _, r := range t.relays {
+		r.c.close()
+	}
+}
+
+// sessionByID is the proxy's client with that CLIENT ID, if connected.
+func (p *Proxy) sessionByID(id uint64) *session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for s := range p.sessions {
+		if s.id == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// mirror sends raw, which changes what a connection is (HELLO, AUTH,
+// RESET) and which the current connection accepted, to the session's
+// other own connections too, their replies muted.
+func (s *session) mirror(raw []byte) {
+	if !s.spreads() {
+		return
+	}
+	for _, c := range s.trk.own {
+		if c != s.ded && !c.dead.Load() {
+			s.sendMuted(c, raw)
+		}
+	}
+}
+
+// resetTracking is what RESET does beyond the current connection: the
+// session's others are reset too (tracking off, RESP2, logged out), so
+// that they stay what the current one is.
+func (s *session) resetTracking() {
+	t := s.trk
+	if t == nil {
+		return
+	}
+	t.on, t.held, t.multiHeld = false, nil, false
+	s.mirror(resp.AppendCommandStrings(nil, "RESET"))
+	t.closeRelays()
+	t.relays, t.target, t.redirectAt = nil, nil, 0
+}
