@@ -466,3 +466,41 @@ func TestTokensRiseAcrossClusterFailover(t *testing.T) {
 	mustContain(t, b.do("SET", "{c}:data", "B"), "-UNFENCED")
 	eq(t, c.do("SET", "{c}:data", "C"), "+OK\r\n")
 }
+
+// Transparency with a lock rule active (Valkey's own test suite runs
+// through lockproxy so): before a lock is granted lockproxy writes nothing
+// in the keyspace and makes no call that fails. Through the proxy, in db 0
+// and db 9, FLUSHALL (allowed: it runs in lockproxy's flush script), then
+// DBSIZE, KEYS, RANDOMKEY, SCAN and FLUSHDB answer byte for byte what a
+// Valkey without lockproxy answers, and neither Valkey's keyspace nor its
+// error statistics differ. On main every new upstream connection wrote the
+// hash lockproxy:epoch in every database (DBSIZE 1) and added an ERR to
+// errorstats, and the flush wrote the hash back.
+func TestNothingWrittenBeforeAGrant(t *testing.T) {
+	e := rulesEnv(t, rule("rewrite")+"on_flush: allow\n")
+	plain := valkeytest.Start(t)
+	run := func(addr string) []string {
+		var out []string
+		for _, db := range []string{"0", "9"} {
+			c := dialRaw(t, addr)
+			if db != "0" {
+				out = append(out, c.do("SELECT", db))
+			}
+			for _, cmd := range [][]string{{"FLUSHALL"}, {"DBSIZE"}, {"KEYS", "*"}, {"RANDOMKEY"}, {"SCAN", "0"}, {"FLUSHDB"}, {"DBSIZE"}, {"RANDOMKEY"}} {
+				out = append(out, db+" "+strings.Join(cmd, " ")+": "+c.do(cmd...))
+			}
+		}
+		return out
+	}
+	got, want := run(e.addr), run(plain.Addr)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("through lockproxy:\n%s\nValkey directly:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, section := range []string{"keyspace", "errorstats"} {
+		behind := dialRaw(t, e.srv.Addr).do("INFO", section)
+		alone := dialRaw(t, plain.Addr).do("INFO", section)
+		if behind != alone {
+			t.Errorf("INFO %s of the Valkey behind lockproxy: %q; of Valkey alone: %q", section, behind, alone)
+		}
+	}
+}
