@@ -3,6 +3,7 @@ package rewrite
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"strings"
 	"sync/atomic"
 )
 
@@ -25,9 +26,24 @@ func (sc *Script) FirstUse() bool {
 	return sc.Client != "" && !sc.sent.Load() && sc.sent.CompareAndSwap(false, true)
 }
 
+// newScript makes a script of a body whose comment lines ("--" first on
+// the line) are dropped: Valkey hashes the whole text of every EVAL, so
+// they would cost at every call sent as EVAL.
 func newScript(name, body string) *Script {
+	body = dropComments(body)
 	sum := sha1.Sum([]byte(body))
 	return &Script{Name: name, Body: body, SHA: hex.EncodeToString(sum[:])}
+}
+
+func dropComments(body string) string {
+	var b strings.Builder
+	b.Grow(len(body))
+	for _, l := range strings.SplitAfter(body, "\n") {
+		if !strings.HasPrefix(strings.TrimLeft(l, " \t"), "--") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
 }
 
 // The lock state lives in Valkey, beside each lock, in its hash slot:
