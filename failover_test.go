@@ -180,6 +180,39 @@ func TestTokensRiseAcrossRestartWithoutPersistence(t *testing.T) {
 	}
 }
 
+// An instance that never handed out a token under the epoch, but opened a
+// connection after it was established, is the first to grant after a
+// restart without persistence: it read the epoch from the hash when it
+// connected, and its grant is still above every token before. Reading
+// only its own tokens, it would establish the epoch one above 0, below
+// the tokens instance 1 handed out.
+func TestTokensRiseThroughAnInstanceThatNeverGranted(t *testing.T) {
+	srv := valkeytest.Start(t)
+	e1 := &env{t: t, srv: srv}
+	e1.startProxy(rulesOptions(t, mutexRule))
+	a := dialRaw(t, e1.addr)
+	const lock = "n:mutex"
+	acquire(t, a, lock, "a", 10*time.Second)
+	release(t, a, lock)
+	srv.Restart(t)
+	var last int64
+	for i := 0; i < 2; i++ {
+		last = acquire(t, a, lock, "a", 10*time.Second)
+		release(t, a, lock)
+	}
+	if last>>32 < 1 {
+		t.Fatalf("token %d after a restart: not under a raised epoch", last)
+	}
+	e2 := &env{t: t, srv: srv}
+	e2.startProxy(rulesOptions(t, mutexRule))
+	b := dialRaw(t, e2.addr)
+	eq(t, b.do("GET", "unrelated"), "$-1\r\n")
+	srv.Restart(t)
+	if tok := acquire(t, dialRaw(t, e2.addr), lock, "b", 10*time.Second); tok <= last {
+		t.Fatalf("instance 2's first grant after the restart: token %d, not above %d", tok, last)
+	}
+}
+
 // FLUSHALL and FLUSHDB that on_flush: allow lets through delete the
 // counters; the grants after them are still above every token before.
 // On main the grant after the flush was token 1 again.

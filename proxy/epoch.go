@@ -43,25 +43,24 @@ type epochMemory struct {
 // mints under is at least config-epoch × epochPerFailover.
 const epochPerFailover = 256
 
-// learnEpoch reads the run id of the Valkey process on a new connection
-// (INFO server, before the connection is handed out, its handshake done)
-// and passes the epoch clues on to the grants. In a cluster, and without
-// lock rules, it does nothing: see docs/failover.md.
-func (p *Proxy) learnEpoch(nc net.Conn) error {
+// learnEpoch reads, on a new connection (before it is handed out, its
+// handshake done), the run id of the Valkey process and the epoch hashes
+// of the databases that hold keys (INFO server keyspace, then SELECT and
+// HGET of each, and SELECT back to the connection's database: read-only,
+// none fails), and passes the epoch clues on to the grants. In a cluster,
+// and without lock rules, it does nothing: see docs/failover.md.
+func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 	if p.cl != nil || !p.decider.Load().Active() {
 		// Without lock rules nothing mints a token; a reload that
 		// switches rules on reopens the shared connections (reload.go).
 		return nil
 	}
 	floor := p.sentinelEpoch() * epochPerFailover
-	if _, err := nc.Write(resp.AppendCommandStrings(nil, "INFO", "server")); err != nil {
-		return err
-	}
-	buf, n, err := readReply(nc, make([]byte, 0, 2048))
+	replies, err := roundTrip(nc, [][]string{{"INFO", "server", "keyspace"}})
 	if err != nil {
 		return err
 	}
-	run, err := parseRunID(buf[:n])
+	run, dbs, err := parseServerInfo(replies[0])
 	if re, ok := err.(*replyError); ok {
 		// A login that may not run INFO: its connection's grants mint
 		// under the clues other connections learned, or under whatever
@@ -72,8 +71,31 @@ func (p *Proxy) learnEpoch(nc net.Conn) error {
 	if err != nil {
 		// Not Valkey's answer (a server that is not Valkey): there is no
 		// epoch to mint under.
-		p.log.Warn("the upstream did not answer INFO server as Valkey does", "error", err)
+		p.log.Warn("the upstream did not answer INFO as Valkey does", "error", err)
 		return nil
+	}
+	// The epochs the hashes hold, under this run id and under others.
+	same, other := int64(-1), int64(-1)
+	if len(dbs) > 0 {
+		cmds := make([][]string, 0, 2*len(dbs)+1)
+		for _, d := range dbs {
+			cmds = append(cmds, []string{"SELECT", d}, []string{"HMGET", rewrite.EpochKey, "epoch", "run"})
+		}
+		cmds = append(cmds, []string{"SELECT", strconv.Itoa(db)})
+		replies, err := roundTrip(nc, cmds)
+		if err != nil {
+			return err
+		}
+		for i := 1; i < len(replies); i += 2 {
+			e, r, ok := parseEpochHash(replies[i])
+			switch {
+			case !ok:
+			case r == run:
+				same = max(same, e)
+			default:
+				other = max(other, e)
+			}
+		}
 	}
 	p.epochs.mu.Lock()
 	changed := run != p.epochs.run
@@ -83,6 +105,8 @@ func (p *Proxy) learnEpoch(nc net.Conn) error {
 		p.epochs.cur = 0
 	}
 	p.epochs.run = run
+	p.epochs.cur = max(p.epochs.cur, same)
+	p.epochs.prev = max(p.epochs.prev, other)
 	known := p.epochs.prev
 	if floor > 0 {
 		known = max(known, floor-1)
@@ -95,21 +119,83 @@ func (p *Proxy) learnEpoch(nc net.Conn) error {
 	return nil
 }
 
-// parseRunID reads the run_id of INFO server's reply (a bulk string in
-// RESP2, a verbatim string in RESP3), or its error.
-func parseRunID(b []byte) (string, error) {
+// roundTrip sends commands and reads one reply each.
+func roundTrip(nc net.Conn, cmds [][]string) ([][]byte, error) {
+	var out []byte
+	for _, c := range cmds {
+		out = resp.AppendCommandStrings(out, c...)
+	}
+	if _, err := nc.Write(out); err != nil {
+		return nil, err
+	}
+	var (
+		f       resp.Framer
+		replies = make([][]byte, 0, len(cmds))
+		buf     = make([]byte, 0, 4096)
+		at      int
+	)
+	for len(replies) < len(cmds) {
+		n, err := f.Frame(buf[at:])
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			replies = append(replies, buf[at:at+n])
+			at += n
+			f = resp.Framer{}
+			continue
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, max(len(buf), 4096))...)[:len(buf)]
+			// The replies so far point into the old array: they stay
+			// valid (it is not written again).
+		}
+		m, err := nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil && m == 0 {
+			return nil, err
+		}
+	}
+	return replies, nil
+}
+
+// parseServerInfo reads the run_id and the databases that hold keys from
+// INFO server keyspace's reply (a bulk string in RESP2, a verbatim string
+// in RESP3), or its error.
+func parseServerInfo(b []byte) (string, []string, error) {
 	if len(b) > 0 && b[0] == '-' {
-		return "", &replyError{msg: strings.TrimRight(string(b[1:]), "\r\n")}
+		return "", nil, &replyError{msg: strings.TrimRight(string(b[1:]), "\r\n")}
 	}
-	_, rest, ok := strings.Cut(string(b), "\r\nrun_id:")
-	if !ok {
-		return "", fmt.Errorf("learning the run id: no run_id in %.60q", b)
+	var run string
+	var dbs []string
+	for _, l := range strings.Split(string(b), "\r\n") {
+		if v, ok := strings.CutPrefix(l, "run_id:"); ok {
+			run = v
+		} else if d, _, ok := strings.Cut(l, ":keys="); ok && strings.HasPrefix(d, "db") {
+			if _, err := strconv.Atoi(d[2:]); err == nil {
+				dbs = append(dbs, d[2:])
+			}
+		}
 	}
-	run, _, _ := strings.Cut(rest, "\r\n")
 	if run == "" || strings.Trim(run, "0123456789abcdef") != "" {
-		return "", fmt.Errorf("learning the run id: run_id %q is not hexadecimal", run)
+		return "", nil, fmt.Errorf("learning the run id: no hexadecimal run_id in %.60q", b)
 	}
-	return run, nil
+	return run, dbs, nil
+}
+
+// parseEpochHash reads HMGET lockproxy:epoch epoch run's reply: the epoch
+// and its run id, ok false when the database holds no hash (or the reply
+// is not an HMGET's).
+func parseEpochHash(b []byte) (int64, string, bool) {
+	f := strings.Split(string(b), "\r\n")
+	if len(f) != 6 || f[0] != "*2" || !strings.HasPrefix(f[1], "$") || !strings.HasPrefix(f[3], "$") {
+		return 0, "", false
+	}
+	e, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	return e, f[4], true
 }
 
 // sawToken follows a token this instance handed out: its epoch is in use
