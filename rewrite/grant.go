@@ -74,7 +74,8 @@ local function grant(ck, incr, cluster, run, known)
 end
 `
 
-// EpochKey is the hash, in every database of a primary, that holds the
+// EpochKey is the hash, in each database of a primary where a lock was
+// granted since it runs (established by fnGrant), that holds the
 // epoch lockproxy mints tokens under there ("epoch"), the run id of the
 // Valkey process it was established for ("run") and when, in Valkey's
 // clock (ms), the epoch last changed ("changed"). It is lockproxy's: clients

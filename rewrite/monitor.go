@@ -251,8 +251,9 @@ func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRul
 
 // monitorPlan runs a client's script (body, as EVAL or EVALSHA of it
 // would) under the monitor. Its ARGV are the client's, then lockproxy's:
-// keep_lapsed, the epoch clues (known, run: EpochClue); per lock among KEYS its key, counter, records, the
-// client's owner under its rule and the rule's release mode; then the
+// keep_lapsed, the epoch clues (known, run: EpochClue); per lock among
+// KEYS its key, counter, records, the client's owner under its rule and
+// the rule's release mode; then the
 // fence checks of the guarded keys among KEYS (as Fenced takes them,
 // without the protocol), then their keys.
 func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
