@@ -180,6 +180,39 @@ func TestTokensRiseAcrossRestartWithoutPersistence(t *testing.T) {
 	}
 }
 
+// An instance that never handed out a token under the epoch, but opened a
+// connection after it was established, is the first to grant after a
+// restart without persistence: it read the epoch from the hash when it
+// connected, and its grant is still above every token before. Reading
+// only its own tokens, it would establish the epoch one above 0, below
+// the tokens instance 1 handed out.
+func TestTokensRiseThroughAnInstanceThatNeverGranted(t *testing.T) {
+	srv := valkeytest.Start(t)
+	e1 := &env{t: t, srv: srv}
+	e1.startProxy(rulesOptions(t, mutexRule))
+	a := dialRaw(t, e1.addr)
+	const lock = "n:mutex"
+	acquire(t, a, lock, "a", 10*time.Second)
+	release(t, a, lock)
+	srv.Restart(t)
+	var last int64
+	for i := 0; i < 2; i++ {
+		last = acquire(t, a, lock, "a", 10*time.Second)
+		release(t, a, lock)
+	}
+	if last>>32 < 1 {
+		t.Fatalf("token %d after a restart: not under a raised epoch", last)
+	}
+	e2 := &env{t: t, srv: srv}
+	e2.startProxy(rulesOptions(t, mutexRule))
+	b := dialRaw(t, e2.addr)
+	eq(t, b.do("GET", "unrelated"), "$-1\r\n")
+	srv.Restart(t)
+	if tok := acquire(t, dialRaw(t, e2.addr), lock, "b", 10*time.Second); tok <= last {
+		t.Fatalf("instance 2's first grant after the restart: token %d, not above %d", tok, last)
+	}
+}
+
 // FLUSHALL and FLUSHDB that on_flush: allow lets through delete the
 // counters; the grants after them are still above every token before.
 // On main the grant after the flush was token 1 again.
@@ -465,4 +498,42 @@ func TestTokensRiseAcrossClusterFailover(t *testing.T) {
 	}
 	mustContain(t, b.do("SET", "{c}:data", "B"), "-UNFENCED")
 	eq(t, c.do("SET", "{c}:data", "C"), "+OK\r\n")
+}
+
+// Transparency with a lock rule active (Valkey's own test suite runs
+// through lockproxy so): before a lock is granted lockproxy writes nothing
+// in the keyspace and makes no call that fails. Through the proxy, in db 0
+// and db 9, FLUSHALL (allowed: it runs in lockproxy's flush script), then
+// DBSIZE, KEYS, RANDOMKEY, SCAN and FLUSHDB answer byte for byte what a
+// Valkey without lockproxy answers, and neither Valkey's keyspace nor its
+// error statistics differ. On main every new upstream connection wrote the
+// hash lockproxy:epoch in every database (DBSIZE 1) and added an ERR to
+// errorstats, and the flush wrote the hash back.
+func TestNothingWrittenBeforeAGrant(t *testing.T) {
+	e := rulesEnv(t, rule("rewrite")+"on_flush: allow\n")
+	plain := valkeytest.Start(t)
+	run := func(addr string) []string {
+		var out []string
+		for _, db := range []string{"0", "9"} {
+			c := dialRaw(t, addr)
+			if db != "0" {
+				out = append(out, c.do("SELECT", db))
+			}
+			for _, cmd := range [][]string{{"FLUSHALL"}, {"DBSIZE"}, {"KEYS", "*"}, {"RANDOMKEY"}, {"SCAN", "0"}, {"FLUSHDB"}, {"DBSIZE"}, {"RANDOMKEY"}} {
+				out = append(out, db+" "+strings.Join(cmd, " ")+": "+c.do(cmd...))
+			}
+		}
+		return out
+	}
+	got, want := run(e.addr), run(plain.Addr)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("through lockproxy:\n%s\nValkey directly:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, section := range []string{"keyspace", "errorstats"} {
+		behind := dialRaw(t, e.srv.Addr).do("INFO", section)
+		alone := dialRaw(t, plain.Addr).do("INFO", section)
+		if behind != alone {
+			t.Errorf("INFO %s of the Valkey behind lockproxy: %q; of Valkey alone: %q", section, behind, alone)
+		}
+	}
 }

@@ -13,20 +13,25 @@ import (
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
-// The epoch a primary mints tokens under (docs/failover.md): every new
-// upstream connection to one primary establishes it before it carries
-// anything else, so no grant is minted on a Valkey process before its epoch
-// is above every epoch used on the process before it. The epoch is kept in
-// Valkey (rewrite.EpochKey, in every database), so every lockproxy in
-// front of the primary mints under the same one; what this instance saw
-// last is kept here too, so that a primary that lost its data (restarted
-// without persistence) cannot make it forget.
+// The epoch a primary mints tokens under (docs/failover.md) is established
+// lazily, by the first grant in a database since the primary changed
+// (rewrite's fnGrant): lockproxy writes nothing in the keyspace, and makes
+// no call that fails, before a lock is granted. What the grant needs to
+// know is learned here, with read-only commands, and from the tokens
+// handed out: the run id of the Valkey process the connections reach (a
+// new one shows a failover or a restart), and the epoch a new
+// establishment must exceed (rewrite.EpochClue). What this instance saw is
+// kept here, so that a primary that lost its data (restarted without
+// persistence) cannot make it forget.
 type epochMemory struct {
 	mu sync.Mutex
-	// high: the highest epoch this instance established anywhere; run: the
-	// run id of the Valkey process it was established on last.
-	high int64
+	// run: the run id the connections reached last ("" before any);
+	// cur: the highest epoch seen in a token minted on it; prev: the
+	// highest epoch a new establishment must exceed (seen on other runs,
+	// or in the databases of a flush; -1: none).
 	run  string
+	cur  int64
+	prev int64
 	// sentinelFor, sentinelEpoch: the config-epoch Sentinel reported for
 	// the primary at sentinelFor (asked again when the primary moves).
 	sentinelFor   string
@@ -38,120 +43,188 @@ type epochMemory struct {
 // mints under is at least config-epoch × epochPerFailover.
 const epochPerFailover = 256
 
-// establishEpochScript reads the run id of the Valkey process it runs on
-// and the epoch hash of every database, and decides the epoch:
-//
-//	the hash says this run, in every database, at or above what this
-//	instance saw (ARGV[2]) and Sentinel's floor (ARGV[1]): it stands;
-//	no hash anywhere, and this instance never saw another run: ARGV[1]
-//	(0 without Sentinel, and then nothing is written: a grant is the plain
-//	INCR it always was);
-//	otherwise (a new run, a database flushed around lockproxy, a higher
-//	epoch seen elsewhere): one above the highest known, and at least
-//	ARGV[1].
-//
-// ARGV[3] is the run this instance established on last ("" if none). It
-// writes the epoch, the run and, when the epoch changed, when (Valkey's
-// clock, in ms: "changed", where a rule's lock delay starts) in every
-// database, and answers {epoch, run}.
-var establishEpochScript = `local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-local base, mem, seen = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-local e, found, same, dbs = 0, false, true, 0
-while redis.pcall('SELECT', dbs).ok do
-  local h = redis.call('HMGET', KEYS[1], 'epoch', 'run')
-  if h[1] then
-    found = true
-    e = math.max(e, tonumber(h[1]))
-    if h[2] ~= run then same = false end
-  else
-    same = false
-  end
-  dbs = dbs + 1
-end
-local n
-if found and same and e >= mem and e >= base then return {e, run} end
-if not found and (seen == '' or seen == run) and mem == 0 then
-  n = base
-else
-  n = math.max(math.max(e, mem) + 1, base)
-end
-if n > 0 then
-  local t = redis.call('TIME')
-  local changed = string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000))
-  for db = 0, dbs - 1 do
-    redis.call('SELECT', db)
-    redis.call('HSET', KEYS[1], 'epoch', string.format('%d', n), 'run', run, 'changed', changed)
-  end
-end
-return {n, run}`
-
-// establishEpoch runs establishEpochScript on a new connection (before it
-// is handed out, its handshake done) and remembers the epoch. In a
-// cluster, and without lock rules, it does nothing: see docs/failover.md.
-func (p *Proxy) establishEpoch(nc net.Conn) error {
+// learnEpoch reads, on a new connection (before it is handed out, its
+// handshake done), the run id of the Valkey process and the epoch hashes
+// of the databases that hold keys (INFO server keyspace, then SELECT and
+// HGET of each, and SELECT back to the connection's database: read-only,
+// none fails), and passes the epoch clues on to the grants. In a cluster,
+// and without lock rules, it does nothing: see docs/failover.md.
+func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 	if p.cl != nil || !p.decider.Load().Active() {
 		// Without lock rules nothing mints a token; a reload that
 		// switches rules on reopens the shared connections (reload.go).
 		return nil
 	}
-	base := p.sentinelEpoch() * epochPerFailover
-	p.epochs.mu.Lock()
-	mem, seen := p.epochs.high, p.epochs.run
-	p.epochs.mu.Unlock()
-	cmd := resp.AppendCommandStrings(nil, "EVAL", establishEpochScript, "1", rewrite.EpochKey,
-		strconv.FormatInt(base, 10), strconv.FormatInt(mem, 10), seen)
-	if _, err := nc.Write(cmd); err != nil {
-		return err
-	}
-	buf, n, err := readReply(nc, make([]byte, 0, 256))
+	floor := p.sentinelEpoch() * epochPerFailover
+	replies, err := roundTrip(nc, [][]string{{"INFO", "server", "keyspace"}})
 	if err != nil {
 		return err
 	}
-	epoch, run, err := parseEpochReply(buf[:n])
-	if _, ok := err.(*replyError); !ok && err != nil {
-		// Not Valkey's answer to the script (a server that is not
-		// Valkey): there is no epoch to mint under.
-		p.log.Warn("the upstream did not answer the epoch's script as Valkey does", "error", err)
-		return nil
-	}
-	if re, ok := err.(*replyError); ok && strings.HasPrefix(re.msg, "NOPERM") {
-		// A login that may not run INFO or write lockproxy's hash: its
-		// connection mints under whatever epoch the hash says (see
-		// docs/failover.md, "What lockproxy's user needs").
-		p.log.Warn("cannot establish the primary's epoch on this login's connection", "error", re.msg)
+	run, dbs, err := parseServerInfo(replies[0])
+	if re, ok := err.(*replyError); ok {
+		// A login that may not run INFO: its connection's grants mint
+		// under the clues other connections learned, or under whatever
+		// the hash says (docs/failover.md, Limits).
+		p.log.Warn("cannot learn the primary's run id on this login's connection", "error", re.msg)
 		return nil
 	}
 	if err != nil {
-		return err
+		// Not Valkey's answer (a server that is not Valkey): there is no
+		// epoch to mint under.
+		p.log.Warn("the upstream did not answer INFO as Valkey does", "error", err)
+		return nil
+	}
+	// The epochs the hashes hold, under this run id and under others.
+	same, other := int64(-1), int64(-1)
+	if len(dbs) > 0 {
+		cmds := make([][]string, 0, 2*len(dbs)+1)
+		for _, d := range dbs {
+			cmds = append(cmds, []string{"SELECT", d}, []string{"HMGET", rewrite.EpochKey, "epoch", "run"})
+		}
+		cmds = append(cmds, []string{"SELECT", strconv.Itoa(db)})
+		replies, err := roundTrip(nc, cmds)
+		if err != nil {
+			return err
+		}
+		for i := 1; i < len(replies); i += 2 {
+			e, r, ok := parseEpochHash(replies[i])
+			switch {
+			case !ok:
+			case r == run:
+				same = max(same, e)
+			default:
+				other = max(other, e)
+			}
+		}
 	}
 	p.epochs.mu.Lock()
-	changed := epoch != p.epochs.high || run != p.epochs.run
-	p.epochs.high = max(p.epochs.high, epoch)
+	changed := run != p.epochs.run
+	if changed && p.epochs.run != "" {
+		// A new process: every epoch used on the old one is to exceed.
+		p.epochs.prev = max(p.epochs.prev, p.epochs.cur)
+		p.epochs.cur = 0
+	}
 	p.epochs.run = run
+	p.epochs.cur = max(p.epochs.cur, same)
+	p.epochs.prev = max(p.epochs.prev, other)
+	known := p.epochs.prev
+	if floor > 0 {
+		known = max(known, floor-1)
+	}
+	p.epochClue.Set(run, known)
 	p.epochs.mu.Unlock()
-	if changed && (epoch > 0 || seen != "") {
-		p.log.Info("minting tokens under a primary's epoch", "epoch", epoch, "run_id", run, "floor", epoch<<rewrite.EpochShift)
+	if changed {
+		p.log.Info("the primary's run id", "run_id", run, "epoch_above", known)
 	}
 	return nil
 }
 
-// parseEpochReply reads establishEpochScript's {epoch, run}
-// ("*2\r\n:<epoch>\r\n$<n>\r\n<run>\r\n", in RESP2 and RESP3 alike), or
-// its error.
-func parseEpochReply(b []byte) (int64, string, error) {
-	if len(b) > 0 && b[0] == '-' {
-		return 0, "", &replyError{msg: strings.TrimRight(string(b[1:]), "\r\n")}
+// roundTrip sends commands and reads one reply each.
+func roundTrip(nc net.Conn, cmds [][]string) ([][]byte, error) {
+	var out []byte
+	for _, c := range cmds {
+		out = resp.AppendCommandStrings(out, c...)
 	}
-	f := strings.Split(string(b), "\r\n")
-	if len(f) != 5 || f[0] != "*2" || !strings.HasPrefix(f[1], ":") {
-		return 0, "", fmt.Errorf("establishing the epoch: unexpected reply %q", b)
+	if _, err := nc.Write(out); err != nil {
+		return nil, err
 	}
-	n, err := strconv.ParseInt(f[1][1:], 10, 64)
-	if err != nil {
-		return 0, "", fmt.Errorf("establishing the epoch: unexpected reply %q", b)
+	var (
+		f       resp.Framer
+		replies = make([][]byte, 0, len(cmds))
+		buf     = make([]byte, 0, 4096)
+		at      int
+	)
+	for len(replies) < len(cmds) {
+		n, err := f.Frame(buf[at:])
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			replies = append(replies, buf[at:at+n])
+			at += n
+			f = resp.Framer{}
+			continue
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, max(len(buf), 4096))...)[:len(buf)]
+			// The replies so far point into the old array: they stay
+			// valid (it is not written again).
+		}
+		m, err := nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil && m == 0 {
+			return nil, err
+		}
 	}
-	return n, f[3], nil
+	return replies, nil
 }
+
+// parseServerInfo reads the run_id and the databases that hold keys from
+// INFO server keyspace's reply (a bulk string in RESP2, a verbatim string
+// in RESP3), or its error.
+func parseServerInfo(b []byte) (string, []string, error) {
+	if len(b) > 0 && b[0] == '-' {
+		return "", nil, &replyError{msg: strings.TrimRight(string(b[1:]), "\r\n")}
+	}
+	var run string
+	var dbs []string
+	for _, l := range strings.Split(string(b), "\r\n") {
+		if v, ok := strings.CutPrefix(l, "run_id:"); ok {
+			run = v
+		} else if d, _, ok := strings.Cut(l, ":keys="); ok && strings.HasPrefix(d, "db") {
+			if _, err := strconv.Atoi(d[2:]); err == nil {
+				dbs = append(dbs, d[2:])
+			}
+		}
+	}
+	if run == "" || strings.Trim(run, "0123456789abcdef") != "" {
+		return "", nil, fmt.Errorf("learning the run id: no hexadecimal run_id in %.60q", b)
+	}
+	return run, dbs, nil
+}
+
+// parseEpochHash reads HMGET lockproxy:epoch epoch run's reply: the epoch
+// and its run id, ok false when the database holds no hash (or the reply
+// is not an HMGET's).
+func parseEpochHash(b []byte) (int64, string, bool) {
+	f := strings.Split(string(b), "\r\n")
+	if len(f) != 6 || f[0] != "*2" || !strings.HasPrefix(f[1], "$") || !strings.HasPrefix(f[3], "$") {
+		return 0, "", false
+	}
+	e, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	return e, f[4], true
+}
+
+// sawToken follows a token this instance handed out: its epoch is in use
+// on the current run.
+func (p *Proxy) sawToken(grant int64) {
+	p.epochs.mu.Lock()
+	p.epochs.cur = max(p.epochs.cur, grant>>rewrite.EpochShift)
+	p.epochs.mu.Unlock()
+}
+
+// sawFlush follows a flush that went through: a database it emptied may
+// have had grants under the current epoch without the hash (epoch 0, which
+// writes none), so the next establishment there must exceed it; the
+// databases that had the hash got it back one higher (rewrite.Flush), and
+// stand.
+func (p *Proxy) sawFlush() {
+	p.epochs.mu.Lock()
+	defer p.epochs.mu.Unlock()
+	if p.epochs.cur <= p.epochs.prev {
+		return
+	}
+	p.epochs.prev = p.epochs.cur
+	if p.epochs.run != "" {
+		p.epochClue.Set(p.epochs.run, max(p.epochs.prev, p.sentinelFloorLocked()-1))
+	}
+}
+
+// sentinelFloorLocked is Sentinel's floor as last asked (p.epochs.mu held).
+func (p *Proxy) sentinelFloorLocked() int64 { return p.epochs.sentinelEpoch * epochPerFailover }
 
 // sentinelEpoch is the primary's failover epoch as the Sentinels report
 // it (SENTINEL MASTER's config-epoch, the highest of those that answer
@@ -196,7 +269,7 @@ func (p *Proxy) sentinelEpoch() int64 {
 	return best
 }
 
-var errRulesOn = errors.New("lock rules were switched on: the connection is reopened to establish the primary's epoch")
+var errRulesOn = errors.New("lock rules were switched on: the connection is reopened to learn the primary's run id")
 
 // reopenShared fails every shared upstream connection (sessions' own keep
 // theirs: a transaction or a subscription would be lost).

@@ -55,21 +55,30 @@ func (g *sessionGrants) lostIfOlder(key string, epoch int64) bool {
 	return grant>>rewrite.EpochShift < epoch
 }
 
-// currentEpoch is the highest epoch this instance minted under.
+// currentEpoch is the epoch this instance mints under: the highest seen in
+// a token on the current run, and at least the one the next establishment
+// there will reach.
 func (p *Proxy) currentEpoch() int64 {
 	p.epochs.mu.Lock()
 	defer p.epochs.mu.Unlock()
-	return p.epochs.high
+	e := p.epochs.cur
+	if p.epochs.run != "" {
+		e = max(e, p.epochs.prev+1, p.sentinelFloorLocked())
+	}
+	return e
 }
 
 // noteGrants follows a command's effects: grants given, released, or found
-// missing (NOTOWNER).
+// missing (NOTOWNER), and flushes (the epoch's clues follow both).
 func (s *session) noteGrants(effects []rewrite.Effect) {
 	for i := range effects {
 		e := &effects[i]
 		switch {
 		case e.Kind == rewrite.Grant && e.Grant > 0:
 			s.grants.given(string(e.Key), e.Grant)
+			s.p.sawToken(e.Grant)
+		case e.Kind == rewrite.Flushed:
+			s.p.sawFlush()
 		case e.Kind == rewrite.Released && e.Outcome == rewrite.OutcomeReleased:
 			s.grants.forget(string(e.Key))
 		case e.Kind == rewrite.Refused && strings.HasPrefix(e.Reason, "NOTOWNER"):

@@ -79,8 +79,10 @@ type Proxy struct {
 	masterMu    sync.Mutex
 	master      string
 	stopWatcher context.CancelFunc
-	// epochs: the epoch this instance minted under last (epoch.go).
-	epochs epochMemory
+	// epochs: what this instance saw of the primary's epoch, and the
+	// clues it passes to the grants (epoch.go).
+	epochs    epochMemory
+	epochClue rewrite.EpochClue
 	// durable counts acquisitions undone for want of replicas (durable.go).
 	durable durableStats
 	// lostGrants counts grants found lost in a change of primary
@@ -151,6 +153,7 @@ func New(opts Options) (*Proxy, error) {
 		force:     make(chan struct{}),
 		instance:  newInstanceID(),
 		events:    newEvents(opts.EventRing),
+		epochs:    epochMemory{prev: -1},
 	}
 	p.life, p.endLife = context.WithCancel(context.Background())
 	p.upTLS.Store(opts.UpstreamTLS)
@@ -174,7 +177,7 @@ func New(opts Options) (*Proxy, error) {
 		}
 	}
 	p.requireAuth = p.probeAuth()
-	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil})
+	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.epochClue})
 	// The side client dials only when used: for the command table once
 	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.
 	p.side = redis.NewClient(&redis.Options{

@@ -95,7 +95,7 @@ func (p *Proxy) Reload() (ReloadResult, error) {
 	p.decider.Store(&nd)
 	p.tableMu.Unlock()
 	if !wasActive && nd.Active() && p.cl == nil {
-		// Connections opened without rules established no epoch
+		// Connections opened without rules learned no run id
 		// (epoch.go): they are reopened before they mint a token.
 		p.reopenShared(errRulesOn)
 	}

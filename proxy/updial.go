@@ -74,7 +74,7 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	_ = nc.SetDeadline(time.Now().Add(max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())))
 	err = handshake(nc, st, &p.own)
 	if err == nil && !st.bare {
-		err = p.establishEpoch(nc)
+		err = p.learnEpoch(nc, st.db)
 	}
 	if err != nil {
 		nc.Close()

@@ -45,6 +45,10 @@ type Decider struct {
 	// Cluster: Valkey is a cluster; acquisitions take the epoch's floor
 	// from the node's own failover epoch (fnGrant).
 	Cluster bool
+	// Epoch is what the proxy knows of the primary's epoch (shared by the
+	// deciders that replace each other on reload); nil: nothing, and
+	// grants mint under whatever the epoch hash says.
+	Epoch *EpochClue
 }
 
 // KeepArg is the scripts' keep_lapsed argument for a duration.
@@ -262,8 +266,9 @@ func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 			// absent, which is when it took the lock.
 			get, shape = getFlag, AcquireGetReply
 		}
-		sargs := make([][]byte, 0, 3+len(args)-2)
-		sargs = append(sargs, []byte(owner), d.keep(), d.acquireFlags(get, r))
+		run, known := d.Epoch.args()
+		sargs := make([][]byte, 0, 5+len(args)-2)
+		sargs = append(sargs, []byte(owner), d.keep(), d.acquireFlags(get, r), known, run)
 		ck, cv := clone2(key, args[2])
 		return Plan{
 			Kind:   Run,
@@ -287,11 +292,12 @@ func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 func (d *Decider) setnx(args [][]byte, r *policy.Rule, s Session) Plan {
 	key := args[1]
 	owner := s.Owner(r)
+	run, known := d.Epoch.args()
 	return Plan{
 		Kind:   Run,
 		Script: Acquire,
 		Keys:   d.lockKeys(make([][]byte, 0, 3), r, key),
-		Args:   [][]byte{[]byte(owner), d.keep(), d.acquireFlags(none, r), args[2], nxWord},
+		Args:   [][]byte{[]byte(owner), d.keep(), d.acquireFlags(none, r), known, run, args[2], nxWord},
 		Shape:  SetNXReply,
 		Effects: []Effect{{
 			Kind: Grant, Command: "SETNX", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]),

@@ -120,7 +120,7 @@ func decideCases() []decideCase {
 	}
 	// acquire: SET lock ... NX as Acquire; set are SET's arguments after the key.
 	acquire := func(keys []string, owner string, set []string, effects ...string) decideCase {
-		return run(rewrite.Acquire, rewrite.AcquireReply, keys, cat([]string{owner, keep, ""}, set), effects...)
+		return run(rewrite.Acquire, rewrite.AcquireReply, keys, cat([]string{owner, keep, "", "-1", ""}, set), effects...)
 	}
 	// release: DEL/UNLINK as Release; locks are owner, mode pairs.
 	release := func(cmd string, plain, keys []string, locks []string, effects ...string) decideCase {
@@ -192,7 +192,7 @@ func decideCases() []decideCase {
 		named(acquire(res, "conn:alice", w("abc NX"),
 			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"),
 			"SET NX without lease", "", "SET", "resource:lock", "abc", "NX"),
-		named(with(run(rewrite.Acquire, rewrite.AcquireGetReply, res, w("conn:alice "+keep+" get abc NX GET PX 100"),
+		named(with(run(rewrite.Acquire, rewrite.AcquireGetReply, res, cat([]string{"conn:alice", keep, "get", "-1", ""}, w("abc NX GET PX 100")),
 			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"), func(c *decideCase) {}),
 			"SET NX GET: a nil reply means it took the lock", "", "SET", "resource:lock", "abc", "NX", "GET", "PX", "100"),
 		named(acquire(lockKeys("{user:1}:lock", userCtr), "conn:alice", w("1 NX PX 100"),
@@ -217,7 +217,7 @@ func decideCases() []decideCase {
 		named(forward(), "SET NX unknown option", "", "SET", "resource:lock", "abc", "NX", "BOGUS"),
 		// SETNX is the acquisition of old clients: the same script as
 		// SET ... NX (no lease), answering :1 or :0.
-		named(run(rewrite.Acquire, rewrite.SetNXReply, res, []string{"conn:bob", keep, "", "x", "NX"},
+		named(run(rewrite.Acquire, rewrite.SetNXReply, res, []string{"conn:bob", keep, "", "-1", "", "x", "NX"},
 			"Grant SETNX key=resource:lock rule=0 owner=conn:bob value=x"),
 			"SETNX (legacy acquisition)", "bob", "SETNX", "resource:lock", "x"),
 

@@ -2,20 +2,29 @@ package rewrite
 
 // The rule that mints a fencing token, in one place: every script that
 // takes a lock (lockproxy's Acquire, and the records a client's script
-// acquisition gets) calls grant(ck, incr) with the lock's counter key and
-// redis.pcall or redis.call (whichever way the caller wants a counter that
-// cannot be incremented reported), and records the number it returns.
+// acquisition gets) calls grant(ck, incr, cluster, run, known) with the
+// lock's counter key, redis.pcall or redis.call (whichever way the caller
+// wants a counter that cannot be incremented reported) and the epoch clues
+// the proxy passed (EpochClue), and records the number it returns.
 //
 // A token is zxid-shaped (docs/failover.md): the epoch of the primary that
 // minted it times 2^32, plus a count. The epoch lives in Valkey, in the
-// hash EpochKey (field "epoch") that lockproxy writes in every database of
-// a primary before it sends it anything else (proxy/epoch.go). After a
-// change of primary the epoch is higher than any used before, so the first
-// grant on a counter that lost writes starts above every token handed out
-// before: the INCR is raised to the floor with an INCRBY. Without the hash
-// (no lockproxy has established an epoch there: an older lockproxy, or a
-// node of a cluster, where the key is not the script's to read) the floor
-// is 0, and a grant is the plain INCR it always was.
+// hash EpochKey of the lock's database, and is established there lazily,
+// by the grant itself (epoch(run, known)): the hash names the run id the
+// proxy found its primary running (run) and is at or above what a new
+// epoch must exceed (known): it stands, one HMGET, nothing written (the
+// common path). Otherwise (the first grant there since the primary
+// changed: a promoted replica carries the old primary's hash and run id, a
+// restarted or flushed one has none) the epoch becomes one above the
+// stored one and known, and is written with the run id and when
+// ("changed", where a rule's lock delay starts). With nothing known and no
+// hash (known -1: a fresh primary, a proxy that never saw another) the
+// epoch is 0, nothing is written, and a grant is the plain INCR it always
+// was. Run "": the proxy could not learn the run id (a login without
+// INFO); the grant mints under whatever the hash says. After a change of
+// primary the epoch is higher than any used before, so the first grant on
+// a counter that lost writes starts above every token handed out before:
+// the INCR is raised to the floor with an INCRBY.
 //
 // In front of a cluster (cluster true: the Decider's Cluster) the epoch is
 // the node's own failover epoch, as CLUSTER INFO reports it
@@ -31,7 +40,19 @@ package rewrite
 //
 // The snippet holds no comment and no line that needs its line break, so
 // that the wrapper of a client's script (wrap.go) can carry it on one line.
-const fnGrant = `local function grant(ck, incr, cluster)
+const fnGrant = `local function epoch(run, known)
+  local h = redis.pcall('HMGET', 'lockproxy:epoch', 'epoch', 'run', 'changed')
+  if h.err then return 0 end
+  local e = tonumber(h[1])
+  if run == '' or h[2] == run and e and e >= known then return e or 0, tonumber(h[3]) end
+  local n = math.max(e or -1, known) + 1
+  if n <= 0 then return 0 end
+  local t = redis.call('TIME')
+  local ch = t[1] * 1000 + math.floor(t[2] / 1000)
+  redis.call('HSET', 'lockproxy:epoch', 'epoch', string.format('%d', n), 'run', run, 'changed', string.format('%d', ch))
+  return n, ch
+end
+local function grant(ck, incr, cluster, run, known)
   local g = incr('INCR', ck)
   if type(g) ~= 'number' then return g end
   if g == 1 and string.sub(ck, -19) == '}}:lockproxy:grants' then
@@ -43,9 +64,9 @@ const fnGrant = `local function grant(ck, incr, cluster)
     f = tonumber(string.match(redis.call('CLUSTER', 'INFO'), 'cluster_my_epoch:(%d+)'))
     if f then f = f * 256 end
   else
-    f = tonumber(redis.pcall('HGET', 'lockproxy:epoch', 'epoch'))
+    f = epoch(run, known)
   end
-  if f then
+  if f and f > 0 then
     local floor = f * 4294967296
     if g <= floor then g = redis.call('INCRBY', ck, string.format('%d', floor + 1 - g)) end
   end
@@ -53,7 +74,8 @@ const fnGrant = `local function grant(ck, incr, cluster)
 end
 `
 
-// EpochKey is the hash, in every database of a primary, that holds the
+// EpochKey is the hash, in each database of a primary where a lock was
+// granted since it runs (established by fnGrant), that holds the
 // epoch lockproxy mints tokens under there ("epoch"), the run id of the
 // Valkey process it was established for ("run") and when, in Valkey's
 // clock (ms), the epoch last changed ("changed"). It is lockproxy's: clients
@@ -65,32 +87,39 @@ const EpochKey = "lockproxy:epoch"
 const EpochShift = 32
 
 // Flush runs an allowed FLUSHALL or FLUSHDB (ARGV: the command and its
-// arguments, as the client sent them) and writes the epoch hash back one
-// epoch higher than the highest it held in
-// what it emptied (every database for FLUSHALL, the session's for
-// FLUSHDB), for the run id of this Valkey process, and when ("changed",
-// where a rule's lock delay starts): the counters it deleted start again
-// above every token minted before. Its reply is the command's.
+// arguments, as the client sent them). Where what it empties held the
+// epoch hash (a lock was granted there: every database INFO keyspace lists
+// for FLUSHALL, the session's for FLUSHDB), it writes the hash back one
+// epoch higher than the highest it read, with the run id it held, and when
+// ("changed", where a rule's lock delay starts): the counters it deleted
+// start again above every token minted before, whichever lockproxy grants
+// next. A database without the hash is left empty, as Valkey leaves it, and
+// the script makes no call that fails. Its reply is the command's.
 var Flush = newScript("flush", `local all = string.upper(ARGV[1]) == 'FLUSHALL'
-local e, dbs = 0, {false}
+local e, had = -1, {}
 if all then
-  dbs = {}
-  local db = 0
-  while redis.pcall('SELECT', db).ok do
-    dbs[#dbs + 1] = db
-    e = math.max(e, tonumber(redis.call('HGET', 'lockproxy:epoch', 'epoch') or '0'))
-    db = db + 1
+  for db in string.gmatch(redis.call('INFO', 'keyspace'), 'db(%d+):') do
+    redis.call('SELECT', tonumber(db))
+    local h = redis.call('HMGET', 'lockproxy:epoch', 'epoch', 'run')
+    if h[1] then
+      had[#had + 1] = {tonumber(db), h[2]}
+      e = math.max(e, tonumber(h[1]))
+    end
   end
 else
-  e = tonumber(redis.pcall('HGET', 'lockproxy:epoch', 'epoch')) or 0
+  local h = redis.pcall('HMGET', 'lockproxy:epoch', 'epoch', 'run')
+  if not h.err and h[1] then
+    had[1] = {false, h[2]}
+    e = tonumber(h[1])
+  end
 end
 local reply = redis.pcall(unpack(ARGV))
 if type(reply) == 'table' and reply.err then return reply end
-local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+if #had == 0 then return reply end
 local t = redis.call('TIME')
 local changed = string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000))
-for _, db in ipairs(dbs) do
-  if db then redis.call('SELECT', db) end
-  redis.call('HSET', 'lockproxy:epoch', 'epoch', string.format('%d', e + 1), 'run', run, 'changed', changed)
+for _, d in ipairs(had) do
+  if d[1] then redis.call('SELECT', d[1]) end
+  redis.call('HSET', 'lockproxy:epoch', 'epoch', string.format('%d', e + 1), 'run', d[2] or '', 'changed', changed)
 end
 return reply`)

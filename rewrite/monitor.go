@@ -93,7 +93,7 @@ type MonitorShape struct {
 	Locks, FenceArgs, FenceKeys int
 }
 
-func (sh MonitorShape) extras() int { return 1 + 5*sh.Locks + sh.FenceArgs + sh.FenceKeys }
+func (sh MonitorShape) extras() int { return 3 + 5*sh.Locks + sh.FenceArgs + sh.FenceKeys }
 
 // monitorRules is the part of the monitor's text the rules decide: Lua
 // expressions over an argument a (hot) or a key (own, lockish,
@@ -251,8 +251,9 @@ func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRul
 
 // monitorPlan runs a client's script (body, as EVAL or EVALSHA of it
 // would) under the monitor. Its ARGV are the client's, then lockproxy's:
-// keep_lapsed; per lock among KEYS its key, counter, records, the
-// client's owner under its rule and the rule's release mode; then the
+// keep_lapsed, the epoch clues (known, run: EpochClue); per lock among
+// KEYS its key, counter, records, the client's owner under its rule and
+// the rule's release mode; then the
 // fence checks of the guarded keys among KEYS (as Fenced takes them,
 // without the protocol), then their keys.
 func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
@@ -295,7 +296,8 @@ func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, key
 	}
 	w := monitored(body, clientSHA, sh, d.monitorRules())
 	sargs := make([][]byte, 0, len(argv)+sh.extras())
-	sargs = append(append(append(sargs, argv...), d.keep()), locks...)
+	run, known := d.Epoch.args()
+	sargs = append(append(append(sargs, argv...), d.keep(), known, run), locks...)
 	if fc != nil {
 		sargs = append(append(sargs, fc.args...), fc.keys...)
 	}

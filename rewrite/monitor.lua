@@ -40,7 +40,7 @@ local function after(b, was, rg, re, rv, r)
   if not was then
     if now then
       -- The token rule (grant.go): the primary's epoch in the high bits.
-@GRANT@      local gr = grant(ck, redis.call)
+@GRANT@      local gr = grant(ck, redis.call, false, X[na + 3], tonumber(X[na + 2]))
       local e, ms = redis.call('PEXPIRETIME', key)
       if e > 0 then ms = e - redis.call('PTTL', key) else
         local t = redis.call('TIME')
@@ -96,7 +96,7 @@ end
 -- name a lock, a guarded key or one of lockproxy's own keys?
 local function mk()
 return function(n, ...)
-  local LB, FA0 = na + 2, na + 2 + 5 * @L@
+  local LB, FA0 = na + 4, na + 4 + 5 * @L@
   local FK0 = FA0 + @FA@
   local cmd = ...
   local lc = type(cmd) == 'string' and string.lower(cmd) or ''

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"strings"
 	"sync/atomic"
 )
 
@@ -25,9 +26,24 @@ func (sc *Script) FirstUse() bool {
 	return sc.Client != "" && !sc.sent.Load() && sc.sent.CompareAndSwap(false, true)
 }
 
+// newScript makes a script of a body whose comment lines ("--" first on
+// the line) are dropped: Valkey hashes the whole text of every EVAL, so
+// they would cost at every call sent as EVAL.
 func newScript(name, body string) *Script {
+	body = dropComments(body)
 	sum := sha1.Sum([]byte(body))
 	return &Script{Name: name, Body: body, SHA: hex.EncodeToString(sum[:])}
+}
+
+func dropComments(body string) string {
+	var b strings.Builder
+	b.Grow(len(body))
+	for _, l := range strings.SplitAfter(body, "\n") {
+		if !strings.HasPrefix(strings.TrimLeft(l, " \t"), "--") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
 }
 
 // The lock state lives in Valkey, beside each lock, in its hash slot:
@@ -224,22 +240,23 @@ end
 // KEYS[1] lock, KEYS[2] counter, KEYS[3] records. ARGV[1] owner, ARGV[2]
 // keep_lapsed in ms, ARGV[3] "get" when SET has GET (then a nil reply means
 // it took the lock), followed by ":<ms>" under a rule's max_lease (see
-// acquireDelay) and "!" in front of a cluster (see fnGrant), then SET's
-// arguments after the key (for SETNX: value,
-// NX).
+// acquireDelay) and "!" in front of a cluster (see fnGrant), ARGV[4] and
+// ARGV[5] the epoch clues fnGrant establishes the epoch with (known, run:
+// EpochClue), then SET's arguments after the key (for SETNX: value, NX).
 //
 // Reply: {grant or 0, SET's own reply}. Errors are Valkey's own, word for
 // word (pcall, not call, which would add the script's name). If the counter
 // cannot be incremented (it holds something else), the lock just taken is
 // given back, so no grant goes unrecorded.
 var Acquire = newScript("acquire", fnGrant+`local get, delay, cl = string.match(ARGV[3], '^(%a*):?(%d*)(!?)$')
+local known, run = tonumber(ARGV[4]), ARGV[5]
 if delay ~= '' then
 `+acquireDelay+`end
-local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 4))
+local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 6))
 if type(r) == 'table' and r.err then return r end
 -- Taken: SET answered (OK), or, with GET, answered nil (no old value).
 if (r ~= false) == (get == 'get') then return {0, r} end
-local grant = grant(KEYS[2], redis.pcall, cl == '!')
+local grant = grant(KEYS[2], redis.pcall, cl == '!', run, known)
 if type(grant) == 'table' then
   redis.call('DEL', KEYS[1])
   return grant
@@ -251,14 +268,14 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 -- Valkey accepts one expiry option at most, and its argument is a number,
 -- never an option's name: the last name found from the end is the one.
 local e = 0
-for i = #ARGV - 1, 5, -1 do
+for i = #ARGV - 1, 7, -1 do
   local o = string.upper(ARGV[i])
   if o == 'PX' then e = now + ARGV[i + 1] break
   elseif o == 'EX' then e = now + 1000 * ARGV[i + 1] break
   elseif o == 'PXAT' then e = tonumber(ARGV[i + 1]) break
   elseif o == 'EXAT' then e = 1000 * ARGV[i + 1] break end
 end
-local rec = string.format('%d %d %d ', grant, now, e) .. ARGV[4]
+local rec = string.format('%d %d %d ', grant, now, e) .. ARGV[6]
 if redis.call('EXISTS', KEYS[3]) == 0 then
   -- The usual case: no other record to mark lapsed or prune.
   redis.call('HSET', KEYS[3], ARGV[1], rec)
@@ -272,13 +289,14 @@ return {grant, r}`)
 // acquireDelay is Acquire's check under a rule's max_lease (the ms after
 // ARGV[3]'s ':'), before the SET: a lease longer than max_lease, or none,
 // is refused (LEASE); within max_lease of the last change of primary (the
-// epoch hash's "changed", Valkey's own clock) the lock is not granted, and
+// epoch hash's "changed", Valkey's own clock, the epoch established first
+// when the primary changed since: fnGrant's epoch) the lock is not granted, and
 // the client is answered as if someone held it ({0, nil}; SET NX GET,
 // whose "not taken" names a holder's value, gets LOCKDELAY).
 const acquireDelay = `local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local e = 0
-for i = #ARGV - 1, 5, -1 do
+for i = #ARGV - 1, 7, -1 do
   local o = string.upper(ARGV[i])
   if o == 'PX' then e = now + ARGV[i + 1] break
   elseif o == 'EX' then e = now + 1000 * ARGV[i + 1] break
@@ -288,7 +306,8 @@ end
 if e == 0 or e - now > tonumber(delay) then
   return redis.error_reply('LEASE lockproxy refused to grant ' .. KEYS[1] .. ' without a lease of at most ' .. delay .. ' ms (the rule\'s max_lease): ask for a shorter lease (PX ' .. delay .. ' or less) and renew it')
 end
-local ch = tonumber(redis.pcall('HGET', 'lockproxy:epoch', 'changed'))
+local ch
+if cl ~= '!' then ch = select(2, epoch(run, known)) end
 if ch and now < ch + tonumber(delay) then
   if get == 'get' then
     return redis.error_reply('LOCKDELAY lockproxy does not grant ' .. KEYS[1] .. ' for ' .. (ch + tonumber(delay) - now) .. ' ms more: the primary changed, and a grant it lost may still be held (lock delay, the rule\'s max_lease); retry then')
