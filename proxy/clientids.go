@@ -37,13 +37,8 @@ func clientIDArg(args [][]byte) int {
 	if resp.EqualFold(args[1], "unblock") {
 		return 2
 	}
-	if resp.EqualFold(args[1], "tracking") {
-		for i := 3; i+1 < len(args); i++ {
-			if resp.EqualFold(args[i], "redirect") {
-				return i + 1
-			}
-		}
-	}
+	// CLIENT TRACKING ... REDIRECT names a client of the proxy: tracking.go
+	// redirects to a relay connection of the proxy's on each node.
 	return 0
 }
 

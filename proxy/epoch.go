@@ -56,6 +56,7 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 		return nil
 	}
 	floor := p.sentinelEpoch() * epochPerFailover
+	p.own.add(nc, 1) // kept out of MONITOR, as the handshake is (monitorown.go)
 	replies, err := roundTrip(nc, [][]string{{"INFO", "server", "keyspace"}})
 	if err != nil {
 		return err
@@ -82,6 +83,7 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 			cmds = append(cmds, []string{"SELECT", d}, []string{"HMGET", rewrite.EpochKey, "epoch", "run"})
 		}
 		cmds = append(cmds, []string{"SELECT", strconv.Itoa(db)})
+		p.own.add(nc, len(cmds))
 		replies, err := roundTrip(nc, cmds)
 		if err != nil {
 			return err

@@ -47,7 +47,7 @@ func (s *session) endMonitor() {
 	}
 }
 
-// add records that n set-up commands are sent on nc.
+// add records that n more set-up commands are sent on nc.
 func (o *ownLines) add(nc net.Conn, n int) {
 	a := nc.LocalAddr()
 	if a == nil || n == 0 || o.monitors.Load() == 0 {
@@ -58,6 +58,12 @@ func (o *ownLines) add(nc net.Conn, n int) {
 	defer o.mu.Unlock()
 	if o.left == nil {
 		o.left = map[string]ownEntry{}
+	}
+	if e, ok := o.left[addr]; ok {
+		// More set-up on the same connection (the epoch's reads after the
+		// handshake): its lines add up.
+		o.left[addr] = ownEntry{n: e.n + n, until: time.Now().Add(ownFor)}
+		return
 	}
 	if len(o.order) == ownKeep {
 		delete(o.left, o.order[0])

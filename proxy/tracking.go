@@ -201,6 +201,9 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 	}
 	r := &relay{c: c, id: id}
 	t.relays[node] = r
+	// TRACKINGINFO, GETREDIR and a broken redirect's push name the relay
+	// by Valkey's id: clientids.go turns it into the target's.
+	s.p.vids.add(id, target.id)
 	return r, nil
 }
 
