@@ -124,6 +124,20 @@ func (e *env) direct() *redis.Client {
 	return c
 }
 
+// luaHas reports whether the server's scripts have a global (getfenv,
+// setfenv and newproxy are gone where lua-enable-insecure-api is off, as
+// in Debian's Redis 7.0.15-1~deb12u10; server came with Valkey 8).
+func (e *env) luaHas(name string) bool {
+	e.t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: e.srv.Addr, MaxRetries: -1})
+	defer c.Close()
+	typ, err := c.Eval(ctx, "return type(rawget(_G, ARGV[1]))", nil, name).Text()
+	if err != nil {
+		e.t.Fatalf("asking the server for %s: %v", name, err)
+	}
+	return typ != "nil"
+}
+
 // raw is a plain TCP client that sends bytes and reads whole replies, for
 // checking the wire byte for byte.
 type raw struct {

@@ -46,6 +46,19 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 			return true
 		}
 	}
+	if s.lp == nil && s.ded == nil && s.p.cl == nil {
+		// A goroutine per client: connect before deciding, as the event
+		// loops do (off the loop, before the command is handled). A new
+		// connection learns the epoch's clues (epoch.go), and a plan
+		// carries those it was decided with: one decided before a
+		// restart of Valkey and sent on the connection that found it
+		// restarted would mint under the old process's epoch.
+		if c := s.shared; c == nil || s.sharedKey != s.key() || c.dead.Load() {
+			if s.target() == nil {
+				return true // answered with the dial's error
+			}
+		}
+	}
 	plan := d.Decide(cmd.Args, s, s.keys[:0])
 	if plan.Kind == rewrite.NeedKeys {
 		var keys []keyspec.KeyWithFlags

@@ -20,29 +20,38 @@ import (
 // sent as one chunk:
 //
 //	[#!lua ... line, kept first]
-//	local __lockproxy_f = function(...) <line 1 of the body>
+//	local __lockproxy_f = function(redis, server, _G, getfenv, setfenv,
+//	  loadstring, load, newproxy, ARGV, ...) <line 1 of the body>
 //	<line 2 of the body>
 //	...
 //	end
 //	<the monitor (monitor.lua)>
 //
-// The body comes first, so no local of the monitor is in its scope (a
-// "local x = function" is not even visible inside itself), and every line
-// keeps its number. The monitor then gives the body a sealed environment
-// (setfenv) and calls it in a tail call:
+// (the parameters on the body's first line, so every line keeps its
+// number). The body comes first, so no local of the monitor is in its
+// scope (a "local x = function" is not even visible inside itself). Every
+// name by which the body could reach Valkey is one of its parameters, a
+// lexical seal: no setfenv, which Redis 7.0.15-1~deb12u10 and Valkey with
+// lua-enable-insecure-api no do not have. The monitor calls the body in a
+// tail call with:
 //
-//   - redis and server are the monitor's: call and pcall are checked, the
+//   - redis and server: the monitor's; call and pcall are checked, the
 //     rest is Valkey's (looked up in the real table, which stays
 //     read-only). redis.call is a table whose call is a coroutine's C
 //     function, so an error it raises names the body's user_script:LINE,
 //     as Valkey's own does.
-//   - KEYS are the client's, ARGV a copy of the client's arguments (the
-//     proxy's own come after them, and only the monitor sees them).
-//   - _G is the environment itself; getfenv answers it for Valkey's
-//     globals; chunks from load and loadstring get it too. A read of a
-//     missing global and a write of any global go to Valkey's globals and
-//     fail there, with Valkey's own words.
-//
+//   - ARGV: a copy of the client's arguments (the proxy's own come after
+//     them, and only the monitor sees them). KEYS are the client's.
+//   - _G: a sealed table (its redis, server, ARGV and the stand-ins
+//     below; the rest read from and written to Valkey's globals, which
+//     fail with Valkey's own words); getfenv answers it for Valkey's
+//     globals; setfenv of a function whose environment is Valkey's is
+//     refused; loadstring and load compile a chunk alone, then inside a
+//     function with these same parameters; newproxy is refused. Where
+//     this Valkey lacks getfenv, setfenv or newproxy, they raise its
+//     error. A body whose text names none of these gets nil for them
+//     (needsSeal).
+
 // The check of a call (monitor.lua's run and mk): if no argument may name
 // a protected key (the rules' globs, lockproxy's own suffixes and fence
 // keys, as Lua patterns in the text), the call goes straight to Valkey.
@@ -202,6 +211,7 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@FLUSH@", m.flush,
 		"@FNS@", monitorFns,
 		"@GRANT@", fnGrant,
+		"@SEAL@", strconv.FormatBool(needsSeal(body)),
 	).Replace(monitorText)
 	var b strings.Builder
 	b.Grow(len(body) + len(mon) + 64)
@@ -211,11 +221,25 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		b.WriteByte('\n')
 		body = rest
 	}
-	b.WriteString("local __lockproxy_f = function(...) ")
+	b.WriteString("local __lockproxy_f = function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, ...) ")
 	b.WriteString(body)
 	b.WriteString("\nend\n")
 	b.WriteString(mon)
 	return b.String()
+}
+
+// needsSeal reports whether a body's text names any of _G, getfenv,
+// setfenv, load (and so loadstring) and newproxy: only then can it reach
+// Valkey's globals table, a chunk compiled from a string, or a finalizer,
+// and the monitor makes their sealed stand-ins (a Lua name cannot be
+// spelled another way, so a text without them cannot name them).
+func needsSeal(body string) bool {
+	for _, w := range [...]string{"_G", "getfenv", "setfenv", "load", "newproxy"} {
+		if strings.Contains(body, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // MonitorRulesFor is the rules' part of the monitor, for the offline checks.
@@ -308,9 +332,10 @@ func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, key
 // check that is obviously sound: its text names none of redis, server,
 // _G, getfenv and load (nor loadstring), so it cannot reach a function
 // that calls Valkey, by name or by a name it builds; nor newproxy, the
-// way to a finalizer (see monitor.lua).
+// way to a finalizer; nor setfenv, whose level 0 would change every later
+// script's environment (see monitor.lua).
 func unmonitored(body scriptBody) bool {
-	for _, w := range [...]string{"redis", "server", "_G", "getfenv", "load", "newproxy"} {
+	for _, w := range [...]string{"redis", "server", "_G", "getfenv", "setfenv", "load", "newproxy"} {
 		if body.b != nil && bytes.Contains(body.b, []byte(w)) || body.b == nil && strings.Contains(body.s, w) {
 			return false
 		}

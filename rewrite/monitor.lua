@@ -1,9 +1,8 @@
 -- lockproxy's monitor (see monitor.go). Comment lines go before it is
 -- sent. It comes after the client's body, which is the chunk's first
--- thing: "local __lockproxy_f = function(...) <body>\nend\n", so none of
--- the locals below is in the body's scope. The functions handed to the
--- body use Valkey's read-only globals, and setfenv of a function whose
--- environment they are is refused.
+-- thing: "local __lockproxy_f = function(redis, ..., ARGV, ...) <body>\nend\n",
+-- so none of the locals below is in the body's scope, and the names it
+-- could reach Valkey by are parameters the monitor passes (at the end).
 --
 -- Valkey runs scripts in a shared Lua state whose globals are read-only:
 -- every closure and table below is made again at every run, so there are
@@ -316,18 +315,45 @@ if na > 4000 then
 else
   A = {unpack(X, 1, na)}
 end
--- The functions handed to the body use Valkey's globals (their own
--- environment, read-only): setfenv of one of them, or of any other
--- function whose environment is Valkey's globals, is refused.
-env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = R,
-  getfenv = function(f)
+-- The body's names that could reach an unchecked call are its function's
+-- parameters (MonitorBody), a lexical seal that needs no setfenv (Redis
+-- 7.0.15-1~deb12u10 and Valkey with lua-enable-insecure-api no have none):
+-- redis and server are R, ARGV the client's arguments. When the body's
+-- text names none of _G, getfenv, setfenv, load (loadstring) and
+-- newproxy, it cannot reach Valkey's globals table, so the rest are nil.
+-- missing stands for a global this Valkey does not have (server before
+-- Valkey 8, getfenv, setfenv and newproxy where lua-enable-insecure-api
+-- is off): calling or indexing it raises Valkey's words, from a C
+-- function (a coroutine's), so that Valkey names the body's line.
+local function missing(name)
+  local mt = {__metatable = false}
+  local function raise()
+    mt.__call, mt.__index = coroutine.wrap(raise), coroutine.wrap(raise)
+    error("Script attempted to access nonexistent global variable '" .. name .. "'", 0)
+  end
+  mt.__call, mt.__index = coroutine.wrap(raise), coroutine.wrap(raise)
+  return setmetatable({}, mt)
+end
+local S = rawget(G, 'server') and R or missing('server')
+if not @SEAL@ then return __lockproxy_f(R, S, nil, nil, nil, nil, nil, nil, A, ...) end
+local rgetfenv, rsetfenv, rnewproxy = rawget(G, 'getfenv'), rawget(G, 'setfenv'), rawget(G, 'newproxy')
+local gf, sf, np, ls, ld
+env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = rawget(G, 'server') and R or nil},
+  {__index = G, __newindex = G, __metatable = getmetatable(G)})
+rawset(env, '_G', env)
+if rgetfenv then
+  -- getfenv answers the sealed table for Valkey's globals.
+  gf = function(f)
     if f == nil then f = 1 end
     if type(f) == 'number' and f > 0 then f = f + 1 end
-    local e = getfenv(f)
+    local e = rgetfenv(f)
     if rawequal(e, G) then return env end
     return e
-  end,
-  setfenv = function(f, t)
+  end
+  -- setfenv of a function whose environment is Valkey's globals (the
+  -- monitor's, Valkey's, and so the body's own) is refused: the monitor's
+  -- functions look their helpers up there.
+  sf = function(f, t)
     if type(f) == 'number' then
       -- Level 0 is the Lua state's own environment, shared by every
       -- later script: Valkey 8.0.1 cannot run another script after
@@ -335,25 +361,49 @@ env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = R,
       if f == 0 then error('setfenv(0) is refused: it would change the environment of every later script', 2) end
       if f > 0 then f = f + 1 end
     end
-    if rawequal(getfenv(f), G) then error('setfenv is refused for a function of Valkey or of lockproxy', 2) end
-    return setfenv(f, t)
-  end,
-  loadstring = function(s, name)
-    local f, e = loadstring(s, name)
-    if f then setfenv(f, env) end
-    return f, e
-  end,
+    if rawequal(rgetfenv(f), G) then error("setfenv is refused for a function whose environment is Valkey's globals (the script's own, Valkey's and lockproxy's)", 2) end
+    return rsetfenv(f, t)
+  end
+  rawset(env, 'getfenv', gf)
+  rawset(env, 'setfenv', sf)
+else
+  gf, sf = missing('getfenv'), missing('setfenv')
+end
+if rnewproxy then
   -- A finalizer (__gc) runs at whatever allocation of whichever later
   -- script comes first, and one that raises an error there makes Valkey
   -- 8.0.1 exit (a Lua panic): newproxy, the only way to one, is refused.
-  newproxy = function()
+  np = function()
     error('newproxy is refused: a finalizer would run inside other clients\' scripts', 2)
-  end,
-  load = function(s, name)
-    local f, e = load(s, name)
-    if f then setfenv(f, env) end
-    return f, e
-  end}, {__index = G, __newindex = G, __metatable = getmetatable(G)})
-rawset(env, "_G", env)
-setfenv(__lockproxy_f, env)
-return __lockproxy_f(...)
+  end
+  rawset(env, 'newproxy', np)
+else
+  np = missing('newproxy')
+end
+-- A chunk from loadstring gets the same parameters: it is compiled alone
+-- first (Valkey's own words for an error), so all of it then lies inside
+-- the function it is wrapped in, on the same lines.
+local P = 'return function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, ...) '
+ls = function(s, name)
+  local f, e = loadstring(s, name)
+  if not f then return f, e end
+  f, e = loadstring(P .. s .. '\nend', name or s)
+  if not f then return f, e end
+  f = f()
+  return function(...) return f(R, S, env, gf, sf, ls, ld, np, A, ...) end
+end
+-- load reads its chunk with Valkey's load (its checks and errors), keeps
+-- the pieces, and compiles them as loadstring does.
+ld = function(fn, name)
+  local parts = {}
+  local f, e = load(function()
+    local p = fn()
+    if type(p) == 'string' then parts[#parts + 1] = p end
+    return p
+  end, name)
+  if not f then return f, e end
+  return ls(table.concat(parts), name or '=(load)')
+end
+rawset(env, 'loadstring', ls)
+rawset(env, 'load', ld)
+return __lockproxy_f(R, S, env, gf, sf, ls, ld, np, A, ...)
