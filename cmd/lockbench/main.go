@@ -62,6 +62,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "alternating rounds per side; the median is reported")
 	mode := flag.String("mode", "release", "release | scripted | transit | fenced | durable | script-acquire | script-hop | script-fenced | script-fenced-hop")
 	only := flag.String("only", "", "run one side only, a or b (for profiling one of them)")
+	count := flag.Int("n", 0, "run exactly n operations of the side -only names (default a), one after another on one connection, and stop: for counting what they cost (scripts/callgrind.sh)")
 	flag.Parse()
 	ctx := context.Background()
 	proxy := redis.NewClient(&redis.Options{Addr: *proxyAddr, PoolSize: *clients, Protocol: 2})
@@ -147,6 +148,30 @@ func main() {
 	default:
 		fmt.Fprintln(os.Stderr, "lockbench: -mode is release, scripted, transit, fenced, durable, script-acquire, script-hop, script-fenced or script-fenced-hop")
 		os.Exit(2)
+	}
+	if *count > 0 {
+		c, op := ac, a
+		if *only == "b" {
+			c, op = bc, b
+		}
+		conn := c.Conn()
+		defer conn.Close()
+		// Keys of this run's own (a worker number no other run uses), and
+		// for a fenced write, the lock held as run does.
+		w := os.Getpid()
+		if (*mode == "fenced" || strings.HasPrefix(*mode, "script-fenced")) && *only != "b" {
+			if err := conn.SetNX(ctx, fmt.Sprintf("{b%d}:mutex", w), "holder", time.Hour).Err(); err != nil {
+				fmt.Fprintln(os.Stderr, "lockbench: acquire:", err)
+				os.Exit(1)
+			}
+		}
+		for i := 0; i < *count; i++ {
+			if err := op(ctx, conn, w, i); err != nil {
+				fmt.Fprintln(os.Stderr, "lockbench:", err)
+				os.Exit(1)
+			}
+		}
+		return
 	}
 	var ra, rb []float64
 	for r := 0; r < *rounds; r++ {
