@@ -109,6 +109,11 @@ func hostileShapes() []hostile {
 	add("set_repl none", "redis.set_repl(redis.REPL_NONE) return redis.call('DEL', KEYS[1])", vk)
 	add("setresp 3", "redis.setresp(3) return redis.call('DEL', KEYS[1])", vk)
 	// The sandbox: every way to the real redis.
+	add("close the wrapper's block", "end end end return redis.call('DEL', 'v:lock')", nil)
+	add("close the wrapper's call", "end)() return redis.call('DEL', 'v:lock') --", nil)
+	add("continue the wrapper's statement", "(redis.call)('DEL', 'v:lock')", nil)
+	add("continue the wrapper's call", "('DEL', 'v:lock')", nil)
+	add("index the wrapper's result", ".call('DEL', 'v:lock')", nil)
 	add("loadstring", "return loadstring(\"return redis.call('DEL', 'v:lock')\")()", nil)
 	add("load of a function", "local s = \"return redis.call('DEL', 'v:lock')\" local done = false return load(function() if done then return nil end done = true return s end)()", nil)
 	add("getfenv(0)", "return getfenv(0).redis.call('DEL', ARGV[1])", nil, "v:lock")

@@ -238,13 +238,15 @@ func TestScriptFencedInMulti(t *testing.T) {
 	eq(t, d.Get(ctx, "{m}:data").Val(), "by-b")
 }
 
-// A script the analysis cannot read is not wrapped: a syntax error reads
-// as Valkey words it for the script alone.
+// A script that does not compile runs monitored too (the body is the
+// chunk's own top level, so no text check decides whether it could close
+// a block of the monitor's), and Valkey's compile error reads as it does
+// for the script alone, byte for byte.
 func TestScriptUnparsedNotWrapped(t *testing.T) {
 	e := rulesEnv(t, fenceRule("current", "allow"))
-	// Its blocks do not balance: sent as it came.
 	sameReplies(t, e, "redis.call('SET', KEYS[1], 'x')\nif ARGV[1] then", false, "{u}:data", "a")
-	// They balance: it runs monitored, and Valkey's compile error names
-	// the monitored text's place of the error.
-	mustContain(t, dialRaw(t, e.addr).do("EVAL", "redis.call('SET', KEYS[1], 'x') return (", "1", "{u}:data"), "-ERR Error compiling script (new function): user_script:")
+	sameReplies(t, e, "redis.call('SET', KEYS[1], 'x') return (", false, "{u}:data", "a")
+	sameReplies(t, e, "end redis.call('SET', KEYS[1], 'x')", false, "{u}:data", "a")
+	sameReplies(t, e, "(redis.call)('SET', KEYS[1], 'x')", false, "{u}:data", "a")
+	sameReplies(t, e, "; return 1", false, "{u}:data", "a")
 }

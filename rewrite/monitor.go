@@ -20,20 +20,19 @@ import (
 // sent as one chunk:
 //
 //	[#!lua ... line, kept first]
-//	local __lockproxy_f = function(redis, server, _G, getfenv, setfenv,
-//	  loadstring, load, newproxy, ARGV, ...) <line 1 of the body>
+//	local redis, server, _G, getfenv, setfenv, loadstring, load, newproxy,
+//	  ARGV = (function() <the monitor (monitor.lua)> end)(); <line 1 of the body>
 //	<line 2 of the body>
 //	...
-//	end
-//	<the monitor (monitor.lua)>
 //
-// (the parameters on the body's first line, so every line keeps its
-// number). The body comes first, so no local of the monitor is in its
-// scope (a "local x = function" is not even visible inside itself). Every
-// name by which the body could reach Valkey is one of its parameters, a
-// lexical seal: no setfenv, which Redis 7.0.15-1~deb12u10 and Valkey with
-// lua-enable-insecure-api no do not have. The monitor calls the body in a
-// tail call with:
+// with the monitor on the body's first line, so every line keeps its
+// number. The body is the chunk's own top level: nothing of it can close
+// a block of the monitor's or run before the monitor (no text check is
+// needed to keep it inside anything), and the only names of the
+// monitor's in its scope are the nine locals the monitor returns. Every
+// name by which the body could reach Valkey is one of them, a lexical
+// seal: no setfenv, which Redis 7.0.15-1~deb12u10 and Valkey with
+// lua-enable-insecure-api no do not have. The monitor returns:
 //
 //   - redis and server: the monitor's; call and pcall are checked, the
 //     rest is Valkey's (looked up in the real table, which stays
@@ -94,6 +93,14 @@ var monitorText = func() string {
 	}
 	return b.String()
 }()
+
+// monitorPrefix and monitorSuffix go around the monitor's text, on the
+// body's first line: the nine names the body may reach Valkey by are the
+// chunk's locals, set by the monitor before the body runs.
+const (
+	monitorPrefix = "local redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV = (function() "
+	monitorSuffix = " end)(); "
+)
 
 // MonitorShape is what a monitored script's text is made for, beside the
 // rules: how many locks among KEYS the proxy passes (5 arguments each),
@@ -213,18 +220,22 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@GRANT@", fnGrant,
 		"@SEAL@", strconv.FormatBool(needsSeal(body)),
 	).Replace(monitorText)
+	// One line: every snippet in it holds no comment and no line that
+	// needs its line break, and the ";" ends the statement, so a body
+	// that starts with "(" starts a statement of its own.
+	mon = strings.ReplaceAll(mon, "\n", " ")
 	var b strings.Builder
-	b.Grow(len(body) + len(mon) + 64)
+	b.Grow(len(body) + len(mon) + len(monitorPrefix) + len(monitorSuffix) + 1)
 	if strings.HasPrefix(body, "#!") {
 		line, rest, _ := strings.Cut(body, "\n")
 		b.WriteString(line)
 		b.WriteByte('\n')
 		body = rest
 	}
-	b.WriteString("local __lockproxy_f = function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, ...) ")
-	b.WriteString(body)
-	b.WriteString("\nend\n")
+	b.WriteString(monitorPrefix)
 	b.WriteString(mon)
+	b.WriteString(monitorSuffix)
+	b.WriteString(body)
 	return b.String()
 }
 

@@ -1,8 +1,10 @@
 -- lockproxy's monitor (see monitor.go). Comment lines go before it is
--- sent. It comes after the client's body, which is the chunk's first
--- thing: "local __lockproxy_f = function(redis, ..., ARGV, ...) <body>\nend\n",
--- so none of the locals below is in the body's scope, and the names it
--- could reach Valkey by are parameters the monitor passes (at the end).
+-- sent, and it is sent on one line (no line of it may need its line
+-- break): the chunk is "local redis, server, _G, getfenv, setfenv,
+-- loadstring, load, newproxy, ARGV = (function() <this> end)(); <body>",
+-- so the body is the chunk's own top level, keeps its line numbers, cannot
+-- close anything of the monitor's, and sees none of the locals below: only
+-- the nine the monitor returns at the end.
 --
 -- Valkey runs scripts in a shared Lua state whose globals are read-only:
 -- every closure and table below is made again at every run, so there are
@@ -315,8 +317,8 @@ if na > 4000 then
 else
   A = {unpack(X, 1, na)}
 end
--- The body's names that could reach an unchecked call are its function's
--- parameters (MonitorBody), a lexical seal that needs no setfenv (Redis
+-- The body's names that could reach an unchecked call are the chunk's
+-- locals this function returns (MonitorBody), a lexical seal that needs no setfenv (Redis
 -- 7.0.15-1~deb12u10 and Valkey with lua-enable-insecure-api no have none):
 -- redis and server are R, ARGV the client's arguments. When the body's
 -- text names none of _G, getfenv, setfenv, load (loadstring) and
@@ -335,7 +337,7 @@ local function missing(name)
   return setmetatable({}, mt)
 end
 local S = rawget(G, 'server') and R or missing('server')
-if not @SEAL@ then return __lockproxy_f(R, S, nil, nil, nil, nil, nil, nil, A, ...) end
+if not @SEAL@ then return R, S, nil, nil, nil, nil, nil, nil, A end
 local rgetfenv, rsetfenv, rnewproxy = rawget(G, 'getfenv'), rawget(G, 'setfenv'), rawget(G, 'newproxy')
 local gf, sf, np, ls, ld
 env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = rawget(G, 'server') and R or nil},
@@ -406,4 +408,4 @@ ld = function(fn, name)
 end
 rawset(env, 'loadstring', ls)
 rawset(env, 'load', ld)
-return __lockproxy_f(R, S, env, gf, sf, ls, ld, np, A, ...)
+return R, S, env, gf, sf, ls, ld, np, A

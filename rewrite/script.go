@@ -128,14 +128,6 @@ func (d *Decider) monitorScript(cmd string, body scriptBody, sha string, keys, a
 	if noWrites(body) || unmonitored(body) {
 		return Plan{}
 	}
-	text := body.String()
-	if strings.HasPrefix(text, "#!") {
-		_, text, _ = strings.Cut(text, "\n")
-	}
-	if !blocksBalanced(text) {
-		// It cannot compile: Valkey answers its compile error.
-		return Plan{}
-	}
 	return d.monitorPlan(cmd, body, sha, keys, argv, s)
 }
 
