@@ -65,7 +65,7 @@ func TestLargeBinaryValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	val[0], val[1], val[2] = '\r', '\n', 0
-	c := e.client(func(o *redis.Options) { o.ReadTimeout = 30 * time.Second; o.WriteTimeout = 30 * time.Second })
+	c := e.client(func(o *redis.Options) { o.ReadTimeout = 3 * time.Minute; o.WriteTimeout = 3 * time.Minute })
 	if err := c.Set(ctx, "big", val, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
