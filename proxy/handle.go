@@ -59,6 +59,12 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		if forBusyServer(args) {
 			return s.busyCommand(cmd)
 		}
+		if lib := s.p.decider.Load().Library(args); lib != nil {
+			// FUNCTION LOAD: the library goes with lockproxy's monitor
+			// inside (rewrite/monitor_lib.go), on every path below.
+			cmd = resp.Command{Args: lib, Raw: resp.AppendCommand(nil, lib...)}
+			args = lib
+		}
 	}
 	if s.ded != nil && s.refusedInSubscribe(k, args) {
 		s.forward(cmd.Raw, nil) // Valkey's error

@@ -1,0 +1,125 @@
+package lockproxy_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// Issue 26 item 4: FUNCTION LOAD through lockproxy puts its monitor inside
+// the library, so every function of it is checked when it runs, by
+// whichever lockproxy instance or client calls it.
+
+// monitorLib is a library of lock functions as an application writes
+// them: a token-checked release and renewal, an acquisition, a blind
+// delete, a write of a key given by name, a read.
+const monitorLib = `#!lua name=locks
+local function release(keys, args)
+  if redis.call('GET', keys[1]) == args[1] then
+    return redis.call('DEL', keys[1])
+  end
+  return 0
+end
+redis.register_function('release', release)
+redis.register_function{function_name = 'renew', callback = function(keys, args)
+  if redis.call('GET', keys[1]) == args[1] then
+    return redis.call('PEXPIRE', keys[1], args[2])
+  end
+  return 0
+end}
+redis.register_function('acquire', function(keys, args)
+  return redis.call('SET', keys[1], args[1], 'NX', 'PX', 60000)
+end)
+redis.register_function('acquire_and_write', function(keys, args)
+  redis.call('SET', keys[1], args[1], 'NX', 'PX', 60000)
+  return redis.call('SET', keys[2], args[2])
+end)
+redis.register_function('blind_del', function(keys) return redis.call('DEL', keys[1]) end)
+redis.register_function('del_named', function(keys, args) return redis.call('DEL', args[1]) end)
+redis.register_function('nargs', function(keys, args) return {#keys, #args, args[#args]} end)
+redis.register_function{function_name = 'get', callback = function(keys) return redis.call('GET', keys[1]) end, flags = {'no-writes'}}
+redis.register_function('fail', function(keys)
+  return redis.call('NOSUCHCOMMAND', keys[1])
+end)
+`
+
+func TestMonitorFunctions(t *testing.T) {
+	e := rulesEnv(t, monitorRules)
+	d := e.direct()
+	v, s := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, v.do("FUNCTION", "LOAD", monitorLib), bulk("locks"))
+	eq(t, v.do("FUNCTION", "LOAD", "REPLACE", monitorLib), bulk("locks"))
+	fresh := func(t *testing.T) {
+		t.Helper()
+		d.Del(ctx, "v:lock", "{r}:flock", "{r}:data", "a:lock")
+		eq(t, v.do("SET", "v:lock", "vtok", "NX", "PX", "600000"), "+OK\r\n")
+	}
+	t.Run("a stranger's blind delete is refused and the lock stays", func(t *testing.T) {
+		fresh(t)
+		mustContain(t, s.do("FCALL", "blind_del", "1", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\" inside a script")
+		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+		mustContain(t, s.do("FCALL", "release", "1", "v:lock", "wrong"), ":0")
+		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+		mustContain(t, s.do("FCALL", "del_named", "0", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\"")
+		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+		mustContain(t, s.do("DEL", "v:lock"), "-NOTOWNER")
+	})
+	t.Run("the holder's token-checked release and renewal work from any connection", func(t *testing.T) {
+		fresh(t)
+		eq(t, s.do("FCALL", "renew", "1", "v:lock", "vtok", "900000"), ":1\r\n")
+		if ttl := d.PTTL(ctx, "v:lock").Val(); ttl.Milliseconds() <= 600000 {
+			t.Fatalf("PTTL %v after the renewal", ttl)
+		}
+		eq(t, s.do("FCALL", "release", "1", "v:lock", "vtok"), ":1\r\n")
+		eq(t, d.Exists(ctx, "v:lock").Val(), int64(0))
+		// The holder's own blind delete of its own lock.
+		eq(t, v.do("SET", "v:lock", "vtok", "NX", "PX", "600000"), "+OK\r\n")
+		eq(t, v.do("FCALL", "blind_del", "1", "v:lock"), ":1\r\n")
+	})
+	t.Run("an acquisition inside a function gets a grant", func(t *testing.T) {
+		fresh(t)
+		eq(t, s.do("FCALL", "acquire", "1", "a:lock", "atok"), "+OK\r\n")
+		eq(t, s.do("LOCKPROXY", "FENCE", "a:lock"), ":1\r\n")
+		eq(t, s.do("DEL", "a:lock"), ":1\r\n")
+		// Taken and the guarded key written in one call: the grant is
+		// minted before the write's fence check.
+		eq(t, s.do("FCALL", "acquire_and_write", "2", "{r}:flock", "{r}:data", "tok", "mine"), "+OK\r\n")
+		eq(t, d.Get(ctx, "{r}:data").Val(), "mine")
+		eq(t, d.Get(ctx, "{r}:fence").Val(), "1")
+		// A stranger's write of the guarded key, inside a function.
+		mustContain(t, v.do("FCALL", "acquire_and_write", "2", "{r}:flock", "{r}:data", "tok2", "bad"), "-UNFENCED")
+		eq(t, d.Get(ctx, "{r}:data").Val(), "mine")
+	})
+	t.Run("the function sees the client's arguments only", func(t *testing.T) {
+		eq(t, s.do("FCALL", "nargs", "1", "x", "a", "b"), "*3\r\n:1\r\n:2\r\n$1\r\nb\r\n")
+		eq(t, s.do("FCALL", "nargs", "0"), "*2\r\n:0\r\n:0\r\n")
+	})
+	t.Run("errors name the function as Valkey does", func(t *testing.T) {
+		got := s.do("FCALL", "fail", "1", "x")
+		mustContain(t, got, "script: fail, on @user_function:")
+		if strings.Contains(got, "__lockproxy") {
+			t.Fatalf("got %q", got)
+		}
+		fresh(t)
+		eq(t, s.do("FCALL_RO", "get", "1", "v:lock"), bulk("vtok"))
+	})
+	t.Run("a direct FCALL may write no lock", func(t *testing.T) {
+		fresh(t)
+		dc := dialRaw(t, e.srv.Addr)
+		mustContain(t, dc.do("FCALL", "release", "1", "v:lock", "vtok"), "-LOCKED lockproxy refused DEL of \"v:lock\" inside a script: it is a lock's key, and this function was called without lockproxy")
+		mustContain(t, dc.do("FCALL", "blind_del__lockproxy", "1", "v:lock"), "-LOCKED")
+		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+		eq(t, dc.do("FCALL", "nargs", "1", "x", "y"), "*3\r\n:1\r\n:1\r\n$1\r\ny\r\n")
+		mustContain(t, s.do("FCALL", "blind_del__lockproxy", "1", "v:lock"), "-ERR lockproxy refused FCALL")
+		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+	})
+	t.Run("a library loaded around lockproxy is not run", func(t *testing.T) {
+		fresh(t)
+		lib := "#!lua name=around\nredis.register_function('del_around', function(keys) return redis.call('DEL', keys[1]) end)"
+		eq(t, dialRaw(t, e.srv.Addr).do("FUNCTION", "LOAD", lib), bulk("around"))
+		mustContain(t, s.do("FCALL", "del_around", "1", "v:lock"), "-ERR Function not found, or its library was loaded around lockproxy")
+		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+		eq(t, s.do("FUNCTION", "LOAD", "REPLACE", lib), bulk("around"))
+		mustContain(t, s.do("FCALL", "del_around", "1", "v:lock"), "-NOTOWNER")
+		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+	})
+}
