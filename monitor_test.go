@@ -480,17 +480,16 @@ func TestMonitorCluster(t *testing.T) {
 	}
 }
 
-// FCALL is not monitored yet: a function the analysis cannot read (its
-// command name built at run time) is refused by default now, as a blind
-// one is, instead of forwarded and recorded.
-func TestMonitorFunctionUnknownRefused(t *testing.T) {
+// A function whose command name is built at run time is checked on the
+// command it actually calls (the analysis could not read it).
+func TestMonitorFunctionBuiltName(t *testing.T) {
 	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
 	d := e.direct()
 	c := dialRaw(t, e.addr)
 	lib := "#!lua name=chars\nredis.register_function('del', function(keys) return redis.call(string.char(68,69,76), keys[1]) end)"
 	eq(t, c.do("FUNCTION", "LOAD", lib), bulk("chars"))
 	d.Set(ctx, "v:lock", "theirs", 0)
-	mustContain(t, c.do("FCALL", "del", "1", "v:lock"), "-UNCHECKEDSCRIPT lockproxy refused FCALL")
+	mustContain(t, c.do("FCALL", "del", "1", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\" inside a script")
 	eq(t, d.Get(ctx, "v:lock").Val(), "theirs")
 }
 

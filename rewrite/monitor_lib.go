@@ -161,7 +161,7 @@ func (d *Decider) Library(args [][]byte) [][]byte {
 // (monitorPlan), then the rules' lock, guard and fence-key patterns, then
 // the trailer.
 func (d *Decider) fcallPlan(name []byte, keys, argv [][]byte, s Session) Plan {
-	if bytes.HasSuffix(name, []byte(fnSuffix)) {
+	if len(name) >= len(fnSuffix) && resp.EqualFold(name[len(name)-len(fnSuffix):], fnSuffix) {
 		e := errFcallOwnName(name)
 		return Plan{Kind: Refuse, Err: e, Effects: []Effect{{Kind: Refused, Command: "FCALL", Reason: e}}}
 	}
@@ -201,5 +201,19 @@ func (sc *Script) unwrapFcall(reply []byte) []byte {
 	if string(reply) == errFunctionNotFound {
 		return resp.AppendError(nil, errFcallUnmonitored(sc.Fn))
 	}
-	return bytes.ReplaceAll(reply, []byte(sc.Body), []byte(sc.Fn))
+	// The name as registered, which FCALL matches in any letter case.
+	var out []byte
+	for i := 0; ; {
+		j := bytes.Index(reply[i:], []byte(fnSuffix))
+		if j < 0 {
+			return append(out, reply[i:]...)
+		}
+		j += i
+		if j-i >= len(sc.Fn) && bytes.EqualFold(reply[j-len(sc.Fn):j], []byte(sc.Fn)) {
+			out = append(out, reply[i:j]...)
+		} else {
+			out = append(out, reply[i:j+len(fnSuffix)]...)
+		}
+		i = j + len(fnSuffix)
+	}
 }
