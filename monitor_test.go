@@ -17,7 +17,8 @@ import (
 // wrote. S held both before V (its grants are stale). Every shape below,
 // sent by a stranger or by S, through EVAL or EVALSHA, must leave the
 // victim's locks, the resource and lockproxy's own keys as they were,
-// checked from a direct connection.
+// checked from a direct connection; and the same as a function of a
+// library the attacker loads through lockproxy (FCALL).
 
 const monitorRules = `on_flush: reject
 locks:
@@ -247,16 +248,29 @@ func TestMonitorHostileShapes(t *testing.T) {
 			name string
 			c    *raw
 		}{{"stranger", stranger}, {"stale holder", s}} {
-			for _, via := range []string{"EVAL", "EVALSHA"} {
+			for _, via := range []string{"EVAL", "EVALSHA", "FCALL"} {
 				t.Run(h.name+"/"+who.name+"/"+via, func(t *testing.T) {
 					before := setup(t)
 					args := []string{via, h.body, fmt.Sprint(len(h.keys))}
-					if via == "EVALSHA" {
+					switch via {
+					case "EVALSHA":
 						if got := who.c.do("SCRIPT", "LOAD", h.body); got != bulk(sha1hex(h.body)) {
 							mustContain(t, got, "-ERR Error compiling script")
 							return
 						}
 						args[1] = sha1hex(h.body)
+					case "FCALL":
+						// The body as a function of a library the attacker
+						// loads through lockproxy (KEYS and ARGV are its
+						// parameters).
+						lib := "#!lua name=hostile\nredis.register_function('hostile', function(KEYS, ARGV) " + h.body + "\nend)"
+						if got := who.c.do("FUNCTION", "LOAD", "REPLACE", lib); got != bulk("hostile") {
+							if !strings.HasPrefix(got, "-ERR Error registering functions") && !strings.HasPrefix(got, "-ERR Error compiling function") {
+								t.Fatalf("FUNCTION LOAD: %q", got)
+							}
+							return
+						}
+						args[1] = "hostile"
 					}
 					args = append(args, h.keys...)
 					for _, a := range h.args {

@@ -24,7 +24,9 @@ local X, na, L, FA, direct = nil, 0, 0, 0, true
 -- keys, lockproxy's fence keys, and whether on_flush is reject.
 local BL, BG, BO, BF = @PL@, @PG@, @PO@, @FR@
 local PL, PG, PO, FR = BL, BG, BO, BF
-local find, select, type, G
+-- G: Valkey's globals table (_G); GE: the environment of the library's
+-- functions, a table over G where a function library runs.
+local find, select, type, G, GE
 local env, CM, slow = {}, nil, nil
 -- pm: does s match one of the patterns in P?
 local function pm(s, P)
@@ -39,9 +41,11 @@ local gf, sf, np, ls, ld
 -- init, at the first call: redis (R) becomes the monitor's (call and
 -- pcall checked, the rest Valkey's run-time redis), and _G (env) the
 -- sealed table over Valkey's globals.
-local function init()
+local init
+init = function()
   G = _G
   find, select, type = string.find, rawget(G, 'select'), rawget(G, 'type')
+  GE = rawget(G, 'getfenv') and rawget(G, 'getfenv')(init) or G
   for _, k in ipairs({'log', 'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM', 'register_function'}) do
     rawset(R, k, nil)
   end
@@ -123,7 +127,7 @@ gf = function(f)
   if f == nil then f = 1 end
   if type(f) == 'number' and f > 0 then f = f + 1 end
   local e = rawget(G, 'getfenv')(f)
-  if rawequal(e, G) then return env end
+  if rawequal(e, G) or rawequal(e, GE) then return env end
   return e
 end
 sf = function(f, t)
@@ -132,7 +136,8 @@ sf = function(f, t)
     if f == 0 then error('setfenv(0) is refused: it would change the environment of every later script', 2) end
     if f > 0 then f = f + 1 end
   end
-  if rawequal(rawget(G, 'getfenv')(f), G) then error("setfenv is refused for a function whose environment is Valkey's globals (the script's own, Valkey's and lockproxy's)", 2) end
+  local fe = rawget(G, 'getfenv')(f)
+  if rawequal(fe, G) or rawequal(fe, GE) then error("setfenv is refused for a function whose environment is Valkey's globals (the script's own, Valkey's and lockproxy's)", 2) end
   return rawget(G, 'setfenv')(f, t)
 end
 np = function()
