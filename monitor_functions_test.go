@@ -123,3 +123,26 @@ func TestMonitorFunctions(t *testing.T) {
 		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
 	})
 }
+
+// Issue 26 finding 6: a library replaced around lockproxy (FUNCTION LOAD
+// REPLACE sent to Valkey directly, or by another instance) with a
+// function that deletes its key kept, in this instance, the verdict of
+// the version it saw, and ran unchecked. Now a function runs through
+// lockproxy only under the monitor inside its library.
+func TestMonitorFunctionReplacedAround(t *testing.T) {
+	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	d := e.direct()
+	c, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	guarded := "#!lua name=six\nredis.register_function('rel6', function(keys, args)\n  if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end\n  return 0\nend)"
+	blind := "#!lua name=six\nredis.register_function('rel6', function(keys, args) return redis.call('DEL', keys[1]) end)"
+	eq(t, c.do("FUNCTION", "LOAD", guarded), bulk("six"))
+	eq(t, c.do("SET", "v:lock", "vtok", "NX", "PX", "600000"), "+OK\r\n")
+	eq(t, d.FunctionLoadReplace(ctx, blind).Val(), "six")
+	mustContain(t, stranger.do("FCALL", "rel6", "1", "v:lock", "wrong"), "-ERR Function not found, or its library was loaded around lockproxy")
+	eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+	// Replaced through lockproxy (any instance), the blind version runs
+	// checked.
+	eq(t, stranger.do("FUNCTION", "LOAD", "REPLACE", blind), bulk("six"))
+	mustContain(t, stranger.do("FCALL", "rel6", "1", "v:lock", "wrong"), "-NOTOWNER")
+	eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+}
