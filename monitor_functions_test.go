@@ -1,6 +1,9 @@
 package lockproxy_test
 
 import (
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/resp"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -145,4 +148,58 @@ func TestMonitorFunctionReplacedAround(t *testing.T) {
 	eq(t, stranger.do("FUNCTION", "LOAD", "REPLACE", blind), bulk("six"))
 	mustContain(t, stranger.do("FCALL", "rel6", "1", "v:lock", "wrong"), "-NOTOWNER")
 	eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+}
+
+// FUNCTION LIST through lockproxy shows a library as the client loaded
+// it: its functions (not their monitored registrations) and, WITHCODE,
+// its own code; in RESP2 and RESP3, byte for byte as Valkey shows the
+// library loaded straight into it, but for the order of the functions
+// (Valkey's hash table's, which the extra registrations change).
+func TestMonitorFunctionListTransparent(t *testing.T) {
+	e := rulesEnv(t, monitorRules)
+	other := valkeytest.Start(t).Addr
+	for _, proto := range []string{"2", "3"} {
+		via, direct := dialRaw(t, e.addr), dialRaw(t, other)
+		via.do("HELLO", proto)
+		direct.do("HELLO", proto)
+		eq(t, via.do("FUNCTION", "LOAD", "REPLACE", monitorLib), bulk("locks"))
+		eq(t, direct.do("FUNCTION", "LOAD", "REPLACE", monitorLib), bulk("locks"))
+		for _, args := range [][]string{
+			{"FUNCTION", "LIST"},
+			{"FUNCTION", "LIST", "WITHCODE"},
+			{"function", "list", "libraryname", "lo*", "withcode"},
+		} {
+			if got, want := sortedFunctions(t, via.do(args...)), sortedFunctions(t, direct.do(args...)); got != want {
+				t.Errorf("RESP%s %q: through lockproxy %q, direct %q", proto, args, got, want)
+			}
+		}
+	}
+}
+
+// sortedFunctions is a FUNCTION LIST reply with each library's functions
+// in name order.
+func sortedFunctions(t *testing.T, reply string) string {
+	t.Helper()
+	v, _, err := resp.Parse([]byte(reply))
+	if err != nil || v.Type != '*' {
+		t.Fatalf("FUNCTION LIST: %q", reply)
+	}
+	name := func(f resp.Value) string {
+		for j := 0; j+1 < len(f.Elems); j += 2 {
+			if string(f.Elems[j].Str) == "name" {
+				return string(f.Elems[j+1].Str)
+			}
+		}
+		return ""
+	}
+	for i := range v.Elems {
+		lib := v.Elems[i]
+		for j := 0; j+1 < len(lib.Elems); j += 2 {
+			if string(lib.Elems[j].Str) == "functions" {
+				fs := lib.Elems[j+1].Elems
+				sort.Slice(fs, func(a, b int) bool { return name(fs[a]) < name(fs[b]) })
+			}
+		}
+	}
+	return string(resp.AppendValue(nil, v))
 }

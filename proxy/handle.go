@@ -7,6 +7,7 @@ import (
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // handle routes one command. It returns false when the session must end
@@ -108,7 +109,9 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		return s.handleDedicated(cmd)
 	}
 	switch k {
-	case kForward, kServer, kLong:
+	case kServer:
+		s.forward(cmd.Raw, serverReply(args))
+	case kForward, kLong:
 		s.forward(cmd.Raw, nil)
 	case kXRead:
 		s.forward(cmd.Raw, nil) // without BLOCK
@@ -606,4 +609,14 @@ func validName(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// serverReply is the hook of a SCRIPT, FUNCTION or SHUTDOWN reply: FUNCTION
+// LIST shows libraries loaded through lockproxy as the client sent them
+// (rewrite.FunctionList).
+func serverReply(args [][]byte) func([]byte) []byte {
+	if len(args) >= 2 && resp.EqualFold(args[0], "function") && resp.EqualFold(args[1], "list") {
+		return rewrite.FunctionList
+	}
+	return nil
 }

@@ -217,3 +217,54 @@ func (sc *Script) unwrapFcall(reply []byte) []byte {
 		i = j + len(fnSuffix)
 	}
 }
+
+// FunctionList gives FUNCTION LIST's reply as the client's libraries: a
+// monitored library's name__lockproxy registrations left out (only where
+// the library has the function's own name too) and its code
+// (library_code, WITHCODE) the client's. Any other reply passes.
+func FunctionList(reply []byte) []byte {
+	if !bytes.Contains(reply, []byte(fnSuffix)) {
+		return reply
+	}
+	v, n, err := resp.Parse(reply)
+	if err != nil || n != len(reply) || v.Type != '*' {
+		return reply
+	}
+	for i := range v.Elems {
+		lib := &v.Elems[i]
+		for j := 0; j+1 < len(lib.Elems); j += 2 {
+			val := &lib.Elems[j+1]
+			switch string(lib.Elems[j].Str) {
+			case "functions":
+				names := map[string]bool{}
+				for _, f := range val.Elems {
+					names[strings.ToLower(string(field(f, "name")))] = true
+				}
+				keep := val.Elems[:0]
+				for _, f := range val.Elems {
+					name := strings.ToLower(string(field(f, "name")))
+					if base, ok := strings.CutSuffix(name, fnSuffix); ok && names[base] {
+						continue
+					}
+					keep = append(keep, f)
+				}
+				val.Elems = keep
+			case "library_code":
+				if orig, ok := UnwrapLibrary(string(val.Str)); ok {
+					val.Str = []byte(orig)
+				}
+			}
+		}
+	}
+	return resp.AppendValue(nil, v)
+}
+
+// field is a map's (or RESP2 pair list's) value for key.
+func field(m resp.Value, key string) []byte {
+	for j := 0; j+1 < len(m.Elems); j += 2 {
+		if string(m.Elems[j].Str) == key {
+			return m.Elems[j+1].Str
+		}
+	}
+	return nil
+}
