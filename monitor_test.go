@@ -530,3 +530,25 @@ func TestMonitorFinalizersRefused(t *testing.T) {
 	}
 	eq(t, c.do("PING"), "+PONG\r\n")
 }
+
+// A monitored script's lines are the client's: a line of a long string
+// that starts with "--" was dropped as if it were a comment line (the
+// reply below was "" through lockproxy on ad5d4fb). The same for a
+// function's.
+func TestMonitorKeepsCommentLikeLines(t *testing.T) {
+	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	c, d := dialRaw(t, e.addr), dialRaw(t, e.srv.Addr)
+	for _, body := range []string{
+		"--[[\nlong comment\n]]\nreturn redis.call('GET', KEYS[1])",
+		"-- a comment\nreturn redis.call('NOSUCH', KEYS[1])",
+		"local s = [[\n-- not a comment\n]]\nredis.call('GET', KEYS[1]) return s",
+	} {
+		got, want := c.do("EVAL", body, "1", "x"), d.do("EVAL", body, "1", "x")
+		if got != want {
+			t.Errorf("%q: through lockproxy %q, direct %q", body, got, want)
+		}
+	}
+	lib := "#!lua name=cl\nlocal s = [[\n-- not a comment\n]]\nredis.register_function('cl', function(keys) redis.call('GET', keys[1]) return s end)"
+	eq(t, c.do("FUNCTION", "LOAD", lib), bulk("cl"))
+	eq(t, c.do("FCALL", "cl", "1", "x"), bulk("-- not a comment\n"))
+}

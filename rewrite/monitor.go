@@ -287,7 +287,11 @@ func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRul
 		wrappers.byClient = map[wrapID]*Script{}
 		wrappers.bySHA = map[string]*Script{}
 	}
-	w = newScript("monitored "+clientSHA, MonitorBody(body.String(), sh, m))
+	// Not newScript: the client's lines are its own (a long string's line
+	// may start with "--"), and the monitor's text has no comment lines.
+	text := MonitorBody(body.String(), sh, m)
+	sum := sha1.Sum([]byte(text))
+	w = &Script{Name: "monitored " + clientSHA, Body: text, SHA: hex.EncodeToString(sum[:])}
 	w.Client = clientSHA
 	wrappers.byClient[id] = w
 	wrappers.bySHA[w.SHA] = w
