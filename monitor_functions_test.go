@@ -1,6 +1,7 @@
 package lockproxy_test
 
 import (
+	"fmt"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/resp"
 	"sort"
@@ -202,4 +203,23 @@ func sortedFunctions(t *testing.T, reply string) string {
 		}
 	}
 	return string(resp.AppendValue(nil, v))
+}
+
+// In front of a cluster FUNCTION LOAD reaches every primary with the
+// monitor inside, and FCALL is checked on each slot's node.
+func TestMonitorFunctionsCluster(t *testing.T) {
+	cl := valkeytest.SharedCluster(t)
+	e := rulesEnvCluster(t, cl, "locks:\n  - pattern: \"*:lock\"\n")
+	m := slotMap(t, cl)
+	h, s := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, h.do("FUNCTION", "LOAD", "REPLACE", monitorLib), bulk("locks"))
+	for i := 0; i < 6; i++ {
+		k := fmt.Sprintf("fmon%d:lock", i)
+		tok := "tok" + fmt.Sprint(i)
+		eq(t, h.do("FCALL", "acquire", "1", k, tok), "+OK\r\n")
+		mustContain(t, s.do("FCALL", "blind_del", "1", k), "-NOTOWNER lockproxy refused DEL")
+		eq(t, directTo(t, m, k, "GET", k), bulk(tok))
+		eq(t, s.do("FCALL", "release", "1", k, tok), ":1\r\n")
+		eq(t, directTo(t, m, k, "EXISTS", k), ":0\r\n")
+	}
 }
