@@ -10,7 +10,7 @@ import (
 )
 
 // script decides EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO, and
-// learns script bodies from SCRIPT LOAD and FUNCTION LOAD passing through.
+// learns script bodies from SCRIPT LOAD passing through.
 //
 // EVAL and EVALSHA run under lockproxy's monitor (monitor.go): every call
 // the script makes is checked when it runs, whatever its text. Only
@@ -20,10 +20,9 @@ import (
 // clients which fall back to EVAL on NOSCRIPT (go-redis, redis-py,
 // ioredis, ...) send its body. Bodies are cached by SHA1 in d.Scripts.
 //
-// FCALL is still judged by the analysis of its library (package
-// scriptcheck), as this instance saw it loaded: blind functions are
-// refused (BLINDSCRIPT) by default, unknown ones observed; a function of
-// a library not seen follows the rule's unknown_sha.
+// FCALL runs the function's monitored registration, under the monitor
+// inside its library (monitor_lib.go); a library loaded around lockproxy
+// has none, and Valkey answers that it has no such function.
 //
 // The _RO variants only learn: Valkey refuses writes from them.
 func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
