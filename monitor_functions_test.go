@@ -116,6 +116,35 @@ func TestMonitorFunctions(t *testing.T) {
 		mustContain(t, s.do("FCALL", "blind_del__lockproxy", "1", "v:lock"), "-ERR lockproxy refused FCALL")
 		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
 	})
+	t.Run("state kept in the library across calls", func(t *testing.T) {
+		// A library's upvalues outlive a call: a coroutine primed by the
+		// holder's call, resumed by a stranger's, and a token the
+		// holder's call passed, used by a stranger's, are checked with
+		// the call that runs them.
+		lib := `#!lua name=state
+local co, saved
+redis.register_function('prime', function(keys, args)
+  co = coroutine.create(function() coroutine.yield() return redis.call('DEL', keys[1]) end)
+  coroutine.resume(co)
+  saved = args[1]
+  return 1
+end)
+redis.register_function('fire', function()
+  local ok, r = coroutine.resume(co)
+  if not ok then return type(r) == 'table' and r or redis.error_reply(tostring(r)) end
+  return r
+end)
+redis.register_function('use', function(keys)
+  if redis.call('GET', keys[1]) == saved then return redis.call('DEL', keys[1]) end
+  return 0
+end)`
+		eq(t, s.do("FUNCTION", "LOAD", "REPLACE", lib), bulk("state"))
+		fresh(t)
+		eq(t, v.do("FCALL", "prime", "1", "v:lock", "vtok"), ":1\r\n")
+		mustContain(t, s.do("FCALL", "fire", "0"), "-LOCKED lockproxy refused DEL of \"v:lock\"")
+		mustContain(t, s.do("FCALL", "use", "1", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\"")
+		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+	})
 	t.Run("a library loaded around lockproxy is not run", func(t *testing.T) {
 		fresh(t)
 		lib := "#!lua name=around\nredis.register_function('del_around', function(keys) return redis.call('DEL', keys[1]) end)"
