@@ -145,6 +145,21 @@ end)`
 		mustContain(t, s.do("FCALL", "use", "1", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\"")
 		eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
 	})
+	t.Run("in a transaction", func(t *testing.T) {
+		fresh(t)
+		m := dialRaw(t, e.addr)
+		lib := strings.Replace(monitorLib, "name=locks", "name=locks2", 1)
+		lib = strings.ReplaceAll(lib, "register_function('", "register_function('m_")
+		lib = strings.ReplaceAll(lib, "function_name = '", "function_name = 'm_")
+		eq(t, m.do("MULTI"), "+OK\r\n")
+		eq(t, m.do("FUNCTION", "LOAD", lib), "+QUEUED\r\n")
+		eq(t, m.do("FCALL", "m_blind_del", "1", "v:lock"), "+QUEUED\r\n")
+		eq(t, m.do("FCALL", "m_release", "1", "v:lock", "vtok"), "+QUEUED\r\n")
+		got := m.do("EXEC")
+		mustContain(t, got, "$6\r\nlocks2\r\n-NOTOWNER lockproxy refused DEL")
+		mustContain(t, got, ":1\r\n")
+		eq(t, d.Exists(ctx, "v:lock").Val(), int64(0))
+	})
 	t.Run("a library loaded around lockproxy is not run", func(t *testing.T) {
 		fresh(t)
 		lib := "#!lua name=around\nredis.register_function('del_around', function(keys) return redis.call('DEL', keys[1]) end)"
