@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Issue 26 item 4: FUNCTION LOAD through lockproxy puts its monitor inside
@@ -266,4 +267,38 @@ func TestMonitorFunctionsCluster(t *testing.T) {
 		eq(t, s.do("FCALL", "release", "1", k, tok), ":1\r\n")
 		eq(t, directTo(t, m, k, "EXISTS", k), ":0\r\n")
 	}
+}
+
+// FUNCTION STATS through lockproxy names a running function as the client
+// called it: its own name, and the command as sent (lockproxy's extra
+// arguments left out), then FUNCTION KILL ends it, as Valkey's suite
+// expects.
+func TestMonitorFunctionStats(t *testing.T) {
+	e := rulesEnv(t, monitorRules)
+	runner, other := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, runner.do("FUNCTION", "LOAD", "REPLACE", "#!lua name=spin\nredis.register_function('spin', function() local a = 1 while true do a = a + 1 end end)"), bulk("spin"))
+	runner.send(string(redisCmd("fcall", "spin", "1", "v:lock", "x")))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := other.do("FUNCTION", "STATS")
+		if strings.HasPrefix(got, "*4\r\n$14\r\nrunning_script\r\n*6\r\n") {
+			mustContain(t, got, "$4\r\nname\r\n$4\r\nspin\r\n$7\r\ncommand\r\n*5\r\n$5\r\nfcall\r\n$4\r\nspin\r\n$1\r\n1\r\n$6\r\nv:lock\r\n$1\r\nx\r\n$11\r\nduration_ms\r\n")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("FUNCTION STATS: %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		got := other.do("FUNCTION", "KILL")
+		if got == "+OK\r\n" {
+			break
+		}
+		if !strings.HasPrefix(got, "-NOTBUSY") || time.Now().After(deadline) {
+			t.Fatalf("FUNCTION KILL: %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mustContain(t, runner.read(), "-ERR Script killed by user with ")
 }

@@ -612,11 +612,16 @@ func validName(b []byte) bool {
 }
 
 // serverReply is the hook of a SCRIPT, FUNCTION or SHUTDOWN reply: FUNCTION
-// LIST shows libraries loaded through lockproxy as the client sent them
-// (rewrite.FunctionList).
+// LIST and FUNCTION STATS show libraries loaded through lockproxy, and
+// their running function, as the client sent them (rewrite.FunctionList,
+// rewrite.FunctionStats).
 func serverReply(args [][]byte) func([]byte) []byte {
-	if len(args) >= 2 && resp.EqualFold(args[0], "function") && resp.EqualFold(args[1], "list") {
+	switch {
+	case len(args) < 2 || !resp.EqualFold(args[0], "function"):
+	case resp.EqualFold(args[1], "list"):
 		return rewrite.FunctionList
+	case resp.EqualFold(args[1], "stats"):
+		return rewrite.FunctionStats
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func evalFromSHA(cmd []byte) []byte {
 func encodeScript(plan rewrite.Plan, sha bool) []byte {
 	name, body := "EVAL", plan.Script.Body
 	if plan.Script.Fn != "" {
-		name = "FCALL" // of the function's monitored registration
+		name = plan.Script.Verb // FCALL of the function's monitored registration
 	} else if sha {
 		name, body = "EVALSHA", plan.Script.SHA
 	}

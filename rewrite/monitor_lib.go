@@ -160,7 +160,7 @@ func (d *Decider) Library(args [][]byte) [][]byte {
 // name__lockproxy, with the extra arguments of a monitored EVAL
 // (monitorPlan), then the rules' lock, guard and fence-key patterns, then
 // the trailer.
-func (d *Decider) fcallPlan(name []byte, keys, argv [][]byte, s Session) Plan {
+func (d *Decider) fcallPlan(verb, name []byte, keys, argv [][]byte, s Session) Plan {
 	if len(name) >= len(fnSuffix) && resp.EqualFold(name[len(name)-len(fnSuffix):], fnSuffix) {
 		e := errFcallOwnName(name)
 		return Plan{Kind: Refuse, Err: e, Effects: []Effect{{Kind: Refused, Command: "FCALL", Reason: e}}}
@@ -184,7 +184,7 @@ func (d *Decider) fcallPlan(name []byte, keys, argv [][]byte, s Session) Plan {
 	}
 	sargs = append(sargs, t)
 	fn := string(name)
-	sc := &Script{Name: "function " + fn, Body: fn + fnSuffix, SHA: fn + fnSuffix, Fn: fn}
+	sc := &Script{Name: "function " + fn, Body: fn + fnSuffix, SHA: fn + fnSuffix, Fn: fn, Verb: string(verb)}
 	return Plan{Kind: Run, Script: sc, Keys: keys, Args: sargs, Shape: ScriptReply}
 }
 
@@ -267,4 +267,74 @@ func field(m resp.Value, key string) []byte {
 		}
 	}
 	return nil
+}
+
+// FunctionStats gives FUNCTION STATS's reply the client's view of a
+// running function: its own name, and the command as the client sent it
+// (lockproxy's extra arguments, counted by the trailer, left out). The
+// engines' function counts stay Valkey's (each monitored function is
+// registered twice). Any other reply passes.
+func FunctionStats(reply []byte) []byte {
+	if !bytes.Contains(reply, []byte(fnSuffix)) {
+		return reply
+	}
+	v, n, err := resp.Parse(reply)
+	if err != nil || n != len(reply) || (v.Type != '*' && v.Type != '%') {
+		return reply
+	}
+	for j := 0; j+1 < len(v.Elems); j += 2 {
+		if string(v.Elems[j].Str) != "running_script" {
+			continue
+		}
+		rs := &v.Elems[j+1]
+		for k := 0; k+1 < len(rs.Elems); k += 2 {
+			val := &rs.Elems[k+1]
+			switch string(rs.Elems[k].Str) {
+			case "name":
+				val.Str = trimFnSuffix(val.Str)
+			case "command":
+				val.Elems = clientFcall(val.Elems)
+			}
+		}
+	}
+	return resp.AppendValue(nil, v)
+}
+
+func trimFnSuffix(b []byte) []byte {
+	if len(b) > len(fnSuffix) && resp.EqualFold(b[len(b)-len(fnSuffix):], fnSuffix) {
+		return b[:len(b)-len(fnSuffix)]
+	}
+	return b
+}
+
+// clientFcall is an FCALL's arguments as the client sent them, from the
+// monitored call's: the function's own name, and without lockproxy's
+// extra arguments, which the trailer counts.
+func clientFcall(cmd []resp.Value) []resp.Value {
+	if len(cmd) < 4 {
+		return cmd
+	}
+	f := strings.Fields(string(cmd[len(cmd)-1].Str))
+	if len(f) != 8 || f[0] != "lockproxy-fcall" {
+		return cmd
+	}
+	extra := 1 + 3
+	for i, x := range f[1:] {
+		c, err := strconv.Atoi(x)
+		if err != nil || c < 0 {
+			return cmd
+		}
+		switch i {
+		case 0:
+			extra += 5 * c
+		case 6: // the flush mode
+		default:
+			extra += c
+		}
+	}
+	if extra > len(cmd)-3 {
+		return cmd
+	}
+	cmd[1].Str = trimFnSuffix(cmd[1].Str)
+	return cmd[:len(cmd)-extra]
 }

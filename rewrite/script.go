@@ -85,7 +85,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 		}
 		return d.monitorScript("EVAL", body, sha, skeys, sargs, s)
 	case resp.EqualFold(name, "fcall"):
-		return d.fcallPlan(args[1], skeys, sargs, s)
+		return d.fcallPlan(name, args[1], skeys, sargs, s)
 	case resp.EqualFold(name, "eval_ro"):
 		if c != nil {
 			c.Learn(args[1])

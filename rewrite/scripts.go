@@ -18,6 +18,7 @@ type Script struct {
 	// Fn is, for an FCALL through lockproxy, the function's name: the
 	// call is FCALL of Body (its monitored registration, monitor_lib.go).
 	Fn   string
+	Verb string // the client's spelling of FCALL
 	sent atomic.Bool
 }
 
