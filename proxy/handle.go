@@ -614,7 +614,8 @@ func validName(b []byte) bool {
 // serverReply is the hook of a SCRIPT, FUNCTION or SHUTDOWN reply: FUNCTION
 // LIST and FUNCTION STATS show libraries loaded through lockproxy, and
 // their running function, as the client sent them (rewrite.FunctionList,
-// rewrite.FunctionStats).
+// rewrite.FunctionStats); a FUNCTION LOAD or RESTORE error names a
+// function by its own name (rewrite.FunctionLoadReply).
 func serverReply(args [][]byte) func([]byte) []byte {
 	switch {
 	case len(args) < 2 || !resp.EqualFold(args[0], "function"):
@@ -622,6 +623,8 @@ func serverReply(args [][]byte) func([]byte) []byte {
 		return rewrite.FunctionList
 	case resp.EqualFold(args[1], "stats"):
 		return rewrite.FunctionStats
+	case resp.EqualFold(args[1], "load"), resp.EqualFold(args[1], "restore"):
+		return rewrite.FunctionLoadReply
 	}
 	return nil
 }

@@ -338,3 +338,13 @@ func clientFcall(cmd []resp.Value) []resp.Value {
 	cmd[1].Str = trimFnSuffix(cmd[1].Str)
 	return cmd[:len(cmd)-extra]
 }
+
+// FunctionLoadReply gives a FUNCTION LOAD's or RESTORE's error the
+// function's own name where Valkey named its monitored registration (a
+// name collision: either may be found first).
+func FunctionLoadReply(reply []byte) []byte {
+	if len(reply) == 0 || reply[0] != '-' || !bytes.Contains(reply, []byte(fnSuffix+" already exists")) {
+		return reply
+	}
+	return bytes.ReplaceAll(reply, []byte(fnSuffix+" already exists"), []byte(" already exists"))
+}

@@ -37,6 +37,14 @@ local function pm(s, P)
 end
 @CORE@
 local R = {log = LR.log, LOG_DEBUG = LR.LOG_DEBUG, LOG_VERBOSE = LR.LOG_VERBOSE, LOG_NOTICE = LR.LOG_NOTICE, LOG_WARNING = LR.LOG_WARNING, REDIS_VERSION = LR.REDIS_VERSION, REDIS_VERSION_NUM = LR.REDIS_VERSION_NUM}
+-- What the library calls at load time that Valkey offers only at run
+-- time reads the load-time redis's field when called: Valkey's own error
+-- (Script attempted to access nonexistent global variable 'call').
+local RUNTIME = {'call', 'pcall', 'setresp', 'set_repl', 'replicate_commands', 'sha1hex', 'error_reply', 'status_reply', 'acl_check_cmd', 'breakpoint', 'debug'}
+for i = 1, #RUNTIME do
+  local k = RUNTIME[i]
+  R[k] = function(...) return LR[k](...) end
+end
 local gf, sf, np, ls, ld
 -- init, at the first call: redis (R) becomes the monitor's (call and
 -- pcall checked, the rest Valkey's run-time redis), and _G (env) the
@@ -49,6 +57,7 @@ init = function()
   for _, k in ipairs({'log', 'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM', 'register_function'}) do
     rawset(R, k, nil)
   end
+  for _, k in ipairs(RUNTIME) do rawset(R, k, nil) end
   CM = {__call = coroutine.wrap(co), __index = function(_, k) return redis[k] end,
     __newindex = function(_, k, v) redis[k] = v end, __metatable = false}
   setmetatable(R, CM)
@@ -106,7 +115,9 @@ local function wrap(cb, x)
 end
 -- register_function registers the callback's two wrappers: Valkey checks
 -- the name, flags and fields with the first.
-R.register_function = function(a, b)
+R.register_function = function(a, b, ...)
+  if a == nil and b == nil then return LR.register_function() end
+  if (...) ~= nil or a == nil then return LR.register_function(a, b, ...) end
   if b ~= nil then
     LR.register_function(a, wrap(b, false))
     return LR.register_function(a .. '__lockproxy', wrap(b, true))
