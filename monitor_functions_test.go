@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/resp"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -301,4 +302,33 @@ func TestMonitorFunctionStats(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	mustContain(t, runner.read(), "-ERR Script killed by user with ")
+}
+
+// What FUNCTION LOAD answers through lockproxy, as straight from Valkey:
+// a library that calls what Valkey offers only at run time while it
+// loads, register_function with no or too many arguments, a name that
+// another library has (the error names the function, not its monitored
+// registration).
+func TestMonitorFunctionLoadErrorsTransparent(t *testing.T) {
+	e := rulesEnv(t, monitorRules)
+	via, direct := dialRaw(t, e.addr), dialRaw(t, valkeytest.Start(t).Addr)
+	for _, args := range [][]string{
+		{"FUNCTION", "LOAD", "#!lua name=a\nredis.register_function('fa', function() return 1 end)"},
+		{"FUNCTION", "LOAD", "#!lua name=b\nredis.register_function('fa', function() return 2 end)"},
+		{"FUNCTION", "LOAD", "#!lua name=c\nredis.call('PING')"},
+		{"FUNCTION", "LOAD", "#!lua name=c\nredis.setresp(3)"},
+		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function()"},
+		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('fc', function() return 1 end, 'extra')"},
+		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function{function_name = 'fc', callback = function() return 1 end, bad = 1}"},
+		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('f c', function() return 1 end)"},
+		{"FCALL", "fa", "0"},
+	} {
+		// A run-time call at load time is refused from the monitor's
+		// line, not the library's (docs/scripts.md).
+		line := regexp.MustCompile(`user_function:[0-9]+:`)
+		got, want := line.ReplaceAllString(via.do(args...), "user_function:N:"), line.ReplaceAllString(direct.do(args...), "user_function:N:")
+		if got != want {
+			t.Errorf("%q: through lockproxy %q, direct %q", args, got, want)
+		}
+	}
 }
