@@ -85,3 +85,27 @@ func TestFcallPlan(t *testing.T) {
 		t.Errorf("error: %q", got)
 	}
 }
+
+// The replies lockproxy gives back as the client's: FUNCTION STATS's
+// running function, FUNCTION LOAD's name collision.
+func TestFunctionReplies(t *testing.T) {
+	stats := "*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$15\r\nspin__lockproxy\r\n$7\r\ncommand\r\n*9\r\n$5\r\nfcall\r\n$15\r\nspin__lockproxy\r\n$1\r\n1\r\n$6\r\nv:lock\r\n$1\r\nx\r\n$1\r\n0\r\n$1\r\n0\r\n$2\r\nab\r\n$29\r\nlockproxy-fcall 0 0 0 0 0 0 1\r\n$11\r\nduration_ms\r\n:7\r\n$7\r\nengines\r\n*0\r\n"
+	want := "*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n$7\r\ncommand\r\n*5\r\n$5\r\nfcall\r\n$4\r\nspin\r\n$1\r\n1\r\n$6\r\nv:lock\r\n$1\r\nx\r\n$11\r\nduration_ms\r\n:7\r\n$7\r\nengines\r\n*0\r\n"
+	if got := string(rewrite.FunctionStats([]byte(stats))); got != want {
+		t.Errorf("FUNCTION STATS: %q", got)
+	}
+	for _, r := range []string{"*4\r\n$14\r\nrunning_script\r\n$-1\r\n$7\r\nengines\r\n*0\r\n", "-ERR x\r\n"} {
+		if got := string(rewrite.FunctionStats([]byte(r))); got != r {
+			t.Errorf("%q changed: %q", r, got)
+		}
+	}
+	if got := string(rewrite.FunctionLoadReply([]byte("-ERR Function f1__lockproxy already exists\r\n"))); got != "-ERR Function f1 already exists\r\n" {
+		t.Errorf("FUNCTION LOAD: %q", got)
+	}
+	// A function's own name that merely ends so in a library without
+	// the monitor is listed.
+	list := "*1\r\n*6\r\n$12\r\nlibrary_name\r\n$1\r\nl\r\n$6\r\nengine\r\n$3\r\nLUA\r\n$9\r\nfunctions\r\n*1\r\n*6\r\n$4\r\nname\r\n$12\r\nx__lockproxy\r\n$11\r\ndescription\r\n$-1\r\n$5\r\nflags\r\n*0\r\n"
+	if got := string(rewrite.FunctionList([]byte(list))); got != list {
+		t.Errorf("FUNCTION LIST: %q", got)
+	}
+}
