@@ -78,6 +78,9 @@ import (
 //
 // A refused call is an error as an ACL refusal is: redis.call raises it,
 // redis.pcall returns it.
+//
+// A function library carries the same checks inside it (monitor_lib.go),
+// with variables where this text has the rules' and the shape's values.
 
 //go:embed monitor.lua
 var monitorLua string
