@@ -17,7 +17,8 @@ import (
 // wrote. S held both before V (its grants are stale). Every shape below,
 // sent by a stranger or by S, through EVAL or EVALSHA, must leave the
 // victim's locks, the resource and lockproxy's own keys as they were,
-// checked from a direct connection.
+// checked from a direct connection; and the same as a function of a
+// library the attacker loads through lockproxy (FCALL).
 
 const monitorRules = `on_flush: reject
 locks:
@@ -252,16 +253,29 @@ func TestMonitorHostileShapes(t *testing.T) {
 			name string
 			c    *raw
 		}{{"stranger", stranger}, {"stale holder", s}} {
-			for _, via := range []string{"EVAL", "EVALSHA"} {
+			for _, via := range []string{"EVAL", "EVALSHA", "FCALL"} {
 				t.Run(h.name+"/"+who.name+"/"+via, func(t *testing.T) {
 					before := setup(t)
 					args := []string{via, h.body, fmt.Sprint(len(h.keys))}
-					if via == "EVALSHA" {
+					switch via {
+					case "EVALSHA":
 						if got := who.c.do("SCRIPT", "LOAD", h.body); got != bulk(sha1hex(h.body)) {
 							mustContain(t, got, "-ERR Error compiling script")
 							return
 						}
 						args[1] = sha1hex(h.body)
+					case "FCALL":
+						// The body as a function of a library the attacker
+						// loads through lockproxy (KEYS and ARGV are its
+						// parameters).
+						lib := "#!lua name=hostile\nredis.register_function('hostile', function(KEYS, ARGV) " + h.body + "\nend)"
+						if got := who.c.do("FUNCTION", "LOAD", "REPLACE", lib); got != bulk("hostile") {
+							if !strings.HasPrefix(got, "-ERR Error registering functions") && !strings.HasPrefix(got, "-ERR Error compiling function") {
+								t.Fatalf("FUNCTION LOAD: %q", got)
+							}
+							return
+						}
+						args[1] = "hostile"
 					}
 					args = append(args, h.keys...)
 					for _, a := range h.args {
@@ -485,17 +499,16 @@ func TestMonitorCluster(t *testing.T) {
 	}
 }
 
-// FCALL is not monitored yet: a function the analysis cannot read (its
-// command name built at run time) is refused by default now, as a blind
-// one is, instead of forwarded and recorded.
-func TestMonitorFunctionUnknownRefused(t *testing.T) {
+// A function whose command name is built at run time is checked on the
+// command it actually calls (the analysis could not read it).
+func TestMonitorFunctionBuiltName(t *testing.T) {
 	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
 	d := e.direct()
 	c := dialRaw(t, e.addr)
 	lib := "#!lua name=chars\nredis.register_function('del', function(keys) return redis.call(string.char(68,69,76), keys[1]) end)"
 	eq(t, c.do("FUNCTION", "LOAD", lib), bulk("chars"))
 	d.Set(ctx, "v:lock", "theirs", 0)
-	mustContain(t, c.do("FCALL", "del", "1", "v:lock"), "-UNCHECKEDSCRIPT lockproxy refused FCALL")
+	mustContain(t, c.do("FCALL", "del", "1", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\" inside a script")
 	eq(t, d.Get(ctx, "v:lock").Val(), "theirs")
 }
 
@@ -521,4 +534,26 @@ func TestMonitorFinalizersRefused(t *testing.T) {
 		eq(t, c.do("EVAL", "local t = {} for i = 1, 2000 do t[i] = {i} end return redis.call('SET', KEYS[1], 'v', 'NX') and 1 or 0", "1", fmt.Sprintf("gc%d:lock", i)), ":1\r\n")
 	}
 	eq(t, c.do("PING"), "+PONG\r\n")
+}
+
+// A monitored script's lines are the client's: a line of a long string
+// that starts with "--" was dropped as if it were a comment line (the
+// reply below was "" through lockproxy on ad5d4fb). The same for a
+// function's.
+func TestMonitorKeepsCommentLikeLines(t *testing.T) {
+	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	c, d := dialRaw(t, e.addr), dialRaw(t, e.srv.Addr)
+	for _, body := range []string{
+		"--[[\nlong comment\n]]\nreturn redis.call('GET', KEYS[1])",
+		"-- a comment\nreturn redis.call('NOSUCH', KEYS[1])",
+		"local s = [[\n-- not a comment\n]]\nredis.call('GET', KEYS[1]) return s",
+	} {
+		got, want := c.do("EVAL", body, "1", "x"), d.do("EVAL", body, "1", "x")
+		if got != want {
+			t.Errorf("%q: through lockproxy %q, direct %q", body, got, want)
+		}
+	}
+	lib := "#!lua name=cl\nlocal s = [[\n-- not a comment\n]]\nredis.register_function('cl', function(keys) redis.call('GET', keys[1]) return s end)"
+	eq(t, c.do("FUNCTION", "LOAD", lib), bulk("cl"))
+	eq(t, c.do("FCALL", "cl", "1", "x"), bulk("-- not a comment\n"))
 }

@@ -109,6 +109,9 @@ func describePlan(d *rewrite.Decider, cs *checkSession, cmd []string) string {
 	case rewrite.NeedKeys:
 		return "decided when sent (its keys depend on its arguments)"
 	case rewrite.Run:
+		if plan.Script.Fn != "" {
+			return "runs under lockproxy's monitor inside the function's library (FCALL of its monitored registration): every call the function makes is checked when it runs; the client gets the function's own reply"
+		}
 		if plan.Script.Client != "" {
 			return "runs in its wrapper (one script): lockproxy's fence check before the client's body, the owner records of the locks it takes, releases or renews after it; the client gets the script's own reply"
 		}

@@ -64,6 +64,9 @@ func (s *session) busyCommand(cmd resp.Command) bool {
 		s.flush()
 		return false
 	default:
+		if h := serverReply(cmd.Args); h != nil {
+			r.reply = h(r.reply)
+		}
 		s.local(r.reply)
 	}
 	return true

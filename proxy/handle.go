@@ -7,6 +7,7 @@ import (
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // handle routes one command. It returns false when the session must end
@@ -59,6 +60,12 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		if forBusyServer(args) {
 			return s.busyCommand(cmd)
 		}
+		if lib := s.p.decider.Load().Library(args); lib != nil {
+			// FUNCTION LOAD: the library goes with lockproxy's monitor
+			// inside (rewrite/monitor_lib.go), on every path below.
+			cmd = resp.Command{Args: lib, Raw: resp.AppendCommand(nil, lib...)}
+			args = lib
+		}
 	}
 	if s.ded != nil && s.refusedInSubscribe(k, args) {
 		s.forward(cmd.Raw, nil) // Valkey's error
@@ -102,7 +109,9 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		return s.handleDedicated(cmd)
 	}
 	switch k {
-	case kForward, kServer, kLong:
+	case kServer:
+		s.forward(cmd.Raw, serverReply(args))
+	case kForward, kLong:
 		s.forward(cmd.Raw, nil)
 	case kXRead:
 		s.forward(cmd.Raw, nil) // without BLOCK
@@ -600,4 +609,22 @@ func validName(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// serverReply is the hook of a SCRIPT, FUNCTION or SHUTDOWN reply: FUNCTION
+// LIST and FUNCTION STATS show libraries loaded through lockproxy, and
+// their running function, as the client sent them (rewrite.FunctionList,
+// rewrite.FunctionStats); a FUNCTION LOAD or RESTORE error names a
+// function by its own name (rewrite.FunctionLoadReply).
+func serverReply(args [][]byte) func([]byte) []byte {
+	switch {
+	case len(args) < 2 || !resp.EqualFold(args[0], "function"):
+	case resp.EqualFold(args[1], "list"):
+		return rewrite.FunctionList
+	case resp.EqualFold(args[1], "stats"):
+		return rewrite.FunctionStats
+	case resp.EqualFold(args[1], "load"), resp.EqualFold(args[1], "restore"):
+		return rewrite.FunctionLoadReply
+	}
+	return nil
 }

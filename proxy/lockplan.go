@@ -177,11 +177,11 @@ func (s *session) run(plan rewrite.Plan) {
 		}
 		return
 	}
-	if s.rd.Buffered() > 0 || s.firstUse(sc) || sc == rewrite.Flush {
+	if s.rd.Buffered() > 0 || s.firstUse(sc) || sc == rewrite.Flush || sc.Fn != "" {
 		// More commands are already here behind this one: EVAL needs no
 		// retry that could overtake them. A wrapper's first use: EVAL
 		// loads it. A flush's script is not preloaded (flushes are rare):
-		// always EVAL.
+		// always EVAL. An FCALL has no SHA1 to retry.
 		s.forward(encodeScript(plan, false), hook)
 		return
 	}

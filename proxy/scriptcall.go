@@ -31,7 +31,9 @@ func evalFromSHA(cmd []byte) []byte {
 // from nothing cost more than the rest of the encoding.
 func encodeScript(plan rewrite.Plan, sha bool) []byte {
 	name, body := "EVAL", plan.Script.Body
-	if sha {
+	if plan.Script.Fn != "" {
+		name = plan.Script.Verb // FCALL of the function's monitored registration
+	} else if sha {
 		name, body = "EVALSHA", plan.Script.SHA
 	}
 	// Exactly: a generous estimate doubled the bytes each lock command

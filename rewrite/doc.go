@@ -11,9 +11,10 @@
 // socket, and every script it sends is run offline by package luaeval and
 // against a real Valkey in tests. Two pieces of shared state are touched:
 // the script cache (Decider.Scripts), in which EVAL and SCRIPT LOAD bodies
-// and FUNCTION LOAD libraries passing through are learned, so that a later
-// EVALSHA or FCALL of them is judged; and the wrappers made for a client's
-// script, one per script and shape, kept up to a bound (wrap.go).
+// passing through are learned, so that a later EVALSHA of them runs
+// monitored; and the monitored texts made for a client's script, one per
+// script and shape, kept up to a bound (wrap.go). A function library is
+// monitored inside itself (monitor_lib.go): nothing about it is kept here.
 //
 // It must not do I/O or keep who holds a lock: the lock state is Valkey's,
 // and carrying a Plan out (sending, delivering the reply, recording the

@@ -77,14 +77,31 @@ import (
 //
 // A refused call is an error as an ACL refusal is: redis.call raises it,
 // redis.pcall returns it.
+//
+// A function library carries the same checks inside it (monitor_lib.go),
+// with variables where this text has the rules' and the shape's values.
 
 //go:embed monitor.lua
 var monitorLua string
 
 // monitorText is monitor.lua without its comment lines.
-var monitorText = func() string {
+var monitorText = luaText(monitorLua)
+
+// monitorCore is monitor.lua's checks (between its @@core and @@seal
+// lines), which a library's monitor shares.
+var monitorCore = func() string {
+	_, core, ok1 := strings.Cut(monitorLua, "-- @@core")
+	core, _, ok2 := strings.Cut(core, "-- @@seal")
+	if !ok1 || !ok2 {
+		panic("rewrite: monitor.lua lacks its @@core and @@seal lines")
+	}
+	return luaText("--" + core)
+}()
+
+// luaText is Lua text without its comment lines.
+func luaText(src string) string {
 	var b strings.Builder
-	for _, l := range strings.Split(monitorLua, "\n") {
+	for _, l := range strings.Split(src, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "--") {
 			continue
 		}
@@ -92,7 +109,7 @@ var monitorText = func() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
-}()
+}
 
 // monitorPrefix and monitorSuffix go around the monitor's text, on the
 // body's first line: the nine names the body may reach Valkey by are the
@@ -117,6 +134,11 @@ func (sh MonitorShape) extras() int { return 3 + 5*sh.Locks + sh.FenceArgs + sh.
 type monitorRules struct {
 	hot, own, lock, guard, flush string
 	id                           string // a digest of the above, for the cache
+	// The rules' Lua patterns and flush mode, as a library's monitor
+	// takes them (monitor_lib.go).
+	locks, guards, owns []string
+	flushReject         bool
+	flushCheck          string // the flush check, whatever on_flush says
 }
 
 var monitorRulesCache sync.Map // monitorRulesKey → *monitorRules
@@ -178,14 +200,16 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	m.own = or(append(own, finds("key", owns)...))
 	m.lock = or(finds("key", locks))
 	m.guard = or(finds("key", guards))
-	if onFlush == policy.FlushReject {
-		m.flush = `  local c = ...
+	m.locks, m.guards, m.owns = locks, guards, owns
+	m.flushCheck = `  local c = ...
   if type(c) == 'string' and #c >= 6 and #c <= 8 then
     c = string.lower(c)
     if c == 'flushall' or c == 'flushdb' or c == 'swapdb' then
       return {err = 'LOCKED lockproxy refused ' .. string.upper(c) .. ' inside a script: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config'}
     end
   end`
+	if onFlush == policy.FlushReject {
+		m.flush, m.flushReject = m.flushCheck, true
 	}
 	sum := sha1.Sum([]byte(m.hot + "\x00" + m.own + "\x00" + m.lock + "\x00" + m.guard + "\x00" + m.flush))
 	m.id = hex.EncodeToString(sum[:])
@@ -277,7 +301,11 @@ func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRul
 		wrappers.byClient = map[wrapID]*Script{}
 		wrappers.bySHA = map[string]*Script{}
 	}
-	w = newScript("monitored "+clientSHA, MonitorBody(body.String(), sh, m))
+	// Not newScript: the client's lines are its own (a long string's line
+	// may start with "--"), and the monitor's text has no comment lines.
+	text := MonitorBody(body.String(), sh, m)
+	sum := sha1.Sum([]byte(text))
+	w = &Script{Name: "monitored " + clientSHA, Body: text, SHA: hex.EncodeToString(sum[:])}
 	w.Client = clientSHA
 	wrappers.byClient[id] = w
 	wrappers.bySHA[w.SHA] = w
@@ -292,6 +320,14 @@ func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRul
 // fence checks of the guarded keys among KEYS (as Fenced takes them,
 // without the protocol), then their keys.
 func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
+	sh, sargs := d.monitorArgs(cmd, keys, argv, s)
+	w := monitored(body, clientSHA, sh, d.monitorRules())
+	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply}
+}
+
+// monitorArgs is a monitored call's shape and arguments: the client's,
+// then lockproxy's (see monitorPlan).
+func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (MonitorShape, [][]byte) {
 	var locks [][]byte
 	var plain []touch
 	n := 0
@@ -329,14 +365,13 @@ func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, key
 	if fc != nil {
 		sh.FenceArgs, sh.FenceKeys = len(fc.args), len(fc.keys)
 	}
-	w := monitored(body, clientSHA, sh, d.monitorRules())
-	sargs := make([][]byte, 0, len(argv)+sh.extras())
+	sargs := make([][]byte, 0, len(argv)+sh.extras()+8)
 	run, known := d.Epoch.args()
 	sargs = append(append(append(sargs, argv...), d.keep(), known, run), locks...)
 	if fc != nil {
 		sargs = append(append(sargs, fc.args...), fc.keys...)
 	}
-	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply}
+	return sh, sargs
 }
 
 // unmonitored reports whether a script may run without the monitor, by a

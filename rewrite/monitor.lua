@@ -14,6 +14,8 @@ local G, X = _G, ARGV
 local find, select, type = string.find, select, type
 local na = #X - @NX@
 local env, CM, slow = nil, nil, nil
+-- @@core: from here to @@seal, the checks, shared with a library's
+-- monitor (monitor_lib.lua), which fills the placeholders with variables.
 -- The keys of common commands, so that they need no COMMAND
 -- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
 -- arguments are keys: 1 the first, * all, 2 every second. The commands
@@ -28,7 +30,8 @@ end
 -- refusal: the error of a refused call.
 local function refusal(code, lc, key, tail)
   if #key > 100 then key = string.sub(key, 1, 100) .. '...' end
-  return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script: ' .. tail}
+  if string.sub(tail, 1, 1) ~= ':' then tail = ': ' .. tail end
+  return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script' .. tail}
 end
 -- after keeps a declared lock's records true after a call that may have
 -- changed it: a grant for a lock the call took, the caller's record gone
@@ -306,6 +309,7 @@ local function co(_, ...)
     ok, r = pcall(run, select(2, coroutine.yield(r)))
   end
 end
+-- @@seal: the script's own redis and seal.
 -- redis (and server, and redis.call itself) is one table: its call is
 -- the coroutine's, its pcall is run, the rest is Valkey's.
 CM = {__call = coroutine.wrap(co), __index = redis, __newindex = redis, __metatable = false}

@@ -30,7 +30,6 @@ const (
 	acquireScript  = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])"
 	dynamicScript  = "return redis.call(ARGV[1], KEYS[1])"
 	argvDelete     = "return redis.call('DEL', ARGV[1])"
-	library        = "#!lua name=locks\nredis.register_function('rel', function(keys, args)\n  if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end\n  return 0\nend)\nredis.register_function('force', function(keys, args)\n  return redis.call('DEL', keys[1])\nend)"
 )
 
 func scriptDecider(tb testing.TB) *rewrite.Decider {
@@ -74,8 +73,10 @@ func TestDecideScripts(t *testing.T) {
 		{name: "unseen EVALSHA", args: []string{"EVALSHA", unseen, "1", "resource:lock"}, kind: rewrite.Refuse,
 			code: "NOSCRIPT", errHas: []string{unseen, "EVAL or SCRIPT LOAD"}},
 		{name: "unseen EVALSHA, no lock key", args: []string{"EVALSHA", unseen, "1", "plain"}, kind: rewrite.Refuse, code: "NOSCRIPT"},
-		{name: "unseen FCALL, reject", args: []string{"FCALL", "nosuch", "1", "srej:x"}, kind: rewrite.Refuse,
-			code: "UNCHECKEDSCRIPT", errHas: []string{`function "nosuch"`, "FUNCTION LOAD"}},
+		{name: "FCALL runs the function's monitored registration", args: []string{"FCALL", "nosuch", "1", "srej:x"}, kind: rewrite.Run},
+		{name: "FCALL of a monitored registration's name", args: []string{"FCALL", "rel__lockproxy", "1", "srej:x"}, kind: rewrite.Refuse,
+			code: "ERR", errHas: []string{`"rel__lockproxy"`, "by its own name"}},
+		{name: "FCALL_RO passes", args: []string{"FCALL_RO", "get", "1", "srej:x"}},
 		{name: "EVALSHA_RO passes", args: []string{"EVALSHA_RO", unseen, "1", "srej:x"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -124,8 +125,8 @@ func effectKindName(k rewrite.EffectKind) string {
 	return "kind?"
 }
 
-// Bodies are learned from SCRIPT LOAD, EVAL and FUNCTION LOAD; EVALSHA and
-// FCALL then use their verdicts.
+// Bodies are learned from SCRIPT LOAD and EVAL; EVALSHA of them then runs
+// monitored.
 func TestDecideScriptsLearned(t *testing.T) {
 	alice, _, _ := sessions()
 	d := scriptDecider(t)
@@ -144,37 +145,6 @@ func TestDecideScriptsLearned(t *testing.T) {
 	ro := "return redis.call('GET', KEYS[1])"
 	decide("EVAL_RO", ro, "1", "x")
 	checkScriptPlan(t, decide("EVALSHA", scriptcheck.SHA1(ro), "1", "srej:x"), scriptCase{kind: rewrite.Run})
-
-	// Functions: per function, FCALL by name, any letter case. A
-	// FUNCTION command is learned once Valkey accepted it (Learn).
-	learn := func(accepted bool, args ...string) {
-		t.Helper()
-		p := decide(args...)
-		if p.Learn == nil || p.Kind != rewrite.Forward {
-			t.Fatalf("%v: plan %+v", args, p)
-		}
-		p.Learn(accepted)
-	}
-	learn(true, "FUNCTION", "LOAD", library)
-	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x", "t"), scriptCase{})
-	checkScriptPlan(t, decide("FCALL", "FORCE", "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT",
-		errHas: []string{`function "force" (library "locks")`, "line 7 (DEL)"}})
-	// A load Valkey refuses (no REPLACE of a known library) changes
-	// nothing; until its reply, the worse of the two verdicts holds.
-	guardedForce := strings.Replace(library, "return redis.call('DEL', keys[1])\nend)", "return 0\nend)", 1)
-	p := decide("FUNCTION", "LOAD", guardedForce)
-	checkScriptPlan(t, decide("FCALL", "force", "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
-	p.Learn(false)
-	checkScriptPlan(t, decide("FCALL", "force", "1", "resource:lock"), scriptCase{kind: rewrite.Refuse, code: "BLINDSCRIPT"})
-	learn(true, "FUNCTION", "LOAD", "REPLACE", guardedForce)
-	checkScriptPlan(t, decide("FCALL", "force", "1", "resource:lock"), scriptCase{})
-	learn(false, "FUNCTION", "DELETE", "locks")
-	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{})
-	learn(true, "FUNCTION", "DELETE", "locks")
-	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "UNCHECKEDSCRIPT"})
-	learn(true, "FUNCTION", "LOAD", library)
-	learn(true, "FUNCTION", "FLUSH")
-	checkScriptPlan(t, decide("FCALL", "rel", "1", "srej:x"), scriptCase{kind: rewrite.Refuse, code: "UNCHECKEDSCRIPT"})
 
 	// Without a cache: EVAL is still monitored, EVALSHA is unseen.
 	d.Scripts = nil

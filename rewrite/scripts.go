@@ -15,7 +15,11 @@ type Script struct {
 	// Client is, for the wrapper of a client's script (wrap.go), that
 	// script's SHA1.
 	Client string
-	sent   atomic.Bool
+	// Fn is, for an FCALL through lockproxy, the function's name: the
+	// call is FCALL of Body (its monitored registration, monitor_lib.go).
+	Fn   string
+	Verb string // the client's spelling of FCALL
+	sent atomic.Bool
 }
 
 // FirstUse reports, once, that a wrapper is sent for the first time: the

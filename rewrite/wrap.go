@@ -39,6 +39,9 @@ func ScriptBySHA(sha string) *Script {
 // hex digits, so a RESP3 blob error keeps its length). Other scripts'
 // replies pass.
 func (sc *Script) Unwrap(reply []byte) []byte {
+	if sc.Fn != "" {
+		return sc.unwrapFcall(reply)
+	}
 	if sc.Client == "" || len(reply) == 0 || (reply[0] != '-' && reply[0] != '!') {
 		return reply
 	}

@@ -8,13 +8,11 @@ import (
 
 // Default bounds of a Cache.
 const (
-	DefaultMaxScripts   = 4096
-	DefaultMaxBytes     = 32 << 20 // script bodies kept for EVAL lookups
-	DefaultMaxFunctions = 4096
+	DefaultMaxScripts = 4096
+	DefaultMaxBytes   = 32 << 20 // script bodies kept for EVAL lookups
 )
 
-// Cache remembers the scripts and function libraries seen passing through
-// the proxy, by SHA1 (and by body, so that a repeated EVAL is a map lookup
+// Cache remembers the scripts seen passing through the proxy, by SHA1 (and by body, so that a repeated EVAL is a map lookup
 // too), with their analysis, made once per distinct script and only when
 // first needed. It is bounded: past MaxScripts scripts or MaxBytes of
 // bodies, the least recently used are forgotten (CLOCK approximation, so a
@@ -23,7 +21,7 @@ const (
 //
 // It is safe for concurrent use.
 type Cache struct {
-	maxScripts, maxBytes, maxFuncs int
+	maxScripts, maxBytes int
 
 	mu     sync.RWMutex
 	bySHA  map[string]*Entry
@@ -32,14 +30,6 @@ type Cache struct {
 	free   []int
 	hand   int
 	bytes  int
-
-	fmu     sync.RWMutex
-	funcs   map[string]*Report  // by lower-case function name (FCALL's lookup ignores case)
-	libs    map[string][]string // library name -> its functions' keys in funcs
-	pending []*FunctionChange   // loads and restores sent, not answered yet
-	// unreadable: a FUNCTION RESTORE whose payload lockproxy could not
-	// read was accepted; any function it does not know may come from it.
-	unreadable bool
 }
 
 // Entry is one script in the cache.
@@ -78,9 +68,8 @@ func NewCache(maxScripts int) *Cache {
 		maxScripts = DefaultMaxScripts
 	}
 	return &Cache{
-		maxScripts: maxScripts, maxBytes: DefaultMaxBytes, maxFuncs: DefaultMaxFunctions,
+		maxScripts: maxScripts, maxBytes: DefaultMaxBytes,
 		bySHA: map[string]*Entry{}, byBody: map[string]*Entry{},
-		funcs: map[string]*Report{}, libs: map[string][]string{},
 	}
 }
 

@@ -1,0 +1,179 @@
+-- lockproxy's monitor inside a function library (see monitor_lib.go).
+-- Comment lines go before it is sent. It comes after the library's body,
+-- which is the chunk's first thing after its "#!lua" line:
+-- "local __lockproxy_f = function(redis, ..., ARGV, ...) <body>\nend\n".
+--
+-- A library's chunk runs once, at FUNCTION LOAD, where Valkey gives it no
+-- global but redis (register_function, log, the LOG_ constants and the
+-- versions; server too on Valkey): this part only defines functions and
+-- tables then. Everything that needs another global (setmetatable,
+-- coroutine, string, ...) is made at the first call of one of the
+-- library's functions (init), and kept: a library's upvalues live as long
+-- as the library.
+--
+-- Each function is registered twice: under its own name, for a call that
+-- did not come through lockproxy (direct: it may write no lock, no key a
+-- fence guards and none of lockproxy's keys, by the rules the library was
+-- loaded under), and under name__lockproxy, which lockproxy calls with
+-- the same extra arguments as a monitored EVAL's, then the rules'
+-- patterns and a trailer that counts them.
+local __lockproxy_lib = true
+local LR = redis
+local X, na, L, FA, direct = nil, 0, 0, 0, true
+-- The rules' Lua patterns when the library was loaded: locks, guarded
+-- keys, lockproxy's fence keys, and whether on_flush is reject.
+local BL, BG, BO, BF = @PL@, @PG@, @PO@, @FR@
+local PL, PG, PO, FR = BL, BG, BO, BF
+-- G: Valkey's globals table (_G); GE: the environment of the library's
+-- functions, a table over G where a function library runs.
+local find, select, type, G, GE
+local env, CM, slow = {}, nil, nil
+-- pm: does s match one of the patterns in P?
+local function pm(s, P)
+  for i = 1, #P do
+    if find(s, P[i]) then return true end
+  end
+  return false
+end
+@CORE@
+local R = {log = LR.log, LOG_DEBUG = LR.LOG_DEBUG, LOG_VERBOSE = LR.LOG_VERBOSE, LOG_NOTICE = LR.LOG_NOTICE, LOG_WARNING = LR.LOG_WARNING, REDIS_VERSION = LR.REDIS_VERSION, REDIS_VERSION_NUM = LR.REDIS_VERSION_NUM}
+-- What the library calls at load time that Valkey offers only at run
+-- time reads the load-time redis's field when called: Valkey's own error
+-- (Script attempted to access nonexistent global variable 'call').
+local RUNTIME = {'call', 'pcall', 'setresp', 'set_repl', 'replicate_commands', 'sha1hex', 'error_reply', 'status_reply', 'acl_check_cmd', 'breakpoint', 'debug'}
+for i = 1, #RUNTIME do
+  local k = RUNTIME[i]
+  R[k] = function(...) return LR[k](...) end
+end
+local gf, sf, np, ls, ld
+-- init, at the first call: redis (R) becomes the monitor's (call and
+-- pcall checked, the rest Valkey's run-time redis), and _G (env) the
+-- sealed table over Valkey's globals.
+local init
+init = function()
+  G = _G
+  find, select, type = string.find, rawget(G, 'select'), rawget(G, 'type')
+  GE = rawget(G, 'getfenv') and rawget(G, 'getfenv')(init) or G
+  for _, k in ipairs({'log', 'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM', 'register_function'}) do
+    rawset(R, k, nil)
+  end
+  for _, k in ipairs(RUNTIME) do rawset(R, k, nil) end
+  CM = {__call = coroutine.wrap(co), __index = function(_, k) return redis[k] end,
+    __newindex = function(_, k, v) redis[k] = v end, __metatable = false}
+  setmetatable(R, CM)
+  rawset(R, 'pcall', run)
+  rawset(R, 'call', R)
+  setmetatable(env, {__index = G, __newindex = G, __metatable = getmetatable(G)})
+  rawset(env, '_G', env)
+  rawset(env, 'redis', R)
+  if rawget(G, 'server') then rawset(env, 'server', R) end
+  if rawget(G, 'getfenv') then
+    rawset(env, 'getfenv', gf)
+    rawset(env, 'setfenv', sf)
+  end
+  if rawget(G, 'newproxy') then rawset(env, 'newproxy', np) end
+  rawset(env, 'loadstring', ls)
+  rawset(env, 'load', ld)
+end
+-- enter runs one call of a function: cb the library's callback, x
+-- whether it was called by its lockproxy name. Its arguments end with
+-- lockproxy's when the last one is the trailer: "lockproxy-fcall" and
+-- the counts of locks, fence arguments, fence keys, lock patterns,
+-- guard patterns, own patterns, and the flush mode. The callback gets
+-- the client's keys and a copy of the client's arguments.
+local function enter(cb, keys, args, x)
+  if not CM then init() end
+  X = args
+  local n = #args
+  local t = x and n > 0 and args[n]
+  local l, fa, fk, nl, ng, no, fr
+  if type(t) == 'string' then
+    l, fa, fk, nl, ng, no, fr = string.match(t, '^lockproxy%-fcall (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) ([01])$')
+  end
+  if l then
+    L, FA = tonumber(l), tonumber(fa)
+    nl, ng, no = tonumber(nl), tonumber(ng), tonumber(no)
+    local p = n - 1 - nl - ng - no
+    na = p - 3 - 5 * L - FA - tonumber(fk)
+    if na < 0 then error('lockproxy: malformed call', 0) end
+    PL, PG, PO = {unpack(args, p + 1, p + nl)}, {unpack(args, p + nl + 1, p + nl + ng)}, {unpack(args, p + nl + ng + 1, p + nl + ng + no)}
+    FR, direct = fr == '1', false
+  else
+    L, FA, na, PL, PG, PO, FR, direct = 0, 0, n, BL, BG, BO, BF, true
+  end
+  local A
+  if na > 4000 then
+    A = {}
+    for i = 1, na do A[i] = args[i] end
+  else
+    A = {unpack(args, 1, na)}
+  end
+  return cb(keys, A)
+end
+local function wrap(cb, x)
+  return function(keys, args) return enter(cb, keys, args, x) end
+end
+-- register_function registers the callback's two wrappers: Valkey checks
+-- the name, flags and fields with the first.
+R.register_function = function(a, b, ...)
+  if a == nil and b == nil then return LR.register_function() end
+  if (...) ~= nil or a == nil then return LR.register_function(a, b, ...) end
+  if b ~= nil then
+    LR.register_function(a, wrap(b, false))
+    return LR.register_function(a .. '__lockproxy', wrap(b, true))
+  end
+  local cb, name = a.callback, a.function_name
+  if cb == nil or name == nil then return LR.register_function(a) end
+  a.callback = wrap(cb, false)
+  LR.register_function(a)
+  a.function_name, a.callback = name .. '__lockproxy', wrap(cb, true)
+  LR.register_function(a)
+  a.function_name, a.callback = name, cb
+end
+-- The stand-ins, as a monitored script's (monitor.lua). Where Valkey has
+-- no such global (at load time, or without lua-enable-insecure-api), the
+-- name itself is read, so that Valkey raises its own error.
+gf = function(f)
+  if not G or not rawget(G, 'getfenv') then return getfenv(f) end
+  if f == nil then f = 1 end
+  if type(f) == 'number' and f > 0 then f = f + 1 end
+  local e = rawget(G, 'getfenv')(f)
+  if rawequal(e, G) or rawequal(e, GE) then return env end
+  return e
+end
+sf = function(f, t)
+  if not G or not rawget(G, 'setfenv') then return setfenv(f, t) end
+  if type(f) == 'number' then
+    if f == 0 then error('setfenv(0) is refused: it would change the environment of every later script', 2) end
+    if f > 0 then f = f + 1 end
+  end
+  local fe = rawget(G, 'getfenv')(f)
+  if rawequal(fe, G) or rawequal(fe, GE) then error("setfenv is refused for a function whose environment is Valkey's globals (the script's own, Valkey's and lockproxy's)", 2) end
+  return rawget(G, 'setfenv')(f, t)
+end
+np = function()
+  if not G or not rawget(G, 'newproxy') then return newproxy() end
+  error('newproxy is refused: a finalizer would run inside other clients\' scripts', 2)
+end
+local P = 'return function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, ...) '
+ls = function(s, name)
+  if not G then return loadstring(s, name) end
+  local f, e = loadstring(s, name)
+  if not f then return f, e end
+  f, e = loadstring(P .. s .. '\nend', name or s)
+  if not f then return f, e end
+  f = f()
+  return function(...) return f(R, R, env, gf, sf, ls, ld, np, nil, ...) end
+end
+ld = function(fn, name)
+  if not G then return load(fn, name) end
+  local parts = {}
+  local f, e = load(function()
+    local p = fn()
+    if type(p) == 'string' then parts[#parts + 1] = p end
+    return p
+  end, name)
+  if not f then return f, e end
+  return ls(table.concat(parts), name or '=(load)')
+end
+return __lockproxy_f(R, R, env, gf, sf, ls, ld, np, nil, ...)
