@@ -1,0 +1,163 @@
+package proxy
+
+import (
+	"context"
+	"math"
+	"strings"
+
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/redis/go-redis/v9"
+)
+
+// The locks' index (rewrite/index.go) as the admin commands read it: the
+// records keys there are, listed by lockproxy's scripts, so that LOCKS,
+// STATS and SESSIONS read what the index lists and never walk the
+// keyspace, except once per server and database for the records written
+// before the index existed (indexOnce), or when an operator asks
+// (LOCKPROXY REINDEX).
+
+const (
+	indexPage  = 1000 // members per ZRANGE
+	indexBatch = 256  // commands per pipeline
+)
+
+// indexOnce makes sure the records written before the index existed are
+// in it: unless the server's first index holds rewrite.IndexedMember (or
+// force), it finds every records key with SCAN and lists each in its
+// index, then adds the member. found counts the records keys SCAN
+// returned, added those that were not listed yet; scanned says whether it
+// scanned. c has the database selected.
+func indexOnce(ctx context.Context, c *redis.Conn, s lockServer, force bool) (found, added int64, scanned bool, err error) {
+	if !force {
+		err := c.ZScore(ctx, s.indexes[0], rewrite.IndexedMember).Err()
+		if err == nil {
+			return 0, 0, false, nil
+		}
+		if err != redis.Nil {
+			return 0, 0, false, err
+		}
+	}
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, "*"+rewrite.RecordsSuffix, 1000).Result()
+		if err != nil {
+			return found, added, true, err
+		}
+		if len(keys) > 0 {
+			// Score 0: the next acquisition in the slot looks at it
+			// (fnIndex). A records key is in its lock's slot, so
+			// IndexKey of it names the lock's index.
+			pipe := c.Pipeline()
+			cmds := make([]*redis.IntCmd, len(keys))
+			for i, rk := range keys {
+				cmds[i] = pipe.ZAddNX(ctx, string(rewrite.IndexKey([]byte(rk), s.cluster)), redis.Z{Member: rk})
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return found, added, true, err
+			}
+			found += int64(len(keys))
+			for _, cmd := range cmds {
+				added += cmd.Val()
+			}
+		}
+		cursor = next
+		if cursor == 0 {
+			break
+		}
+	}
+	err = c.ZAdd(ctx, s.indexes[0], redis.Z{Score: math.Inf(1), Member: rewrite.IndexedMember}).Err()
+	return found, added, true, err
+}
+
+// indexMembers reads the records keys the indexes list, a page of each at a
+// time; a member listed twice (the index changed between two pages) is
+// returned once.
+func indexMembers(ctx context.Context, c *redis.Conn, indexes []string) ([]string, error) {
+	type page struct {
+		key   string
+		start int64
+	}
+	todo := make([]page, len(indexes))
+	for i, k := range indexes {
+		todo[i] = page{k, 0}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for len(todo) > 0 {
+		batch := todo[:min(len(todo), indexBatch)]
+		pipe := c.Pipeline()
+		cmds := make([]*redis.StringSliceCmd, len(batch))
+		for i, pg := range batch {
+			cmds[i] = pipe.ZRange(ctx, pg.key, pg.start, pg.start+indexPage-1)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, err
+		}
+		var more []page
+		for i, cmd := range cmds {
+			ms := cmd.Val()
+			for _, m := range ms {
+				if strings.HasSuffix(m, rewrite.RecordsSuffix) && !seen[m] {
+					seen[m] = true
+					out = append(out, m)
+				}
+			}
+			if len(ms) == indexPage {
+				more = append(more, page{batch[i].key, batch[i].start + indexPage})
+			}
+		}
+		todo = append(more, todo[len(batch):]...)
+	}
+	return out, nil
+}
+
+// unindex takes out of their indexes the records keys found gone, each
+// only if still gone (rewrite.Unindex): a lock granted again meanwhile
+// stays listed.
+func unindex(ctx context.Context, c *redis.Conn, s lockServer, gone []string) error {
+	for len(gone) > 0 {
+		batch := gone[:min(len(gone), indexBatch)]
+		gone = gone[len(batch):]
+		pipe := c.Pipeline()
+		for _, rk := range batch {
+			pipe.Eval(ctx, rewrite.Unindex.Body, []string{string(rewrite.IndexKey([]byte(rk), s.cluster)), rk})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// REINDEX: every server's records keys are found with SCAN and listed in
+// the index, for records an older lockproxy wrote after the first LOCKS,
+// STATS or SESSIONS had indexed a server (a rolling upgrade).
+func (s *session) adminReindex([][]byte) []byte {
+	p := s.p
+	ctx, cancel := context.WithTimeout(context.Background(), 4*p.opts.Upstream.DialTimeout.D())
+	defer cancel()
+	servers, done := p.lockServers()
+	defer done()
+	var found, added int64
+	for _, sv := range servers {
+		f, a, err := func() (int64, int64, error) {
+			c := sv.c.Conn()
+			defer c.Close()
+			if err := c.Select(ctx, s.db).Err(); err != nil {
+				return 0, 0, err
+			}
+			f, a, _, err := indexOnce(ctx, c, sv, true)
+			return f, a, err
+		}()
+		found, added = found+f, added+a
+		if err != nil {
+			return resp.AppendError(nil, errAdminUpstream(err))
+		}
+	}
+	return encode(nil, []field{
+		{"servers", int64(len(servers))},
+		{"records_found", found},
+		{"added", added},
+	}, s.proto)
+}
