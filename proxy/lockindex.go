@@ -19,7 +19,11 @@ import (
 
 const (
 	indexPage  = 1000 // members per ZRANGE
-	indexBatch = 256  // commands per pipeline
+	indexBatch = 256  // locks read, or members taken out, per pipeline
+	// indexPages is how many indexes' pages a pipeline reads: in a
+	// cluster a primary's slots' indexes are mostly absent, each ZRANGE a
+	// few bytes each way.
+	indexPages = 2048
 )
 
 // indexOnce makes sure the records written before the index existed are
@@ -85,7 +89,7 @@ func indexMembers(ctx context.Context, c *redis.Conn, indexes []string) ([]strin
 	var out []string
 	seen := map[string]bool{}
 	for len(todo) > 0 {
-		batch := todo[:min(len(todo), indexBatch)]
+		batch := todo[:min(len(todo), indexPages)]
 		pipe := c.Pipeline()
 		cmds := make([]*redis.StringSliceCmd, len(batch))
 		for i, pg := range batch {
