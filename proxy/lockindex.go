@@ -50,12 +50,11 @@ func indexOnce(ctx context.Context, c *redis.Conn, s lockServer, force bool) (fo
 		}
 		if len(keys) > 0 {
 			// Score 0: the next acquisition in the slot looks at it
-			// (fnIndex). A records key is in its lock's slot, so
-			// IndexKey of it names the lock's index.
+			// (fnIndex).
 			pipe := c.Pipeline()
 			cmds := make([]*redis.IntCmd, len(keys))
 			for i, rk := range keys {
-				cmds[i] = pipe.ZAddNX(ctx, string(rewrite.IndexKey([]byte(rk), s.cluster)), redis.Z{Member: rk})
+				cmds[i] = pipe.ZAddNX(ctx, string(rewrite.RecordsIndexKey([]byte(rk), s.cluster)), redis.Z{Member: rk})
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				return found, added, true, err
@@ -125,7 +124,7 @@ func unindex(ctx context.Context, c *redis.Conn, s lockServer, gone []string) er
 		gone = gone[len(batch):]
 		pipe := c.Pipeline()
 		for _, rk := range batch {
-			pipe.Eval(ctx, rewrite.Unindex.Body, []string{string(rewrite.IndexKey([]byte(rk), s.cluster)), rk})
+			pipe.Eval(ctx, rewrite.Unindex.Body, []string{string(rewrite.RecordsIndexKey([]byte(rk), s.cluster)), rk})
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err

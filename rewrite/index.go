@@ -48,13 +48,26 @@ const StandaloneIndexKey = "{lockproxy}" + indexSuffix
 const IndexedMember = "lockproxy:indexed"
 
 // IndexKey names the index a lock's records key is listed in: in a
-// cluster, the index of the lock's slot. The bytes are shared: callers
-// must not change them (an append copies them: no room is left).
+// cluster, the index of the records' slot, which is the lock's unless the
+// lock's name can neither keep a tag nor be wrapped in one (see
+// lockproxyKey). The bytes are shared: callers must not change them (an
+// append copies them: no room is left).
 func IndexKey(lock []byte, inCluster bool) []byte {
 	if !inCluster {
 		return standaloneIndex
 	}
+	if !hasHashTag(lock) && !canWrap(lock) {
+		return slotIndexKeys()[cluster.Slot(RecordsKey(lock))]
+	}
 	return slotIndexKeys()[cluster.Slot(lock)]
+}
+
+// RecordsIndexKey names the index a records key is listed in.
+func RecordsIndexKey(records []byte, inCluster bool) []byte {
+	if !inCluster {
+		return standaloneIndex
+	}
+	return slotIndexKeys()[cluster.Slot(records)]
 }
 
 var standaloneIndex = []byte(StandaloneIndexKey)[:len(StandaloneIndexKey):len(StandaloneIndexKey)]
