@@ -105,6 +105,11 @@ func TestLocksIndexFollowsLocks(t *testing.T) {
 	}
 	eq(t, a.do("DEL", "b:lock"), ":1\r\n")
 	eq(t, strings.Join(lockedKeys(t, c), " "), "")
+	// Clients may read the index, never write it.
+	mustContain(t, a.do("ZRANGE", rewrite.StandaloneIndexKey, "0", "-1"), recsKey("c:lock"))
+	mustContain(t, a.do("ZADD", rewrite.StandaloneIndexKey, "1", "x"), "-LOCKED lockproxy refused ZADD")
+	mustContain(t, a.do("EVAL", "return redis.call('DEL', KEYS[1])", "1", rewrite.StandaloneIndexKey), "-LOCKED lockproxy refused EVAL")
+	mustContain(t, a.do("EVAL", "return redis.call('DEL', ARGV[1])", "0", rewrite.StandaloneIndexKey), "-LOCKED lockproxy refused DEL")
 }
 
 // With 200,000 keys that are not locks, LOCKS, STATS and SESSIONS read the
