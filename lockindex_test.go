@@ -277,3 +277,41 @@ func TestClusterLocksIndex(t *testing.T) {
 	}
 	eq(t, find(), "")
 }
+
+// The first read's SCAN stops after half the command's deadline and
+// answers INDEXING; the next read goes on where it stopped, until the
+// records written before the index are all listed. (Here the deadline is
+// short, 4 × dial_timeout = 600 ms, and the keyspace 1,000,000 keys: on
+// this machine the SCAN takes about 0.7 s, so it usually takes two reads;
+// a faster one may list them at once.)
+func TestLocksIndexScanResumes(t *testing.T) {
+	opts := rulesOptions(t, abRules)
+	opts.Upstream.DialTimeout = policy.Duration(150 * time.Millisecond)
+	e := newEnv(t, opts)
+	c, d := e.client(), e.direct()
+	if err := d.Do(ctx, "DEBUG", "POPULATE", "1000000", "other").Err(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	d.Set(ctx, "old:lock", "old", time.Minute)
+	d.Set(ctx, string(rewrite.CounterKey([]byte("old:lock"))), "3", 0)
+	d.HSet(ctx, recsKey("old:lock"), "name:older", fmt.Sprintf("3 %d %d old", now, now+60000))
+	indexing := 0
+	for i := 0; ; i++ {
+		if i == 50 {
+			t.Fatalf("LOCKS still indexing after %d reads", i)
+		}
+		v, err := c.Do(ctx, "LOCKPROXY", "LOCKS").Result()
+		if err != nil {
+			mustContain(t, err.Error(), "INDEXING lockproxy is still listing the lock records written before the locks' index")
+			indexing++
+			continue
+		}
+		eq(t, fmt.Sprint(recs(t, v)[0]["key"]), "old:lock")
+		break
+	}
+	t.Logf("%d reads answered INDEXING", indexing)
+	d.ConfigResetStat(ctx)
+	eq(t, strings.Join(lockedKeys(t, c), " "), "old:lock")
+	eq(t, commandCalls(t, d)["scan"], 0)
+}

@@ -125,7 +125,7 @@ func (p *Proxy) readLocksFrom(ctx context.Context, sv lockServer, db int, pat *p
 	if err := c.Select(ctx, db).Err(); err != nil {
 		return nil, err
 	}
-	if _, _, _, err := indexOnce(ctx, c, sv, false); err != nil {
+	if _, _, err := p.indexOnce(ctx, c, sv, db, false); err != nil {
 		return nil, indexError{sv.indexes[0], err}
 	}
 	members, err := indexMembers(ctx, c, sv.indexes)

@@ -94,6 +94,9 @@ const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connectio
 const errScriptFlushed = "UPSTREAM lockproxy's lock script was flushed from Valkey (SCRIPT FLUSH) while this command was in flight; it did not run: retry it"
 
 func errAdminUpstream(err error) string {
+	if errors.Is(err, errIndexing) {
+		return "INDEXING lockproxy is still listing the lock records written before the locks' index (one SCAN of the keyspace, once, longer than one command may take): run the command again to go on"
+	}
 	var ie indexError
 	if errors.As(err, &ie) && strings.HasPrefix(ie.err.Error(), "NOPERM") {
 		return "NOPERM lockproxy may not read or write the locks' index " + ie.key + " in Valkey (" + oneLine(ie.err) + "): give the upstream user the key pattern ~*:lockproxy:index (docs/operations.md, Valkey ACL recipes)"

@@ -2,8 +2,11 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"math"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -30,23 +33,36 @@ const (
 // in it: unless the server's first index holds rewrite.IndexedMember (or
 // force), it finds every records key with SCAN and lists each in its
 // index, then adds the member. found counts the records keys SCAN
-// returned, added those that were not listed yet; scanned says whether it
-// scanned. c has the database selected.
-func indexOnce(ctx context.Context, c *redis.Conn, s lockServer, force bool) (found, added int64, scanned bool, err error) {
+// returned, added those that were not listed yet. c has database db
+// selected.
+//
+// The SCAN stops after half the time ctx leaves, with errIndexing: the
+// cursor is kept (Proxy.indexScans), and the next call (forced or not)
+// goes on from there, so a keyspace too big for one command's deadline is
+// indexed over a few.
+func (p *Proxy) indexOnce(ctx context.Context, c *redis.Conn, s lockServer, db int, force bool) (found, added int64, err error) {
 	if !force {
 		err := c.ZScore(ctx, s.indexes[0], rewrite.IndexedMember).Err()
 		if err == nil {
-			return 0, 0, false, nil
+			return 0, 0, nil
 		}
 		if err != redis.Nil {
-			return 0, 0, false, err
+			return 0, 0, err
 		}
 	}
+	at := s.c.Options().Addr + "/" + strconv.Itoa(db)
 	var cursor uint64
+	if v, ok := p.indexScans.Load(at); ok {
+		cursor = v.(uint64)
+	}
+	stop := time.Now().Add(time.Hour)
+	if d, ok := ctx.Deadline(); ok {
+		stop = time.Now().Add(time.Until(d) / 2)
+	}
 	for {
 		keys, next, err := c.Scan(ctx, cursor, "*"+rewrite.RecordsSuffix, 1000).Result()
 		if err != nil {
-			return found, added, true, err
+			return found, added, err
 		}
 		if len(keys) > 0 {
 			// Score 0: the next acquisition in the slot looks at it
@@ -57,7 +73,7 @@ func indexOnce(ctx context.Context, c *redis.Conn, s lockServer, force bool) (fo
 				cmds[i] = pipe.ZAddNX(ctx, string(rewrite.RecordsIndexKey([]byte(rk), s.cluster)), redis.Z{Member: rk})
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
-				return found, added, true, err
+				return found, added, err
 			}
 			found += int64(len(keys))
 			for _, cmd := range cmds {
@@ -68,10 +84,18 @@ func indexOnce(ctx context.Context, c *redis.Conn, s lockServer, force bool) (fo
 		if cursor == 0 {
 			break
 		}
+		if time.Now().After(stop) {
+			p.indexScans.Store(at, cursor)
+			return found, added, errIndexing
+		}
 	}
+	p.indexScans.Delete(at)
 	err = c.ZAdd(ctx, s.indexes[0], redis.Z{Score: math.Inf(1), Member: rewrite.IndexedMember}).Err()
-	return found, added, true, err
+	return found, added, err
 }
+
+// errIndexing: indexOnce's SCAN stopped before the end of the keyspace.
+var errIndexing = errors.New("indexing")
 
 // indexMembers reads the records keys the indexes list, a page of each at a
 // time; a member listed twice (the index changed between two pages) is
@@ -150,8 +174,7 @@ func (s *session) adminReindex([][]byte) []byte {
 			if err := c.Select(ctx, s.db).Err(); err != nil {
 				return 0, 0, err
 			}
-			f, a, _, err := indexOnce(ctx, c, sv, true)
-			return f, a, err
+			return p.indexOnce(ctx, c, sv, s.db, true)
 		}()
 		found, added = found+f, added+a
 		if err != nil {
