@@ -166,6 +166,9 @@ func (p *Proxy) readLocksFrom(ctx context.Context, sv lockServer, db int, pat *p
 		for _, rd := range reads {
 			recs, err := rd.recs.Result()
 			if err != nil {
+				if moving(err) {
+					continue
+				}
 				return nil, err
 			}
 			if len(recs) == 0 {

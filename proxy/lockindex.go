@@ -94,6 +94,14 @@ func (p *Proxy) indexOnce(ctx context.Context, c *redis.Conn, s lockServer, db i
 	return found, added, err
 }
 
+// moving reports whether a reply is a cluster's redirect: while a slot
+// moves (or after it moved, before the proxy read the new map) its index
+// and records may be on another node, and are left out of this read.
+func moving(err error) bool {
+	m := err.Error()
+	return strings.HasPrefix(m, "MOVED ") || strings.HasPrefix(m, "ASK ") || strings.HasPrefix(m, "TRYAGAIN")
+}
+
 // errIndexing: indexOnce's SCAN stopped before the end of the keyspace.
 var errIndexing = errors.New("indexing")
 
@@ -118,11 +126,15 @@ func indexMembers(ctx context.Context, c *redis.Conn, indexes []string) ([]strin
 		for i, pg := range batch {
 			cmds[i] = pipe.ZRange(ctx, pg.key, pg.start, pg.start+indexPage-1)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, err
-		}
+		_, _ = pipe.Exec(ctx) // each reply is checked below
 		var more []page
 		for i, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				if moving(err) {
+					continue
+				}
+				return nil, err
+			}
 			ms := cmd.Val()
 			for _, m := range ms {
 				if strings.HasSuffix(m, rewrite.RecordsSuffix) && !seen[m] {
@@ -147,11 +159,15 @@ func unindex(ctx context.Context, c *redis.Conn, s lockServer, gone []string) er
 		batch := gone[:min(len(gone), indexBatch)]
 		gone = gone[len(batch):]
 		pipe := c.Pipeline()
-		for _, rk := range batch {
-			pipe.Eval(ctx, rewrite.Unindex.Body, []string{string(rewrite.RecordsIndexKey([]byte(rk), s.cluster)), rk})
+		cmds := make([]*redis.Cmd, len(batch))
+		for i, rk := range batch {
+			cmds[i] = pipe.Eval(ctx, rewrite.Unindex.Body, []string{string(rewrite.RecordsIndexKey([]byte(rk), s.cluster)), rk})
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return err
+		_, _ = pipe.Exec(ctx)
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil && !moving(err) {
+				return err
+			}
 		}
 	}
 	return nil
