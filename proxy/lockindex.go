@@ -43,8 +43,8 @@ const (
 func (p *Proxy) indexOnce(ctx context.Context, c *redis.Conn, s lockServer, db int, force bool) (found, added int64, err error) {
 	if !force {
 		err := c.ZScore(ctx, s.indexes[0], rewrite.IndexedMember).Err()
-		if err == nil {
-			return 0, 0, nil
+		if err == nil || moving(err) {
+			return 0, 0, nil // marked; or moving, and a read with the new map checks again
 		}
 		if err != redis.Nil {
 			return 0, 0, err
