@@ -2,6 +2,7 @@ package lockproxy_test
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,6 +89,13 @@ func TestLocksIndexFollowsLocks(t *testing.T) {
 	}
 	eq(t, strings.Join(lockedKeys(t, c), " "), "a:lock b:lock d:lock s:lock")
 	eq(t, rec(t, admin(t, c, "STATS"))["locks_held"], "4")
+	// A member's score is when its records expire (exactly, as a grant
+	// leaves them), +inf for a lock without a lease.
+	for _, l := range []string{"a:lock", "s:lock"} {
+		at, _ := d.Do(ctx, "PEXPIRETIME", recsKey(l)).Int64()
+		eq(t, int64(d.ZScore(ctx, rewrite.StandaloneIndexKey, recsKey(l)).Val()), at)
+	}
+	eq(t, math.IsInf(d.ZScore(ctx, rewrite.StandaloneIndexKey, recsKey("b:lock")).Val(), 1), true)
 
 	eq(t, a.do("DEL", "a:lock"), ":1\r\n")
 	eq(t, b.do("PEXPIRE", "d:lock", "0"), ":1\r\n") // the holder ends its lease

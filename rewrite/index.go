@@ -103,15 +103,15 @@ const (
 	// while the slot migrates (see absent) ends the look.
 	fnIndex = `local function index(ik, rk, e, keep, now)
   local s = '+inf'
-  if e > 0 then s = string.format('%d', e + keep) end
+  if e > 0 then s = e + keep end
   if type(redis.pcall('ZADD', ik, s, rk)) ~= 'number' then return end
-  local due = redis.call('ZRANGEBYSCORE', ik, '-inf', string.format('%d', now), 'LIMIT', 0, 2)
+  local due = redis.call('ZRANGEBYSCORE', ik, '-inf', now, 'LIMIT', 0, 2)
   for i = 1, #due do
     local t = redis.pcall('PTTL', due[i])
     if type(t) ~= 'number' then return end
     if t == -2 then redis.call('ZREM', ik, due[i])
     elseif t == -1 then redis.call('ZADD', ik, '+inf', due[i])
-    else redis.call('ZADD', ik, string.format('%d', now + t), due[i]) end
+    else redis.call('ZADD', ik, now + t, due[i]) end
   end
 end
 `
