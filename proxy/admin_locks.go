@@ -196,7 +196,7 @@ func (p *Proxy) readLocksFrom(ctx context.Context, sv lockServer, db int, pat *p
 		}
 	}
 	if err := unindex(ctx, c, sv, gone); err != nil {
-		return nil, err
+		return nil, indexError{sv.indexes[0], err}
 	}
 	return out, nil
 }
