@@ -284,6 +284,20 @@ func TestClusterLocksIndex(t *testing.T) {
 		}
 	}
 	eq(t, find(), "")
+
+	// Records an older lockproxy wrote (straight into a primary here):
+	// REINDEX scans every primary and lists them in their slots' indexes.
+	old := locks[0]
+	now := time.Now().UnixMilli()
+	directTo(t, m, old, "SET", old, "old", "PX", "60000")
+	directTo(t, m, old, "HSET", recsKey(old), "name:older", fmt.Sprintf("%d %d %d old", 9, now, now+60000))
+	r := rec(t, admin(t, c, "REINDEX"))
+	eq(t, r["servers"], strconv.Itoa(len(m.Primaries)))
+	eq(t, r["added"], "1")
+	eq(t, find(), old)
+	mustContain(t, a.do("DEL", old), "-NOTOWNER") // another owner's
+	directTo(t, m, old, "DEL", old, recsKey(old))
+	eq(t, find(), "")
 }
 
 // The first read's SCAN stops after half the command's deadline and
