@@ -91,6 +91,7 @@ func TestACLRecipes(t *testing.T) {
 			eq(t, a.do("SET", "app:order:lock", "tok-a", "NX", "PX", "30000"), "+OK\r\n")
 			eq(t, b.do("SET", "app:order:lock", "tok-b", "NX", "PX", "30000"), "$-1\r\n")
 			eq(t, a.do("PEXPIRE", "app:order:lock", "60000"), ":1\r\n")
+			mustContain(t, a.do("LOCKPROXY", "LOCKS"), "app:order:lock") // the locks' index is readable
 			if r := a.do("LOCKPROXY", "FENCE", "app:order:lock"); !strings.HasPrefix(r, ":") {
 				t.Errorf("FENCE: %q", r)
 			}

@@ -872,7 +872,7 @@ func TestAdminValkeyCLI(t *testing.T) {
 
 			help := cli(t, e, resp3, "LOCKPROXY HELP")
 			eq(t, help[0], "LOCKPROXY <subcommand> [<arg> ...]. Subcommands are:")
-			for _, sub := range []string{"AUDIT", "AUTH", "CHECK", "CONFIG", "FENCE", "HELP", "LOCKS", "RELOAD", "SESSIONS", "STATS"} {
+			for _, sub := range []string{"AUDIT", "AUTH", "CHECK", "CONFIG", "FENCE", "HELP", "LOCKS", "REINDEX", "RELOAD", "SESSIONS", "STATS"} {
 				mustContain(t, strings.Join(help, "\n"), "\n"+sub)
 			}
 			mustContain(t, cli(t, e, resp3, "LOCKPROXY STATS")[0], "NOAUTH LOCKPROXY STATS requires LOCKPROXY AUTH")

@@ -75,6 +75,11 @@ func TestClusterMigratingSlotLockScripts(t *testing.T) {
 
 	setslot(dstAddr, "IMPORTING", srcID)
 	setslot(srcAddr, "MIGRATING", dstID)
+	// LOCKPROXY LOCKS reads the slot's index on the source while it is there.
+	listed := c.do("LOCKPROXY", "LOCKS", tag+"*")
+	for _, l := range locks {
+		mustContain(t, listed, l)
+	}
 
 	// Each checked on its own (not fatal): every path is told.
 	check := func(got, want string) {
@@ -94,6 +99,9 @@ func TestClusterMigratingSlotLockScripts(t *testing.T) {
 	// A client's release script (bsm/redislock's, word for word).
 	const release = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
 	check(c.do("EVAL", release, "1", script, "t5"), ":1\r\n")
+	// The releases emptied the slot's index, which the source then answers
+	// with ASK: LOCKS leaves that slot out rather than fail.
+	check(c.do("LOCKPROXY", "LOCKS", tag+"*"), "*0\r\n")
 
 	stable()
 	src := valkeytest.Dial(t, srcAddr, 2)

@@ -51,7 +51,12 @@ func init() {
 		{name: "LOCKS", args: "[<pattern>]", max: 1, valkey: true, run: (*session).adminLocks,
 			help: []string{"Locks of the current database whose lease is running, as Valkey records them",
 				"(granted through any lockproxy instance): key, rule, holder, grant, acquired",
-				"at, lease, the remaining TTL, and whether the grant is still current."}},
+				"at, lease, the remaining TTL, and whether the grant is still current. Read",
+				"from the locks' index lockproxy keeps in Valkey, not by SCAN."}},
+		{name: "REINDEX", max: 0, operate: true, valkey: true, run: (*session).adminReindex,
+			help: []string{"Find the lock records of the current database with SCAN and list them in the",
+				"locks' index LOCKS and STATS read: after a rolling upgrade from a lockproxy",
+				"without the index, once the older instances are gone."}},
 		{name: "RELOAD", max: 0, private: true, operate: true, run: (*session).adminReload,
 			help: []string{"Read the configuration file again; apply its lock rules to the next command",
 				"of every connection, or keep the running configuration and name the bad line."}},
@@ -217,8 +222,9 @@ func (s *session) adminAuth(args [][]byte) []byte {
 
 func (s *session) adminStats([][]byte) []byte {
 	// locks_held is Valkey's: the locks of this database whose key still
-	// holds a recorded grant, whichever instance granted them (a SCAN, so
-	// STATS only, not INFO or /metrics, which monitoring polls).
+	// holds a recorded grant, whichever instance granted them (read from
+	// the locks' index, a round trip per 256 locks: STATS only, not INFO
+	// or /metrics, which monitoring polls).
 	var held any = "unknown"
 	if locks, err := s.p.readLocks(s.db, nil); err == nil {
 		n := int64(0)

@@ -93,17 +93,17 @@ type lockView struct {
 // records of every lockproxy instance in front of it. Only records whose
 // lease is running (or that have none) are kept, by key then grant.
 //
-// It walks the keyspace with SCAN (for *:lockproxy:owners), so it costs
-// what SCAN costs: an operator's command, never on a client's path.
+// It reads the locks' index (lockindex.go), not the keyspace: its cost
+// grows with the locks recorded, not with the keys there are.
 func (p *Proxy) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*p.opts.Upstream.DialTimeout.D())
 	defer cancel()
-	clients, done := p.lockClients() // in a cluster, every primary: a lock's keys are on its slot's
+	servers, done := p.lockServers() // in a cluster, every primary: a lock's keys are on its slot's
 	defer done()
 	var out []lockView
-	for _, cl := range clients {
+	for _, sv := range servers {
 		var err error
-		if out, err = p.readLocksFrom(ctx, cl.Conn(), db, pat, out); err != nil {
+		if out, err = p.readLocksFrom(ctx, sv, db, pat, out); err != nil {
 			return nil, err
 		}
 	}
@@ -116,21 +116,38 @@ func (p *Proxy) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
 	return out, nil
 }
 
-// readLocksFrom appends to out the records readLocks keeps from one server.
-func (p *Proxy) readLocksFrom(ctx context.Context, c *redis.Conn, db int, pat *policy.Pattern, out []lockView) ([]lockView, error) {
+// readLocksFrom appends to out the records readLocks keeps from one server:
+// those of the records keys its indexes list, read indexBatch locks to a
+// round trip. A member whose records are gone leaves the index.
+func (p *Proxy) readLocksFrom(ctx context.Context, sv lockServer, db int, pat *policy.Pattern, out []lockView) ([]lockView, error) {
+	c := sv.c.Conn()
 	defer c.Close()
 	if err := c.Select(ctx, db).Err(); err != nil {
 		return nil, err
 	}
+	if _, _, err := p.indexOnce(ctx, c, sv, db, false); err != nil {
+		return nil, indexError{sv.indexes[0], err}
+	}
+	members, err := indexMembers(ctx, c, sv.indexes)
+	if err != nil {
+		return nil, indexError{sv.indexes[0], err}
+	}
+	type lockRead struct {
+		rk, lock string
+		r        *policy.Rule
+		recs     *redis.MapStringStringCmd
+		val, cnt *redis.StringCmd
+		ttl      *redis.DurationCmd
+	}
 	rules := p.decider.Load().Rules
 	now := time.Now()
-	var cursor uint64
-	for {
-		keys, next, err := c.Scan(ctx, cursor, "*"+rewrite.RecordsSuffix, 1000).Result()
-		if err != nil {
-			return nil, err
-		}
-		for _, rk := range keys {
+	var gone []string
+	for len(members) > 0 {
+		batch := members[:min(len(members), indexBatch)]
+		members = members[len(batch):]
+		reads := make([]lockRead, 0, len(batch))
+		pipe := c.Pipeline()
+		for _, rk := range batch {
 			lock, r := lockOfRecords(rules, rk)
 			if r == nil || (pat != nil && !pat.Match([]byte(lock))) {
 				continue
@@ -139,35 +156,47 @@ func (p *Proxy) readLocksFrom(ctx context.Context, c *redis.Conn, db int, pat *p
 			if r.Fencing != nil {
 				counter = string(r.Fencing.CounterKey(r, []byte(lock)))
 			}
-			pipe := c.Pipeline()
-			recs := pipe.HGetAll(ctx, rk)
-			val := pipe.Get(ctx, lock)
-			cnt := pipe.Get(ctx, counter)
-			ttl := pipe.PTTL(ctx, lock)
-			_, _ = pipe.Exec(ctx)
-			v, vErr := val.Result()
-			g, _ := cnt.Result()
+			reads = append(reads, lockRead{rk: rk, lock: lock, r: r,
+				recs: pipe.HGetAll(ctx, rk), val: pipe.Get(ctx, lock), cnt: pipe.Get(ctx, counter), ttl: pipe.PTTL(ctx, lock)})
+		}
+		if len(reads) == 0 {
+			continue
+		}
+		_, _ = pipe.Exec(ctx) // a missing or other-typed key is an answer too; the records' read says if Valkey answered
+		for _, rd := range reads {
+			recs, err := rd.recs.Result()
+			if err != nil {
+				if moving(err) {
+					continue
+				}
+				return nil, err
+			}
+			if len(recs) == 0 {
+				gone = append(gone, rd.rk)
+				continue
+			}
+			v, vErr := rd.val.Result()
+			g, _ := rd.cnt.Result()
 			t := int64(-2)
-			if d, err := ttl.Result(); err == nil {
+			if d, err := rd.ttl.Result(); err == nil {
 				t = int64(d)
 				if d > 0 {
 					t = d.Milliseconds()
 				}
 			}
-			for owner, rec := range recs.Val() {
+			for owner, rec := range recs {
 				lv, ok := parseRecord(rec)
 				if !ok || (!lv.leaseEnd.IsZero() && !lv.leaseEnd.After(now)) {
 					continue
 				}
-				lv.key, lv.rule, lv.owner, lv.ttl = lock, r, owner, t
+				lv.key, lv.rule, lv.owner, lv.ttl = rd.lock, rd.r, owner, t
 				lv.current = vErr == nil && v == lv.value && g == strconv.FormatInt(lv.grant, 10)
 				out = append(out, lv)
 			}
 		}
-		cursor = next
-		if cursor == 0 {
-			break
-		}
+	}
+	if err := unindex(ctx, c, sv, gone); err != nil {
+		return nil, indexError{sv.indexes[0], err}
 	}
 	return out, nil
 }

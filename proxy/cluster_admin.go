@@ -5,12 +5,14 @@ import (
 	"net"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/redis/go-redis/v9"
 )
 
 // The admin commands that read lock state from Valkey (LOCKPROXY LOCKS,
-// FENCE) ask the server that has it: the one upstream through the side
-// client, or in a cluster the primary of each lock's slot.
+// STATS, SESSIONS, REINDEX, FENCE) ask the server that has it: the one
+// upstream through the side client, or in a cluster the primary of each
+// lock's slot.
 
 // nodeClient is a client of one cluster node, logged in as the proxy, for
 // an admin command's few round trips; the caller closes it.
@@ -25,22 +27,42 @@ func (p *Proxy) nodeClient(addr string) *redis.Client {
 	})
 }
 
-// lockClients are the servers that hold lock records: the side client, or
+// lockServer is a server that holds lock records, and the locks' indexes
+// there (rewrite/index.go): the one of a Valkey that is not a cluster, or
+// those of the slots a primary serves, lowest slot first.
+type lockServer struct {
+	c       *redis.Client
+	indexes []string
+	cluster bool
+}
+
+// lockServers are the servers that hold lock records: the side client, or
 // every primary of the cluster. done closes what was opened for the call.
-func (p *Proxy) lockClients() (clients []*redis.Client, done func()) {
+func (p *Proxy) lockServers() (servers []lockServer, done func()) {
 	m := (*cluster.Map)(nil)
 	if p.cl != nil {
 		m = p.slotMap()
 	}
 	if m == nil {
-		return []*redis.Client{p.side}, func() {}
+		return []lockServer{{c: p.side, indexes: []string{rewrite.StandaloneIndexKey}}}, func() {}
 	}
-	for _, a := range m.Primaries {
-		clients = append(clients, p.nodeClient(a))
+	at := make(map[string]int, len(m.Primaries))
+	for slot := range uint16(cluster.SlotCount) {
+		a, ok := m.Primary(slot)
+		if !ok {
+			continue
+		}
+		i, seen := at[a]
+		if !seen {
+			i = len(servers)
+			at[a] = i
+			servers = append(servers, lockServer{c: p.nodeClient(a), cluster: true})
+		}
+		servers[i].indexes = append(servers[i].indexes, rewrite.SlotIndexKey(slot))
 	}
-	return clients, func() {
-		for _, c := range clients {
-			c.Close()
+	return servers, func() {
+		for _, s := range servers {
+			s.c.Close()
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/policy"
@@ -92,8 +94,24 @@ const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connectio
 const errScriptFlushed = "UPSTREAM lockproxy's lock script was flushed from Valkey (SCRIPT FLUSH) while this command was in flight; it did not run: retry it"
 
 func errAdminUpstream(err error) string {
+	if errors.Is(err, errIndexing) {
+		return "INDEXING lockproxy is still listing the lock records written before the locks' index (one SCAN of the keyspace, once, longer than one command may take): run the command again to go on"
+	}
+	var ie indexError
+	if errors.As(err, &ie) && strings.HasPrefix(ie.err.Error(), "NOPERM") {
+		return "NOPERM lockproxy may not read or write the locks' index " + ie.key + " in Valkey (" + oneLine(ie.err) + "): give the upstream user the key pattern ~*:lockproxy:index (docs/operations.md, Valkey ACL recipes)"
+	}
 	return "UPSTREAM lockproxy could not read the lock records from Valkey: " + oneLine(err) + "; check that Valkey is reachable and try again"
 }
+
+// indexError is an error Valkey answered for the locks' index key.
+type indexError struct {
+	key string
+	err error
+}
+
+func (e indexError) Error() string { return e.key + ": " + e.err.Error() }
+func (e indexError) Unwrap() error { return e.err }
 
 // Errors of the admin commands (LOCKPROXY ..., INFO lockproxy).
 

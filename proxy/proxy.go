@@ -42,6 +42,8 @@ type Proxy struct {
 	pools  map[poolKey]*pool
 	logins logins // the clients' own logins Valkey accepted (logins.go)
 
+	indexScans sync.Map // server and database → the SCAN cursor where indexOnce stopped (lockindex.go)
+
 	mu        sync.Mutex
 	sessions  map[*session]struct{}
 	listeners map[net.Listener]struct{}

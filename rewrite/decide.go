@@ -178,13 +178,13 @@ type touch struct {
 }
 
 // own reports whether key is one of lockproxy's own: a grant counter, an
-// owner records hash or a WAIT's prime (by their suffixes, whatever the
+// owner records hash, the locks' index (index.go) or a WAIT's prime (by their suffixes, whatever the
 // rules say now: rules change on reload, the keys stay), the epoch hash
 // (EpochKey), or a fence counter
 // of a rule and its hash of highest tokens. Clients may read them; a write
 // could make an old grant current again or erase a fence (or be erased).
 func (d *Decider) own(key []byte) bool {
-	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) || string(key) == EpochKey {
+	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) || bytes.HasSuffix(key, []byte(indexSuffix)) || string(key) == EpochKey {
 		return true
 	}
 	if !d.Rules.Fenced() {
@@ -246,6 +246,13 @@ func (d *Decider) lockKeys(dst [][]byte, r *policy.Rule, key []byte) [][]byte {
 	return append(dst, key, d.counter(r, key), RecordsKey(key))
 }
 
+// index is the locks' index a lock's records are listed in (index.go). The
+// scripts take it among their ARGV, not their KEYS: a Valkey user whose
+// key patterns leave it out may still run them (Valkey checks an EVAL's
+// KEYS against the user's patterns before it runs), and the scripts then
+// only leave the index unwritten.
+func (d *Decider) index(key []byte) []byte { return IndexKey(key, d.Cluster) }
+
 // set: SET ... NX (any expiry form, GET, KEEPTTL) is an acquisition; any
 // other SET of a lock key is the holder changing its own lock, which the
 // Holder script runs only for the holder (and refuses, LOCKED, for anyone
@@ -267,8 +274,8 @@ func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 			get, shape = getFlag, AcquireGetReply
 		}
 		run, known := d.Epoch.args()
-		sargs := make([][]byte, 0, 5+len(args)-2)
-		sargs = append(sargs, []byte(owner), d.keep(), d.acquireFlags(get, r), known, run)
+		sargs := make([][]byte, 0, 6+len(args)-2)
+		sargs = append(sargs, []byte(owner), d.keep(), d.acquireFlags(get, r), known, run, d.index(key))
 		ck, cv := clone2(key, args[2])
 		return Plan{
 			Kind:   Run,
@@ -297,7 +304,7 @@ func (d *Decider) setnx(args [][]byte, r *policy.Rule, s Session) Plan {
 		Kind:   Run,
 		Script: Acquire,
 		Keys:   d.lockKeys(make([][]byte, 0, 3), r, key),
-		Args:   [][]byte{[]byte(owner), d.keep(), d.acquireFlags(none, r), known, run, args[2], nxWord},
+		Args:   [][]byte{[]byte(owner), d.keep(), d.acquireFlags(none, r), known, run, d.index(key), args[2], nxWord},
 		Shape:  SetNXReply,
 		Effects: []Effect{{
 			Kind: Grant, Command: "SETNX", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]),
@@ -313,10 +320,10 @@ func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Sess
 	// Sized for the common case up front: this runs for every release, and
 	// growing these slices from nothing was most of its cost. sargs is the
 	// script's ARGV: the command, the number of plain keys, keep_lapsed,
-	// then owner and mode per lock key.
+	// then owner, mode and index per lock key.
 	var plain [][]byte
 	locks := make([][]byte, 0, 3*len(keys))
-	sargs := make([][]byte, 3, 3+2*len(keys))
+	sargs := make([][]byte, 3, 3+3*len(keys))
 	effects := make([]Effect, 0, len(keys))
 	for _, k := range keys {
 		key := args[k.Index]
@@ -334,7 +341,7 @@ func (d *Decider) release(name string, args [][]byte, keys []keyspec.Key, s Sess
 		owner := s.Owner(r)
 		effects = append(effects, Effect{Kind: Released, Command: name, Key: clone(key), Rule: r, Owner: owner})
 		locks = d.lockKeys(locks, r, key)
-		sargs = append(sargs, []byte(owner), releaseMode(r))
+		sargs = append(sargs, []byte(owner), releaseMode(r), d.index(key))
 	}
 	if len(locks) == 0 {
 		return Plan{}
@@ -383,8 +390,8 @@ func (d *Decider) renew(name string, args [][]byte, r *policy.Rule, s Session) P
 // holder plans a command the Holder script runs for the lock's holder.
 func (d *Decider) holder(name string, args [][]byte, r *policy.Rule, owner string, fail, code []byte, e Effect) Plan {
 	key := args[1]
-	sargs := make([][]byte, 0, 5+len(args)-2)
-	sargs = append(sargs, []byte(owner), d.keep(), fail, code, []byte(name))
+	sargs := make([][]byte, 0, 6+len(args)-2)
+	sargs = append(sargs, []byte(owner), d.keep(), fail, code, d.index(key), []byte(name))
 	e.Command, e.Key, e.Rule, e.Owner = name, clone(key), r, owner
 	return Plan{
 		Kind: Run, Script: Holder,

@@ -97,6 +97,7 @@ const (
 	resRecs = "{resource:lock}:lockproxy:owners"
 	userCtr = "{user:1}:lock:lockproxy:grants"
 	keep    = "600000"
+	idx     = rewrite.StandaloneIndexKey // the locks' index, in front of one Valkey
 )
 
 // lockKeys are the three keys every lock script gets for one lock.
@@ -120,16 +121,21 @@ func decideCases() []decideCase {
 	}
 	// acquire: SET lock ... NX as Acquire; set are SET's arguments after the key.
 	acquire := func(keys []string, owner string, set []string, effects ...string) decideCase {
-		return run(rewrite.Acquire, rewrite.AcquireReply, keys, cat([]string{owner, keep, "", "-1", ""}, set), effects...)
+		return run(rewrite.Acquire, rewrite.AcquireReply, keys, cat([]string{owner, keep, "", "-1", "", idx}, set), effects...)
 	}
-	// release: DEL/UNLINK as Release; locks are owner, mode pairs.
+	// release: DEL/UNLINK as Release; locks are owner, mode pairs (the
+	// index follows each).
 	release := func(cmd string, plain, keys []string, locks []string, effects ...string) decideCase {
+		var per []string
+		for i := 0; i+1 < len(locks); i += 2 {
+			per = append(per, locks[i], locks[i+1], idx)
+		}
 		return run(rewrite.Release, rewrite.ReleaseReply, cat(plain, keys),
-			cat([]string{cmd, strconv.Itoa(len(plain)), keep}, locks), effects...)
+			cat([]string{cmd, strconv.Itoa(len(plain)), keep}, per), effects...)
 	}
 	// holder: a command Holder runs for the lock's holder.
 	holder := func(keys []string, owner, fail, code string, cmd []string, effects ...string) decideCase {
-		return run(rewrite.Holder, rewrite.HolderReply, keys, cat([]string{owner, keep, fail, code}, cmd), effects...)
+		return run(rewrite.Holder, rewrite.HolderReply, keys, cat([]string{owner, keep, fail, code, idx}, cmd), effects...)
 	}
 	fenced := func(keys, args []string, effects ...string) decideCase {
 		return run(rewrite.Fenced, rewrite.FencedReply, keys, args, effects...)
@@ -192,7 +198,7 @@ func decideCases() []decideCase {
 		named(acquire(res, "conn:alice", w("abc NX"),
 			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"),
 			"SET NX without lease", "", "SET", "resource:lock", "abc", "NX"),
-		named(with(run(rewrite.Acquire, rewrite.AcquireGetReply, res, cat([]string{"conn:alice", keep, "get", "-1", ""}, w("abc NX GET PX 100")),
+		named(with(run(rewrite.Acquire, rewrite.AcquireGetReply, res, cat([]string{"conn:alice", keep, "get", "-1", "", idx}, w("abc NX GET PX 100")),
 			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"), func(c *decideCase) {}),
 			"SET NX GET: a nil reply means it took the lock", "", "SET", "resource:lock", "abc", "NX", "GET", "PX", "100"),
 		named(acquire(lockKeys("{user:1}:lock", userCtr), "conn:alice", w("1 NX PX 100"),
@@ -217,7 +223,7 @@ func decideCases() []decideCase {
 		named(forward(), "SET NX unknown option", "", "SET", "resource:lock", "abc", "NX", "BOGUS"),
 		// SETNX is the acquisition of old clients: the same script as
 		// SET ... NX (no lease), answering :1 or :0.
-		named(run(rewrite.Acquire, rewrite.SetNXReply, res, []string{"conn:bob", keep, "", "-1", "", "x", "NX"},
+		named(run(rewrite.Acquire, rewrite.SetNXReply, res, []string{"conn:bob", keep, "", "-1", "", idx, "x", "NX"},
 			"Grant SETNX key=resource:lock rule=0 owner=conn:bob value=x"),
 			"SETNX (legacy acquisition)", "bob", "SETNX", "resource:lock", "x"),
 
@@ -352,7 +358,7 @@ func decideCases() []decideCase {
 
 		// lockproxy's own keys: readable, never writable by a client.
 		named(with(refuse("LOCKED", "Refused SET key="+resCtr), func(c *decideCase) {
-			c.err = `LOCKED lockproxy refused SET on "{resource:lock}:lockproxy:grants": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or the key a WAIT is prepared with), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO`
+			c.err = `LOCKED lockproxy refused SET on "{resource:lock}:lockproxy:grants": it is one of lockproxy's own keys (a grant counter, owner records, the locks' index, fencing marks or the key a WAIT is prepared with), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO`
 		}), "SET of a grant counter", "", "SET", resCtr, "7"),
 		named(refuse("LOCKED", "Refused HSET key="+resRecs), "HSET of owner records", "", "HSET", resRecs, "conn:bob", "1 0 0 abc"),
 		named(refuse("LOCKED", "Refused DEL key="+resRecs), "DEL of owner records", "", "DEL", "p1", resRecs),

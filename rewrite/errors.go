@@ -55,7 +55,7 @@ func errLocked(cmd string, key []byte, r *policy.Rule) string {
 }
 
 func errOwnKey(cmd string, key []byte) string {
-	return fmt.Sprintf("LOCKED lockproxy refused %s on %s: it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or the key a WAIT is prepared with), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO", cmd, quoteKey(key))
+	return fmt.Sprintf("LOCKED lockproxy refused %s on %s: it is one of lockproxy's own keys (a grant counter, owner records, the locks' index, fencing marks or the key a WAIT is prepared with), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO", cmd, quoteKey(key))
 }
 
 func errFlush(cmd string) string {

@@ -120,13 +120,13 @@ const (
 )
 
 // MonitorShape is what a monitored script's text is made for, beside the
-// rules: how many locks among KEYS the proxy passes (5 arguments each),
+// rules: how many locks among KEYS the proxy passes (6 arguments each),
 // and the fence's arguments and keys.
 type MonitorShape struct {
 	Locks, FenceArgs, FenceKeys int
 }
 
-func (sh MonitorShape) extras() int { return 3 + 5*sh.Locks + sh.FenceArgs + sh.FenceKeys }
+func (sh MonitorShape) extras() int { return 3 + 6*sh.Locks + sh.FenceArgs + sh.FenceKeys }
 
 // monitorRules is the part of the monitor's text the rules decide: Lua
 // expressions over an argument a (hot) or a key (own, lockish,
@@ -196,7 +196,7 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	hot := append([]string{"find(a, ':lockproxy:', 1, true)"}, finds("a", locks)...)
 	hot = append(hot, finds("a", guards)...)
 	m.hot = or(append(hot, finds("a", owns)...))
-	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')"}
+	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')"}
 	m.own = or(append(own, finds("key", owns)...))
 	m.lock = or(finds("key", locks))
 	m.guard = or(finds("key", guards))
@@ -226,7 +226,7 @@ func suffixPattern(suffix string) string {
 }
 
 // monitorFns are the records' and the fence's helpers the checks use.
-const monitorFns = fnParse + fnPut + fnSettle + fnFence + fnMark
+const monitorFns = fnParse + fnPut + fnSettle + fnFence + fnMark + fnIndex
 
 // MonitorBody is the text Valkey runs for a client's script under the
 // monitor (exported for the offline checks: luaeval's tests run it).
@@ -315,8 +315,8 @@ func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRul
 // monitorPlan runs a client's script (body, as EVAL or EVALSHA of it
 // would) under the monitor. Its ARGV are the client's, then lockproxy's:
 // keep_lapsed, the epoch clues (known, run: EpochClue); per lock among
-// KEYS its key, counter, records, the client's owner under its rule and
-// the rule's release mode; then the
+// KEYS its key, counter, records, the client's owner under its rule, the
+// rule's release mode and the locks' index (index.go); then the
 // fence checks of the guarded keys among KEYS (as Fenced takes them,
 // without the protocol), then their keys.
 func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
@@ -345,7 +345,7 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 				continue
 			}
 			dup := false
-			for i := 0; i < len(locks); i += 5 {
+			for i := 0; i < len(locks); i += 6 {
 				if string(locks[i]) == string(k) {
 					dup = true
 				}
@@ -353,7 +353,7 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 			if dup {
 				continue
 			}
-			locks = append(locks, k, d.counter(r, k), RecordsKey(k), []byte(s.Owner(r)), releaseMode(r))
+			locks = append(locks, k, d.counter(r, k), RecordsKey(k), []byte(s.Owner(r)), releaseMode(r), IndexKey(k, d.Cluster))
 			n++
 		}
 	}

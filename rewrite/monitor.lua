@@ -25,7 +25,7 @@ local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=
 local fns
 local function helpers()
 @FNS@
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark}
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, index = index}
 end
 -- refusal: the error of a refused call.
 local function refusal(code, lc, key, tail)
@@ -53,12 +53,13 @@ local function after(b, was, rg, re, rv, r)
       end
       local fresh = redis.call('EXISTS', rk) == 0
       redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
+      fns = fns or helpers()
       if not fresh then
-        fns = fns or helpers()
         fns.settle(rk, ms, keep, owner)
       elseif e > 0 then
         redis.call('PEXPIREAT', rk, e + keep)
       end
+      fns.index(X[b + 5], rk, e, keep, ms)
     end
     return
   end
@@ -70,6 +71,7 @@ local function after(b, was, rg, re, rv, r)
       fns = fns or helpers()
       fns.settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), keep, '')
     end
+    if redis.pcall('EXISTS', rk) ~= 1 then redis.pcall('ZREM', X[b + 5], rk) end
     return
   end
   local e, ms = redis.call('PEXPIRETIME', key)
@@ -101,7 +103,7 @@ end
 -- name a lock, a guarded key or one of lockproxy's own keys?
 local function mk()
 return function(n, ...)
-  local LB, FA0 = na + 4, na + 4 + 5 * @L@
+  local LB, FA0 = na + 4, na + 4 + 6 * @L@
   local FK0 = FA0 + @FA@
   local cmd = ...
   local lc = type(cmd) == 'string' and string.lower(cmd) or ''
@@ -163,7 +165,7 @@ return function(n, ...)
       end
       local j
       for x = 1, @L@ do
-        if X[LB + 5 * (x - 1)] == key then j = x end
+        if X[LB + 6 * (x - 1)] == key then j = x end
       end
       local lockish = j or @LOCK@
       local guardish = not lockish and (@GUARD@)
@@ -171,7 +173,7 @@ return function(n, ...)
         return refusal('LOCKED', lc, key, ': it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check it')
       end
       if j then
-        local b = LB + 5 * (j - 1)
+        local b = LB + 6 * (j - 1)
         -- The lock's value before the call (false: absent; '' and
         -- other: it holds another type).
         local was, other = redis.pcall('GET', key), false

@@ -249,7 +249,8 @@ func TestDecideScriptsConcurrent(t *testing.T) {
 
 // A monitored script's text is made for its shape: lockproxy passes,
 // after the client's ARGV, keep_lapsed and per lock among KEYS and ARGV its
-// key, counter, records, the client's owner and the rule's mode; KEYS stay
+// key, counter, records, the client's owner, the rule's mode and the
+// locks' index; KEYS stay
 // the client's. How many are lockproxy's is written into the text: the
 // same shape, the same text; another number of locks, another.
 func TestWrapperArguments(t *testing.T) {
@@ -263,14 +264,14 @@ func TestWrapperArguments(t *testing.T) {
 	if got := strs(one.Keys); strings.Join(got, " ") != "new:lock" {
 		t.Errorf("keys %q, want the client's", got)
 	}
-	want := []string{"t", "100", "600000", "-1", "", "new:lock", string(rewrite.CounterKey(lock)), string(rewrite.RecordsKey(lock)), alice.conn, "rewrite"}
+	want := []string{"t", "100", "600000", "-1", "", "new:lock", string(rewrite.CounterKey(lock)), string(rewrite.RecordsKey(lock)), alice.conn, "rewrite", rewrite.StandaloneIndexKey}
 	if got := strs(one.Args); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("args %q, want %q", got, want)
 	}
 	const both = "redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2])\n" + acquireScript
 	two := d.Decide(bs("EVAL", both, "2", "new:lock", "other:lock", "t", "100"), alice, nil)
-	if two.Script == nil || two.Script == one.Script || len(two.Keys) != 2 || len(two.Args) != 5+2*5 {
-		t.Errorf("two locks: the one lock's text %v, %d keys, %d args; want another text, 2 keys, 15 args", two.Script == one.Script, len(two.Keys), len(two.Args))
+	if two.Script == nil || two.Script == one.Script || len(two.Keys) != 2 || len(two.Args) != 5+2*6 {
+		t.Errorf("two locks: the one lock's text %v, %d keys, %d args; want another text, 2 keys, 17 args", two.Script == one.Script, len(two.Keys), len(two.Args))
 	}
 	if again := d.Decide(bs("EVAL", acquireScript, "1", "some:lock", "u", "200"), alice, nil); again.Script != one.Script {
 		t.Errorf("the same shape made another text")

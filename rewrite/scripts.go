@@ -246,7 +246,8 @@ end
 // it took the lock), followed by ":<ms>" under a rule's max_lease (see
 // acquireDelay) and "!" in front of a cluster (see fnGrant), ARGV[4] and
 // ARGV[5] the epoch clues fnGrant establishes the epoch with (known, run:
-// EpochClue), then SET's arguments after the key (for SETNX: value, NX).
+// EpochClue), ARGV[6] the locks' index (index.go), then SET's arguments
+// after the key (for SETNX: value, NX).
 //
 // Reply: {grant or 0, SET's own reply}. Errors are Valkey's own, word for
 // word (pcall, not call, which would add the script's name). If the counter
@@ -256,7 +257,7 @@ var Acquire = newScript("acquire", fnGrant+`local get, delay, cl = string.match(
 local known, run = tonumber(ARGV[4]), ARGV[5]
 if delay ~= '' then
 `+acquireDelay+`end
-local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 6))
+local r = redis.pcall('SET', KEYS[1], unpack(ARGV, 7))
 if type(r) == 'table' and r.err then return r end
 -- Taken: SET answered (OK), or, with GET, answered nil (no old value).
 if (r ~= false) == (get == 'get') then return {0, r} end
@@ -272,22 +273,24 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 -- Valkey accepts one expiry option at most, and its argument is a number,
 -- never an option's name: the last name found from the end is the one.
 local e = 0
-for i = #ARGV - 1, 7, -1 do
+for i = #ARGV - 1, 8, -1 do
   local o = string.upper(ARGV[i])
   if o == 'PX' then e = now + ARGV[i + 1] break
   elseif o == 'EX' then e = now + 1000 * ARGV[i + 1] break
   elseif o == 'PXAT' then e = tonumber(ARGV[i + 1]) break
   elseif o == 'EXAT' then e = 1000 * ARGV[i + 1] break end
 end
-local rec = string.format('%d %d %d ', grant, now, e) .. ARGV[6]
-if redis.call('EXISTS', KEYS[3]) == 0 then
+local rec = string.format('%d %d %d ', grant, now, e) .. ARGV[7]
+`+fnIndex+`if redis.call('EXISTS', KEYS[3]) == 0 then
   -- The usual case: no other record to mark lapsed or prune.
   redis.call('HSET', KEYS[3], ARGV[1], rec)
   if e > 0 then redis.call('PEXPIREAT', KEYS[3], e + ARGV[2]) end
+  index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now)
   return {grant, r}
 end
 `+fnParse+fnPut+fnSettle+`redis.call('HSET', KEYS[3], ARGV[1], rec)
 settle(KEYS[3], now, tonumber(ARGV[2]), ARGV[1])
+index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now)
 return {grant, r}`)
 
 // acquireDelay is Acquire's check under a rule's max_lease (the ms after
@@ -300,7 +303,7 @@ return {grant, r}`)
 const acquireDelay = `local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local e = 0
-for i = #ARGV - 1, 7, -1 do
+for i = #ARGV - 1, 8, -1 do
   local o = string.upper(ARGV[i])
   if o == 'PX' then e = now + ARGV[i + 1] break
   elseif o == 'EX' then e = now + 1000 * ARGV[i + 1] break
@@ -330,12 +333,13 @@ end
 //	reject   the caller holds it: refused (TOKENRELEASE); no record: as above
 //	observe  deleted as asked
 //
-// The caller's record goes with its release.
+// The caller's record goes with its release, and the records' entry in
+// the locks' index with the last record (fnUnindex).
 //
 // KEYS: plain keys, then (lock, counter, records) per lock. ARGV[1] DEL or
 // UNLINK, ARGV[2] the number of plain keys, ARGV[3] keep_lapsed in ms; then
-// per lock its owner and its mode: rewrite, reject or observe, with "+" when
-// unknown owners are forwarded.
+// per lock its owner, its mode (rewrite, reject or observe, with "+" when
+// unknown owners are forwarded) and the locks' index (index.go).
 //
 // Reply: {deleted, then per lock: outcome, holder, held ms, lapsed, grant,
 // the token's first 3 bytes and its length (for the audit's masked token)} with
@@ -346,14 +350,14 @@ end
 // time since the caller's grant (-1 without a record); lapsed 1 when the
 // caller's lease had run out; grant the caller's (0 without a record). A refusal is the error "NOTOWNER <i>" or
 // "TOKENRELEASE <i>" (i: which lock), which the proxy words.
-var Release = newScript("release", releaseOne+fnParse+fnCurrent+`local function rare() `+fnPut+fnHolder+fnSettle+`return holder, settle end
+var Release = newScript("release", releaseOne+fnParse+fnCurrent+fnUnindex+`local function rare() `+fnPut+fnHolder+fnSettle+`return holder, settle end
 local n = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local plan = {}
 for i = 1, (#KEYS - n) / 3 do
   local k = n + 3 * i - 2
-  local owner, mode = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
+  local owner, mode = ARGV[1 + 3 * i], ARGV[2 + 3 * i]
   local rec = nil
   if mode ~= 'observe' then rec = parse(redis.call('HGET', KEYS[k + 2], owner)) end
   local fwd = string.sub(mode, -1) == '+'
@@ -380,7 +384,7 @@ local out, seen = {0}, nil
 if #plan > 1 then seen = {} end
 for i = 1, #plan do
   local k = n + 3 * i - 2
-  local what, rec, owner = plan[i][1], plan[i][2], ARGV[2 + 2 * i]
+  local what, rec, owner = plan[i][1], plan[i][2], ARGV[1 + 3 * i]
   local who = ''
   if seen and seen[KEYS[k]] then
     -- The same lock named again: the first time did all there was to do,
@@ -408,6 +412,7 @@ for i = 1, #plan do
       if not settle then holder, settle = rare() end
       settle(KEYS[k + 2], now, tonumber(ARGV[3]), gone, all, rec and owner)
     end
+    if rec then unindex(ARGV[3 + 3 * i], KEYS[k + 2]) end
   end
   local held, lapsed, grant, head, size = -1, 0, 0, '', 0
   if rec then
@@ -439,6 +444,7 @@ const releaseOne = `if ARGV[2] == '0' and #KEYS == 3 and ARGV[5] == 'rewrite' th
     local now = t[1] * 1000 + math.floor(t[2] / 1000)
     local deleted = redis.call(ARGV[1], KEYS[1])
     redis.call('HDEL', KEYS[3], ARGV[4])
+    if redis.pcall('EXISTS', KEYS[3]) ~= 1 then redis.pcall('ZREM', ARGV[6], KEYS[3]) end
     local lapsed = 0
     if e + 0 <= now then lapsed = 1 end
     return {deleted, 'released', '', now - a, lapsed, tonumber(g), string.sub(v, 1, 3), #v}
@@ -456,18 +462,18 @@ end
 //
 // KEYS[1] lock, KEYS[2] counter, KEYS[3] records. ARGV[1] owner, ARGV[2]
 // keep_lapsed in ms, ARGV[3] "0" or "nil" (the no-op reply), ARGV[4] the
-// refusal's code (NOTOWNER, LOCKED), ARGV[5] the command, then its
-// arguments after the key.
+// refusal's code (NOTOWNER, LOCKED), ARGV[5] the locks' index (index.go),
+// ARGV[6] the command, then its arguments after the key.
 //
 // Reply: {1 when it ran (0 when superseded), the command's reply}; the
 // refusal is the error "<code> 1", which the proxy words.
-var Holder = newScript("holder", fnNow+fnParse+fnPut+fnCurrent+fnSettle+`local rec = parse(redis.call('HGET', KEYS[3], ARGV[1]))
+var Holder = newScript("holder", fnNow+fnParse+fnPut+fnCurrent+fnSettle+fnUnindex+`local rec = parse(redis.call('HGET', KEYS[3], ARGV[1]))
 if not rec then return redis.error_reply(ARGV[4] .. ' 1') end
 if not current(KEYS[1], KEYS[2], rec) then
   if ARGV[3] == '0' then return {0, 0} end
   return {0, false}
 end
-local reply = redis.pcall(ARGV[5], KEYS[1], unpack(ARGV, 6))
+local reply = redis.pcall(ARGV[6], KEYS[1], unpack(ARGV, 7))
 if type(reply) == 'table' and reply.err then return reply end
 local now = now_ms()
 -- One read tells whether the command ended the key (see absent) and, if
@@ -478,9 +484,10 @@ if type(pttl) == 'table' or pttl == -2 then
   -- Without an expiry the hash would keep the other (lapsed) records
   -- forever; the HDEL may have emptied it (see absent).
   if redis.pcall('PTTL', KEYS[3]) == -1 then settle(KEYS[3], now, tonumber(ARGV[2]), '') end
+  unindex(ARGV[5], KEYS[3])
   return {1, reply}
 end
-if string.upper(ARGV[5]) == 'SET' then rec.v = ARGV[6] end
+if string.upper(ARGV[6]) == 'SET' then rec.v = ARGV[7] end
 rec.e = 0
 if pttl > 0 then rec.e = now + pttl end
 put(KEYS[3], ARGV[1], rec)
