@@ -68,7 +68,7 @@ func libraryMonitor(m *monitorRules) string {
 		}
 		return "{" + strings.Join(q, ", ") + "}"
 	}
-	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "pm(key, PO)"}
+	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')", "pm(key, PO)"}
 	core := strings.NewReplacer(
 		"@L@", "L",
 		"@FA@", "FA",
@@ -326,7 +326,7 @@ func clientFcall(cmd []resp.Value) []resp.Value {
 		}
 		switch i {
 		case 0:
-			extra += 5 * c
+			extra += 6 * c
 		case 6: // the flush mode
 		default:
 			extra += c

@@ -94,7 +94,7 @@ local function enter(cb, keys, args, x)
     L, FA = tonumber(l), tonumber(fa)
     nl, ng, no = tonumber(nl), tonumber(ng), tonumber(no)
     local p = n - 1 - nl - ng - no
-    na = p - 3 - 5 * L - FA - tonumber(fk)
+    na = p - 3 - 6 * L - FA - tonumber(fk)
     if na < 0 then error('lockproxy: malformed call', 0) end
     PL, PG, PO = {unpack(args, p + 1, p + nl)}, {unpack(args, p + nl + 1, p + nl + ng)}, {unpack(args, p + nl + ng + 1, p + nl + ng + no)}
     FR, direct = fr == '1', false

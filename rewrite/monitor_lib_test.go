@@ -70,9 +70,9 @@ func TestFcallPlan(t *testing.T) {
 	if len(p.Keys) != 1 || string(p.Keys[0]) != "srej:x" || string(p.Args[0]) != "tok" {
 		t.Fatalf("keys %q args %q", p.Keys, p.Args)
 	}
-	// tok, keep_lapsed and the epoch clues, one lock (5), 4 lock patterns,
+	// tok, keep_lapsed and the epoch clues, one lock (6), 4 lock patterns,
 	// the trailer.
-	if n := len(p.Args); n != 1+3+5+4+1 {
+	if n := len(p.Args); n != 1+3+6+4+1 {
 		t.Fatalf("%d arguments: %q", n, p.Args)
 	}
 	if got := string(p.Args[len(p.Args)-1]); got != "lockproxy-fcall 1 0 0 4 0 0 0" {
