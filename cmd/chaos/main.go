@@ -246,7 +246,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"the Valkey fault is a primary killed (SIGKILL) while its replica is cut off, and the replica promoted")
 	var durable int
 	var maxLease time.Duration
-	fs.IntVar(&durable, "durability", 0, "the rule's durability: {replicas: N, timeout: 200ms} (0: off; -cluster, one instance)")
+	fs.IntVar(&durable, "durability", 0, "the rule's durability: {replicas: N, timeout: 200ms} (0: off; one instance; a replica to acknowledge exists with -sentinel and -cluster)")
 	fs.DurationVar(&maxLease, "max-lease", 0, "the rule's max_lease (0: none; one instance); workers ask for -lease")
 	// Worker mode (the driver re-executes this binary).
 	var wc workerConfig
