@@ -107,10 +107,11 @@ type Totals struct {
 	// primaries stopped with SIGSTOP for a moment.
 	Cluster   bool `json:"cluster,omitempty"`
 	Failovers int  `json:"cluster_failovers"`
-	// -cluster -lose-writes: primaries killed while their replica was cut
-	// off, the replica promoted.
-	LossyFailovers int `json:"lossy_failovers"`
-	PrimaryStops   int `json:"primary_sigstops"`
+	// -cluster -lose-writes and -sentinel: primaries killed while their
+	// replica was cut off, the replica promoted (by Sentinel with Sentinel).
+	LossyFailovers int  `json:"lossy_failovers"`
+	Sentinel       bool `json:"sentinel,omitempty"`
+	PrimaryStops   int  `json:"primary_sigstops"`
 
 	// Examples of each violation, for the report.
 	Examples []string `json:"examples,omitempty"`

@@ -208,3 +208,14 @@ func TestCheckReusedTokens(t *testing.T) {
 		t.Fatalf("one reuse: %+v", got)
 	}
 }
+
+// The Sentinel run's table counts its failovers (like the cluster's lossy
+// ones), not Valkey restarts.
+func TestPrintTableSentinel(t *testing.T) {
+	var b bytes.Buffer
+	printTable(&b, []Totals{{Mode: "proxy", Sentinel: true, LossyFailovers: 2}, {Mode: "plain", Sentinel: true, LossyFailovers: 3}})
+	out := b.String()
+	if !strings.Contains(out, "replica promoted by Sentinel  2  3") || strings.Contains(out, "Valkey restarts") {
+		t.Fatalf("table:\n%s", out)
+	}
+}

@@ -99,7 +99,7 @@ func (pp *proxyProc) stop() {
 // serveProxy is the body of an instance process: the run's rule with
 // session, on listen, until SIGTERM (a graceful stop) or SIGKILL.
 func serveProxy(listen, upstream, session string) error {
-	opts, err := proxyOptions(upstream, nil, session)
+	opts, err := proxyOptions(upstream, nil, nil, session)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@
 // shows the checker can fail.
 //
 //	chaos [-duration 60s] [-workers 6] [-locks 2] [-lease 250ms] [-instances 1] [-scripts] [-lose-writes]
-//	      [-durability N] [-max-lease D] [-mode both|proxy|plain] [-json]
+//	      [-cluster | -sentinel] [-durability N] [-max-lease D] [-mode both|proxy|plain] [-json]
 //
 // # The run
 //
@@ -59,6 +59,19 @@
 // writes: a random primary's replica is cut off (its replication user
 // switched off, its link killed), the workers go on for two leases, the
 // primary is killed with SIGKILL and the cluster promotes the replica.
+//
+// # Sentinel (-sentinel)
+//
+// A primary and its replica (without persistence with -lose-writes), three
+// Sentinels watching them (quorum 2, down after 1 s), and lockproxy
+// following Sentinel; the plain run's workers ask the Sentinels for the
+// primary as a Sentinel-aware client does, so both runs meet the same
+// faults. The Valkey fault is a failover that loses writes: the replica is
+// cut off (its replication user switched off on the primary, its link
+// killed), the workers go on for half a lease to a lease, the primary is
+// killed with SIGKILL, Sentinel promotes the replica, and the old primary
+// is started again and made the new one's replica by Sentinel (the fault
+// waits for its link; about 15 s a failover).
 //
 // # Several instances (-instances 2 or more)
 //
@@ -157,7 +170,9 @@ func rulesYAML(session string) string {
 
 // proxyOptions are the options of every proxy a run starts: short reply
 // timeout and backoffs, so that restarts are felt and recovered from fast.
-func proxyOptions(upstream string, seeds []string, session string) (proxy.Options, error) {
+// With sentinels, it follows the primary Sentinel names (upstream is the
+// first one).
+func proxyOptions(upstream string, seeds, sentinels []string, session string) (proxy.Options, error) {
 	cfg, err := policy.Parse("chaos.yaml", []byte(rulesYAML(session)))
 	if err != nil {
 		return proxy.Options{}, err
@@ -166,6 +181,9 @@ func proxyOptions(upstream string, seeds []string, session string) (proxy.Option
 	u.Addr = upstream
 	if len(seeds) > 0 {
 		u.Addr, u.Cluster.Seeds = "", seeds
+	}
+	if len(sentinels) > 0 {
+		u.Sentinel = policy.SentinelConfig{Master: sentinelMaster, Addrs: sentinels}
 	}
 	u.ReplyTimeout, u.DialTimeout = policy.Duration(time.Second), policy.Duration(time.Second)
 	u.ReconnectBackoff, u.MaxBackoff = policy.Duration(20*time.Millisecond), policy.Duration(200*time.Millisecond)
@@ -188,6 +206,7 @@ type options struct {
 	json         bool
 	keep         bool
 	cluster      bool
+	sentinel     bool
 	scripts      bool
 	loseWrites   bool
 }
@@ -217,6 +236,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.keep, "keep", false, "keep the run directory (histories, Valkey files)")
 	fs.BoolVar(&o.cluster, "cluster", false, "a local Valkey Cluster (3 primaries, 3 replicas) instead of one Valkey: "+
 		"the Valkey restarts become CLUSTER FAILOVERs and brief SIGSTOPs of a primary; the plain run uses a cluster-aware client")
+	fs.BoolVar(&o.sentinel, "sentinel", false, "a primary, its replica and 3 Sentinels instead of one Valkey, lockproxy following Sentinel: "+
+		"the Valkey fault is a primary killed (SIGKILL) while its replica is cut off, Sentinel promoting the replica, the old primary "+
+		"restarted as its replica; the plain run uses a Sentinel-aware client")
 	fs.BoolVar(&o.scripts, "scripts", false, "workers take, write and release with a lock library's own scripts (bsm/redislock's obtain and release, "+
 		"a scripted RPUSH) instead of SET NX, RPUSH and a blind DEL: through the proxy each runs in its wrapper")
 	fs.BoolVar(&o.loseWrites, "lose-writes", false, "run Valkey without persistence: each Valkey restart of the schedule (SIGKILL) loses "+
@@ -224,7 +246,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"the Valkey fault is a primary killed (SIGKILL) while its replica is cut off, and the replica promoted")
 	var durable int
 	var maxLease time.Duration
-	fs.IntVar(&durable, "durability", 0, "the rule's durability: {replicas: N, timeout: 200ms} (0: off; -cluster, one instance)")
+	fs.IntVar(&durable, "durability", 0, "the rule's durability: {replicas: N, timeout: 200ms} (0: off; one instance; a replica to acknowledge exists with -sentinel and -cluster)")
 	fs.DurationVar(&maxLease, "max-lease", 0, "the rule's max_lease (0: none; one instance); workers ask for -lease")
 	// Worker mode (the driver re-executes this binary).
 	var wc workerConfig
@@ -237,6 +259,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&wc.name, "name", "", "internal")
 	fs.BoolVar(&wc.proxied, "proxied", false, "internal")
 	fs.BoolVar(&wc.cluster, "cluster-client", false, "internal")
+	fs.BoolVar(&wc.sentinel, "sentinel-client", false, "internal")
 	fs.BoolVar(&wc.scripts, "worker-scripts", false, "internal")
 	fs.Int64Var(&untilNS, "until", 0, "internal")
 	fs.StringVar(&wc.out, "out", "", "internal")
@@ -282,8 +305,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "chaos: -workers, -locks, -lease, -duration and -instances must be positive")
 		return 2
 	}
-	if o.cluster && o.instances > 1 {
-		fmt.Fprintln(stderr, "chaos: -cluster runs one lockproxy instance; leave -instances at 1")
+	if (o.cluster || o.sentinel) && o.instances > 1 {
+		fmt.Fprintln(stderr, "chaos: -cluster and -sentinel run one lockproxy instance; leave -instances at 1")
+		return 2
+	}
+	if o.cluster && o.sentinel {
+		fmt.Fprintln(stderr, "chaos: -cluster or -sentinel, not both")
 		return 2
 	}
 	var modes []string
@@ -299,6 +326,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	where := "one Valkey"
 	if o.cluster {
 		where = "a Valkey Cluster"
+	} else if o.sentinel {
+		where = "a primary and a replica under 3 Sentinels"
 	}
 	fmt.Fprintf(stderr, "chaos: %d workers, %d locks, lease %v, stall probability %.2f, %d proxy instance(s) in front of %s, %v per run, seed %d\n",
 		o.workers, o.locks, o.lease, o.stallP, o.instances, where, o.duration, o.seed)
@@ -350,7 +379,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startValkey(bin, dir string, loseWrites bool) (*valkey, error) {
+// startValkey starts valkey-server in dir (its configuration file, log
+// and data there) with the extra directives.
+func startValkey(bin, dir string, loseWrites bool, extra ...string) (*valkey, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -361,6 +392,9 @@ func startValkey(bin, dir string, loseWrites bool) (*valkey, error) {
 		"logfile " + filepath.Join(dir, "valkey.log"),
 		"save \"\"", "appendonly yes", "appendfsync always",
 	}, "\n") + "\n"
+	for _, d := range extra {
+		conf += d + "\n"
+	}
 	if loseWrites {
 		conf = strings.Replace(conf, "appendonly yes", "appendonly no", 1)
 	}
@@ -397,12 +431,13 @@ func (v *valkey) kill() {
 type proxyRunner struct {
 	addr, upstream string
 	seeds          []string // in front of a cluster
+	sentinels      []string // following Sentinel
 	p              *proxy.Proxy
 	done           chan error
 }
 
 func (pr *proxyRunner) start() error {
-	opts, err := proxyOptions(pr.upstream, pr.seeds, "")
+	opts, err := proxyOptions(pr.upstream, pr.seeds, pr.sentinels, "")
 	if err != nil {
 		return err
 	}
@@ -461,12 +496,22 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 		defer os.RemoveAll(dir)
 	}
 	// One Valkey, or a cluster (vk nil): its seeds are where the plain
-	// run's cluster client starts and what the proxy is given.
+	// run's cluster client starts and what the proxy is given; or a
+	// primary and replica under Sentinels (vk nil), whose addresses the
+	// plain run's Sentinel client and the proxy are given.
 	var vk *valkey
 	var cl *valkeytest.Cluster
+	var ss *sentinelSet
 	var upstream string
-	var seeds []string
-	if o.cluster {
+	var seeds, sentinels []string
+	if o.sentinel {
+		if ss, err = startSentinelSet(o.valkey, dir, o.loseWrites); err != nil {
+			return Totals{}, err
+		}
+		defer ss.stop()
+		sentinels = ss.addrs
+		upstream = ss.nodes[0].addr
+	} else if o.cluster {
 		if cl, err = valkeytest.StartCluster(); err != nil {
 			return Totals{}, err
 		}
@@ -508,7 +553,7 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 			targets[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		}
 		if o.instances == 1 {
-			pr = &proxyRunner{addr: targets[0], upstream: upstream, seeds: seeds}
+			pr = &proxyRunner{addr: targets[0], upstream: upstream, seeds: seeds, sentinels: sentinels}
 			if err := pr.start(); err != nil {
 				return Totals{}, err
 			}
@@ -527,7 +572,11 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 	until := time.Now().Add(o.duration)
 	var ws []*workerProc
 	for i := 0; i < o.workers; i++ {
-		args := []string{"-worker", "-id", strconv.Itoa(i), "-addr", strings.Join(targets, ","),
+		addrs := targets
+		if mode == "plain" && o.sentinel {
+			addrs = sentinels
+		}
+		args := []string{"-worker", "-id", strconv.Itoa(i), "-addr", strings.Join(addrs, ","),
 			"-until", strconv.FormatInt(until.UnixNano(), 10), "-out", filepath.Join(dir, fmt.Sprintf("worker%d.jsonl", i)),
 			"-locks", strconv.Itoa(o.locks), "-lease", o.lease.String(), "-stall", fmt.Sprint(o.stallP),
 			"-max-grants", strconv.Itoa(o.maxGrants), "-seed", strconv.FormatUint(o.seed, 10)}
@@ -535,6 +584,8 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 			args = append(args, "-proxied")
 		} else if o.cluster {
 			args = append(args, "-cluster-client")
+		} else if o.sentinel {
+			args = append(args, "-sentinel-client")
 		}
 		if o.instances > 1 {
 			args = append(args, "-name", "chaos-w"+strconv.Itoa(i))
@@ -619,6 +670,10 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 					}
 					t.ProxyRestarts++
 				}
+			} else if ss != nil {
+				if err := sentinelLossyFailover(ss, rng, o.lease, &t); err != nil {
+					return t, err
+				}
 			} else if cl != nil && o.loseWrites {
 				if err := clusterLossyFailover(cl, rng, o.lease, &t); err != nil {
 					return t, err
@@ -669,7 +724,15 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 		defer c.Close()
 		rc = c
 	} else {
-		c := redis.NewClient(&redis.Options{Addr: vk.addr})
+		addr := ""
+		if ss != nil {
+			if addr, err = ss.master(); err != nil {
+				return t, err
+			}
+		} else {
+			addr = vk.addr
+		}
+		c := redis.NewClient(&redis.Options{Addr: addr})
 		defer c.Close()
 		rc = c
 	}
@@ -684,7 +747,7 @@ func runMode(o options, mode string, logw io.Writer) (Totals, error) {
 	ct := Check(mode, ops, resource)
 	ct.Stops, ct.ProxyRestarts, ct.ProxyKills, ct.ValkeyRestarts = t.Stops, t.ProxyRestarts, t.ProxyKills, t.ValkeyRestarts
 	ct.Cluster, ct.Failovers, ct.PrimaryStops = o.cluster, t.Failovers, t.PrimaryStops
-	ct.LossyFailovers = t.LossyFailovers
+	ct.LossyFailovers, ct.Sentinel = t.LossyFailovers, o.sentinel
 	ct.Scripts = o.scripts
 	ct.Instances = o.instances
 	ct.setPortable(o.instances > 1)
@@ -763,7 +826,9 @@ func printTable(w io.Writer, all []Totals) {
 	row("workers stopped (SIGSTOP)", func(t Totals) int { return t.Stops })
 	row("proxy restarts", func(t Totals) int { return t.ProxyRestarts })
 	row("proxy instances killed (SIGKILL) and restarted", func(t Totals) int { return t.ProxyKills })
-	if len(all) > 0 && all[0].Cluster && all[0].LossyFailovers+all[len(all)-1].LossyFailovers > 0 {
+	if len(all) > 0 && all[0].Sentinel {
+		row("primaries killed (SIGKILL) with their replica cut off, replica promoted by Sentinel", func(t Totals) int { return t.LossyFailovers })
+	} else if len(all) > 0 && all[0].Cluster && all[0].LossyFailovers+all[len(all)-1].LossyFailovers > 0 {
 		row("primaries killed (SIGKILL) with their replica cut off, replica promoted", func(t Totals) int { return t.LossyFailovers })
 	} else if len(all) > 0 && all[0].Cluster {
 		row("CLUSTER FAILOVERs (on a replica)", func(t Totals) int { return t.Failovers })

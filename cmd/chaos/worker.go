@@ -24,6 +24,7 @@ type workerConfig struct {
 	name     string   // CLIENT SETNAME on every connection, when set
 	proxied  bool     // tokens from LOCKPROXY FENCE; else INCR on the counter
 	cluster  bool     // addrs[0] is a cluster node, and the worker a cluster client
+	sentinel bool     // addrs are Sentinels, and the worker a Sentinel client
 	locks    int
 	lease    time.Duration
 	stallP   float64
@@ -159,6 +160,11 @@ func runWorker(cfg workerConfig) error {
 		cc := &clusterClient{seed: cfg.addrs[0], name: cfg.name, conns: map[string]*conn{}, slots: map[uint16]string{}}
 		defer cc.close()
 		do = cc.do
+	}
+	if cfg.sentinel {
+		sc := newSentinelClient(cfg.addrs, cfg.name)
+		defer sc.close()
+		do = sc.do
 	}
 	rec := func(op Op) Op {
 		op.W = cfg.id
