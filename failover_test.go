@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
@@ -534,6 +536,57 @@ func TestNothingWrittenBeforeAGrant(t *testing.T) {
 		alone := dialRaw(t, plain.Addr).do("INFO", section)
 		if behind != alone {
 			t.Errorf("INFO %s of the Valkey behind lockproxy: %q; of Valkey alone: %q", section, behind, alone)
+		}
+	}
+}
+
+// A durable fenced write is answered after its WAIT, which often comes in
+// a later read of the shared upstream connection than the write's own
+// reply: meanwhile other clients' replies arrive on that connection. The
+// write's reply is the write's (issue 29's Sentinel chaos run, with
+// durability, saw fenced writes answered nil and streams left with a
+// stray byte: the reply was kept as a slice of the connection's read
+// buffer, which the later replies overwrote).
+func TestDurableWriteReplyKeptAcrossReads(t *testing.T) {
+	primary, _ := replPrimaryReplica(t)
+	e := &env{t: t, srv: primary}
+	e.startProxy(rulesOptions(t, failoverFenceRule+"    durability: {replicas: 1, timeout: 2s}\n"))
+	d := e.direct()
+	d.Set(ctx, "other", "0123456789", 0)
+	a := dialRaw(t, e.addr)
+	acquire(t, a, "{d}:mutex", "a", 30*time.Second)
+	// Others read on the shared connections all the while.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		o := dialRaw(t, e.addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			batch := strings.Repeat(string(resp.AppendCommandStrings(nil, "GET", "other")), 20)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				o.send(batch)
+				for range 20 {
+					if _, err := o.readErr(time.Minute); err != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for i := 1; i <= 150; i++ {
+		got := a.do("RPUSH", "{d}:data", "x")
+		if strings.HasPrefix(got, "-NOTDURABLE") {
+			continue
+		}
+		if got != fmt.Sprintf(":%d\r\n", i) {
+			t.Fatalf("write %d answered %q", i, got)
 		}
 	}
 }

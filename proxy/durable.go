@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"sync"
@@ -71,8 +72,12 @@ func (s *session) runDurableWrite(plan rewrite.Plan, d *policy.DurabilityConfig)
 	s.mute = true
 	sha := encodeScript(plan, true)
 	s.forwardRetry(sha, sha, func(reply []byte) []byte {
+		// Kept until the WAIT's reply, which may come in a later read:
+		// a copy, since Fold may answer a slice of the connection's read
+		// buffer, which later replies overwrite.
+		f := bytes.Clone(rewrite.Fold(shape, effects, sc.Unwrap(reply), proto))
 		mu.Lock()
-		folded = rewrite.Fold(shape, effects, sc.Unwrap(reply), proto)
+		folded = f
 		mu.Unlock()
 		return reply
 	})
@@ -137,7 +142,7 @@ func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
 	s.forwardRetry(sha, sha, func(reply []byte) []byte {
 		mu.Lock()
 		defer mu.Unlock()
-		folded = rewrite.Fold(shape, effects, plan.Script.Unwrap(reply), proto)
+		folded = bytes.Clone(rewrite.Fold(shape, effects, plan.Script.Unwrap(reply), proto)) // kept past this read, as above
 		if waited && effects[0].Grant > 0 {
 			undo(effects[0].Grant, -1)
 		}
