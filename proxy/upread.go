@@ -109,7 +109,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	case err == nil || err == errWouldBlock:
 		return true
 	case isTimeout(err) && !c.dead.Load():
-		err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.Upstream.ReplyTimeout.D())
+		err = replyTimeout(c.p.opts.Upstream.ReplyTimeout.D()) // counted as a timeout (uphealth.go)
 	}
 	c.fail(err)
 	return false
