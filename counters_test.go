@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,4 +241,51 @@ func deployedMetricNames(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A command whose reply does not come within reply_timeout is answered
+// with an UPSTREAM error and counted: upstream_errors_total{reason=
+// "timeout"} for the connection, upstream_failed_commands_total for the
+// command, the same in INFO lockproxy.
+func TestCountersUpstreamTimeout(t *testing.T) {
+	e := newEnv(t, faultOptions())
+	a := dialRaw(t, e.addr)
+	eq(t, a.do("SET", "k", "v"), "+OK\r\n")
+	proc := e.srv.Process()
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = proc.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	a.send(string(redisCmd("GET", "k")))
+	got, err := a.readErr(replyDeadline)
+	if err != nil {
+		t.Fatalf("no reply while Valkey is paused: %v", err)
+	}
+	mustContain(t, got, "-UPSTREAM")
+	mustContain(t, got, "reply_timeout")
+	resume()
+	m := metrics(t, e)
+	if n := metric(t, m, `lockproxy_upstream_errors_total{reason="timeout"}`); n < 1 {
+		t.Errorf("upstream_errors_total{reason=timeout} = %v, want at least 1", n)
+	}
+	if n := metric(t, m, `lockproxy_upstream_failed_commands_total`); n < 1 {
+		t.Errorf("upstream_failed_commands_total = %v, want at least 1", n)
+	}
+	// INFO goes nowhere near Valkey: it reads the same counters.
+	info := infoLines(t, dialRaw(t, e.addr).do("INFO", "lockproxy"))
+	for line, series := range map[string]string{
+		"upstream_errors_timeout":  `lockproxy_upstream_errors_total{reason="timeout"}`,
+		"upstream_failed_commands": `lockproxy_upstream_failed_commands_total`,
+	} {
+		if want := fmt.Sprint(metric(t, m, series)); info[line] != want {
+			t.Errorf("INFO %s = %s, /metrics %s = %s", line, info[line], series, want)
+		}
+	}
 }
