@@ -78,8 +78,8 @@ var counterTable = []counterRow{
 	{metric: "upstream_round_trip_seconds", help: "Time from a command's queueing on a connection to Valkey to its reply's arrival, by the command's family.", kind: histogramRow, labels: []string{"family"},
 		info: one("upstream_round_trip"),
 		hist: func(p *Proxy, e histFn) {
-			for f := range p.ops.roundTrip {
-				e(p.ops.roundTrip[f].snapshot(), familyNames[f])
+			for f := family(0); f < numFamilies; f++ {
+				e(p.ops.roundTrip.snapshot(f), familyNames[f])
 			}
 		}},
 	{metric: "lock_rules", help: "Lock rules in force.", kind: gaugeRow, info: one("lock_rules"),

@@ -15,9 +15,6 @@ import (
 // smallest and largest value seen, which STATS reports and which narrow
 // its quantile estimates.
 type histogram struct {
-	// bounds are the buckets' upper bounds in seconds; nil means
-	// durationBuckets. Set before the first observation.
-	bounds []float64
 	once   sync.Once
 	h      prometheus.Histogram
 	maxNs  atomic.Int64
@@ -29,18 +26,7 @@ type histogram struct {
 var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 	1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
 
-// roundTripBuckets are upper bounds in seconds for a command's trip to
-// Valkey and back: from a fraction of a millisecond on one host to a
-// command that held Valkey for seconds.
-var roundTripBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-	0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
-
-func (h *histogram) upperBounds() []float64 {
-	if h.bounds == nil {
-		return durationBuckets
-	}
-	return h.bounds
-}
+func (h *histogram) upperBounds() []float64 { return durationBuckets }
 
 func (h *histogram) hist() prometheus.Histogram {
 	h.once.Do(func() {

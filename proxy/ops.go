@@ -37,7 +37,7 @@ type ops struct {
 	// Commands handled, and the round trip to Valkey of those sent there,
 	// by family (family.go).
 	commands  [numFamilies]atomic.Int64
-	roundTrip [numFamilies]histogram
+	roundTrip roundTrips
 
 	// Per-rule counters, by the rule's pattern (so they survive a reload
 	// that keeps the pattern), and totals across rules.
@@ -75,9 +75,6 @@ type reloadStatus struct {
 
 func newOps(opts *Options) (*ops, error) {
 	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
-	for i := range o.roundTrip {
-		o.roundTrip[i].bounds = roundTripBuckets
-	}
 	o.logins.Store(newAdminLogins(opts.Admin.Password, opts.Admin.Users))
 	opts.Logger = slog.New(&countingHandler{h: opts.Logger.Handler(), o: o})
 	var audit *auditFile
@@ -129,23 +126,3 @@ func (p *Proxy) upstreamConns() int64 {
 // grant's lease ran out. (A lease that runs out with no release at all is
 // Valkey's to expire: no instance sees it.)
 func (p *Proxy) lapsedTotal() int64 { return p.ops.all.lapsed.Load() }
-
-// clockBase anchors monoNow: Go's monotonic clock, read as nanoseconds.
-var clockBase = time.Now()
-
-// monoNow is nanoseconds on the monotonic clock, never 0.
-func monoNow() int64 { return int64(time.Since(clockBase)) + 1 }
-
-// roundTrips records the round trip of replies just read: from when each
-// command was queued on the connection to now (one clock read per batch).
-func (o *ops) roundTrips(ps []pend) {
-	if len(ps) == 0 {
-		return
-	}
-	now := monoNow()
-	for i := range ps {
-		if ps[i].sent != 0 {
-			o.roundTrip[ps[i].fam].observe(time.Duration(now - ps[i].sent))
-		}
-	}
-}

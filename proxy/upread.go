@@ -153,7 +153,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 		c.fail(errors.New("a reply came from Valkey that no command was waiting for"))
 		return false
 	}
-	c.p.ops.roundTrips(*ps)
+	c.p.ops.roundTrip.record(*ps)
 	// Consecutive replies for the same session lie next to each other in
 	// the read buffer: hand them over as one run (one write to the client
 	// for a whole pipelined batch, not one per reply). A run's replies
