@@ -27,14 +27,14 @@ func (s *session) adminAudit(args [][]byte) []byte {
 	var outcome Outcome
 	for i := 0; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			return resp.AppendError(nil, "ERR syntax error: "+strings.ToUpper(string(args[i]))+" needs a value; LOCKPROXY AUDIT [COUNT <n>] [KEY <pattern>] [OUTCOME <name>]")
+			return resp.AppendError(nil, errAuditNoValue(strings.ToUpper(string(args[i]))))
 		}
 		v := args[i+1]
 		switch strings.ToUpper(string(args[i])) {
 		case "COUNT":
 			c, err := strconv.Atoi(string(v))
 			if err != nil || c <= 0 {
-				return resp.AppendError(nil, "ERR COUNT must be a positive integer")
+				return resp.AppendError(nil, errAuditCount)
 			}
 			n = c
 		case "KEY":
@@ -42,10 +42,10 @@ func (s *session) adminAudit(args [][]byte) []byte {
 		case "OUTCOME":
 			outcome = Outcome(strings.ToLower(string(v)))
 			if outcomeIndex(outcome) < 0 {
-				return resp.AppendError(nil, "ERR unknown OUTCOME '"+string(v)+"'; outcomes are: "+outcomeList())
+				return resp.AppendError(nil, errAuditOutcome(string(v)))
 			}
 		default:
-			return resp.AppendError(nil, "ERR syntax error: unknown option '"+string(args[i])+"'; LOCKPROXY AUDIT [COUNT <n>] [KEY <pattern>] [OUTCOME <name>]")
+			return resp.AppendError(nil, errAuditOption(string(args[i])))
 		}
 	}
 	evs := s.p.events.recent(n, func(e *Event) bool {

@@ -12,7 +12,6 @@ import (
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // clusterState is the proxy's view of the cluster: the slot map now, and
@@ -212,65 +211,12 @@ func (p *Proxy) readTopology(addr string) (*cluster.Map, error) {
 	return cluster.FromSlots(v, addr)
 }
 
-// The cluster's metrics: the same counters as clusterFields, served only
-// in front of a cluster.
-var (
-	mClusterPrimaries = desc("cluster_primaries", "Primaries in the cluster's slot map the proxy uses.")
-	mClusterSlots     = desc("cluster_slots_served", "Hash slots a primary serves in the proxy's map (16384 when the cluster is whole).")
-	mClusterMap       = desc("cluster_map_changes_total", "Slot maps installed (the first, and each change two nodes agreed on).")
-	mClusterUnconf    = desc("cluster_map_unconfirmed_total", "Topology reads after which no second node confirmed the slot map a node gave.")
-	mClusterRedirects = desc("cluster_redirects_followed_total", "MOVED and ASK replies the proxy followed for its clients, by kind.", "kind")
-	mClusterTryAgain  = desc("cluster_tryagain_retries_total", "TRYAGAIN replies retried (a multi-key command during a slot's migration).")
-	mClusterSplits    = desc("cluster_split_commands_total", "Commands split per slot or fanned out to every primary.")
-	mClusterFollows   = desc("cluster_shard_subscriptions_followed_total", "Sharded subscriptions the proxy moved to their slot's new primary.")
-	clusterDescs      = []*prometheus.Desc{mClusterPrimaries, mClusterSlots, mClusterMap, mClusterUnconf, mClusterRedirects, mClusterTryAgain, mClusterSplits, mClusterFollows}
-)
-
-// collectCluster reports the cluster's metrics, none for a single primary.
-func (p *Proxy) collectCluster(gauge, counter func(*prometheus.Desc, int64, ...string)) {
-	cl := p.cl
-	if cl == nil {
-		return
-	}
-	prims, covered := p.mapSize()
-	gauge(mClusterPrimaries, prims)
-	gauge(mClusterSlots, covered)
-	counter(mClusterMap, cl.refreshes.Load())
-	counter(mClusterUnconf, cl.disagreements.Load())
-	counter(mClusterRedirects, cl.moved.Load(), "moved")
-	counter(mClusterRedirects, cl.asked.Load(), "ask")
-	counter(mClusterTryAgain, cl.tryAgain.Load())
-	counter(mClusterSplits, cl.splits.Load())
-	counter(mClusterFollows, cl.shardFollows.Load())
-}
-
 // mapSize is how many primaries the map names and how many slots they serve.
 func (p *Proxy) mapSize() (prims, covered int64) {
 	if m := p.slotMap(); m != nil {
 		return int64(len(m.Primaries)), int64(m.Covered())
 	}
 	return 0, 0
-}
-
-// clusterFields are the cluster's lines of INFO lockproxy and LOCKPROXY
-// STATS; none for a single primary.
-func (p *Proxy) clusterFields() []field {
-	cl := p.cl
-	if cl == nil {
-		return nil
-	}
-	prims, covered := p.mapSize()
-	return []field{
-		{"cluster_primaries", prims},
-		{"cluster_slots_served", covered},
-		{"cluster_map_changes", cl.refreshes.Load()},
-		{"cluster_map_unconfirmed", cl.disagreements.Load()},
-		{"cluster_moved_followed", cl.moved.Load()},
-		{"cluster_ask_followed", cl.asked.Load()},
-		{"cluster_tryagain_retries", cl.tryAgain.Load()},
-		{"cluster_split_commands", cl.splits.Load()},
-		{"cluster_shard_subscriptions_followed", cl.shardFollows.Load()},
-	}
 }
 
 // clusterAddr is where a connection with no slot to go by is opened (the

@@ -24,7 +24,8 @@
 //
 // What the proxy decides about a command's connection state lives in
 // classify.go and handle.go. The error texts this package writes are in
-// errors.go, apart from LOCKPROXY AUDIT's argument errors (admin_locks.go);
-// refusals by a lock rule come worded from package rewrite (STALE from its
-// fence script, in Valkey), and errors Valkey writes are forwarded untouched.
+// errors.go (TestErrorTextsOnlyInCatalogue keeps them there, and
+// TestErrorCatalogueCodeWords checks their code words); refusals by a lock
+// rule come worded from package rewrite (STALE from its fence script, in
+// Valkey), and errors Valkey writes are forwarded untouched.
 package proxy

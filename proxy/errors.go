@@ -151,6 +151,25 @@ func errAdminAuthLimit(addr string, wait time.Duration) string {
 		addr, authFailLimit, authFailWindow, (wait + time.Second - 1).Truncate(time.Second))
 }
 
+// Errors of LOCKPROXY AUDIT's options.
+
+const (
+	auditUsage    = "LOCKPROXY AUDIT [COUNT <n>] [KEY <pattern>] [OUTCOME <name>]"
+	errAuditCount = "ERR COUNT must be a positive integer"
+)
+
+func errAuditNoValue(opt string) string {
+	return "ERR syntax error: " + opt + " needs a value; " + auditUsage
+}
+
+func errAuditOption(opt string) string {
+	return "ERR syntax error: unknown option '" + opt + "'; " + auditUsage
+}
+
+func errAuditOutcome(name string) string {
+	return "ERR unknown OUTCOME '" + name + "'; outcomes are: " + outcomeList()
+}
+
 func errReload(err error) string {
 	return "ERR lockproxy reload failed; the running configuration stays: " + oneLine(err)
 }

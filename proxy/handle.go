@@ -26,10 +26,13 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 	inMulti := s.inMulti
 	s.publishDue = !forwarded(k) || inMulti
 	s.holds = k == kForward && isScriptCall(cmd.Args[0])
+	s.family = familyOf(k)
 	ok := s.route(cmd, k)
 	s.holds = false
 	if s.putBack {
 		s.replySkip = s.replySkip || skip
+	} else {
+		s.p.ops.commands[s.family].Add(1)
 	}
 	s.mute = false
 	if s.publishDue || s.inMulti {

@@ -23,12 +23,14 @@ type histogram struct {
 
 // durationBuckets are upper bounds in seconds, from a fast in-process lock
 // to a long batch job.
-var durationBuckets = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 	1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+
+func (h *histogram) upperBounds() []float64 { return durationBuckets }
 
 func (h *histogram) hist() prometheus.Histogram {
 	h.once.Do(func() {
-		h.h = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "duration_seconds", Buckets: durationBuckets[:]})
+		h.h = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "duration_seconds", Buckets: h.upperBounds()})
 	})
 	return h.h
 }
@@ -54,29 +56,31 @@ func (h *histogram) observe(d time.Duration) {
 
 type histSnapshot struct {
 	count   uint64
-	sum     float64 // seconds
-	max     float64 // seconds
-	min     float64 // seconds
-	buckets [len(durationBuckets) + 1]uint64
+	sum     float64   // seconds
+	max     float64   // seconds
+	min     float64   // seconds
+	bounds  []float64 // the buckets' upper bounds, seconds
+	buckets []uint64  // per bucket, the last one past the largest bound
 }
 
 // snapshot reads the histogram: per-bucket counts (the last one past the
 // largest bound), sum and count as client_golang holds them.
 func (h *histogram) snapshot() histSnapshot {
-	var s histSnapshot
+	s := histSnapshot{bounds: h.upperBounds()}
+	s.buckets = make([]uint64, len(s.bounds)+1)
 	var m dto.Metric
 	if err := h.hist().Write(&m); err != nil || m.Histogram == nil {
 		return s
 	}
 	var prev uint64
 	for i, b := range m.Histogram.GetBucket() {
-		if i < len(durationBuckets) {
+		if i < len(s.bounds) {
 			s.buckets[i] = b.GetCumulativeCount() - prev
 			prev = b.GetCumulativeCount()
 		}
 	}
 	s.count = m.Histogram.GetSampleCount()
-	s.buckets[len(durationBuckets)] = s.count - prev
+	s.buckets[len(s.bounds)] = s.count - prev
 	s.sum = m.Histogram.GetSampleSum()
 	s.max = float64(h.maxNs.Load()) / 1e9
 	if v := h.minNs1.Load(); v > 0 {
@@ -115,11 +119,11 @@ func (s histSnapshot) quantile(q float64) float64 {
 		if cum+float64(n) >= rank {
 			lo := s.min
 			if i > 0 {
-				lo = math.Max(durationBuckets[i-1], s.min)
+				lo = math.Max(s.bounds[i-1], s.min)
 			}
 			hi := s.max
-			if i < len(durationBuckets) {
-				hi = math.Min(durationBuckets[i], s.max)
+			if i < len(s.bounds) {
+				hi = math.Min(s.bounds[i], s.max)
 			}
 			if hi < lo {
 				return hi

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -112,65 +111,51 @@ func (p *Proxy) infoSection() []byte {
 	return b.Bytes()
 }
 
-// statsFields are the counters of LOCKPROXY STATS and INFO lockproxy, in
-// the order they are shown. Every value is an int64 or a string.
+// statsFields are the lines of LOCKPROXY STATS and INFO lockproxy:
+// counterTable's rows in order, each sample added to its line (info.go's
+// rows say which). Every value is an int64 or a string.
 func (p *Proxy) statsFields() []field {
-	o := p.ops
-	now := time.Now()
-	d := p.decider.Load()
-	all := &o.all
-	f := []field{
-		{"lockproxy_version", p.version()},
-		{"uptime_in_seconds", int64(now.Sub(o.started).Seconds())},
-		{"connected_clients", p.stats.clients.Load()},
-		{"rejected_clients", p.stats.rejected.Load()},
-		{"maxclients", int64(p.opts.MaxClients)},
-		{"dedicated_sessions", p.stats.dedicated.Load()},
-		{"upstream_connections", p.upstreamConns() + p.stats.dedicated.Load()},
-		{"upstream_dials", o.dials.Load()},
-		{"upstream_dial_failures", o.dialErrors.Load()},
-		{"client_input_bytes", o.bytesIn.Load()},
-		{"client_output_bytes", o.bytesOut.Load()},
-		{"lock_rules", int64(d.Rules.Len())},
-		{"grants", all.grants.Load()},
-		{"contention", all.contention.Load()},
-		{"rewritten", all.released.Load() + all.renewed.Load()},
-		{"token_checked_releases", all.released.Load()},
-		{"token_checked_renewals", all.renewed.Load()},
-		{"refused", all.outcome(OutcomeRefused)},
+	p.seedRules()
+	var f []field
+	at := map[string]int{} // line name → index in f
+	add := func(name string, v int64) {
+		if name == "" {
+			return
+		}
+		if i, ok := at[name]; ok {
+			f[i].v = f[i].v.(int64) + v
+			return
+		}
+		at[name] = len(f)
+		f = append(f, field{name, v})
 	}
-	for _, kc := range all.refusalCounts() {
-		f = append(f, field{"refused_" + strings.ToLower(kc.kind), kc.n})
-	}
-	f = append(f,
-		// A successor deletion is an observed command too.
-		field{"observed", all.outcome(OutcomeObserved) + all.outcome(OutcomeSuccessorDeleted)},
-		field{"successor_deletions_prevented", all.prevented.Load()},
-		field{"successor_deletions", all.outcome(OutcomeSuccessorDeleted)},
-		field{"lapsed_leases", p.lapsedTotal()},
-		field{"late_releases", all.lapsed.Load()},
-		field{"stale_fenced_writes_refused", all.outcome(OutcomeStaleRefused)},
-	)
-	f = append(f, histFields("hold_time", all.hold.snapshot())...)
-	f = append(f, histFields("wait_time", all.wait.snapshot())...)
-	last := "none"
-	if r := o.lastReload.Load(); r != nil {
-		last = "ok"
-		if r.err != "" {
-			last = "error: " + r.err
+	for i := range counterTable {
+		r := &counterTable[i]
+		l := r.info
+		if l == nil || (l.cluster && p.cl == nil) {
+			continue
+		}
+		switch {
+		case r.text != nil:
+			f = append(f, field{l.names[0], r.text(p)})
+		case r.kind == histogramRow:
+			var total histSnapshot
+			r.hist(p, func(h histSnapshot, _ ...string) { total = total.merge(h) })
+			f = append(f, histFields(l.names[0], total)...)
+		default:
+			for _, n := range l.names {
+				add(n, 0)
+			}
+			r.read(p, func(v int64, labels ...string) {
+				if l.line == nil {
+					add(l.names[0], v)
+				} else {
+					add(l.line(labels), v)
+				}
+			})
 		}
 	}
-	f = append(f,
-		field{"admin_auth_failures", o.authFailures.Load()},
-		field{"admin_auth_rate_limited", o.authLimited.Load()},
-		field{"config_reloads", o.reloads.Load()},
-		field{"config_reload_failures", o.reloadErrors.Load()},
-		field{"last_reload", last},
-		field{"log_warnings", o.logWarn.Load()},
-		field{"log_errors", o.logError.Load()},
-		field{"audit_events_dropped", o.writer.dropped.Load()},
-	)
-	return append(f, p.clusterFields()...)
+	return f
 }
 
 func histFields(name string, h histSnapshot) []field {

@@ -91,6 +91,9 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		// the epoch is not kept there (docs/failover.md).
 		plan = rewrite.Plan{Effects: plan.Effects}
 	}
+	if plan.Kind != rewrite.Forward || len(plan.Effects) > 0 {
+		s.family = famLock
+	}
 	switch plan.Kind {
 	case rewrite.Forward:
 		if len(plan.Effects) == 0 && plan.Learn == nil {

@@ -13,7 +13,7 @@ func (c *upConn) retry(p pend) bool {
 	c.mu.Lock()
 	ok := !c.dead.Load() && p.s.inflight.Load() == 1
 	if ok {
-		c.q.push(pend{s: p.s, hook: p.hook, mute: p.mute, seq: p.seq})
+		c.q.push(pend{s: p.s, hook: p.hook, mute: p.mute, seq: p.seq, fam: p.fam, sent: p.sent})
 		c.wbuf = append(c.wbuf, eval...)
 	}
 	c.mu.Unlock()

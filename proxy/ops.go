@@ -30,6 +30,14 @@ type ops struct {
 	// Failed dials and lost connections to Valkey, by reason (uphealth.go's
 	// upstreamReasons, in order).
 	upErrors [len(upstreamReasonList)]atomic.Int64
+	// upFailedCmds: commands whose connection to Valkey failed before
+	// their reply came (answered with an UPSTREAM error).
+	upFailedCmds atomic.Int64
+
+	// Commands handled, and the round trip to Valkey of those sent there,
+	// by family (family.go).
+	commands  [numFamilies]atomic.Int64
+	roundTrip roundTrips
 
 	// Per-rule counters, by the rule's pattern (so they survive a reload
 	// that keeps the pattern), and totals across rules.

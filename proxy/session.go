@@ -127,6 +127,9 @@ type session struct {
 	// holds: Valkey may hold the command being handled back for long
 	// (pend.holds, busyscript.go).
 	holds bool
+	// family is the command being handled's family (family.go), which its
+	// pending entries carry for the round-trip histogram.
+	family family
 	// dialed is what an off-loop dial for the command put back gave.
 	dialed *dialResult
 	// loginChecked is Valkey's verdict on the credentials of the AUTH or
@@ -370,7 +373,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, holds: s.holds, cluster: s.clusterPend(raw)})
+	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, holds: s.holds, cluster: s.clusterPend(raw), fam: s.family})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}

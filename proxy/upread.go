@@ -109,7 +109,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	case err == nil || err == errWouldBlock:
 		return true
 	case isTimeout(err) && !c.dead.Load():
-		err = fmt.Errorf("no reply within reply_timeout %s", c.p.opts.Upstream.ReplyTimeout.D())
+		err = replyTimeout(c.p.opts.Upstream.ReplyTimeout.D()) // counted as a timeout (uphealth.go)
 	}
 	c.fail(err)
 	return false
@@ -153,6 +153,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 		c.fail(errors.New("a reply came from Valkey that no command was waiting for"))
 		return false
 	}
+	c.p.ops.roundTrip.record(*ps)
 	// Consecutive replies for the same session lie next to each other in
 	// the read buffer: hand them over as one run (one write to the client
 	// for a whole pipelined batch, not one per reply). A run's replies

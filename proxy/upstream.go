@@ -35,6 +35,10 @@ type pend struct {
 	// cluster, in front of a cluster, is what following a redirect needs
 	// (cluster_redirect.go): error replies go through it.
 	cluster *clusterCmd
+	// fam is the command's family; sent is when it was queued on the
+	// connection (monoNow), 0 for a command not timed.
+	fam  family
+	sent int64
 }
 
 // upConn is one connection to Valkey. Any number of sessions write commands
@@ -172,6 +176,7 @@ func (c *upConn) fail(err error) {
 	c.mu.Unlock()
 	close(c.quit)
 	c.p.countUpstreamError(c.addr, err)
+	c.p.ops.upFailedCmds.Add(int64(len(ps)))
 	if c.lp != nil {
 		// The loop may be about to read the descriptor: shut the socket
 		// (a write in progress fails at once) and let the loop close it.

@@ -12,7 +12,9 @@ func (c *upConn) send(b []byte, ps []pend, lp *loop) bool {
 		return false
 	}
 	if !c.stream.Load() {
+		now := monoNow() // one clock read for the batch
 		for _, p := range ps {
+			p.sent = now
 			c.q.push(p)
 		}
 	}
