@@ -88,7 +88,9 @@ func main() {
 		// On a key no rule matches, so the proxy only forwards them: the
 		// same work for Valkey and the same hop, without lock handling.
 		bn, bc, b = "same scripts via proxy (EVALSHA, no rule)", proxy, scriptCycle("mine")
-		loadScripts(ctx, direct)
+		// Loaded through the proxy, which answers NOSCRIPT to an
+		// EVALSHA of a script it has not seen.
+		loadScripts(ctx, proxy)
 	case "transit":
 		// The same two round trips on a key no rule matches: what any
 		// command pays for the hop, with nothing of lock handling.
@@ -258,21 +260,21 @@ func cycleOn(suffix string) func(context.Context, *redis.Conn, int, int) error {
 func scriptCycle(suffix string) func(context.Context, *redis.Conn, int, int) error {
 	return func(ctx context.Context, c *redis.Conn, w, i int) error {
 		k := fmt.Sprintf("bench:%d:%s", w, suffix)
-		ctr, recs := string(rewrite.CounterKey([]byte(k))), string(rewrite.RecordsKey([]byte(k)))
+		ctr, recs, idx := string(rewrite.CounterKey([]byte(k))), string(rewrite.RecordsKey([]byte(k))), string(rewrite.IndexKey([]byte(k), false))
 		if suffix != "lock" {
 			// Through the proxy lockproxy's own keys are refused to
 			// clients: the same work under names of the benchmark's.
-			ctr, recs = "{"+k+"}:bench:grants", "{"+k+"}:bench:owners"
+			ctr, recs, idx = "{"+k+"}:bench:grants", "{"+k+"}:bench:owners", "{"+k+"}:bench:index"
 		}
 		owner := fmt.Sprintf("conn:bench-%d", w)
-		reply, err := c.EvalSha(ctx, rewrite.Acquire.SHA, []string{k, ctr, recs}, owner, 600000, "", "tok", "NX", "PX", "10000").Slice()
+		reply, err := c.EvalSha(ctx, rewrite.Acquire.SHA, []string{k, ctr, recs}, owner, 600000, "", -1, "", idx, "tok", "NX", "PX", "10000").Slice()
 		if err != nil {
 			return err
 		}
 		if g, _ := reply[0].(int64); g == 0 {
 			return fmt.Errorf("acquire did not take %s", k)
 		}
-		out, err := c.EvalSha(ctx, rewrite.Release.SHA, []string{k, ctr, recs}, "DEL", 0, 600000, owner, "rewrite").Slice()
+		out, err := c.EvalSha(ctx, rewrite.Release.SHA, []string{k, ctr, recs}, "DEL", 0, 600000, owner, "rewrite", idx).Slice()
 		if err != nil {
 			return err
 		}
