@@ -31,7 +31,9 @@ import (
 // the target speaks), tracks REDIRECT to that one, and hands each push to
 // the target as Valkey would have sent it there: the same push under RESP3,
 // a `message` of `__redis__:invalidate` under RESP2 while the target is
-// subscribed, nothing otherwise.
+// subscribed, nothing otherwise. A relay closes when its target quits, so
+// Valkey finds the redirect broken and says so (tracking-redir-broken), as
+// it does directly.
 
 // tracking is a session's client-side caching state, set when Valkey first
 // accepted its CLIENT TRACKING. Only the session touches it.
@@ -196,6 +198,17 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 	}
 	target := t.target
 	c := s.p.startUp(nc, addr, nil, func(push []byte) { target.invalidated(push) })
+	// The relay lives no longer than its target: once the target has
+	// quit, the redirect names a connection Valkey no longer has, so
+	// Valkey tells the tracking client (tracking-redir-broken) as it
+	// would directly.
+	go func() {
+		select {
+		case <-target.stopW:
+			c.close()
+		case <-c.quit:
+		}
+	}()
 	if t.relays == nil {
 		t.relays = map[string]*relay{}
 	}
