@@ -473,8 +473,8 @@ func (h *redirectedHere) drop(c *upConn) {
 }
 
 // end closes the relays when the session quits. Closing does not wait:
-// Valkey reads each relay's end before any command the client sends after
-// QUIT's reply, which reaches Valkey later.
+// each relay's end is sent before QUIT's reply leaves, so it is on its way
+// to Valkey ahead of any command the client sends after reading the reply.
 func (h *redirectedHere) end() {
 	h.mu.Lock()
 	conns := h.conns
