@@ -56,7 +56,6 @@ func TestClientIDsForValkey(t *testing.T) {
 // by the proxy's id, as Valkey names it by its own. Before the fix both
 // gave Valkey's id of its connection.
 func TestTrackingRedirectBrokenNamesClient(t *testing.T) {
-	t.Skip("open (issue 28): a REDIRECT now goes to a relay connection of the proxy's (tracking.go), which stays open when its target quits, so Valkey never reports the redirect broken; the relay must close with its target")
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
 		o.Config.Locks = rulesOptions(t, rule("rewrite")).Locks
 		e := newEnv(t, o)

@@ -91,10 +91,16 @@ func (s *session) push(b []byte) {
 	if s.monitorOn.Load() && s.p.own.drop(b) {
 		return // the proxy's own connection set-up (monitorown.go)
 	}
+	s.write(s.p.pushIDs(b))
+}
+
+// pushIDs is a push as the client gets it: a tracking-redir-broken push
+// names the redirect target by the proxy's id (clientids.go).
+func (p *Proxy) pushIDs(b []byte) []byte {
 	if len(b) > len(redirBroken) && b[0] == '>' && bytes.HasPrefix(b, redirBroken) {
-		b = s.p.swapID(b, len(redirBroken)) // the proxy's id of the target (clientids.go)
+		return p.swapID(b, len(redirBroken))
 	}
-	s.write(b)
+	return b
 }
 
 // pushAfter is push for a frame that came on c after the replies c handed
@@ -106,6 +112,7 @@ func (s *session) pushAfter(c *upConn, b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return
 	}
+	b = s.p.pushIDs(b)
 	if !c.haveSeq {
 		s.write(b)
 		return

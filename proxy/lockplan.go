@@ -160,6 +160,14 @@ func (s *session) run(plan rewrite.Plan) {
 		return out
 	}
 	if s.ded != nil && s.ded.stream.Load() {
+		if sc.Client != "" && len(effects) == 0 {
+			// A script under the monitor: it keeps the records inside
+			// Valkey, so its reply needs nothing of the proxy's and
+			// may pass unmatched, as a subscriber's replies do (RESP3;
+			// under RESP2 Valkey refuses it, in its own words).
+			s.forward(encodeScript(plan, false), nil)
+			return
+		}
 		s.local(resp.AppendError(nil, errStreamLock))
 		return
 	}

@@ -59,6 +59,7 @@ type session struct {
 
 	ded       *upConn                     // the session's own upstream connection, once it needs one
 	trk       *tracking                   // client-side caching, once turned on (tracking.go)
+	redirTo   redirectedHere              // relays of other sessions' REDIRECT to this one (tracking.go)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upConn // cached shared connection for key()
@@ -253,6 +254,7 @@ func (s *session) finish(graceful bool) {
 		<-s.writerEnd
 	}
 	s.nc.Close()
+	s.redirTo.end()
 	s.closeTracking()
 	if s.ded != nil {
 		s.ded.close()

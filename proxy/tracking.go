@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
@@ -31,7 +32,9 @@ import (
 // the target speaks), tracks REDIRECT to that one, and hands each push to
 // the target as Valkey would have sent it there: the same push under RESP3,
 // a `message` of `__redis__:invalidate` under RESP2 while the target is
-// subscribed, nothing otherwise.
+// subscribed, nothing otherwise. A relay closes when its target quits
+// (redirectedHere), so Valkey finds the redirect broken and says so
+// (tracking-redir-broken), as it does directly.
 
 // tracking is a session's client-side caching state, set when Valkey first
 // accepted its CLIENT TRACKING. Only the session touches it.
@@ -196,8 +199,14 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 	}
 	target := t.target
 	c := s.p.startUp(nc, addr, nil, func(push []byte) { target.invalidated(push) })
+	if !target.redirTo.add(c) {
+		c.close() // the target quit meanwhile: the redirect is broken
+	}
 	if t.relays == nil {
 		t.relays = map[string]*relay{}
+	}
+	if r := t.relays[node]; r != nil {
+		target.redirTo.drop(r.c)
 	}
 	r := &relay{c: c, id: id}
 	t.relays[node] = r
@@ -424,7 +433,55 @@ func (s *session) closeTracking() {
 
 func (t *tracking) closeRelays() {
 	for _, r := range t.relays {
+		if t.target != nil {
+			t.target.redirTo.drop(r.c)
+		}
 		r.c.close()
+	}
+}
+
+// redirectedHere is the relays that take invalidations other sessions
+// redirect to a session. They live no longer than it: when it quits
+// (QUIT, or its connection ends) they close first, so Valkey finds the
+// redirect broken and tells the tracking clients (tracking-redir-broken)
+// as it does directly, where the target's own connection is gone.
+type redirectedHere struct {
+	mu    sync.Mutex
+	conns map[*upConn]struct{}
+	ended bool
+}
+
+// add records c; it reports false when the session has quit already.
+func (h *redirectedHere) add(c *upConn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
+		return false
+	}
+	if h.conns == nil {
+		h.conns = map[*upConn]struct{}{}
+	}
+	h.conns[c] = struct{}{}
+	return true
+}
+
+// drop forgets c (its tracking session closed or replaced it).
+func (h *redirectedHere) drop(c *upConn) {
+	h.mu.Lock()
+	delete(h.conns, c)
+	h.mu.Unlock()
+}
+
+// end closes the relays when the session quits. Closing does not wait:
+// each relay's end is sent before QUIT's reply leaves, so it is on its way
+// to Valkey ahead of any command the client sends after reading the reply.
+func (h *redirectedHere) end() {
+	h.mu.Lock()
+	conns := h.conns
+	h.conns, h.ended = nil, true
+	h.mu.Unlock()
+	for c := range conns {
+		c.close()
 	}
 }
 
