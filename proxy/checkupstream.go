@@ -24,7 +24,8 @@ type Check struct {
 // loading lockproxy's scripts (SCRIPT LOAD; without it they are sent whole
 // by EVAL), and for each lock rule one lock's cycle through this proxy on
 // a key the rule matches (SET NX PX, PEXPIRE, DEL; the key is removed,
-// and lives 10 s at most): the ACL rights and key patterns the rules need.
+// and lives 10 s at most), then a read of the locks' index: the ACL
+// rights and key patterns the rules need.
 // It writes to Valkey only that key and lockproxy's records of it.
 func (p *Proxy) CheckUpstream(ctx context.Context) []Check {
 	var out []Check
@@ -105,6 +106,13 @@ func (p *Proxy) CheckUpstream(ctx context.Context) []Check {
 			continue
 		}
 		add(true, what, "")
+		// The locks' index: lock commands write it when they may (pcall)
+		// and work without it, but LOCKS, STATS and SESSIONS read it.
+		idx := string(rewrite.IndexKey([]byte(key), p.cl != nil))
+		if err := do("ZCARD", idx); err != nil {
+			add(false, fmt.Sprintf("rule %q: reading the locks' index %q (LOCKS, STATS, SESSIONS)", r.Pattern, idx),
+				errText(err)+"; allow the user the key pattern ~*:lockproxy:index (docs/operations.md, ACL recipes); lock commands work without it")
+		}
 	}
 	return out
 }

@@ -271,3 +271,16 @@ func TestWrongCAReported(t *testing.T) {
 		return false
 	})
 }
+
+// A user whose keys leave out the locks' index: lock commands work (the
+// index is written when it may be), so check-upstream's cycle passes, and
+// it says the index cannot be read, naming the key pattern to add.
+func TestCheckUpstreamNamesTheIndexRight(t *testing.T) {
+	srv := valkeytest.Start(t, "user narrow on >pw resetkeys ~*:lock ~{*:lock}:lockproxy:* resetchannels +@all")
+	path := writeConfig(t, fmt.Sprintf("upstream:\n  addr: %s\n  username: narrow\n  password: pw\nlocks:\n  - pattern: \"*:lock\"\n", srv.Addr))
+	code, out, errs := runCLI("check-upstream", path)
+	if code != 1 || !strings.Contains(out, `ok: rule "*:lock": SET NX PX, PEXPIRE, DEL`) ||
+		!strings.Contains(out, `FAIL: rule "*:lock": reading the locks' index`) || !strings.Contains(out, "~*:lockproxy:index") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
