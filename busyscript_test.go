@@ -76,11 +76,14 @@ func (r *raw) readErrAfter(cmd []byte, timeout time.Duration) (string, error) {
 	return r.readErr(timeout)
 }
 
-// While a CLIENT PAUSE WRITE sent through the proxy holds two clients'
-// writes back, a third client on the same shared connection (pool_size 1)
-// is answered at once, as on Valkey: INFO shows both held, and its
-// CLIENT UNPAUSE lets them through, in order. Before the fix the INFO waited
-// behind the held write until the pause ended.
+// While a CLIENT PAUSE WRITE sent through the proxy holds four clients'
+// writes back, a fifth client on the same shared connection (pool_size 1)
+// is answered at once, as on Valkey: INFO shows all four held, each as a
+// client of its own (no write waits behind another client's, as none would
+// on Valkey), and its CLIENT UNPAUSE lets them through, in order. Before
+// the fix the INFO waited behind the held write until the pause ended; and
+// on goroutines, two clients could take the same spare connection at once,
+// so one write waited behind the other's and was never seen held.
 func TestPauseHeldWritesOthersAnswered(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
 		o.Config.Locks = rulesOptions(t, rule("rewrite")).Locks
@@ -88,31 +91,38 @@ func TestPauseHeldWritesOthersAnswered(t *testing.T) {
 		e := newEnv(t, o)
 		d := e.direct()
 		t.Cleanup(func() { d.Do(ctx, "CLIENT", "UNPAUSE") })
-		r, w1, w2 := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+		r := dialRaw(t, e.addr)
+		w := []*raw{dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)}
 		eq(t, r.do("PFADD", "hll", "a"), ":1\r\n")
 		eq(t, r.do("CLIENT", "PAUSE", "100000", "WRITE"), "+OK\r\n")
-		w1.send(string(redisCmd("PFCOUNT", "hll")))
-		w2.send(string(redisCmd("SET", "k", "v")) + string(redisCmd("GET", "k")))
-		// A wait for both writes to reach Valkey (a loaded machine may be
-		// slow to send the second), not a timing bound: the limit only
-		// ends a test whose writes never arrive.
+		// Sent together, so that their sessions look for a connection at
+		// the same moment.
+		w[0].send(string(redisCmd("PFCOUNT", "hll")))
+		w[1].send(string(redisCmd("SET", "k", "v")) + string(redisCmd("GET", "k")))
+		w[2].send(string(redisCmd("INCR", "n")))
+		w[3].send(string(redisCmd("RPUSH", "l", "x")))
+		// A wait for the writes to reach Valkey (a loaded machine may be
+		// slow to send them), not a timing bound: the limit only ends a
+		// test whose writes never arrive.
 		for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
 			info, err := r.readErrAfter(redisCmd("INFO", "clients"), 20*time.Second)
 			if err != nil {
 				t.Fatalf("INFO beside held writes: %v", err)
 			}
-			if strings.Contains(info, "blocked_clients:2\r\n") {
+			if strings.Contains(info, "blocked_clients:4\r\n") {
 				break
 			}
 			if time.Since(start) > 2*time.Minute {
-				t.Fatalf("the writes are not held: %q", info)
+				t.Fatalf("the writes are not held, each on its own: %q\n%s", info, d.Do(ctx, "CLIENT", "LIST").String())
 			}
 		}
 		eq(t, r.do("GET", "k"), "$-1\r\n") // a read the pause lets through
 		eq(t, r.do("CLIENT", "UNPAUSE"), "+OK\r\n")
-		eq(t, w1.read(), ":1\r\n")
-		eq(t, w2.read(), "+OK\r\n")
-		eq(t, w2.read(), bulk("v"))
+		eq(t, w[0].read(), ":1\r\n")
+		eq(t, w[1].read(), "+OK\r\n")
+		eq(t, w[1].read(), bulk("v"))
+		eq(t, w[2].read(), ":1\r\n")
+		eq(t, w[3].read(), ":1\r\n")
 		eq(t, r.do("GET", "k"), bulk("v"))
 	})
 }

@@ -89,14 +89,14 @@ func (s *session) besideHeld(home *upConn) *upConn {
 		// clients' commands before it on a shared connection, and
 		// their replies would then wait in its output buffer until the
 		// script ends: it goes on a spare with nothing else in flight.
-		if sp := pl.freeSpare(true); sp != nil {
+		if sp := pl.freeSpare(s, true); sp != nil {
 			return sp
 		}
 	}
 	if home.q.holds.Load() == 0 {
 		return home
 	}
-	if sp := s.p.pool(s.key()).freeSpare(false); sp != nil {
+	if sp := s.p.pool(s.key()).freeSpare(s, false); sp != nil {
 		return sp
 	}
 	return home
@@ -126,4 +126,30 @@ func (s *session) lastConn() *upConn {
 func (s *session) behindHeld() bool {
 	c := s.lastConn()
 	return c != nil && c.owner == nil && c.q.holds.Load() > 0 && s.p.cl == nil
+}
+
+// claim hands the spare c to the session until its command is queued there
+// (flush) or it waits for its client (beforeFill, the end of an event
+// loop's batch): two sessions that found c idle at once would otherwise
+// both send there, and the second would wait behind the first's script or
+// paused write, where Valkey answers it beside them. False when another
+// session holds the claim.
+func (s *session) claim(c *upConn) bool {
+	if s.claimed == c {
+		return true
+	}
+	if !c.claimer.CompareAndSwap(nil, s) {
+		return false
+	}
+	s.unclaim()
+	s.claimed = c
+	return true
+}
+
+// unclaim gives up the session's claim on a spare, if it has one.
+func (s *session) unclaim() {
+	if c := s.claimed; c != nil {
+		c.claimer.CompareAndSwap(s, nil)
+		s.claimed = nil
+	}
 }

@@ -67,8 +67,9 @@ func (pl *pool) openSpares() {
 }
 
 // freeSpare is an open spare connection where Valkey holds nothing back
-// (with idle, where nothing at all is in flight), else nil.
-func (pl *pool) freeSpare(idle bool) *upConn {
+// (with idle, where nothing at all is in flight), claimed for s (no other
+// session takes it until s has queued its command there), else nil.
+func (pl *pool) freeSpare(s *session, idle bool) *upConn {
 	for i := range pl.spares {
 		sl := &pl.spares[i]
 		if !sl.mu.TryLock() {
@@ -76,9 +77,13 @@ func (pl *pool) freeSpare(idle bool) *upConn {
 		}
 		c := sl.c
 		sl.mu.Unlock()
-		if c != nil && !c.dead.Load() && c.q.holds.Load() == 0 && (!idle || c.idle()) {
+		if c == nil || c.dead.Load() || !s.claim(c) {
+			continue
+		}
+		if c.q.holds.Load() == 0 && (!idle || c.idle()) {
 			return c
 		}
+		s.unclaim()
 	}
 	return nil
 }

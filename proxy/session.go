@@ -128,6 +128,9 @@ type session struct {
 	// holds: Valkey may hold the command being handled back for long
 	// (pend.holds, busyscript.go).
 	holds bool
+	// claimed is the spare connection handed to the session for its
+	// command (busyscript.go), until the command is queued there.
+	claimed *upConn
 	// family is the command being handled's family (family.go), which its
 	// pending entries carry for the round-trip histogram.
 	family family
@@ -200,6 +203,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 // client has nothing in flight.
 func (s *session) beforeFill() {
 	s.flush()
+	s.unclaim()
 	s.lastActive.Store(time.Now().UnixNano())
 	idle := s.p.opts.ClientIdleTimeout.D()
 	switch {
@@ -231,6 +235,7 @@ func (s *session) serveGo() {
 // directly; when graceful, the replies owed are delivered first.
 func (s *session) finish(graceful bool) {
 	s.flush()
+	s.unclaim()
 	if graceful {
 		if c := s.ded; c != nil && s.inputEnded.Load() {
 			// Pass the end of input on: Valkey answers what it read,
@@ -461,6 +466,9 @@ func (s *session) flush() {
 		}
 	} else {
 		s.last = c
+	}
+	if c == s.claimed {
+		s.unclaim() // its commands are in the spare's queue now
 	}
 	s.bbuf = s.bbuf[:0]
 	if cap(s.bbuf) > 1<<20 {

@@ -39,6 +39,7 @@ func (s *session) pump() {
 					return
 				}
 				s.flush()
+				s.unclaim()
 				return
 			case errors.As(err, &pe):
 				// Valkey answers a protocol error and closes; so do we,

@@ -61,6 +61,10 @@ type upConn struct {
 	// spare: set on a pool's side connection, for commands that must not
 	// queue behind a script call (busyscript.go); nil on any other.
 	spare *pool
+	// claimer, on a spare, is the session it was handed to for a command
+	// not yet queued there (session.claim): no other session takes it
+	// meanwhile.
+	claimer atomic.Pointer[session]
 	// relay, on a connection Valkey redirects a client's invalidations
 	// to (CLIENT TRACKING ... REDIRECT, tracking.go), takes its pushes.
 	relay func(push []byte)
