@@ -21,7 +21,7 @@ import (
 //
 //	[#!lua ... line, kept first]
 //	local redis, server, _G, getfenv, setfenv, loadstring, load, newproxy,
-//	  ARGV = (function() <the monitor (monitor.lua)> end)(); <line 1 of the body>
+//	  ARGV, setmetatable = (function() <the monitor (monitor.lua)> end)(); <line 1 of the body>
 //	<line 2 of the body>
 //	...
 //
@@ -29,14 +29,15 @@ import (
 // number. The body is the chunk's own top level: nothing of it can close
 // a block of the monitor's or run before the monitor (no text check is
 // needed to keep it inside anything), and the only names of the
-// monitor's in its scope are the nine locals the monitor returns. Every
+// monitor's in its scope are the ten locals the monitor returns. Every
 // name by which the body could reach Valkey is one of them, a lexical
 // seal: no setfenv, which Redis 7.0.15-1~deb12u10 and Valkey with
 // lua-enable-insecure-api no do not have. The monitor returns:
 //
 //   - redis and server: the monitor's; call and pcall are checked, the
 //     rest is Valkey's (looked up in the real table, which stays
-//     read-only). redis.call is a table whose call is a coroutine's C
+//     read-only, and takes every write: Valkey refuses it with its own
+//     words). redis.call is a table whose call is a coroutine's C
 //     function, so an error it raises names the body's user_script:LINE,
 //     as Valkey's own does.
 //   - ARGV: a copy of the client's arguments (the proxy's own come after
@@ -50,6 +51,9 @@ import (
 //     this Valkey lacks getfenv, setfenv or newproxy, they raise its
 //     error. A body whose text names none of these gets nil for them
 //     (needsSeal).
+//   - setmetatable: for a body that names it, a stand-in that raises
+//     Valkey's readonly-table error for redis and _G (Valkey's own
+//     setmetatable otherwise).
 
 // The check of a call (monitor.lua's run and mk): if no argument may name
 // a protected key (the rules' globs, lockproxy's own suffixes and fence
@@ -112,10 +116,10 @@ func luaText(src string) string {
 }
 
 // monitorPrefix and monitorSuffix go around the monitor's text, on the
-// body's first line: the nine names the body may reach Valkey by are the
+// body's first line: the ten names the body may reach Valkey by are the
 // chunk's locals, set by the monitor before the body runs.
 const (
-	monitorPrefix = "local redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV = (function() "
+	monitorPrefix = "local redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, setmetatable = (function() "
 	monitorSuffix = " end)(); "
 )
 
@@ -243,6 +247,7 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@FNS@", monitorFns,
 		"@GRANT@", fnGrant,
 		"@SEAL@", strconv.FormatBool(needsSeal(body)),
+		"@SM@", strconv.FormatBool(strings.Contains(body, "setmetatable")),
 	).Replace(monitorText)
 	// One line: every snippet in it holds no comment and no line that
 	// needs its line break, and the ";" ends the statement, so a body

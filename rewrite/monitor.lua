@@ -1,10 +1,10 @@
 -- lockproxy's monitor (see monitor.go). Comment lines go before it is
 -- sent, and it is sent on one line (no line of it may need its line
 -- break): the chunk is "local redis, server, _G, getfenv, setfenv,
--- loadstring, load, newproxy, ARGV = (function() <this> end)(); <body>",
--- so the body is the chunk's own top level, keeps its line numbers, cannot
--- close anything of the monitor's, and sees none of the locals below: only
--- the nine the monitor returns at the end.
+-- loadstring, load, newproxy, ARGV, setmetatable = (function() <this>
+-- end)(); <body>", so the body is the chunk's own top level, keeps its
+-- line numbers, cannot close anything of the monitor's, and sees none of
+-- the locals below: only the ten the monitor returns at the end.
 --
 -- Valkey runs scripts in a shared Lua state whose globals are read-only:
 -- every closure and table below is made again at every run, so there are
@@ -311,12 +311,43 @@ local function co(_, ...)
     ok, r = pcall(run, select(2, coroutine.yield(r)))
   end
 end
+-- sealedSM is a stand-in for setmetatable whose call is a coroutine's
+-- C function: for a table ro says is readonly (the script's redis or
+-- _G) it raises Valkey's error; otherwise it is Valkey's setmetatable,
+-- whose errors keep Valkey's words (the position of set is taken off;
+-- the coroutine's caller, the body, is named instead).
+local function sealedSM(ro)
+  local mt = {__metatable = false}
+  local function set(t, m) return setmetatable(t, m) end
+  local function loop(_, t, m)
+    while true do
+      local ok, r
+      if ro(t) then
+        ok, r = false, {err = 'ERR Attempt to modify a readonly table'}
+      else
+        ok, r = pcall(set, t, m)
+      end
+      if not ok then
+        mt.__call = coroutine.wrap(loop)
+        if type(r) == 'string' then r = string.gsub(r, '^[^:]*:%d+: ', '', 1) end
+        error(r, 0)
+      end
+      _, t, m = coroutine.yield(r)
+    end
+  end
+  mt.__call = coroutine.wrap(loop)
+  return setmetatable({}, mt)
+end
 -- @@seal: the script's own redis and seal.
 -- redis (and server, and redis.call itself) is one table: its call is
--- the coroutine's, its pcall is run, the rest is Valkey's.
-CM = {__call = coroutine.wrap(co), __index = redis, __newindex = redis, __metatable = false}
-local R = setmetatable({pcall = run}, CM)
-rawset(R, 'call', R)
+-- the coroutine's, its pcall is run, the rest is Valkey's. It holds no
+-- field of its own: call and pcall are read through I, and every write
+-- goes to Valkey's redis, which refuses it with Valkey's words from the
+-- body's line (Attempt to modify a readonly table).
+local I = setmetatable({pcall = run}, {__index = redis, __metatable = false})
+CM = {__call = coroutine.wrap(co), __index = I, __newindex = redis, __metatable = false}
+local R = setmetatable({}, CM)
+rawset(I, 'call', R)
 local A = nil
 if na > 4000 then
   A = {}
@@ -344,10 +375,16 @@ local function missing(name)
   return setmetatable({}, mt)
 end
 local S = rawget(G, 'server') and R or missing('server')
-if not @SEAL@ then return R, S, nil, nil, nil, nil, nil, nil, A end
+-- setmetatable of redis or _G raises Valkey's error for a readonly
+-- table, from a C function (a coroutine's), so that Valkey names the
+-- body's line; only a body whose text names setmetatable gets the
+-- stand-in (sealed: SM), the others Valkey's own.
+local SM = setmetatable
+if @SM@ then SM = sealedSM(function(t) return rawequal(t, R) or env ~= nil and rawequal(t, env) end) end
+if not @SEAL@ then return R, S, nil, nil, nil, nil, nil, nil, A, SM end
 local rgetfenv, rsetfenv, rnewproxy = rawget(G, 'getfenv'), rawget(G, 'setfenv'), rawget(G, 'newproxy')
 local gf, sf, np, ls, ld
-env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = rawget(G, 'server') and R or nil},
+env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = rawget(G, 'server') and R or nil, setmetatable = SM},
   {__index = G, __newindex = G, __metatable = getmetatable(G)})
 rawset(env, '_G', env)
 if rgetfenv then
@@ -392,14 +429,14 @@ end
 -- A chunk from loadstring gets the same parameters: it is compiled alone
 -- first (Valkey's own words for an error), so all of it then lies inside
 -- the function it is wrapped in, on the same lines.
-local P = 'return function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, ...) '
+local P = 'return function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, setmetatable, ...) '
 ls = function(s, name)
   local f, e = loadstring(s, name)
   if not f then return f, e end
   f, e = loadstring(P .. s .. '\nend', name or s)
   if not f then return f, e end
   f = f()
-  return function(...) return f(R, S, env, gf, sf, ls, ld, np, A, ...) end
+  return function(...) return f(R, S, env, gf, sf, ls, ld, np, A, SM, ...) end
 end
 -- load reads its chunk with Valkey's load (its checks and errors), keeps
 -- the pieces, and compiles them as loadstring does.
@@ -415,4 +452,4 @@ ld = function(fn, name)
 end
 rawset(env, 'loadstring', ls)
 rawset(env, 'load', ld)
-return R, S, env, gf, sf, ls, ld, np, A
+return R, S, env, gf, sf, ls, ld, np, A, SM

@@ -17,7 +17,7 @@ import (
 //
 //	#!lua name=... (the client's line, kept first)
 //	local __lockproxy_f = function(redis, server, _G, getfenv, setfenv,
-//	  loadstring, load, newproxy, ARGV, ...) <line 2 of the library>
+//	  loadstring, load, newproxy, ARGV, setmetatable, ...) <line 2 of the library>
 //	...
 //	end
 //	<the library's monitor (monitor_lib.lua, with monitor.lua's checks)>
@@ -37,7 +37,7 @@ var monitorLibLua string
 
 const (
 	// libPrefix opens the library's function, on its second line.
-	libPrefix = "local __lockproxy_f = function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, ...) "
+	libPrefix = "local __lockproxy_f = function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, setmetatable, ...) "
 	// libMarker closes it: the monitor's first line follows.
 	libMarker = "\nend\nlocal __lockproxy_lib = true\n"
 	// fnSuffix names a function's registration lockproxy calls.

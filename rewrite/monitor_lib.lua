@@ -45,7 +45,7 @@ for i = 1, #RUNTIME do
   local k = RUNTIME[i]
   R[k] = function(...) return LR[k](...) end
 end
-local gf, sf, np, ls, ld
+local gf, sf, np, ls, ld, sm, SMR
 -- init, at the first call: redis (R) becomes the monitor's (call and
 -- pcall checked, the rest Valkey's run-time redis), and _G (env) the
 -- sealed table over Valkey's globals.
@@ -58,11 +58,15 @@ init = function()
     rawset(R, k, nil)
   end
   for _, k in ipairs(RUNTIME) do rawset(R, k, nil) end
-  CM = {__call = coroutine.wrap(co), __index = function(_, k) return redis[k] end,
+  -- R holds no call or pcall of its own: a write to them goes to
+  -- Valkey's redis, which refuses it as Valkey does.
+  CM = {__call = coroutine.wrap(co), __index = function(_, k)
+      if k == 'call' then return R elseif k == 'pcall' then return run end
+      return redis[k]
+    end,
     __newindex = function(_, k, v) redis[k] = v end, __metatable = false}
   setmetatable(R, CM)
-  rawset(R, 'pcall', run)
-  rawset(R, 'call', R)
+  SMR = sealedSM(function(t) return rawequal(t, R) or rawequal(t, env) end)
   setmetatable(env, {__index = G, __newindex = G, __metatable = getmetatable(G)})
   rawset(env, '_G', env)
   rawset(env, 'redis', R)
@@ -74,6 +78,7 @@ init = function()
   if rawget(G, 'newproxy') then rawset(env, 'newproxy', np) end
   rawset(env, 'loadstring', ls)
   rawset(env, 'load', ld)
+  rawset(env, 'setmetatable', sm)
 end
 -- enter runs one call of a function: cb the library's callback, x
 -- whether it was called by its lockproxy name. Its arguments end with
@@ -155,7 +160,13 @@ np = function()
   if not G or not rawget(G, 'newproxy') then return newproxy() end
   error('newproxy is refused: a finalizer would run inside other clients\' scripts', 2)
 end
-local P = 'return function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, ...) '
+-- setmetatable: Valkey's at load time (where there is none, its error);
+-- at run time, raising Valkey's readonly-table error for redis and _G.
+sm = function(t, m)
+  if not SMR then return setmetatable(t, m) end
+  return SMR(t, m)
+end
+local P = 'return function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, setmetatable, ...) '
 ls = function(s, name)
   if not G then return loadstring(s, name) end
   local f, e = loadstring(s, name)
@@ -163,7 +174,7 @@ ls = function(s, name)
   f, e = loadstring(P .. s .. '\nend', name or s)
   if not f then return f, e end
   f = f()
-  return function(...) return f(R, R, env, gf, sf, ls, ld, np, nil, ...) end
+  return function(...) return f(R, R, env, gf, sf, ls, ld, np, nil, sm, ...) end
 end
 ld = function(fn, name)
   if not G then return load(fn, name) end
@@ -176,4 +187,4 @@ ld = function(fn, name)
   if not f then return f, e end
   return ls(table.concat(parts), name or '=(load)')
 end
-return __lockproxy_f(R, R, env, gf, sf, ls, ld, np, nil, ...)
+return __lockproxy_f(R, R, env, gf, sf, ls, ld, np, nil, sm, ...)
