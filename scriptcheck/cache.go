@@ -130,6 +130,15 @@ func (c *Cache) Lookup(sha []byte) *Entry {
 	return e
 }
 
+// Flush forgets every script, as SCRIPT FLUSH makes Valkey forget them:
+// an EVALSHA of one is then answered NOSCRIPT, as Valkey answers it.
+func (c *Cache) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bySHA, c.byBody = map[string]*Entry{}, map[string]*Entry{}
+	c.ring, c.free, c.hand, c.bytes = nil, nil, 0, 0
+}
+
 // Len is the number of scripts held.
 func (c *Cache) Len() int {
 	c.mu.RLock()
