@@ -1,6 +1,9 @@
 package lockproxy_test
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
@@ -17,6 +20,12 @@ func scriptPair(t *testing.T) (e *env, direct, proxied *raw) {
 	e = rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
 	bare := valkeytest.Start(t)
 	return e, dialRaw(t, bare.Addr), dialRaw(t, e.addr)
+}
+
+// suiteSHA is a script's SHA1, as Valkey names it.
+func suiteSHA(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // sameReply sends one command both ways and wants the same bytes, after
@@ -66,4 +75,84 @@ func TestSuiteScriptReadonlyTables(t *testing.T) {
 		sameReply(t, direct, proxied, "FUNCTION", "LOAD", lib)
 		mustContain(t, proxied.do("FCALL", "ro"+string(rune('a'+i)), "0"), "Attempt to modify a readonly table")
 	}
+}
+
+// The suite's "EVALSHA_RO - Can we call a SHA1 if already defined?": a
+// script that ran under the monitor (sent with EVAL) is held by Valkey as
+// the monitored text, under another SHA1, and EVALSHA_RO of the client's
+// SHA1 got NOSCRIPT. Now it answers as Valkey does, a write refused too.
+func TestSuiteEvalshaROOfMonitoredScript(t *testing.T) {
+	_, direct, proxied := scriptPair(t)
+	get := "return redis.call('get',KEYS[1])"
+	set := "return redis.call('set',KEYS[1],'x')"
+	for _, c := range []*raw{direct, proxied} {
+		eq(t, c.do("SET", "mykey", "myval"), "+OK\r\n")
+	}
+	sameReply(t, direct, proxied, "EVAL", get, "1", "mykey")
+	sameReply(t, direct, proxied, "EVAL", set, "1", "other")
+	eq(t, sameReply(t, direct, proxied, "EVALSHA_RO", suiteSHA(get), "1", "mykey"), bulk("myval"))
+	sameReply(t, direct, proxied, "evalsha_ro", strings.ToUpper(suiteSHA(get)), "1", "mykey")
+	mustContain(t, sameReply(t, direct, proxied, "EVALSHA_RO", suiteSHA(set), "1", "mykey"), "-ERR Write commands are not allowed from read-only scripts")
+	mustContain(t, sameReply(t, direct, proxied, "EVALSHA_RO", suiteSHA("return 42"), "0"), "-NOSCRIPT")
+}
+
+// The suite's "SCRIPTING FLUSH - is able to clear the scripts cache?" and
+// "SCRIPTING FLUSH ASYNC": after SCRIPT FLUSH (any form, in MULTI too) an
+// EVALSHA of a script lockproxy ran under its monitor is NOSCRIPT, as on
+// Valkey; lockproxy kept the body and ran it.
+func TestSuiteScriptFlushForgets(t *testing.T) {
+	_, direct, proxied := scriptPair(t)
+	body := "return redis.call('get',KEYS[1])"
+	for _, c := range []*raw{direct, proxied} {
+		eq(t, c.do("SET", "mykey", "myval"), "+OK\r\n")
+	}
+	for _, flush := range [][]string{{"SCRIPT", "FLUSH"}, {"script", "flush", "async"}, {"SCRIPT", "FLUSH", "SYNC"}, nil} {
+		for _, load := range [][]string{{"SCRIPT", "LOAD", body}, {"EVAL", body, "1", "mykey"}} {
+			sameReply(t, direct, proxied, load...)
+			eq(t, sameReply(t, direct, proxied, "EVALSHA", suiteSHA(body), "1", "mykey"), bulk("myval"))
+			if flush == nil {
+				// In a transaction: learned at EXEC.
+				for _, c := range []*raw{direct, proxied} {
+					eq(t, c.do("MULTI"), "+OK\r\n")
+					eq(t, c.do("SCRIPT", "FLUSH"), "+QUEUED\r\n")
+					eq(t, c.do("EXEC"), "*1\r\n+OK\r\n")
+				}
+			} else {
+				sameReply(t, direct, proxied, flush...)
+			}
+			for _, c := range []*raw{direct, proxied} {
+				mustContain(t, c.do("EVALSHA", suiteSHA(body), "1", "mykey"), "-NOSCRIPT ")
+			}
+		}
+	}
+}
+
+// The suite's "MONITOR can log commands issued by the scripting engine":
+// MONITOR showed a monitored script as "EVAL" where the client sent
+// "eval". The command keeps the client's letter case (the text and its
+// arguments are the monitor's, and once Valkey holds the monitored text an
+// EVAL goes as EVALSHA of it: "evalsha" for a client's "eval").
+func TestSuiteMonitorKeepsScriptVerb(t *testing.T) {
+	e, direct, proxied := scriptPair(t)
+	for _, verb := range []string{"eval", "EVAL", "eval"} {
+		for i, c := range []*raw{direct, proxied} {
+			addr := c.nc.RemoteAddr().String()
+			if i == 1 {
+				addr = e.addr
+			}
+			m := dialRaw(t, addr)
+			eq(t, m.do("MONITOR"), "+OK\r\n")
+			eq(t, c.do(verb, "redis.call('set',KEYS[1],ARGV[1])", "1", "foo", "bar"), "$-1\r\n")
+			mustContain(t, m.read(), "] \""+verb)
+			mustContain(t, m.read(), " lua] \"set\" \"foo\" \"bar\"")
+		}
+	}
+	// EVALSHA, once the monitored text is loaded (its first run loads it
+	// by EVAL).
+	sha := suiteSHA("return redis.call('get',KEYS[1])")
+	eq(t, proxied.do("EVAL", "return redis.call('get',KEYS[1])", "1", "foo"), bulk("bar"))
+	m := dialRaw(t, e.addr)
+	eq(t, m.do("MONITOR"), "+OK\r\n")
+	eq(t, proxied.do("evalsha", sha, "1", "foo"), bulk("bar"))
+	mustContain(t, m.read(), "] \"evalsha\" ")
 }

@@ -21,7 +21,11 @@ func evalFromSHA(cmd []byte) []byte {
 		return nil
 	}
 	out := append([]byte(nil), cmd[:hdr]...)
-	out = resp.AppendBulk(out, []byte("EVAL"))
+	eval := "EVAL"
+	if c := cmd[hdr+4]; 'a' <= c && c <= 'z' {
+		eval = "eval" // the client's spelling (encodeScript)
+	}
+	out = resp.AppendBulk(out, []byte(eval))
 	out = resp.AppendBulk(out, []byte(sc.Body))
 	return append(out, rest...)
 }
@@ -33,8 +37,13 @@ func encodeScript(plan rewrite.Plan, sha bool) []byte {
 	name, body := "EVAL", plan.Script.Body
 	if plan.Script.Fn != "" {
 		name = plan.Script.Verb // FCALL of the function's monitored registration
+	} else if plan.Script.RO {
+		name = "EVAL_RO" // never by SHA1: Valkey may not hold the text as sent
 	} else if sha {
 		name, body = "EVALSHA", plan.Script.SHA
+	}
+	if plan.Verb != nil {
+		name = spelled(name, plan.Verb)
 	}
 	// Exactly: a generous estimate doubled the bytes each lock command
 	// allocated, and the collector's work with them.
@@ -59,6 +68,33 @@ func encodeScript(plan rewrite.Plan, sha bool) []byte {
 		out = resp.AppendBulk(out, a)
 	}
 	return out
+}
+
+// spelled is name in the letter case of the client's verb: the verb
+// itself when it is the same command, else lower case for a verb that
+// starts with a lower-case letter (an evalsha sent as EVAL: eval).
+func spelled(name string, verb []byte) string {
+	lower := ""
+	switch name {
+	case "EVAL":
+		lower = "eval"
+	case "EVALSHA":
+		lower = "evalsha"
+	case "EVAL_RO":
+		lower = "eval_ro"
+	default:
+		return name
+	}
+	switch {
+	case resp.EqualFold(verb, lower):
+		if string(verb) == name {
+			return name
+		}
+		return string(verb)
+	case len(verb) > 0 && 'a' <= verb[0] && verb[0] <= 'z':
+		return lower
+	}
+	return name
 }
 
 // frameLen is the size of a RESP length header ("$12\r\n") and, for a

@@ -60,6 +60,10 @@ type Plan struct {
 	// reply), with whether Valkey accepted it: the script cache learns a
 	// FUNCTION LOAD, DELETE, FLUSH or RESTORE only then.
 	Learn func(accepted bool)
+	// Verb, when set, is the client's spelling of EVAL or EVALSHA: a Run
+	// sends EVAL or EVALSHA spelled in its letter case, as Valkey's
+	// MONITOR would show the client's own command.
+	Verb []byte
 }
 
 // EffectKind says what to record once the reply is known.

@@ -36,6 +36,16 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 		if c != nil && len(args) == 3 && resp.EqualFold(args[1], "load") {
 			c.Learn(args[2])
 		}
+		if c != nil && len(args) >= 2 && len(args) <= 3 && resp.EqualFold(args[1], "flush") {
+			// Valkey forgets every script (SYNC or ASYNC alike): so does
+			// lockproxy, once Valkey has accepted it, so that an EVALSHA
+			// of one is answered NOSCRIPT, as Valkey answers it.
+			return Plan{Learn: func(accepted bool) {
+				if accepted {
+					c.Flush()
+				}
+			}}
+		}
 		return Plan{}
 	case resp.EqualFold(name, "function"):
 		// FUNCTION LOAD is sent with the monitor inside the library
@@ -74,7 +84,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 			// (go-redis, redis-py, ioredis, ...) send its body.
 			return d.unseenSHA(args[1])
 		}
-		return d.monitorScript("EVALSHA", body, sha, skeys, sargs, s)
+		return d.monitorScript(name, "EVALSHA", body, sha, skeys, sargs, s)
 	case resp.EqualFold(name, "eval"):
 		body.b = args[1]
 		sha := ""
@@ -83,7 +93,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 		} else {
 			sha = scriptcheck.Analyze(string(args[1])).SHA
 		}
-		return d.monitorScript("EVAL", body, sha, skeys, sargs, s)
+		return d.monitorScript(name, "EVAL", body, sha, skeys, sargs, s)
 	case resp.EqualFold(name, "fcall"):
 		return d.fcallPlan(name, args[1], skeys, sargs, s)
 	case resp.EqualFold(name, "eval_ro"):
@@ -91,8 +101,21 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 			c.Learn(args[1])
 		}
 		return Plan{}
+	case resp.EqualFold(name, "evalsha_ro"):
+		// Valkey may hold a script lockproxy ran under its monitor only
+		// as the monitored text, under another SHA1: a body lockproxy
+		// knows goes as EVAL_RO of itself, which answers as Valkey's
+		// EVALSHA_RO of the client's script would (Valkey refuses its
+		// writes). One it does not know goes as it came: Valkey answers.
+		if c != nil {
+			if e := c.Lookup(args[1]); e != nil && e.Body() != "" {
+				sc := &Script{Name: "read-only " + e.SHA, Body: e.Body(), SHA: e.SHA, Client: e.SHA, RO: true}
+				return Plan{Kind: Run, Script: sc, Keys: skeys, Args: sargs, Shape: ScriptReply, Verb: name}
+			}
+		}
+		return Plan{}
 	}
-	// EVALSHA_RO, and FCALL_RO (of a monitored library: its function's
+	// FCALL_RO (of a monitored library: its function's
 	// own name, a direct call; of another, as it came): Valkey refuses
 	// their writes.
 	return Plan{}
@@ -101,11 +124,15 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 // monitorScript runs an EVAL or EVALSHA under the monitor, but for the
 // scripts that need none: flags=no-writes (Valkey refuses their writes),
 // and those that cannot reach Valkey at all (unmonitored).
-func (d *Decider) monitorScript(cmd string, body scriptBody, sha string, keys, argv [][]byte, s Session) Plan {
+// verb is the client's spelling of the command, which the monitored call
+// keeps (MONITOR shows it).
+func (d *Decider) monitorScript(verb []byte, cmd string, body scriptBody, sha string, keys, argv [][]byte, s Session) Plan {
 	if noWrites(body) || unmonitored(body) {
 		return Plan{}
 	}
-	return d.monitorPlan(cmd, body, sha, keys, argv, s)
+	p := d.monitorPlan(cmd, body, sha, keys, argv, s)
+	p.Verb = verb
+	return p
 }
 
 // unseenSHA: an EVALSHA of a script lockproxy has not seen loaded.

@@ -19,6 +19,9 @@ type Script struct {
 	// call is FCALL of Body (its monitored registration, monitor_lib.go).
 	Fn   string
 	Verb string // the client's spelling of FCALL
+	// RO: the client's own script, always sent as EVAL_RO of Body (an
+	// EVALSHA_RO of a script Valkey may hold only monitored).
+	RO   bool
 	sent atomic.Bool
 }
 
