@@ -156,3 +156,34 @@ func TestSuiteMonitorKeepsScriptVerb(t *testing.T) {
 	eq(t, proxied.do("evalsha", sha, "1", "foo"), bulk("bar"))
 	mustContain(t, m.read(), "] \"evalsha\" ")
 }
+
+// The suite's "FUNCTION - function stats" (and its three variants):
+// Valkey counts each function of a library loaded through lockproxy twice
+// (its own name and name__lockproxy), and FUNCTION STATS showed that
+// count. It shows the client's functions, in RESP2 and RESP3, and with
+// a library loaded around lockproxy beside them.
+func TestSuiteFunctionStatsCount(t *testing.T) {
+	e, direct, proxied := scriptPair(t)
+	libs := []string{
+		"#!lua name=lib1\nredis.register_function('f1', function() return 1 end)\nredis.register_function{function_name='f2', callback=function() return 2 end, flags={'no-writes'}}",
+		"#!lua name=lib2\nredis.register_function('g1', function() return 3 end)",
+	}
+	for _, l := range libs {
+		sameReply(t, direct, proxied, "FUNCTION", "LOAD", l)
+	}
+	for _, proto := range []string{"2", "3", "2"} {
+		direct.do("HELLO", proto)
+		proxied.do("HELLO", proto)
+		sameReply(t, direct, proxied, "FUNCTION", "STATS")
+		sameReply(t, direct, proxied, "function", "stats")
+	}
+	// One loaded around lockproxy, on the proxy's server: counted once.
+	d := dialRaw(t, e.srv.Addr)
+	eq(t, d.do("FUNCTION", "LOAD", "#!lua name=lib3\nredis.register_function('h1', function() return 4 end)"), bulk("lib3"))
+	eq(t, direct.do("FUNCTION", "LOAD", "#!lua name=lib3\nredis.register_function('h1', function() return 4 end)"), bulk("lib3"))
+	sameReply(t, direct, proxied, "FUNCTION", "STATS")
+	sameReply(t, direct, proxied, "FUNCTION", "DELETE", "lib1")
+	sameReply(t, direct, proxied, "FUNCTION", "STATS")
+	// What the client sent next is answered in its order.
+	sameReply(t, direct, proxied, "PING")
+}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // Commands for a busy Valkey. While a script or function runs, Valkey reads
@@ -183,7 +185,38 @@ func (p *Proxy) sendOneShot(cmd []byte, proto int, login string) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	if bytes.EqualFold(cmd, functionStatsCmd) {
+		return p.shootStats(nc, cmd)
+	}
 	return p.shoot(nc, cmd)
+}
+
+// functionStatsCmd is FUNCTION STATS as clients send it (any letter case).
+var functionStatsCmd = resp.AppendCommandStrings(nil, "FUNCTION", "STATS")
+
+// shootStats sends FUNCTION LIST, then FUNCTION STATS, on nc, and returns
+// the stats with the Lua engine's functions_count the client's: Valkey
+// counts each function of a library loaded through lockproxy twice (its
+// two registrations, rewrite/monitor_lib.go), and the list says which
+// are the client's. While a script runs Valkey answers the list BUSY, and
+// the count stays Valkey's.
+func (p *Proxy) shootStats(nc net.Conn, cmd []byte) ([]byte, error) {
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.ReplyTimeout.D()))
+	p.own.add(nc, 1) // the list is kept out of MONITOR (monitorown.go)
+	if _, err := nc.Write(append(resp.AppendCommandStrings(nil, "FUNCTION", "LIST"), cmd...)); err != nil {
+		return nil, err
+	}
+	buf, n, err := readReply(nc, make([]byte, 0, 4096))
+	if err != nil {
+		return nil, err
+	}
+	list := append([]byte(nil), buf[:n]...)
+	buf = append(buf[:0], buf[n:]...)
+	if buf, n, err = readReply(nc, buf); err != nil {
+		return nil, err
+	}
+	return rewrite.FunctionStatsCounted(buf[:n], list), nil
 }
 
 // oneShotTo is sendOneShot to one cluster node.

@@ -273,7 +273,8 @@ func field(m resp.Value, key string) []byte {
 // running function: its own name, and the command as the client sent it
 // (lockproxy's extra arguments, counted by the trailer, left out). The
 // engines' function counts stay Valkey's (each monitored function is
-// registered twice). Any other reply passes.
+// registered twice; FunctionStatsCounted counts them as the client's).
+// Any other reply passes.
 func FunctionStats(reply []byte) []byte {
 	if !bytes.Contains(reply, []byte(fnSuffix)) {
 		return reply
@@ -294,6 +295,63 @@ func FunctionStats(reply []byte) []byte {
 				val.Str = trimFnSuffix(val.Str)
 			case "command":
 				val.Elems = clientFcall(val.Elems)
+			}
+		}
+	}
+	return resp.AppendValue(nil, v)
+}
+
+// FunctionStatsCounted is FunctionStats with the Lua engine's
+// functions_count the client's: the functions FUNCTION LIST (list, its
+// reply just before) shows once a monitored library's name__lockproxy
+// registrations are left out, as FunctionList leaves them out. Without a
+// list it can read, the count stays Valkey's.
+func FunctionStatsCounted(reply, list []byte) []byte {
+	reply = FunctionStats(reply)
+	if !bytes.Contains(list, []byte(fnSuffix)) {
+		return reply
+	}
+	lv, n, err := resp.Parse(list)
+	if err != nil || n != len(list) || lv.Type != '*' {
+		return reply
+	}
+	count := int64(0)
+	for _, lib := range lv.Elems {
+		for j := 0; j+1 < len(lib.Elems); j += 2 {
+			if string(lib.Elems[j].Str) != "functions" {
+				continue
+			}
+			names := map[string]bool{}
+			for _, f := range lib.Elems[j+1].Elems {
+				names[strings.ToLower(string(field(f, "name")))] = true
+			}
+			for _, f := range lib.Elems[j+1].Elems {
+				name := strings.ToLower(string(field(f, "name")))
+				if base, ok := strings.CutSuffix(name, fnSuffix); ok && names[base] {
+					continue
+				}
+				count++
+			}
+		}
+	}
+	v, n, err := resp.Parse(reply)
+	if err != nil || n != len(reply) || (v.Type != '*' && v.Type != '%') {
+		return reply
+	}
+	for j := 0; j+1 < len(v.Elems); j += 2 {
+		if string(v.Elems[j].Str) != "engines" {
+			continue
+		}
+		engines := v.Elems[j+1].Elems
+		for k := 0; k+1 < len(engines); k += 2 {
+			if !resp.EqualFold(engines[k].Str, "lua") {
+				continue
+			}
+			st := engines[k+1].Elems
+			for x := 0; x+1 < len(st); x += 2 {
+				if string(st[x].Str) == "functions_count" && st[x+1].Type == ':' {
+					st[x+1].Int = count
+				}
 			}
 		}
 	}
