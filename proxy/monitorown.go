@@ -49,8 +49,42 @@ func (s *session) endMonitor() {
 
 // add records that n more set-up commands are sent on nc.
 func (o *ownLines) add(nc net.Conn, n int) {
+	if o.monitors.Load() == 0 {
+		return
+	}
+	o.record(nc, n)
+}
+
+// handshake records a new connection's n set-up commands whether or not
+// a session monitors now: a MONITOR that begins before Valkey reads them
+// shows them. It reports a func to call once their replies are read,
+// which forgets them if no session monitored all along (Valkey read them
+// before any MONITOR began).
+func (o *ownLines) handshake(nc net.Conn, n int) (done func()) {
+	quiet := o.monitors.Load() == 0
+	o.record(nc, n)
+	return func() {
+		if quiet && o.monitors.Load() == 0 {
+			o.forget(nc)
+		}
+	}
+}
+
+// forget drops what is recorded for nc.
+func (o *ownLines) forget(nc net.Conn) {
 	a := nc.LocalAddr()
-	if a == nil || n == 0 || o.monitors.Load() == 0 {
+	if a == nil {
+		return
+	}
+	o.mu.Lock()
+	delete(o.left, a.String()) // its place in order goes with the oldest
+	o.mu.Unlock()
+}
+
+// record is add whether or not a session monitors.
+func (o *ownLines) record(nc net.Conn, n int) {
+	a := nc.LocalAddr()
+	if a == nil || n == 0 {
 		return
 	}
 	addr := a.String()

@@ -161,10 +161,11 @@ func handshake(nc net.Conn, st connState, own *ownLines) error {
 	for _, c := range cmds {
 		out = resp.AppendCommandStrings(out, c...)
 	}
-	own.add(nc, len(cmds))
+	settled := own.handshake(nc, len(cmds))
 	if _, err := nc.Write(out); err != nil {
 		return err
 	}
+	defer settled()
 	buf := make([]byte, 0, 4096)
 	for i := range cmds {
 		var n int
