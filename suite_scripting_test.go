@@ -3,8 +3,11 @@ package lockproxy_test
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockproxy/lockproxy/proxy"
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 )
@@ -186,4 +189,35 @@ func TestSuiteFunctionStatsCount(t *testing.T) {
 	sameReply(t, direct, proxied, "FUNCTION", "STATS")
 	// What the client sent next is answered in its order.
 	sameReply(t, direct, proxied, "PING")
+}
+
+// The suite's "Different clients can redirect to the same connection"
+// (unit/tracking, once in a while): each client that redirected its
+// invalidations had a relay connection of its own, and the target got them
+// in the order the relays' readers happened to run, not Valkey's. Clients
+// redirecting to one target now share its relay.
+func TestSuiteTrackingRedirectOrder(t *testing.T) {
+	e := newEnv(t, proxy.Options{})
+	target := dialRaw(t, e.addr)
+	id := strings.TrimSuffix(strings.TrimPrefix(target.do("CLIENT", "ID"), ":"), "\r\n")
+	mustContain(t, target.do("SUBSCRIBE", "__redis__:invalidate"), "subscribe")
+	a, b, w := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, a.do("CLIENT", "TRACKING", "on", "REDIRECT", id), "+OK\r\n")
+	eq(t, b.do("CLIENT", "TRACKING", "on", "REDIRECT", id), "+OK\r\n")
+	for i := 0; i < 30; i++ {
+		k1, k2 := fmt.Sprintf("key1{t}%d", i), fmt.Sprintf("key2{t}%d", i)
+		eq(t, w.do("MSET", k1, "1", k2, "1"), "+OK\r\n")
+		eq(t, a.do("GET", k1), bulk("1"))
+		eq(t, b.do("GET", k2), bulk("1"))
+		w.send(string(redisCmd("INCR", k1)) + string(redisCmd("INCR", k2)))
+		eq(t, w.read(), ":2\r\n")
+		eq(t, w.read(), ":2\r\n")
+		mustContain(t, target.read(), k1)
+		mustContain(t, target.read(), k2)
+	}
+	// One client's tracking off leaves the other's redirect working.
+	eq(t, a.do("CLIENT", "TRACKING", "off"), "+OK\r\n")
+	eq(t, b.do("GET", "key3"), "$-1\r\n")
+	eq(t, w.do("SET", "key3", "1"), "+OK\r\n")
+	mustContain(t, target.read(), "key3")
 }

@@ -64,8 +64,9 @@ type tracking struct {
 // relay is a connection of the proxy's own that takes a client's
 // redirected invalidations on one node, and its id there.
 type relay struct {
-	c  *upConn
-	id int64
+	c           *upConn
+	id          int64
+	node, login string
 }
 
 // spreads reports whether the session's own connections may be on several
@@ -186,6 +187,14 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 	if r := t.relays[node]; r != nil && !r.c.dead.Load() {
 		return r, nil
 	}
+	target := t.target
+	if r := target.redirTo.take(node, s.login); r != nil {
+		// Another session redirects to the same target there: one
+		// relay takes both, so the target gets the invalidations in the
+		// order Valkey sent them (two relays' readers race).
+		t.setRelay(node, r)
+		return r, nil
+	}
 	st := s.p.sharedState(poolKey{proto: 3, db: 0, node: node, login: s.login})
 	st.bare = true
 	nc, addr, err := s.p.connect(st)
@@ -197,23 +206,28 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 		nc.Close()
 		return nil, err
 	}
-	target := t.target
 	c := s.p.startUp(nc, addr, nil, func(push []byte) { target.invalidated(push) })
-	if !target.redirTo.add(c) {
+	r := &relay{c: c, id: id, node: node, login: s.login}
+	if !target.redirTo.add(r) {
 		c.close() // the target quit meanwhile: the redirect is broken
 	}
-	if t.relays == nil {
-		t.relays = map[string]*relay{}
-	}
-	if r := t.relays[node]; r != nil {
-		target.redirTo.drop(r.c)
-	}
-	r := &relay{c: c, id: id}
-	t.relays[node] = r
+	t.setRelay(node, r)
 	// TRACKINGINFO, GETREDIR and a broken redirect's push name the relay
 	// by Valkey's id: clientids.go turns it into the target's.
 	s.p.vids.add(id, target.id)
 	return r, nil
+}
+
+// setRelay makes r the session's relay on node, letting go of the one it
+// had there.
+func (t *tracking) setRelay(node string, r *relay) {
+	if t.relays == nil {
+		t.relays = map[string]*relay{}
+	}
+	if old := t.relays[node]; old != nil && old != r && t.target.redirTo.release(old) {
+		old.c.close()
+	}
+	t.relays[node] = r
 }
 
 // clientID asks a connection no reader serves yet for its CLIENT ID.
@@ -433,43 +447,65 @@ func (s *session) closeTracking() {
 
 func (t *tracking) closeRelays() {
 	for _, r := range t.relays {
-		if t.target != nil {
-			t.target.redirTo.drop(r.c)
+		if t.target == nil || t.target.redirTo.release(r) {
+			r.c.close()
 		}
-		r.c.close()
 	}
 }
 
 // redirectedHere is the relays that take invalidations other sessions
-// redirect to a session. They live no longer than it: when it quits
-// (QUIT, or its connection ends) they close first, so Valkey finds the
-// redirect broken and tells the tracking clients (tracking-redir-broken)
-// as it does directly, where the target's own connection is gone.
+// redirect to a session, one per node and login, shared by every session
+// that redirects there. They live no longer than it: when it quits (QUIT,
+// or its connection ends) they close first, so Valkey finds the redirect
+// broken and tells the tracking clients (tracking-redir-broken) as it does
+// directly, where the target's own connection is gone.
 type redirectedHere struct {
-	mu    sync.Mutex
-	conns map[*upConn]struct{}
-	ended bool
+	mu     sync.Mutex
+	relays map[*relay]int // each relay and how many sessions use it
+	ended  bool
 }
 
-// add records c; it reports false when the session has quit already.
-func (h *redirectedHere) add(c *upConn) bool {
+// add records r, used by one session; it reports false when the target
+// has quit already.
+func (h *redirectedHere) add(r *relay) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ended {
 		return false
 	}
-	if h.conns == nil {
-		h.conns = map[*upConn]struct{}{}
+	if h.relays == nil {
+		h.relays = map[*relay]int{}
 	}
-	h.conns[c] = struct{}{}
+	h.relays[r] = 1
 	return true
 }
 
-// drop forgets c (its tracking session closed or replaced it).
-func (h *redirectedHere) drop(c *upConn) {
+// take returns a live relay on node for login, counting one more session
+// using it; nil when there is none.
+func (h *redirectedHere) take(node, login string) *relay {
 	h.mu.Lock()
-	delete(h.conns, c)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	for r, n := range h.relays {
+		if r.node == node && r.login == login && !r.c.dead.Load() {
+			h.relays[r] = n + 1
+			return r
+		}
+	}
+	return nil
+}
+
+// release counts one session less using r; it reports true when none is
+// left (or r is not counted here): the caller closes it.
+func (h *redirectedHere) release(r *relay) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, ok := h.relays[r]
+	if ok && n > 1 {
+		h.relays[r] = n - 1
+		return false
+	}
+	delete(h.relays, r)
+	return true
 }
 
 // end closes the relays when the session quits. Closing does not wait:
@@ -477,11 +513,11 @@ func (h *redirectedHere) drop(c *upConn) {
 // to Valkey ahead of any command the client sends after reading the reply.
 func (h *redirectedHere) end() {
 	h.mu.Lock()
-	conns := h.conns
-	h.conns, h.ended = nil, true
+	relays := h.relays
+	h.relays, h.ended = nil, true
 	h.mu.Unlock()
-	for c := range conns {
-		c.close()
+	for r := range relays {
+		r.c.close()
 	}
 }
 
