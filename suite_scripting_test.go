@@ -221,3 +221,15 @@ func TestSuiteTrackingRedirectOrder(t *testing.T) {
 	eq(t, w.do("SET", "key3", "1"), "+OK\r\n")
 	mustContain(t, target.read(), "key3")
 }
+
+// SCRIPT EXISTS of a script that ran under the monitor (Valkey holds only
+// the monitored text) answers 1, as directly, and 0 after SCRIPT FLUSH.
+func TestSuiteScriptExistsOfMonitoredScript(t *testing.T) {
+	_, direct, proxied := scriptPair(t)
+	body := "return redis.call('get',KEYS[1])"
+	sameReply(t, direct, proxied, "EVAL", body, "1", "k")
+	sameReply(t, direct, proxied, "EVAL", "return 1", "0")
+	eq(t, sameReply(t, direct, proxied, "SCRIPT", "EXISTS", suiteSHA(body), suiteSHA("return 1"), suiteSHA("return 2"), strings.ToUpper(suiteSHA(body))), "*4\r\n:1\r\n:1\r\n:0\r\n:1\r\n")
+	sameReply(t, direct, proxied, "SCRIPT", "FLUSH")
+	eq(t, sameReply(t, direct, proxied, "script", "exists", suiteSHA(body)), "*1\r\n:0\r\n")
+}

@@ -113,7 +113,11 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	}
 	switch k {
 	case kServer:
-		s.forward(cmd.Raw, serverReply(args))
+		hook := serverReply(args)
+		if h := s.scriptExists(args); h != nil {
+			hook = h
+		}
+		s.forward(cmd.Raw, hook)
 	case kForward, kLong:
 		s.forward(cmd.Raw, nil)
 	case kXRead:
@@ -614,6 +618,41 @@ func validName(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// scriptExists is the hook of SCRIPT EXISTS while lockproxy runs scripts
+// under its monitor: Valkey holds a script run monitored only as the
+// monitored text, under another SHA1, so a SHA1 it does not hold that
+// lockproxy knows the body of (learned from EVAL or SCRIPT LOAD, forgotten
+// at SCRIPT FLUSH) is answered 1, as EVALSHA of it runs through lockproxy.
+func (s *session) scriptExists(args [][]byte) func([]byte) []byte {
+	if len(args) < 3 || !resp.EqualFold(args[0], "script") || !resp.EqualFold(args[1], "exists") {
+		return nil
+	}
+	c := s.p.decider.Load().Scripts
+	if c == nil {
+		return nil
+	}
+	shas := make([][]byte, len(args)-2)
+	for i, a := range args[2:] {
+		shas[i] = append([]byte(nil), a...)
+	}
+	return func(reply []byte) []byte {
+		v, n, err := resp.Parse(reply)
+		if err != nil || n != len(reply) || v.Type != '*' || len(v.Elems) != len(shas) {
+			return reply
+		}
+		changed := false
+		for i := range v.Elems {
+			if e := &v.Elems[i]; e.Type == ':' && e.Int == 0 && c.Lookup(shas[i]) != nil {
+				e.Int, changed = 1, true
+			}
+		}
+		if !changed {
+			return reply
+		}
+		return resp.AppendValue(nil, v)
+	}
 }
 
 // serverReply is the hook of a SCRIPT, FUNCTION or SHUTDOWN reply: FUNCTION
