@@ -71,7 +71,8 @@ wait_port() {
 }
 
 if [ -n "${VALKEY_SUITE_DIRECT:-}" ]; then
-  direct=$VALKEY_SUITE_DIRECT
+  # Absolute: the runner works from a copy of the suite elsewhere.
+  direct=$(cd "$VALKEY_SUITE_DIRECT" && pwd) || exit 2
   echo "valkey-suite: baseline from $direct"
 else
   direct=$out/direct
@@ -102,6 +103,8 @@ wait_port "$pport" || { echo "valkey-suite: lockproxy did not start (see $out/lo
 echo "valkey-suite: through lockproxy on port $pport, valkey-server on port $vport"
 VALKEY_SUITE_BASELINE=$direct "$suite/run.sh" 127.0.0.1 "$pport" "$proxied" | tee "$out/lockproxy.txt"
 cleanup
+
+[ -f "$proxied/not-passed-vs-baseline.txt" ] || { echo "valkey-suite: the runner wrote no comparison with the direct run ($proxied/not-passed-vs-baseline.txt)" >&2; exit 2; }
 
 # What passed directly, of the units this run covered, and did not pass
 # through lockproxy; then which of those the exceptions file excuses.
