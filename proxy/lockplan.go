@@ -178,9 +178,10 @@ func (s *session) run(plan rewrite.Plan) {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
-	if d := durability(plan); d != nil && s.p.cl == nil {
-		// In front of a cluster durability is not applied yet: see
-		// docs/failover.md, Limits.
+	if d := durability(plan); d != nil {
+		// In front of a cluster the WAIT goes on the connection to the
+		// node the script went to (s.node, routeScript): it counts that
+		// node's replicas.
 		if sc == rewrite.Acquire {
 			s.runDurable(plan, d)
 		} else {
