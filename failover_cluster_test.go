@@ -1,6 +1,7 @@
 package lockproxy_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,4 +112,63 @@ func TestDurableGrantsInCluster(t *testing.T) {
 	eq(t, token(t, a, "{c}:d:cut"), int64(0))
 	mustContain(t, a.do("PEXPIRE", lock, "40000"), "-NOTDURABLE")
 	mustContain(t, a.do("SET", "{c}:data", "2"), "-NOTDURABLE")
+}
+
+// failOver kills the primary (SIGKILL) and waits until the cluster has
+// promoted its replica.
+func (ce *clusterFailoverEnv) failOver(t *testing.T) {
+	t.Helper()
+	ce.primary.Stop()
+	waitFor(t, 60*time.Second, "the cluster promotes the replica", func() bool {
+		role, _ := valkeytest.Do(ce.replica.Addr, "ROLE")
+		return strings.HasPrefix(role, "master")
+	})
+}
+
+// waitReplicaHas waits until the replica holds lock with value.
+func (ce *clusterFailoverEnv) waitReplicaHas(t *testing.T, lock, value string) {
+	t.Helper()
+	rc := valkeytest.Dial(t, ce.replica.Addr, 2)
+	rc.Do(t, "READONLY")
+	want := "$" + strconv.Itoa(len(value)) + "\r\n" + value + "\r\n"
+	waitFor(t, 10*time.Second, "the replica has "+lock, func() bool { return string(rc.Do(t, "GET", lock)) == want })
+}
+
+// scriptAcquire takes lock with a client's script (SET NX inside EVAL, as
+// lock libraries do), retrying while the cluster is out of reach or the
+// lock is held, and returns the token it was granted.
+func scriptAcquire(t *testing.T, r *raw, lock, value string, within time.Duration) int64 {
+	t.Helper()
+	const obtain = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])"
+	waitFor(t, within, "acquire "+lock+" as "+value+" by a script", func() bool {
+		got, err := r.readErrDo(5*time.Second, "EVAL", obtain, "1", lock, value, "2000")
+		return err == nil && got == "+OK\r\n"
+	})
+	return token(t, r, lock)
+}
+
+// Script acquisitions take the node's config epoch in front of a
+// cluster, as SET NX does: A takes the lock by EVAL (replicated), the
+// replica is cut off, A releases and B takes it by EVAL (never
+// replicated), the primary is killed and the replica promoted; C's token
+// (EVAL too) is above B's. On main the monitor's grant minted a plain
+// INCR in front of a cluster: C was given B's token again.
+func TestScriptTokensRiseAcrossClusterFailover(t *testing.T) {
+	const lock = "{s}:mutex"
+	ce := startClusterFailover(t, "locks:\n  - pattern: \"{*}:mutex\"\n    release: rewrite\n", lock)
+	a, b, c := dialRaw(t, ce.e.addr), dialRaw(t, ce.e.addr), dialRaw(t, ce.e.addr)
+	ta := scriptAcquire(t, a, lock, "A", 20*time.Second)
+	ce.waitReplicaHas(t, lock, "A")
+	cutOffReplica(t, ce.primary)
+	release(t, a, lock)
+	tb := scriptAcquire(t, b, lock, "B", 10*time.Second)
+	if tb <= ta {
+		t.Fatalf("B's token %d is not above A's %d", tb, ta)
+	}
+	ce.failOver(t)
+	tc := scriptAcquire(t, c, lock, "C", 60*time.Second)
+	t.Logf("tokens: A %d, B %d (lost in the failover), C %d", ta, tb, tc)
+	if tc <= tb {
+		t.Fatalf("C was granted token %d after B's %d: a token repeated or went back", tc, tb)
+	}
 }

@@ -30,8 +30,8 @@ package rewrite
 // the node's own failover epoch, as CLUSTER INFO reports it
 // (cluster_my_epoch) times 256: a replica promoted in a failover takes a
 // config epoch above every other node's, so its first grant of a lock is
-// above every token its old primary handed out. Script acquisitions pass
-// no cluster flag (see docs/failover.md, Limits).
+// above every token its old primary handed out. Script acquisitions (the
+// monitor) pass the flag as the run id "!" (monitorArgs).
 //
 // A counter whose name ends in "}}:lockproxy:grants" is a key's that was
 // named without its second '}' before issue 26's finding 7 (see

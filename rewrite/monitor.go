@@ -312,6 +312,11 @@ func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRul
 	return w
 }
 
+// clusterRun stands for the run id in a monitored script's epoch clues in
+// front of a cluster: its grants take the node's config epoch (fnGrant's
+// cluster flag).
+var clusterRun = []byte("!")
+
 // monitorPlan runs a client's script (body, as EVAL or EVALSHA of it
 // would) under the monitor. Its ARGV are the client's, then lockproxy's:
 // keep_lapsed, the epoch clues (known, run: EpochClue); per lock among
@@ -367,6 +372,11 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 	}
 	sargs := make([][]byte, 0, len(argv)+sh.extras()+8)
 	run, known := d.Epoch.args()
+	if d.Cluster {
+		// In front of a cluster the grant mints under the node's config
+		// epoch (fnGrant), as SET NX does: the run id's place says so.
+		run = clusterRun
+	}
 	sargs = append(append(append(sargs, argv...), d.keep(), known, run), locks...)
 	if fc != nil {
 		sargs = append(append(sargs, fc.args...), fc.keys...)
