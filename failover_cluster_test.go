@@ -27,6 +27,33 @@ type clusterFailoverEnv struct {
 
 func startClusterFailover(t *testing.T, rules, lock string) *clusterFailoverEnv {
 	t.Helper()
+	ce := startClusterProxy(t, rules, lock)
+	primary, replica := ce.primary, ce.replica
+	for _, step := range []struct {
+		srv  *valkeytest.Server
+		args []string
+	}{
+		{primary, []string{"ACL", "SETUSER", "repl", "on", ">replpw", "~*", "&*", "+@all"}},
+		{replica, []string{"CONFIG", "SET", "masteruser", "repl"}},
+		{replica, []string{"CONFIG", "SET", "masterauth", "replpw"}},
+		{primary, []string{"CLIENT", "KILL", "TYPE", "replica"}},
+	} {
+		if out, err := valkeytest.Do(step.srv.Addr, step.args...); err != nil {
+			t.Fatalf("%v: %q %v", step.args, out, err)
+		}
+	}
+	waitFor(t, 60*time.Second, "the replica is back, as repl", func() bool {
+		out, _ := valkeytest.Do(primary.Addr, "CLIENT", "LIST", "TYPE", "replica")
+		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
+		return strings.Contains(out, "user=repl") && strings.Contains(info, "master_link_status:up")
+	})
+	return ce
+}
+
+// startClusterProxy starts a fresh 3-primary cluster with replicas and a
+// lockproxy in front of it with rules; primary is lock's node.
+func startClusterProxy(t *testing.T, rules, lock string) *clusterFailoverEnv {
+	t.Helper()
 	cl, err := valkeytest.StartCluster()
 	if err != nil {
 		t.Fatal(err)
@@ -48,24 +75,6 @@ func startClusterFailover(t *testing.T, rules, lock string) *clusterFailoverEnv 
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []struct {
-		srv  *valkeytest.Server
-		args []string
-	}{
-		{primary, []string{"ACL", "SETUSER", "repl", "on", ">replpw", "~*", "&*", "+@all"}},
-		{replica, []string{"CONFIG", "SET", "masteruser", "repl"}},
-		{replica, []string{"CONFIG", "SET", "masterauth", "replpw"}},
-		{primary, []string{"CLIENT", "KILL", "TYPE", "replica"}},
-	} {
-		if out, err := valkeytest.Do(step.srv.Addr, step.args...); err != nil {
-			t.Fatalf("%v: %q %v", step.args, out, err)
-		}
-	}
-	waitFor(t, 60*time.Second, "the replica is back, as repl", func() bool {
-		out, _ := valkeytest.Do(primary.Addr, "CLIENT", "LIST", "TYPE", "replica")
-		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
-		return strings.Contains(out, "user=repl") && strings.Contains(info, "master_link_status:up")
-	})
 	return &clusterFailoverEnv{cl: cl, e: e, primary: primary, replica: replica}
 }
 
@@ -170,5 +179,37 @@ func TestScriptTokensRiseAcrossClusterFailover(t *testing.T) {
 	t.Logf("tokens: A %d, B %d (lost in the failover), C %d", ta, tb, tc)
 	if tc <= tb {
 		t.Fatalf("C was granted token %d after B's %d: a token repeated or went back", tc, tb)
+	}
+}
+
+// A cluster primary restarted without persistence keeps its config epoch
+// (nodes.conf) and loses its counters: tokens minted after the restart,
+// by SET NX and by a client's script, are above those minted before. On
+// main both started again at the node's floor: the first grant after the
+// restart repeated the first grant before it.
+func TestTokensRiseAcrossClusterNodeRestart(t *testing.T) {
+	const lock, slock = "{r}:mutex", "{r}:s:mutex"
+	ce := startClusterProxy(t, mutexRule, lock)
+	a := dialRaw(t, ce.e.addr)
+	var before [2]int64
+	for range 2 {
+		before[0] = acquire(t, a, lock, "A", 20*time.Second)
+		release(t, a, lock)
+		before[1] = scriptAcquire(t, a, slock, "A", 20*time.Second)
+		release(t, a, slock)
+	}
+	ce.primary.Restart(t) // SIGKILL, then started again: empty, same nodes.conf
+	if err := ce.cl.WaitOK(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if role, _ := valkeytest.Do(ce.primary.Addr, "ROLE"); !strings.HasPrefix(role, "master") {
+		t.Fatalf("the restarted node is no longer the primary (a failover, not a restart): %q", role)
+	}
+	after := [2]int64{acquire(t, a, lock, "B", 60*time.Second), scriptAcquire(t, a, slock, "B", 60*time.Second)}
+	t.Logf("SET NX: %d before, %d after; script: %d before, %d after", before[0], after[0], before[1], after[1])
+	for i := range after {
+		if after[i] <= before[i] {
+			t.Errorf("%s: token %d after the restart, %d before it", []string{"SET NX", "script"}[i], after[i], before[i])
+		}
 	}
 }

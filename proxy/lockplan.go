@@ -174,6 +174,9 @@ func (s *session) run(plan rewrite.Plan) {
 	if s.p.cl != nil && !s.routeScript(plan.Keys) {
 		return
 	}
+	if s.p.cl != nil && plan.Clue > 0 && !s.reclue(plan.Args, plan.Clue) {
+		return
+	}
 	if s.ded != nil && s.inMulti {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return

@@ -327,7 +327,7 @@ var clusterRun = []byte("!")
 func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
 	sh, sargs := d.monitorArgs(cmd, keys, argv, s)
 	w := monitored(body, clientSHA, sh, d.monitorRules())
-	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply}
+	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply, Clue: monitorClue(sh, argv)}
 }
 
 // monitorArgs is a monitored call's shape and arguments: the client's,
@@ -382,6 +382,15 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 		sargs = append(append(sargs, fc.args...), fc.keys...)
 	}
 	return sh, sargs
+}
+
+// monitorClue is where a monitored call's epoch clue is in its arguments
+// (after the client's ARGV and keep_lapsed), 0 when it declares no lock.
+func monitorClue(sh MonitorShape, argv [][]byte) int {
+	if sh.Locks == 0 {
+		return 0
+	}
+	return len(argv) + 1
 }
 
 // unmonitored reports whether a script may run without the monitor, by a

@@ -60,6 +60,10 @@ type Plan struct {
 	// reply), with whether Valkey accepted it: the script cache learns a
 	// FUNCTION LOAD, DELETE, FLUSH or RESTORE only then.
 	Learn func(accepted bool)
+	// Clue is where in Args a grant's epoch clue "known" is (EpochClue),
+	// 0 when the plan mints no token: in front of a cluster the proxy
+	// sets it again once it reached the node (EpochClue.Known).
+	Clue int
 }
 
 // EffectKind says what to record once the reply is known.
