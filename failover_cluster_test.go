@@ -213,3 +213,39 @@ func TestTokensRiseAcrossClusterNodeRestart(t *testing.T) {
 		}
 	}
 }
+
+// A FLUSHALL and a FLUSHDB the rules allow (on_flush: allow), sent
+// through lockproxy in front of a cluster, empty every primary: the
+// tokens after each are above those before it, for SET NX and a client's
+// script alike. On main the flush went to every primary as it came, and
+// the next grants repeated the first ones.
+func TestTokensRiseAcrossClusterFlush(t *testing.T) {
+	const lock, slock = "{f}:mutex", "{f}:s:mutex"
+	ce := startClusterProxy(t, mutexRule, lock)
+	a := dialRaw(t, ce.e.addr)
+	var last [2]int64
+	take := func(who string) [2]int64 {
+		var got [2]int64
+		for range 2 {
+			got[0] = acquire(t, a, lock, who, 20*time.Second)
+			release(t, a, lock)
+			got[1] = scriptAcquire(t, a, slock, who, 20*time.Second)
+			release(t, a, slock)
+		}
+		return got
+	}
+	last = take("A")
+	for _, flush := range []string{"FLUSHALL", "FLUSHDB"} {
+		eq(t, a.do(flush), "+OK\r\n")
+		got, _ := valkeytest.Do(ce.primary.Addr, "EXISTS", "{f}:mutex:lockproxy:grants", "{f}:s:mutex:lockproxy:grants")
+		eq(t, strings.TrimSpace(got), "0")
+		next := take("B")
+		t.Logf("%s: SET NX %d then %d; script %d then %d", flush, last[0], next[0], last[1], next[1])
+		for i := range next {
+			if next[i] <= last[i] {
+				t.Errorf("%s, %s: token %d after the flush, %d before it", flush, []string{"SET NX", "script"}[i], next[i], last[i])
+			}
+		}
+		last = next
+	}
+}

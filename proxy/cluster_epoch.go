@@ -4,6 +4,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/lockproxy/lockproxy/resp"
 )
 
 // The epoch in front of a cluster (docs/failover.md). A grant mints above
@@ -81,4 +83,45 @@ func (s *session) reclue(args [][]byte, at int) bool {
 	}
 	args[at] = s.p.epochClue.Known()
 	return true
+}
+
+var clusterInfoCmd = resp.AppendCommandStrings(nil, "CLUSTER", "INFO")
+
+// An allowed FLUSHALL or FLUSHDB in front of a cluster (fanOut) deletes
+// every node's counters: the grants after it must mint above every epoch
+// used before it. The flush is sent to each primary followed by CLUSTER
+// INFO, and the epoch clue rises to at least the highest config epoch ×
+// 256 and one above the clue in force (raiseClusterEpoch), before the
+// flush (the grants that race it mint above every earlier one) and once
+// every primary answered it.
+
+// clusterEpochs is the highest cluster_my_epoch in infos (CLUSTER INFO
+// replies), or, with infos nil, asked of the nodes; -1 when none answers.
+func (p *Proxy) clusterEpochs(nodes []string, proto int, login string, infos [][]byte) int64 {
+	if infos == nil {
+		for _, addr := range nodes {
+			if r, err := p.nodeDo(addr, proto, login, clusterInfoCmd); err == nil {
+				infos = append(infos, r[0])
+			}
+		}
+	}
+	top := int64(-1)
+	for _, b := range infos {
+		if e, ok := clusterMyEpoch(b); ok {
+			top = max(top, e)
+		} else {
+			p.log.Warn("cannot learn a cluster node's config epoch around a flush", "reply", string(b))
+		}
+	}
+	return top
+}
+
+// raiseClusterEpoch raises the epoch clue above every epoch in use: one
+// above the clue in force, the config epoch top × 256, and every epoch
+// this instance saw in a token.
+func (p *Proxy) raiseClusterEpoch(top int64) {
+	p.epochs.mu.Lock()
+	defer p.epochs.mu.Unlock()
+	p.epochs.prev = max(p.epochs.prev+1, top*epochPerFailover, p.epochs.cur)
+	p.epochClue.Set("", p.epochs.prev)
 }
