@@ -87,8 +87,11 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		}
 	}
 	if plan.Script == rewrite.Flush && s.p.cl != nil {
-		// In front of a cluster a flush goes to every primary as it came:
-		// the epoch is not kept there (docs/failover.md).
+		// In front of a cluster a flush comes here only on a connection
+		// of the session's own (a transaction): it goes to that node as
+		// it came, and raises no epoch (docs/failover.md, Limits). A
+		// shared session's goes to every primary (fanOut), which raises
+		// the epoch clue around it (cluster_epoch.go).
 		plan = rewrite.Plan{Effects: plan.Effects}
 	}
 	if plan.Kind != rewrite.Forward || len(plan.Effects) > 0 {
