@@ -96,16 +96,34 @@ func (s *session) fanOut(cmd resp.Command, rp fanReply, d *rewrite.Decider) {
 		nodes = []string{nodes[rand.IntN(len(nodes))]}
 	}
 	raw, proto, login := bytes.Clone(cmd.Raw), s.proto, s.login
+	flush := len(plan.Effects) > 0 && plan.Effects[0].Kind == rewrite.Flushed
 	s.aside(func() []byte {
 		s.p.cl.splits.Add(1)
+		if flush {
+			s.p.raiseClusterEpoch(s.p.clusterEpochs(nodes, proto, login, nil))
+		}
 		replies := make([][]byte, 0, len(nodes))
+		cmds := [][]byte{raw}
+		if flush {
+			cmds = append(cmds, clusterInfoCmd)
+		}
+		var infos [][]byte
 		for _, addr := range nodes {
-			r, err := s.p.nodeDo(addr, proto, login, raw)
+			r, err := s.p.nodeDo(addr, proto, login, cmds...)
 			if err != nil {
 				s.p.cl.refreshSoon()
+				if len(infos) > 0 {
+					s.p.raiseClusterEpoch(s.p.clusterEpochs(nodes, proto, login, nil))
+				}
 				return resp.AppendError(nil, errUpstreamLost(addr, err))
 			}
 			replies = append(replies, r[0])
+			if flush {
+				infos = append(infos, r[1])
+			}
+		}
+		if flush {
+			s.p.raiseClusterEpoch(s.p.clusterEpochs(nil, proto, login, infos))
 		}
 		out := foldFan(rp, replies)
 		if len(plan.Effects) > 0 {

@@ -36,6 +36,9 @@ type epochMemory struct {
 	// the primary at sentinelFor (asked again when the primary moves).
 	sentinelFor   string
 	sentinelEpoch int64
+	// nodeRuns: in front of a cluster, the run id last seen at each
+	// node's address (cluster_epoch.go).
+	nodeRuns map[string]string
 }
 
 // epochPerFailover is the room a Sentinel failover epoch leaves for
@@ -47,13 +50,17 @@ const epochPerFailover = 256
 // handshake done), the run id of the Valkey process and the epoch hashes
 // of the databases that hold keys (INFO server keyspace, then SELECT and
 // HGET of each, and SELECT back to the connection's database: read-only,
-// none fails), and passes the epoch clues on to the grants. In a cluster,
-// and without lock rules, it does nothing: see docs/failover.md.
+// none fails), and passes the epoch clues on to the grants. In a cluster
+// it reads the node's run id (learnNodeRun); without lock rules it does
+// nothing: see docs/failover.md.
 func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
-	if p.cl != nil || !p.decider.Load().Active() {
+	if !p.decider.Load().Active() {
 		// Without lock rules nothing mints a token; a reload that
 		// switches rules on reopens the shared connections (reload.go).
 		return nil
+	}
+	if p.cl != nil {
+		return p.learnNodeRun(nc)
 	}
 	floor := p.sentinelEpoch() * epochPerFailover
 	p.own.add(nc, 1) // kept out of MONITOR, as the handshake is (monitorown.go)

@@ -87,8 +87,11 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		}
 	}
 	if plan.Script == rewrite.Flush && s.p.cl != nil {
-		// In front of a cluster a flush goes to every primary as it came:
-		// the epoch is not kept there (docs/failover.md).
+		// In front of a cluster a flush comes here only on a connection
+		// of the session's own (a transaction): it goes to that node as
+		// it came, and raises no epoch (docs/failover.md, Limits). A
+		// shared session's goes to every primary (fanOut), which raises
+		// the epoch clue around it (cluster_epoch.go).
 		plan = rewrite.Plan{Effects: plan.Effects}
 	}
 	if plan.Kind != rewrite.Forward || len(plan.Effects) > 0 {
@@ -174,13 +177,17 @@ func (s *session) run(plan rewrite.Plan) {
 	if s.p.cl != nil && !s.routeScript(plan.Keys) {
 		return
 	}
+	if s.p.cl != nil && plan.Clue > 0 && !s.reclue(plan.Args, plan.Clue) {
+		return
+	}
 	if s.ded != nil && s.inMulti {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
-	if d := durability(plan); d != nil && s.p.cl == nil {
-		// In front of a cluster durability is not applied yet: see
-		// docs/failover.md, Limits.
+	if d := durability(plan); d != nil {
+		// In front of a cluster the WAIT goes on the connection to the
+		// node the script went to (s.node, routeScript): it counts that
+		// node's replicas.
 		if sc == rewrite.Acquire {
 			s.runDurable(plan, d)
 		} else {

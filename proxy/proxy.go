@@ -172,11 +172,6 @@ func New(opts Options) (*Proxy, error) {
 	}
 	if len(opts.Upstream.Cluster.Seeds) > 0 {
 		p.startCluster()
-		for _, l := range opts.Locks {
-			if l.Durability != nil {
-				p.log.Warn("durability is not applied in front of a Valkey Cluster yet (docs/failover.md, Limits)", "pattern", l.Pattern)
-			}
-		}
 	}
 	p.requireAuth = p.probeAuth()
 	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.epochClue})

@@ -282,6 +282,7 @@ func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 			Script: Acquire,
 			Keys:   d.lockKeys(make([][]byte, 0, 3), r, key),
 			Args:   append(sargs, args[2:]...),
+			Clue:   3,
 			Shape:  shape,
 			Effects: []Effect{{
 				Kind: Grant, Command: "SET", Key: ck, Rule: r, Owner: owner, Value: cv,
@@ -305,6 +306,7 @@ func (d *Decider) setnx(args [][]byte, r *policy.Rule, s Session) Plan {
 		Script: Acquire,
 		Keys:   d.lockKeys(make([][]byte, 0, 3), r, key),
 		Args:   [][]byte{[]byte(owner), d.keep(), d.acquireFlags(none, r), known, run, d.index(key), args[2], nxWord},
+		Clue:   3,
 		Shape:  SetNXReply,
 		Effects: []Effect{{
 			Kind: Grant, Command: "SETNX", Key: clone(key), Rule: r, Owner: owner, Value: clone(args[2]),

@@ -26,6 +26,12 @@ func (c *EpochClue) Set(run string, known int64) {
 	c.v.Store(&epochArgs{run: []byte(run), known: strconv.AppendInt(nil, known, 10)})
 }
 
+// Known is the epoch to exceed as the scripts take it.
+func (c *EpochClue) Known() []byte {
+	_, known := c.args()
+	return known
+}
+
 // args are the run id and the epoch to exceed as the scripts take them
 // (run "": unknown, and then the grant mints under whatever the hash says
 // and writes nothing).

@@ -30,8 +30,11 @@ package rewrite
 // the node's own failover epoch, as CLUSTER INFO reports it
 // (cluster_my_epoch) times 256: a replica promoted in a failover takes a
 // config epoch above every other node's, so its first grant of a lock is
-// above every token its old primary handed out. Script acquisitions pass
-// no cluster flag (see docs/failover.md, Limits).
+// above every token its old primary handed out. A node restarted without
+// persistence keeps its config epoch (nodes.conf): the proxy then passes
+// known, the highest epoch it saw in a token before, and the epoch is at
+// least one above it. Script acquisitions (the monitor) pass the flag as
+// the run id "!" (monitorArgs).
 //
 // A counter whose name ends in "}}:lockproxy:grants" is a key's that was
 // named without its second '}' before issue 26's finding 7 (see
@@ -62,7 +65,7 @@ local function grant(ck, incr, cluster, run, known)
   local f
   if cluster then
     f = tonumber(string.match(redis.call('CLUSTER', 'INFO'), 'cluster_my_epoch:(%d+)'))
-    if f then f = f * 256 end
+    if f then f = math.max(f * 256, (known or -1) + 1) end
   else
     f = epoch(run, known)
   end

@@ -317,6 +317,11 @@ func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRul
 	return w
 }
 
+// clusterRun stands for the run id in a monitored script's epoch clues in
+// front of a cluster: its grants take the node's config epoch (fnGrant's
+// cluster flag).
+var clusterRun = []byte("!")
+
 // monitorPlan runs a client's script (body, as EVAL or EVALSHA of it
 // would) under the monitor. Its ARGV are the client's, then lockproxy's:
 // keep_lapsed, the epoch clues (known, run: EpochClue); per lock among
@@ -327,7 +332,7 @@ func monitored(body scriptBody, clientSHA string, sh MonitorShape, m *monitorRul
 func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
 	sh, sargs := d.monitorArgs(cmd, keys, argv, s)
 	w := monitored(body, clientSHA, sh, d.monitorRules())
-	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply}
+	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply, Clue: monitorClue(sh, argv)}
 }
 
 // monitorArgs is a monitored call's shape and arguments: the client's,
@@ -372,11 +377,25 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 	}
 	sargs := make([][]byte, 0, len(argv)+sh.extras()+8)
 	run, known := d.Epoch.args()
+	if d.Cluster {
+		// In front of a cluster the grant mints under the node's config
+		// epoch (fnGrant), as SET NX does: the run id's place says so.
+		run = clusterRun
+	}
 	sargs = append(append(append(sargs, argv...), d.keep(), known, run), locks...)
 	if fc != nil {
 		sargs = append(append(sargs, fc.args...), fc.keys...)
 	}
 	return sh, sargs
+}
+
+// monitorClue is where a monitored call's epoch clue is in its arguments
+// (after the client's ARGV and keep_lapsed), 0 when it declares no lock.
+func monitorClue(sh MonitorShape, argv [][]byte) int {
+	if sh.Locks == 0 {
+		return 0
+	}
+	return len(argv) + 1
 }
 
 // unmonitored reports whether a script may run without the monitor, by a

@@ -44,8 +44,9 @@ local function after(b, was, rg, re, rv, r)
   if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
   if not was then
     if now then
-      -- The token rule (grant.go): the primary's epoch in the high bits.
-@GRANT@      local gr = grant(ck, redis.call, false, X[na + 3], tonumber(X[na + 2]))
+      -- The token rule (grant.go): the primary's epoch in the high bits
+      -- (run '!': in front of a cluster, the node's config epoch).
+@GRANT@      local gr = grant(ck, redis.call, X[na + 3] == '!', X[na + 3], tonumber(X[na + 2]))
       local e, ms = redis.call('PEXPIRETIME', key)
       if e > 0 then ms = e - redis.call('PTTL', key) else
         local t = redis.call('TIME')

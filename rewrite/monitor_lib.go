@@ -185,7 +185,7 @@ func (d *Decider) fcallPlan(verb, name []byte, keys, argv [][]byte, s Session) P
 	sargs = append(sargs, t)
 	fn := string(name)
 	sc := &Script{Name: "function " + fn, Body: fn + fnSuffix, SHA: fn + fnSuffix, Fn: fn, Verb: string(verb)}
-	return Plan{Kind: Run, Script: sc, Keys: keys, Args: sargs, Shape: ScriptReply}
+	return Plan{Kind: Run, Script: sc, Keys: keys, Args: sargs, Shape: ScriptReply, Clue: monitorClue(sh, argv)}
 }
 
 // errFunctionNotFound is Valkey's reply when FCALL names no function; for

@@ -64,6 +64,10 @@ type Plan struct {
 	// sends EVAL or EVALSHA spelled in its letter case, as Valkey's
 	// MONITOR would show the client's own command.
 	Verb []byte
+	// Clue is where in Args a grant's epoch clue "known" is (EpochClue),
+	// 0 when the plan mints no token: in front of a cluster the proxy
+	// sets it again once it reached the node (EpochClue.Known).
+	Clue int
 }
 
 // EffectKind says what to record once the reply is known.

@@ -1,0 +1,251 @@
+package lockproxy_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/policy"
+)
+
+// Issue 29 in front of a Valkey Cluster: durability, script acquisitions,
+// a node restarted without persistence and an allowed flush
+// (docs/failover.md).
+
+// clusterFailoverEnv starts a fresh 3-primary cluster with replicas and a
+// lockproxy in front of it with rules, and makes the replica of lock's
+// primary log in as "repl", so that the test can cut it off
+// (cutOffReplica).
+type clusterFailoverEnv struct {
+	cl               *valkeytest.Cluster
+	e                *env
+	primary, replica *valkeytest.Server
+}
+
+func startClusterFailover(t *testing.T, rules, lock string) *clusterFailoverEnv {
+	t.Helper()
+	ce := startClusterProxy(t, rules, lock)
+	primary, replica := ce.primary, ce.replica
+	for _, step := range []struct {
+		srv  *valkeytest.Server
+		args []string
+	}{
+		{primary, []string{"ACL", "SETUSER", "repl", "on", ">replpw", "~*", "&*", "+@all"}},
+		{replica, []string{"CONFIG", "SET", "masteruser", "repl"}},
+		{replica, []string{"CONFIG", "SET", "masterauth", "replpw"}},
+		{primary, []string{"CLIENT", "KILL", "TYPE", "replica"}},
+	} {
+		if out, err := valkeytest.Do(step.srv.Addr, step.args...); err != nil {
+			t.Fatalf("%v: %q %v", step.args, out, err)
+		}
+	}
+	waitFor(t, 60*time.Second, "the replica is back, as repl", func() bool {
+		out, _ := valkeytest.Do(primary.Addr, "CLIENT", "LIST", "TYPE", "replica")
+		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
+		return strings.Contains(out, "user=repl") && strings.Contains(info, "master_link_status:up")
+	})
+	return ce
+}
+
+// startClusterProxy starts a fresh 3-primary cluster with replicas and a
+// lockproxy in front of it with rules; primary is lock's node.
+func startClusterProxy(t *testing.T, rules, lock string) *clusterFailoverEnv {
+	t.Helper()
+	cl, err := valkeytest.StartCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	opts := rulesOptions(t, rules)
+	opts.Upstream.Cluster.Seeds = cl.Seeds()
+	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
+	opts.Upstream.MaxBackoff = policy.Duration(200 * time.Millisecond)
+	opts.Upstream.DialTimeout = policy.Duration(time.Second)
+	opts.Upstream.ReplyTimeout = policy.Duration(time.Second)
+	e := &env{t: t, srv: cl.Nodes[0]}
+	e.startProxy(opts)
+	primary, err := cl.Primary(int(cluster.Slot([]byte(lock))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := cl.ReplicaOf(primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &clusterFailoverEnv{cl: cl, e: e, primary: primary, replica: replica}
+}
+
+// durability: {replicas: 1, ...} in front of a cluster: an acquisition is
+// answered once the replica of the lock's node has it; with that replica
+// cut off, SET NX answers nil, SETNX :0 and SET NX GET NOTDURABLE, the
+// locks are undone on the node (token-checked), and a renewal and a
+// fenced write answer NOTDURABLE. On main durability was not applied in
+// front of a cluster: the acquisitions made while the replica was cut off
+// answered OK.
+func TestDurableGrantsInCluster(t *testing.T) {
+	const rules = `locks:
+  - pattern: "{*}:mutex"
+    fence:
+      counter: "{base}:fence"
+      guards: ["{base}:data"]
+      check: highest
+    durability: {replicas: 1, timeout: 200ms}
+  - pattern: "*:cut"
+    durability: {replicas: 1, timeout: 200ms}
+`
+	const lock = "{c}:mutex"
+	ce := startClusterFailover(t, rules, lock)
+	a := dialRaw(t, ce.e.addr)
+	// Retried until the replica acknowledged it in time (a loaded machine).
+	acquire(t, a, lock, "A", 60*time.Second)
+	rc := valkeytest.Dial(t, ce.replica.Addr, 2)
+	rc.Do(t, "READONLY")
+	// Acknowledged: the replica has it already.
+	eq(t, string(rc.Do(t, "GET", lock)), "$1\r\nA\r\n")
+
+	before := metric(t, metrics(t, ce.e), "lockproxy_grants_undone_total")
+	cutOffReplica(t, ce.primary)
+	eq(t, a.do("SET", "{c}:d:cut", "b", "NX", "PX", "60000"), "$-1\r\n")
+	eq(t, a.do("SETNX", "{c}:e:cut", "b"), ":0\r\n")
+	mustContain(t, a.do("SET", "{c}:f:cut", "b", "NX", "GET"), "-NOTDURABLE")
+	eq(t, metric(t, metrics(t, ce.e), "lockproxy_grants_undone_total"), before+3)
+	for _, k := range []string{"{c}:d:cut", "{c}:e:cut", "{c}:f:cut"} {
+		waitFor(t, 10*time.Second, k+" undone on the node", func() bool {
+			got, err := valkeytest.Do(ce.primary.Addr, "EXISTS", k)
+			return err == nil && strings.TrimSpace(got) == "0"
+		})
+	}
+	eq(t, token(t, a, "{c}:d:cut"), int64(0))
+	mustContain(t, a.do("PEXPIRE", lock, "40000"), "-NOTDURABLE")
+	mustContain(t, a.do("SET", "{c}:data", "2"), "-NOTDURABLE")
+}
+
+// failOver kills the primary (SIGKILL) and waits until the cluster has
+// promoted its replica.
+func (ce *clusterFailoverEnv) failOver(t *testing.T) {
+	t.Helper()
+	ce.primary.Stop()
+	waitFor(t, 60*time.Second, "the cluster promotes the replica", func() bool {
+		role, _ := valkeytest.Do(ce.replica.Addr, "ROLE")
+		return strings.HasPrefix(role, "master")
+	})
+}
+
+// waitReplicaHas waits until the replica holds lock with value.
+func (ce *clusterFailoverEnv) waitReplicaHas(t *testing.T, lock, value string) {
+	t.Helper()
+	rc := valkeytest.Dial(t, ce.replica.Addr, 2)
+	rc.Do(t, "READONLY")
+	want := "$" + strconv.Itoa(len(value)) + "\r\n" + value + "\r\n"
+	waitFor(t, 10*time.Second, "the replica has "+lock, func() bool { return string(rc.Do(t, "GET", lock)) == want })
+}
+
+// scriptAcquire takes lock with a client's script (SET NX inside EVAL, as
+// lock libraries do), retrying while the cluster is out of reach or the
+// lock is held, and returns the token it was granted.
+func scriptAcquire(t *testing.T, r *raw, lock, value string, within time.Duration) int64 {
+	t.Helper()
+	const obtain = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])"
+	waitFor(t, within, "acquire "+lock+" as "+value+" by a script", func() bool {
+		got, err := r.readErrDo(5*time.Second, "EVAL", obtain, "1", lock, value, "2000")
+		return err == nil && got == "+OK\r\n"
+	})
+	return token(t, r, lock)
+}
+
+// Script acquisitions take the node's config epoch in front of a
+// cluster, as SET NX does: A takes the lock by EVAL (replicated), the
+// replica is cut off, A releases and B takes it by EVAL (never
+// replicated), the primary is killed and the replica promoted; C's token
+// (EVAL too) is above B's. On main the monitor's grant minted a plain
+// INCR in front of a cluster: C was given B's token again.
+func TestScriptTokensRiseAcrossClusterFailover(t *testing.T) {
+	const lock = "{s}:mutex"
+	ce := startClusterFailover(t, "locks:\n  - pattern: \"{*}:mutex\"\n    release: rewrite\n", lock)
+	a, b, c := dialRaw(t, ce.e.addr), dialRaw(t, ce.e.addr), dialRaw(t, ce.e.addr)
+	ta := scriptAcquire(t, a, lock, "A", 20*time.Second)
+	ce.waitReplicaHas(t, lock, "A")
+	cutOffReplica(t, ce.primary)
+	release(t, a, lock)
+	tb := scriptAcquire(t, b, lock, "B", 10*time.Second)
+	if tb <= ta {
+		t.Fatalf("B's token %d is not above A's %d", tb, ta)
+	}
+	ce.failOver(t)
+	tc := scriptAcquire(t, c, lock, "C", 60*time.Second)
+	t.Logf("tokens: A %d, B %d (lost in the failover), C %d", ta, tb, tc)
+	if tc <= tb {
+		t.Fatalf("C was granted token %d after B's %d: a token repeated or went back", tc, tb)
+	}
+}
+
+// A cluster primary restarted without persistence keeps its config epoch
+// (nodes.conf) and loses its counters: tokens minted after the restart,
+// by SET NX and by a client's script, are above those minted before. On
+// main both started again at the node's floor: the first grant after the
+// restart repeated the first grant before it.
+func TestTokensRiseAcrossClusterNodeRestart(t *testing.T) {
+	const lock, slock = "{r}:mutex", "{r}:s:mutex"
+	ce := startClusterProxy(t, mutexRule, lock)
+	a := dialRaw(t, ce.e.addr)
+	var before [2]int64
+	for range 2 {
+		before[0] = acquire(t, a, lock, "A", 20*time.Second)
+		release(t, a, lock)
+		before[1] = scriptAcquire(t, a, slock, "A", 20*time.Second)
+		release(t, a, slock)
+	}
+	ce.primary.Restart(t) // SIGKILL, then started again: empty, same nodes.conf
+	if err := ce.cl.WaitOK(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if role, _ := valkeytest.Do(ce.primary.Addr, "ROLE"); !strings.HasPrefix(role, "master") {
+		t.Fatalf("the restarted node is no longer the primary (a failover, not a restart): %q", role)
+	}
+	after := [2]int64{acquire(t, a, lock, "B", 60*time.Second), scriptAcquire(t, a, slock, "B", 60*time.Second)}
+	t.Logf("SET NX: %d before, %d after; script: %d before, %d after", before[0], after[0], before[1], after[1])
+	for i := range after {
+		if after[i] <= before[i] {
+			t.Errorf("%s: token %d after the restart, %d before it", []string{"SET NX", "script"}[i], after[i], before[i])
+		}
+	}
+}
+
+// A FLUSHALL and a FLUSHDB the rules allow (on_flush: allow), sent
+// through lockproxy in front of a cluster, empty every primary: the
+// tokens after each are above those before it, for SET NX and a client's
+// script alike. On main the flush went to every primary as it came, and
+// the next grants repeated the first ones.
+func TestTokensRiseAcrossClusterFlush(t *testing.T) {
+	const lock, slock = "{f}:mutex", "{f}:s:mutex"
+	ce := startClusterProxy(t, mutexRule, lock)
+	a := dialRaw(t, ce.e.addr)
+	var last [2]int64
+	take := func(who string) [2]int64 {
+		var got [2]int64
+		for range 2 {
+			got[0] = acquire(t, a, lock, who, 20*time.Second)
+			release(t, a, lock)
+			got[1] = scriptAcquire(t, a, slock, who, 20*time.Second)
+			release(t, a, slock)
+		}
+		return got
+	}
+	last = take("A")
+	for _, flush := range []string{"FLUSHALL", "FLUSHDB"} {
+		eq(t, a.do(flush), "+OK\r\n")
+		got, _ := valkeytest.Do(ce.primary.Addr, "EXISTS", "{f}:mutex:lockproxy:grants", "{f}:s:mutex:lockproxy:grants")
+		eq(t, strings.TrimSpace(got), "0")
+		next := take("B")
+		t.Logf("%s: SET NX %d then %d; script %d then %d", flush, last[0], next[0], last[1], next[1])
+		for i := range next {
+			if next[i] <= last[i] {
+				t.Errorf("%s, %s: token %d after the flush, %d before it", flush, []string{"SET NX", "script"}[i], next[i], last[i])
+			}
+		}
+		last = next
+	}
+}
