@@ -18,7 +18,7 @@
 //     every Lua script lockproxy sends.
 //   - scriptcheck: what a client's Lua script does to each key it touches.
 //   - cluster: hash slots and the cluster's slot map, no I/O.
-//   - luaeval: runs lockproxy's scripts offline, for rewrite's tests.
+//   - internal/luaeval: runs lockproxy's scripts offline, for rewrite's tests.
 //   - internal/valkeytest, internal/servertable: real servers and their
 //     command tables for tests; internal/valkeynum: Valkey's integer parsing;
 //     internal/libscripts: lock libraries' own scripts, for the benchmarks
