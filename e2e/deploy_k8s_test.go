@@ -31,7 +31,7 @@ func prometheusRule(t *testing.T) []byte {
 	}
 	var b bytes.Buffer
 	b.WriteString("# Generated from deploy/prometheus/lockproxy.rules.yml by\n" +
-		"# go test -run TestPrometheusRuleGenerated . -update-k8s; do not edit.\n" +
+		"# go test -run TestPrometheusRuleGenerated ./e2e -update-k8s; do not edit.\n" +
 		"apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: lockproxy\n" +
 		"  labels: {app.kubernetes.io/name: lockproxy}\nspec:\n")
 	body := false
@@ -60,7 +60,7 @@ func TestPrometheusRuleGenerated(t *testing.T) {
 	}
 	got, err := os.ReadFile(prometheusRuleFile)
 	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale (%v): go test -run TestPrometheusRuleGenerated . -update-k8s", prometheusRuleFile, err)
+		t.Fatalf("%s is stale (%v): go test -run TestPrometheusRuleGenerated ./e2e -update-k8s", prometheusRuleFile, err)
 	}
 	var obj struct {
 		Spec map[string]any `yaml:"spec"`
