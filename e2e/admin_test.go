@@ -20,47 +20,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/redis/go-redis/v9"
 )
-
-// fileEnv starts Valkey and a proxy built from a configuration file, as the
-// binary builds it, so that LOCKPROXY RELOAD and CONFIG have a file to read.
-func fileEnv(t *testing.T, yaml string, mod ...func(*proxy.Options)) (*env, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "lockproxy.yaml")
-	writeFile(t, path, yaml)
-	srv := valkeytest.Start(t)
-	// As --upstream overrides the file; and the engine the suite runs
-	// with (LOCKPROXY_TEST_EVENT_LOOPS), at start and on every reload.
-	override := func(c *policy.Config) {
-		c.Upstream.Addr = srv.Addr
-		if n := testEventLoops(); n != 0 {
-			c.EventLoops = n
-		}
-	}
-	cfg, err := policy.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	override(cfg)
-	opts := proxy.Options{Config: *cfg, ConfigPath: path, ConfigOverride: override, Version: "test"}
-	for _, m := range mod {
-		m(&opts)
-	}
-	e := &env{t: t, srv: srv}
-	e.startProxy(opts)
-	return e, path
-}
-
-func writeFile(t *testing.T, path, data string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 const abRules = "locks:\n  - pattern: \"*:lock\"\n    release: rewrite\n"
 
@@ -181,7 +144,7 @@ func metric(t *testing.T, m map[string]float64, series string) float64 {
 // The A/B story, then every read-only subcommand through go-redis in both
 // protocols.
 func TestAdminABStoryGoRedis(t *testing.T) {
-	e := rulesEnv(t, abRules)
+	e := newEnv(t, rulesOptions(t, abRules))
 	a, b := abStory(t, e)
 	for _, protocol := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
@@ -287,7 +250,7 @@ func TestAdminABStoryGoRedis(t *testing.T) {
 
 // The counters /metrics serves after the A/B story match the audit ring.
 func TestAdminMetricsMatchAudit(t *testing.T) {
-	e := rulesEnv(t, abRules+"  - pattern: \"*:mutex\"\n    release: reject\n")
+	e := newEnv(t, rulesOptions(t, abRules+"  - pattern: \"*:mutex\"\n    release: reject\n"))
 	a, b := abStory(t, e)
 	// More events: a stranger's DEL (NOTOWNER), a blind DEL under reject
 	// (TOKENRELEASE), an overwrite (LOCKED), a contended SET NX.
@@ -392,7 +355,7 @@ func TestAdminMetricsMatchAudit(t *testing.T) {
 }
 
 func TestAdminHealthz(t *testing.T) {
-	e := rulesEnv(t, abRules)
+	e := newEnv(t, rulesOptions(t, abRules))
 	srv := httptest.NewServer(e.p.MetricsHandler())
 	defer srv.Close()
 	get := func(path string) (int, string) {
@@ -419,7 +382,7 @@ func TestAdminHealthz(t *testing.T) {
 
 // Pipelined behind an acquisition, LOCKPROXY answers in order and sees it.
 func TestAdminRepliesInOrder(t *testing.T) {
-	e := rulesEnv(t, abRules)
+	e := newEnv(t, rulesOptions(t, abRules))
 	r := dialRaw(t, e.addr)
 	r.send(string(redisCmd("SET", "p:lock", "v", "NX", "PX", "5000")) + string(redisCmd("LOCKPROXY", "FENCE", "p:lock")) +
 		string(redisCmd("GET", "p:lock")) + string(redisCmd("LOCKPROXY", "STATS")) + string(redisCmd("PING")))
@@ -445,7 +408,7 @@ func TestAdminRepliesInOrder(t *testing.T) {
 // INFO lockproxy is one section in Valkey's INFO format; INFO without it is
 // Valkey's own.
 func TestInfoLockproxy(t *testing.T) {
-	e := rulesEnv(t, abRules)
+	e := newEnv(t, rulesOptions(t, abRules))
 	abStory(t, e)
 	line := regexp.MustCompile(`^[a-z0-9_]+:[^\r\n]*$`)
 	check := func(text string) map[string]string {
@@ -726,7 +689,7 @@ func TestReloadNeedsRestart(t *testing.T) {
 	eq(t, cfg["pending_restart"], "listen maxclients metrics.listen")
 
 	// A proxy started without a file has nothing to reload.
-	e2 := rulesEnv(t, abRules)
+	e2 := newEnv(t, rulesOptions(t, abRules))
 	mustContain(t, dialRaw(t, e2.addr).do("LOCKPROXY", "RELOAD"), "-ERR lockproxy reload failed; the running configuration stays: no configuration file to reload")
 }
 
@@ -744,7 +707,7 @@ func TestReloadFromNoRules(t *testing.T) {
 }
 
 func TestAdminCheckFence(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	c := e.client()
 	ck := rec(t, admin(t, c, "CHECK", "{res}:lock"))
 	mustContain(t, ck["fence"], "counter {base}:fence, guards {base}:data {base}:items, check current, unfenced_writes reject")
@@ -760,9 +723,9 @@ func TestAdminCheckFence(t *testing.T) {
 func TestAuditFileRotation(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "audit.jsonl")
-	e := rulesEnv(t, abRules, func(o *proxy.Options) {
+	e := newEnv(t, rulesOptions(t, abRules, func(o *proxy.Options) {
 		o.Log.AuditFile, o.Log.AuditMaxSize, o.Log.AuditKeep = file, 1000, 50
-	})
+	}))
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SET", "f:lock", "secret-token-value", "NX", "PX", "30000"), "+OK\r\n")
 	const n = 20
@@ -945,7 +908,7 @@ func TestAdminValkeyCLI(t *testing.T) {
 // (stopped here), another client of the same loop is served. The waiting
 // command's answer still comes, once Valkey answers again.
 func TestAdminReadsOffTheLoop(t *testing.T) {
-	e := rulesEnv(t, abRules)
+	e := newEnv(t, rulesOptions(t, abRules))
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SET", "off:lock", "v", "NX", "PX", "60000"), "+OK\r\n")
 	mustContain(t, b.do("CLIENT", "ID"), ":")

@@ -63,11 +63,11 @@ func TestStalledEventLogDoesNotStallReplies(t *testing.T) {
 			}
 		}
 		file := filepath.Join(t.TempDir(), "audit.jsonl")
-		e := rulesEnv(t, rule("rewrite"), func(po *proxy.Options) {
+		e := newEnv(t, rulesOptions(t, rule("rewrite"), func(po *proxy.Options) {
 			po.EventLoops, po.BusyPoll = o.EventLoops, o.BusyPoll
 			po.Logger = slog.New(h)
 			po.Log.AuditFile = file
-		})
+		}))
 		// Registered after the proxy's, so it runs before the proxy's
 		// shutdown, which waits for the stalled log.
 		t.Cleanup(release)
@@ -148,7 +148,7 @@ func TestStalledEventLogDoesNotStallReplies(t *testing.T) {
 // With nothing slow, nothing is dropped: every event reaches the log.
 func TestEventLogKeepsUpWhenNotStalled(t *testing.T) {
 	lc := &logCounter{msg: "lock event"}
-	e := rulesEnv(t, rule("rewrite"), func(po *proxy.Options) { po.Logger = slog.New(lc) })
+	e := newEnv(t, rulesOptions(t, rule("rewrite"), func(po *proxy.Options) { po.Logger = slog.New(lc) }))
 	c := e.client(func(o *redis.Options) { o.PoolSize = 1 })
 	const n = 200
 	for i := range n {

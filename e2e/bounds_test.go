@@ -403,13 +403,6 @@ func TestBoundOutputBufferLimit(t *testing.T) {
 	eq(t, other.do("GET", "small"), bulk("s"))
 }
 
-func (r *raw) readErrDo(timeout time.Duration, args ...string) (string, error) {
-	if _, err := r.nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
-		return "", err
-	}
-	return r.readErr(timeout)
-}
-
 // fakeUpstream is a RESP server that answers +PONG to everything, or, while
 // held, only as permits are given: it counts the commands it has received
 // and answered, which is the proxy's in-flight count on its connection.

@@ -14,7 +14,7 @@ import (
 // taken for the holder of "a:lock" and could delete it. On main the
 // stranger's DEL answered :1 and the lock was gone.
 func TestBracedLockApart(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*a:lock*\"\n    release: rewrite\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*a:lock*\"\n    release: rewrite\n"))
 	holder, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, holder.do("SET", "a:lock", "v", "NX", "PX", "60000"), "+OK\r\n")
 	eq(t, stranger.do("SET", "{a:lock}", "v", "NX", "PX", "60000"), "+OK\r\n")
@@ -29,7 +29,7 @@ func TestBracedLockApart(t *testing.T) {
 // that renamed its counter: its first grant under the new name is seeded
 // from the old one, and continues above it.
 func TestBracedLockCounterSeeded(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*lock*\"\n    release: rewrite\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*lock*\"\n    release: rewrite\n"))
 	d := e.direct()
 	// The counter as lockproxy before the fix named it, at token 34.
 	d.Set(ctx, "{b:lock}:lockproxy:grants", "34", 0)

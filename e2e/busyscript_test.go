@@ -41,7 +41,7 @@ func TestBusyScriptOthersGetBusy(t *testing.T) {
 			// before that it reads nothing, and the PING waits. A PING
 			// that reached Valkey before the script did gets PONG.
 			for {
-				got, err := other.readErrAfter(redisCmd("PING"), 20*time.Second)
+				got, err := other.readErrDo(20*time.Second, "PING")
 				if err != nil {
 					t.Fatalf("%s: PING beside a running script: %v", call[0], err)
 				}
@@ -68,12 +68,6 @@ func TestBusyScriptOthersGetBusy(t *testing.T) {
 			eq(t, other.read(), bulk("runner+other"))
 		}
 	})
-}
-
-// readErrAfter sends cmd and reads its reply, waiting up to timeout.
-func (r *raw) readErrAfter(cmd []byte, timeout time.Duration) (string, error) {
-	r.send(string(cmd))
-	return r.readErr(timeout)
 }
 
 // While a CLIENT PAUSE WRITE sent through the proxy holds four clients'
@@ -105,7 +99,7 @@ func TestPauseHeldWritesOthersAnswered(t *testing.T) {
 		// slow to send them), not a timing bound: the limit only ends a
 		// test whose writes never arrive.
 		for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
-			info, err := r.readErrAfter(redisCmd("INFO", "clients"), 20*time.Second)
+			info, err := r.readErrDo(20*time.Second, "INFO", "clients")
 			if err != nil {
 				t.Fatalf("INFO beside held writes: %v", err)
 			}

@@ -10,33 +10,6 @@ import (
 	"github.com/lockproxy/lockproxy/resp"
 )
 
-// keyspaceLine returns INFO's db0 line ("keys=...,expires=...,avg_ttl=...")
-// or "".
-func keyspaceLine(info string) string {
-	for _, l := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(l, "db0:"); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// keyspaceField reads one field of a db line.
-func keyspaceField(t *testing.T, line, name string) int64 {
-	t.Helper()
-	for _, kv := range strings.Split(line, ",") {
-		if v, ok := strings.CutPrefix(kv, name+"="); ok {
-			var n int64
-			if _, err := fmt.Sscan(v, &n); err != nil {
-				t.Fatalf("%s in %q", name, line)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in %q", name, line)
-	return 0
-}
-
 // INFO's Keyspace section through the proxy counts every primary's keys:
 // keys and expires are the sums of what each primary says directly, the
 // other sections are one node's, and DBSIZE agrees with it. INFO keyspace,
@@ -56,7 +29,7 @@ func TestClusterInfoKeyspace(t *testing.T) {
 	defer c.do(append([]string{"DEL"}, keys...)...)
 	var keysSum, expiresSum int64
 	for _, p := range m.Primaries {
-		line := keyspaceLine(string(valkeytest.Dial(t, p, 2).Do(t, "INFO", "keyspace")))
+		line := infoField(string(valkeytest.Dial(t, p, 2).Do(t, "INFO", "keyspace")), "db0")
 		if line == "" {
 			t.Fatalf("%s has no keys", p)
 		}
@@ -65,7 +38,7 @@ func TestClusterInfoKeyspace(t *testing.T) {
 	}
 	for _, args := range [][]string{{"INFO", "keyspace"}, {"INFO"}, {"INFO", "all"}, {"INFO", "keyspace", "lockproxy"}} {
 		info := c.do(args...)
-		line := keyspaceLine(info)
+		line := infoField(info, "db0")
 		if line == "" || keyspaceField(t, line, "keys") != keysSum || keyspaceField(t, line, "expires") != expiresSum {
 			t.Errorf("%v: db0:%s; the primaries hold keys=%d expires=%d", args, line, keysSum, expiresSum)
 		}
@@ -86,7 +59,7 @@ func TestClusterInfoKeyspace(t *testing.T) {
 	c3 := dialRaw(t, e.addr)
 	c3.do("HELLO", "3")
 	v, _, err := resp.Parse([]byte(c3.do("INFO", "keyspace")))
-	if err != nil || v.Type != '=' || keyspaceField(t, keyspaceLine(string(v.Str)), "keys") != keysSum {
+	if err != nil || v.Type != '=' || keyspaceField(t, infoField(string(v.Str), "db0"), "keys") != keysSum {
 		t.Errorf("RESP3 INFO keyspace: %q %v", v.Str, err)
 	}
 	eq(t, c.do("DBSIZE"), fmt.Sprintf(":%d\r\n", keysSum))

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,16 +22,6 @@ import (
 
 // The cluster tests share one real cluster per package run
 // (valkeytest.SharedCluster; TestMain stops it). Each uses keys of its own.
-
-// clusterEnv starts a proxy in front of the shared cluster.
-func clusterEnv(t *testing.T, opts proxy.Options) (*env, *valkeytest.Cluster) {
-	t.Helper()
-	cl := valkeytest.SharedCluster(t)
-	opts.Upstream.Cluster.Seeds = cl.Seeds()
-	e := &env{t: t, srv: cl.Nodes[0]}
-	e.startProxy(opts)
-	return e, cl
-}
 
 // slotMap reads the cluster's slot map now, straight from a node.
 func slotMap(t *testing.T, cl *valkeytest.Cluster) *cluster.Map {
@@ -423,22 +412,6 @@ func migrateUnderTraffic(t *testing.T, cl *valkeytest.Cluster, slot int, dst *va
 	}
 }
 
-// infoInt reads one integer field of an INFO reply.
-func infoInt(t *testing.T, info, name string) int64 {
-	t.Helper()
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatalf("%s: %q", name, v)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in INFO:\n%s", name, info)
-	return 0
-}
-
 // A node with a view of its own (here a one-node cluster that claims every
 // slot, listed first among the seeds) does not move the proxy's traffic:
 // a map is believed only when a second node gives the same one.
@@ -592,18 +565,12 @@ func TestClusterFanOut(t *testing.T) {
 	eq(t, c.do("SCRIPT", "EXISTS", shaText, strings.Repeat("0", 40)), "*2\r\n:1\r\n:0\r\n")
 	eq(t, c.do(append([]string{"DEL"}, keys...)...), ":"+strconv.Itoa(len(keys))+"\r\n")
 
-	r := rulesEnvCluster(t, cl, "on_flush: reject\n"+rule("rewrite"))
+	r, _ := clusterEnv(t, rulesOptions(t, "on_flush: reject\n"+rule("rewrite")))
 	rc := dialRaw(t, r.addr)
 	eq(t, rc.do("SET", keys[0], "kept"), "+OK\r\n")
 	mustContain(t, rc.do("FLUSHALL"), "-LOCKED lockproxy refused FLUSHALL")
 	eq(t, directTo(t, m, keys[0], "GET", keys[0]), bulk("kept"))
 	eq(t, rc.do("DEL", keys[0]), ":1\r\n")
-}
-
-func rulesEnvCluster(t *testing.T, _ *valkeytest.Cluster, yaml string) *env {
-	t.Helper()
-	e, _ := clusterEnv(t, rulesOptions(t, yaml))
-	return e
 }
 
 // CLUSTER FAILOVER on a replica while a lock is held in its primary's
@@ -829,15 +796,7 @@ func TestClusterPrimaryStopped(t *testing.T) {
 	if out, err := valkeytest.Do(victim.Addr, "WAIT", "1", "5000"); err != nil || out != "1\n" {
 		t.Fatalf("WAIT: %q %v", out, err)
 	}
-	if err := victim.Process().Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := true
-	defer func() {
-		if stopped {
-			_ = victim.Process().Signal(syscall.SIGCONT)
-		}
-	}()
+	resume := stopServer(t, victim)
 	ok := false
 	for i := 0; i < 200 && !ok; i++ {
 		got := w.do("GET", key)
@@ -859,8 +818,7 @@ func TestClusterPrimaryStopped(t *testing.T) {
 	mustContain(t, stranger.do("DEL", lock), "-NOTOWNER")
 	eq(t, holder.do("DEL", lock), ":1\r\n")
 	eq(t, w.do("DEL", key), ":1\r\n")
-	_ = victim.Process().Signal(syscall.SIGCONT)
-	stopped = false
+	resume()
 	if err := cl.WaitOK(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,22 +80,10 @@ func sumSeries(m map[string]float64, metric, label string) (float64, bool) {
 	return sum, found
 }
 
-// infoLines parses INFO lockproxy's text into line → value.
-func infoLines(t *testing.T, text string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, l := range strings.Split(text, "\r\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, "#") {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // After known lock traffic, INFO lockproxy, LOCKPROXY STATS and /metrics
 // give every number the same value: they render one counter table.
 func TestCountersAgreeAcrossRenderers(t *testing.T) {
-	e := rulesEnv(t, abRules+"  - pattern: \"*:mutex\"\n    release: reject\n  - pattern: \"audit:*\"\n    release: observe\n")
+	e := newEnv(t, rulesOptions(t, abRules+"  - pattern: \"*:mutex\"\n    release: reject\n  - pattern: \"audit:*\"\n    release: observe\n"))
 	a, b := abStory(t, e)
 	// Under release: observe, A's late DEL removes B's lock: a successor
 	// deletion, which INFO's observed no longer counts (/metrics never did).
@@ -119,7 +106,7 @@ func TestCountersAgreeAcrossRenderers(t *testing.T) {
 	eq(t, a.do("DISCARD"), "+OK\r\n")
 
 	c := e.client()
-	info := infoLines(t, c.Info(ctx, "lockproxy").Val())
+	info := infoFields(c.Info(ctx, "lockproxy").Val())
 	for _, protocol := range []int{2, 3} {
 		c := e.client(func(o *redis.Options) { o.Protocol = protocol })
 		stats := rec(t, admin(t, c, "STATS"))
@@ -194,7 +181,7 @@ func TestCountersAgreeAcrossRenderers(t *testing.T) {
 // Every metric name the dashboard, the alert rules and their tests use
 // exists on /metrics (deploy/).
 func TestCountersKeepDeployedNames(t *testing.T) {
-	e := rulesEnv(t, abRules)
+	e := newEnv(t, rulesOptions(t, abRules))
 	abStory(t, e)
 	m := metrics(t, e)
 	have := map[string]bool{}
@@ -251,18 +238,7 @@ func TestCountersUpstreamTimeout(t *testing.T) {
 	e := newEnv(t, faultOptions())
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "k", "v"), "+OK\r\n")
-	proc := e.srv.Process()
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = proc.Signal(syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(resume)
+	resume := stopServer(t, e.srv)
 	a.send(string(redisCmd("GET", "k")))
 	got, err := a.readErr(replyDeadline)
 	if err != nil {
@@ -279,7 +255,7 @@ func TestCountersUpstreamTimeout(t *testing.T) {
 		t.Errorf("upstream_failed_commands_total = %v, want at least 1", n)
 	}
 	// INFO goes nowhere near Valkey: it reads the same counters.
-	info := infoLines(t, dialRaw(t, e.addr).do("INFO", "lockproxy"))
+	info := infoFields(dialRaw(t, e.addr).do("INFO", "lockproxy"))
 	for line, series := range map[string]string{
 		"upstream_errors_timeout":  `lockproxy_upstream_errors_total{reason="timeout"}`,
 		"upstream_failed_commands": `lockproxy_upstream_failed_commands_total`,

@@ -105,7 +105,7 @@ func checkQuery(t *testing.T, where, q string, series map[string][]string) []str
 // series a running lockproxy serves, with labels it gives them, and the
 // dashboard shows what an operator of a lock proxy looks at.
 func TestDeployQueriesUseExportedMetrics(t *testing.T) {
-	e := rulesEnv(t, abRules+"  - pattern: \"{*}:mutex\"\n    fence:\n      counter: \"{base}:fence\"\n      guards: [\"{base}:*\"]\n")
+	e := newEnv(t, rulesOptions(t, abRules+"  - pattern: \"{*}:mutex\"\n    fence:\n      counter: \"{base}:fence\"\n      guards: [\"{base}:*\"]\n"))
 	abStory(t, e)
 	series := exported(t, e)
 

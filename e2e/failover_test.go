@@ -71,11 +71,7 @@ func release(t *testing.T, r *raw, lock string) {
 // and kill its link (SIGSTOP is not enough: the kernel keeps buffering).
 func replPrimaryReplica(t *testing.T) (primary, replica *valkeytest.Server) {
 	t.Helper()
-	primary = valkeytest.Start(t, "repl-diskless-sync-delay 0", "user repl on >replpw ~* &* +@all")
-	replica = valkeytest.Start(t, "repl-diskless-sync-delay 0", "masteruser repl", "masterauth replpw",
-		fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port))
-	waitReplicaOnline(t, primary, replica)
-	return primary, replica
+	return replicated(t, []string{"user repl on >replpw ~* &* +@all"}, []string{"masteruser repl", "masterauth replpw"})
 }
 
 func cutOffReplica(t *testing.T, primary *valkeytest.Server) {
@@ -219,7 +215,7 @@ func TestTokensRiseThroughAnInstanceThatNeverGranted(t *testing.T) {
 // counters; the grants after them are still above every token before.
 // On main the grant after the flush was token 1 again.
 func TestTokensRiseAcrossFlush(t *testing.T) {
-	e := rulesEnv(t, mutexRule)
+	e := newEnv(t, rulesOptions(t, mutexRule))
 	a := dialRaw(t, e.addr)
 	const lock = "f:mutex"
 	var last int64
@@ -512,7 +508,7 @@ func TestTokensRiseAcrossClusterFailover(t *testing.T) {
 // hash lockproxy:epoch in every database (DBSIZE 1) and added an ERR to
 // errorstats, and the flush wrote the hash back.
 func TestNothingWrittenBeforeAGrant(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite")+"on_flush: allow\n")
+	e := newEnv(t, rulesOptions(t, rule("rewrite")+"on_flush: allow\n"))
 	plain := valkeytest.Start(t)
 	run := func(addr string) []string {
 		var out []string

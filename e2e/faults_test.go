@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -248,19 +247,8 @@ func TestFaultValkeyPausedMidTraffic(t *testing.T) {
 	var st trafficStats
 	stop := runTraffic(t, e.addr, 12, 10, &st)
 	time.Sleep(300 * time.Millisecond)
-	proc := e.srv.Process()
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	resume := stopServer(t, e.srv)
 	paused := time.Now()
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = proc.Signal(syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(resume)
 	// A paused Valkey does not close connections: the MULTI session learns
 	// of the hang from the reply timeout on its next command, is told, and
 	// is closed. Valkey stays paused until after that, so without the reply
@@ -323,11 +311,8 @@ func TestFaultReplyTimeoutNotPostponedByTraffic(t *testing.T) {
 	victim, pusher := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, victim.do("PING"), "+PONG\r\n")
 	eq(t, pusher.do("PING"), "+PONG\r\n")
-	proc := e.srv.Process()
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer proc.Signal(syscall.SIGCONT)
+	// Valkey stays stopped until the test ends.
+	stopServer(t, e.srv)
 	answered := make(chan struct{})
 	var pushed atomic.Int64
 	var gaveUp atomic.Bool
@@ -403,11 +388,8 @@ func TestFaultBlockingCommandOnPausedValkey(t *testing.T) {
 	e := newEnv(t, faultOptions())
 	r := dialRaw(t, e.addr)
 	eq(t, r.do("BLPOP", "empty", "0.1"), "*-1\r\n") // the session has its own connection now
-	proc := e.srv.Process()
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer proc.Signal(syscall.SIGCONT)
+	// Valkey stays stopped until the test ends.
+	stopServer(t, e.srv)
 	start := time.Now()
 	r.send(string(redisCmd("BLPOP", "empty", "1")))
 	got, err := r.readErr(replyDeadline)

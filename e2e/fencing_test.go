@@ -35,7 +35,7 @@ func fenceRule(check, unfenced string, mark ...string) string {
 // The seed's readout: the resource has seen 34; a write with 33 is refused,
 // 34 is accepted, 35 is accepted and becomes the highest.
 func TestFenceSeedReadoutHighest(t *testing.T) {
-	e := rulesEnv(t, fenceRule("highest", "reject", "key"))
+	e := newEnv(t, rulesOptions(t, fenceRule("highest", "reject", "key")))
 	d := e.direct()
 	d.Set(ctx, "{res}:fence", "32", 0) // the next grant is 33
 	a, b, c := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
@@ -68,7 +68,7 @@ func TestFenceSeedReadoutHighest(t *testing.T) {
 
 // check: current — EchoMQ's form: only the lock's latest grant may write.
 func TestFenceCurrent(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SET", "{job}:lock", "a", "NX", "PX", "100"), "+OK\r\n")
 	eq(t, a.do("RPUSH", "{job}:items", "1"), ":1\r\n") // the holder writes
@@ -86,7 +86,7 @@ func TestUnfencedWrites(t *testing.T) {
 		{"observe", "+OK\r\n", bulk("x")},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			e := rulesEnv(t, fenceRule("current", tc.mode))
+			e := newEnv(t, rulesOptions(t, fenceRule("current", tc.mode)))
 			r := dialRaw(t, e.addr)
 			mustContain(t, r.do("SET", "{u}:data", "x"), tc.want)
 			eq(t, r.do("GET", "{u}:data"), tc.stored)
@@ -105,7 +105,7 @@ func TestUnfencedWrites(t *testing.T) {
 func TestPausedHolderGoroutine(t *testing.T) {
 	for _, check := range []string{"current", "highest"} {
 		t.Run(check, func(t *testing.T) {
-			e := rulesEnv(t, fenceRule(check, "reject"))
+			e := newEnv(t, rulesOptions(t, fenceRule(check, "reject")))
 			holder, successor := dialRaw(t, e.addr), dialRaw(t, e.addr)
 			eq(t, holder.do("SET", "{g}:lock", "h", "NX", "PX", "100"), "+OK\r\n")
 			var wg sync.WaitGroup
@@ -131,7 +131,7 @@ func TestPausedHolderGoroutine(t *testing.T) {
 func TestPausedHolderProcess(t *testing.T) {
 	for _, check := range []string{"current", "highest"} {
 		t.Run(check, func(t *testing.T) {
-			e := rulesEnv(t, fenceRule(check, "reject"))
+			e := newEnv(t, rulesOptions(t, fenceRule(check, "reject")))
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), "LOCKPROXY_PAUSED_HOLDER="+e.addr)
 			stdin, _ := cmd.StdinPipe()
@@ -190,7 +190,7 @@ func (fatalTB) Logf(format string, args ...any) {}
 
 // Grant numbers come from a counter in Valkey: they survive a proxy restart.
 func TestTokensSurviveProxyRestart(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "{r}:lock", "1", "NX", "PX", "50"), "+OK\r\n")
 	eq(t, e.direct().Get(ctx, "{r}:fence").Val(), "1")
@@ -207,7 +207,7 @@ func TestTokensSurviveProxyRestart(t *testing.T) {
 // Many clients contend for one lock: every grant gets its own number, and
 // the counter ends at the number of grants.
 func TestTokensMonotonicUnderContention(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	var mu sync.Mutex
 	grants := 0
 	var wg sync.WaitGroup
@@ -237,7 +237,7 @@ func TestTokensMonotonicUnderContention(t *testing.T) {
 // EchoMQ's scripts fence on attempts by themselves; they pass through
 // lockproxy unchanged and EMQSTALE reaches the client verbatim.
 func TestEchoMQScriptsPassThrough(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	const claim = `local jk = KEYS[1]
 local att = redis.call('HINCRBY', jk, 'attempts', 1)
 redis.call('HSET', jk, 'state', 'active')
@@ -264,7 +264,7 @@ return 1`
 // Inside MULTI/EXEC a fenced write behaves the same: the holder's passes,
 // the stale one is refused in its EXEC element and writes nothing.
 func TestFenceInsideMulti(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SET", "{m}:lock", "a", "NX", "PX", "100"), "+OK\r\n")
 	eq(t, a.do("MULTI"), "+OK\r\n")

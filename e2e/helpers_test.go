@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,13 +40,90 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+// The environments. launch is the one place an env is made; newEnv (a new
+// valkey-server), clusterEnv (the shared cluster), fileEnv (options from a
+// configuration file, as the program reads it) and env.another (a second
+// proxy in front of the same server) only say what it is in front of.
+// rulesOptions and withRules give a test's lock rules to any of them.
+
+// launch starts a proxy with opts in front of srv, stopped when the test
+// ends.
+func launch(t *testing.T, srv *valkeytest.Server, upstream string, opts proxy.Options) *env {
+	t.Helper()
+	e := &env{t: t, srv: srv, upstream: upstream}
+	e.startProxy(opts)
+	return e
+}
+
 // newEnv starts Valkey (with the given directives) and a proxy in front of it.
 func newEnv(t *testing.T, opts proxy.Options, directives ...string) *env {
 	t.Helper()
-	srv := valkeytest.Start(t, directives...)
-	e := &env{t: t, srv: srv}
-	e.startProxy(opts)
-	return e
+	return launch(t, valkeytest.Start(t, directives...), "", opts)
+}
+
+// clusterEnv is a proxy in front of the shared Valkey Cluster
+// (valkeytest.SharedCluster; TestMain stops it).
+func clusterEnv(t *testing.T, opts proxy.Options) (*env, *valkeytest.Cluster) {
+	t.Helper()
+	cl := valkeytest.SharedCluster(t)
+	opts.Upstream.Cluster.Seeds = cl.Seeds()
+	return launch(t, cl.Nodes[0], "", opts), cl
+}
+
+// fileEnv is a proxy whose options come from a configuration file holding
+// yaml (its path is returned, for reloads), in front of a new Valkey.
+func fileEnv(t *testing.T, yaml string, mod ...func(*proxy.Options)) (*env, string) {
+	t.Helper()
+	path := writeFile(t, filepath.Join(t.TempDir(), "lockproxy.yaml"), yaml)
+	srv := valkeytest.Start(t)
+	// As --upstream overrides the file; and the engine the suite runs
+	// with (LOCKPROXY_TEST_EVENT_LOOPS), at start and on every reload.
+	override := func(c *policy.Config) {
+		c.Upstream.Addr = srv.Addr
+		if n := testEventLoops(); n != 0 {
+			c.EventLoops = n
+		}
+	}
+	cfg, err := policy.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	override(cfg)
+	opts := proxy.Options{Config: *cfg, ConfigPath: path, ConfigOverride: override, Version: "test"}
+	for _, m := range mod {
+		m(&opts)
+	}
+	return launch(t, srv, "", opts), path
+}
+
+// another starts a second proxy in front of the same valkey-server, with
+// its own lock rules (the same YAML), as a second instance of a proxy tier.
+func (e *env) another(t *testing.T, locksYAML string, o proxy.Options) *env {
+	t.Helper()
+	return launch(t, e.srv, e.upstream, withRules(t, locksYAML, o))
+}
+
+// rulesOptions builds proxy options from a YAML config snippet (its locks:
+// and on_flush:), then applies mod.
+func rulesOptions(t *testing.T, locksYAML string, mod ...func(*proxy.Options)) proxy.Options {
+	t.Helper()
+	opts := withRules(t, locksYAML, proxy.Options{})
+	for _, m := range mod {
+		m(&opts)
+	}
+	return opts
+}
+
+// withRules is o with the lock rules of a YAML config snippet (its locks:
+// and on_flush:).
+func withRules(t *testing.T, locksYAML string, o proxy.Options) proxy.Options {
+	t.Helper()
+	cfg, err := policy.Parse("test.yaml", []byte(locksYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Locks, o.OnFlush = cfg.Locks, cfg.OnFlush
+	return o
 }
 
 // eachEngine runs f once per client engine, as subtests, with options that
@@ -147,14 +226,38 @@ type raw struct {
 	f   resp.Framer
 }
 
+// dialRaw is a raw connection to addr, closed when the test ends.
 func dialRaw(t testing.TB, addr string) *raw {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	return dialFrom(t, "", addr)
+}
+
+// dialFrom is dialRaw from another loopback address (local; "" for any):
+// a client on another host, for session: client_addr.
+func dialFrom(t testing.TB, local, addr string) *raw {
+	t.Helper()
+	d := net.Dialer{Timeout: 2 * time.Second}
+	if local != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local)}
+	}
+	nc, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
 	return &raw{t: t, nc: nc}
+}
+
+// dialNamed is a raw connection that has set its client name.
+func dialNamed(t testing.TB, addr, name string) *raw {
+	t.Helper()
+	r := dialRaw(t, addr)
+	if name != "" {
+		if got := r.do("CLIENT", "SETNAME", name); got != "+OK\r\n" {
+			t.Fatalf("CLIENT SETNAME %s: %q", name, got)
+		}
+	}
+	return r
 }
 
 func (r *raw) send(s string) {
@@ -203,6 +306,15 @@ func (r *raw) readErr(timeout time.Duration) (string, error) {
 			return "", err
 		}
 	}
+}
+
+// readErrDo sends one command and returns its reply, or the error that
+// came instead within timeout.
+func (r *raw) readErrDo(timeout time.Duration, args ...string) (string, error) {
+	if _, err := r.nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
+		return "", err
+	}
+	return r.readErr(timeout)
 }
 
 // expectClosed reads until EOF, failing if the peer keeps the connection open.
@@ -256,23 +368,38 @@ func listen(t *testing.T) net.Listener {
 // (SIGCONT), also when f fails the test.
 func whileStopped(t *testing.T, srv *valkeytest.Server, f func()) {
 	t.Helper()
-	if err := srv.Process().Signal(syscall.SIGSTOP); err != nil {
+	resume := stopServer(t, srv)
+	defer resume()
+	f()
+}
+
+// stopServer stops srv (SIGSTOP) and returns what lets it run on (SIGCONT),
+// once, at the latest when the test ends.
+func stopServer(t *testing.T, srv *valkeytest.Server) (resume func()) {
+	t.Helper()
+	proc := srv.Process()
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := srv.Process().Signal(syscall.SIGCONT); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	f()
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = proc.Signal(syscall.SIGCONT) }) }
+	t.Cleanup(resume)
+	return resume
 }
 
 // primaryWithReplica starts a primary (with directives) and a replica of it,
 // and waits until the replica is online.
 func primaryWithReplica(t *testing.T, directives ...string) (primary, replica *valkeytest.Server) {
 	t.Helper()
-	primary = valkeytest.Start(t, append([]string{"repl-diskless-sync-delay 0"}, directives...)...)
-	replica = valkeytest.Start(t, "repl-diskless-sync-delay 0", fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port))
+	return replicated(t, directives, nil)
+}
+
+// replicated starts a primary and a replica of it, with directives of
+// their own each, and waits until the replica is online.
+func replicated(t *testing.T, primaryDirectives, replicaDirectives []string) (primary, replica *valkeytest.Server) {
+	t.Helper()
+	primary = valkeytest.Start(t, append([]string{"repl-diskless-sync-delay 0"}, primaryDirectives...)...)
+	replica = valkeytest.Start(t, append([]string{"repl-diskless-sync-delay 0", fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port)}, replicaDirectives...)...)
 	waitReplicaOnline(t, primary, replica)
 	return primary, replica
 }
@@ -291,4 +418,93 @@ func waitReplicaOnline(t *testing.T, primary, replica *valkeytest.Server) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("the replica %s of %s did not come online", replica.Addr, primary.Addr)
+}
+
+// waitFor polls cond until it holds and returns how long that took. within
+// is how long it takes on a quiet machine; the wait goes on for ten times
+// as long (two minutes at least), so that a loaded machine still passes: it
+// is a wait for something the servers will do (Sentinel's timers, a
+// replica's sync), not a timing bound, and the limit only ends a test that
+// is broken.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	limit := max(10*within, 2*time.Minute)
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%s: %v", what, time.Since(start).Round(time.Millisecond))
+	return time.Since(start)
+}
+
+// writeFile writes data to path (mode 0600) and returns path.
+func writeFile(t *testing.T, path, data string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The INFO parsers: INFO's text is "name:value" lines under "# Section"
+// headers; a keyspace line's value (db0) is "keys=1,expires=0,...".
+
+// infoFields is every field of an INFO reply, by name.
+func infoFields(info string) map[string]string {
+	out := map[string]string{}
+	for _, l := range strings.Split(info, "\r\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, "#") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// infoLookup is one field of an INFO reply, and whether it is there.
+func infoLookup(info, name string) (string, bool) {
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// infoField is one field of an INFO reply, "" when it has none.
+func infoField(info, name string) string {
+	v, _ := infoLookup(info, name)
+	return v
+}
+
+// infoInt is one integer field of an INFO reply; the test fails without it.
+func infoInt(t *testing.T, info, name string) int64 {
+	t.Helper()
+	v, ok := infoLookup(info, name)
+	if !ok {
+		t.Fatalf("no %s in INFO:\n%s", name, info)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %q", name, v)
+	}
+	return n
+}
+
+// keyspaceField reads one field of a db line (infoField(info, "db0")).
+func keyspaceField(t *testing.T, line, name string) int64 {
+	t.Helper()
+	for _, kv := range strings.Split(line, ",") {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s in %q", name, line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in %q", name, line)
+	return 0
 }

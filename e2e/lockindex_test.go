@@ -76,7 +76,7 @@ func sorted(members ...string) string {
 // release inside a script) take it out; a lapsed lease is not listed.
 // LOCKS, STATS and SESSIONS agree with what is held, through either engine.
 func TestLocksIndexFollowsLocks(t *testing.T) {
-	e := rulesEnv(t, abRules)
+	e := newEnv(t, rulesOptions(t, abRules))
 	c, d := e.client(), e.direct()
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SET", "a:lock", "va", "NX", "PX", "60000"), "+OK\r\n")
@@ -124,7 +124,7 @@ func TestLocksIndexFollowsLocks(t *testing.T) {
 // index and the few locks it lists: Valkey runs no SCAN (on main each of
 // them walked the keyspace with SCAN).
 func TestLocksReadNoScan(t *testing.T) {
-	e := rulesEnv(t, abRules)
+	e := newEnv(t, rulesOptions(t, abRules))
 	c, d := e.client(), e.direct()
 	if err := d.Do(ctx, "DEBUG", "POPULATE", "200000", "other").Err(); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestLocksReadNoScan(t *testing.T) {
 // later ones only by LOCKPROXY REINDEX, which an operator runs once a
 // rolling upgrade is done.
 func TestLocksIndexOlderRecords(t *testing.T) {
-	e := rulesEnv(t, abRules)
+	e := newEnv(t, rulesOptions(t, abRules))
 	c, d := e.client(), e.direct()
 	old := func(lock string) {
 		t.Helper()

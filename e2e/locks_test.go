@@ -8,31 +8,10 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/redis/go-redis/v9"
 )
-
-// rulesEnv starts Valkey and a proxy with the lock rules given as YAML.
-func rulesEnv(t *testing.T, locksYAML string, mod ...func(*proxy.Options)) *env {
-	t.Helper()
-	opts := rulesOptions(t, locksYAML)
-	for _, m := range mod {
-		m(&opts)
-	}
-	return newEnv(t, opts)
-}
-
-// rulesOptions builds proxy options from a YAML config snippet.
-func rulesOptions(t *testing.T, locksYAML string) proxy.Options {
-	t.Helper()
-	cfg, err := policy.Parse("test.yaml", []byte(locksYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return proxy.Options{Config: policy.Config{Locks: cfg.Locks, OnFlush: cfg.OnFlush}}
-}
 
 func rule(release string) string {
 	return fmt.Sprintf("locks:\n  - pattern: \"*:lock\"\n    release: %s\n", release)
@@ -59,7 +38,7 @@ func seed(t *testing.T, e *env) (a, b *raw) {
 }
 
 func TestSeedScenarioRewrite(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a, _ := seed(t, e)
 	eq(t, a.do("DEL", "resource:lock"), ":0\r\n") // 4. A releases: a no-op
 	eq(t, e.direct().Get(ctx, "resource:lock").Val(), "xyz")
@@ -69,7 +48,7 @@ func TestSeedScenarioRewrite(t *testing.T) {
 }
 
 func TestSeedScenarioReject(t *testing.T) {
-	e := rulesEnv(t, rule("reject"))
+	e := newEnv(t, rulesOptions(t, rule("reject")))
 	a, _ := seed(t, e)
 	mustContain(t, a.do("DEL", "resource:lock"), "-TOKENRELEASE lockproxy refused the blind DEL of lock key \"resource:lock\"")
 	eq(t, e.direct().Get(ctx, "resource:lock").Val(), "xyz")
@@ -80,7 +59,7 @@ func TestSeedScenarioReject(t *testing.T) {
 }
 
 func TestSeedScenarioObserve(t *testing.T) {
-	e := rulesEnv(t, rule("observe"))
+	e := newEnv(t, rulesOptions(t, rule("observe")))
 	a, _ := seed(t, e)
 	eq(t, a.do("DEL", "resource:lock"), ":1\r\n") // 5. the wrong lock is gone
 	eq(t, e.direct().Exists(ctx, "resource:lock").Val(), int64(0))
@@ -90,7 +69,7 @@ func TestSeedScenarioObserve(t *testing.T) {
 }
 
 func TestReleaseNormalPath(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a := dialRaw(t, e.addr)
 	for _, del := range []string{"DEL", "UNLINK", "del"} {
 		eq(t, a.do("SET", "job:lock", "tok-1", "PX", "5000", "NX"), "+OK\r\n")
@@ -106,7 +85,7 @@ func TestReleaseNormalPath(t *testing.T) {
 // SETNX, the acquisition of old clients, is one too: it mints a grant and
 // answers :1 or :0 as always.
 func TestSetNXAcquires(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SETNX", "old:lock", "t"), ":1\r\n")
 	eq(t, b.do("SETNX", "old:lock", "u"), ":0\r\n")
@@ -116,7 +95,7 @@ func TestSetNXAcquires(t *testing.T) {
 }
 
 func TestAcquireRESP3AndOptions(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a := dialRaw(t, e.addr)
 	a.do("HELLO", "3")
 	eq(t, a.do("set", "r3:lock", "v", "nx", "ex", "5"), "+OK\r\n")
@@ -128,7 +107,7 @@ func TestAcquireRESP3AndOptions(t *testing.T) {
 }
 
 func TestMultiKeyDelete(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a := dialRaw(t, e.addr)
 	d := e.direct()
 	d.Set(ctx, "plain1", "x", 0)
@@ -146,7 +125,7 @@ func TestMultiKeyDelete(t *testing.T) {
 }
 
 func TestLocksInsideMulti(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("MULTI"), "+OK\r\n")
 	eq(t, a.do("SET", "tx:lock", "t", "NX", "PX", "5000"), "+QUEUED\r\n")
@@ -180,7 +159,7 @@ func TestLocksInsideMulti(t *testing.T) {
 }
 
 func TestRenewal(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SET", "lease:lock", "a", "NX", "PX", "1000"), "+OK\r\n")
 	eq(t, a.do("PEXPIRE", "lease:lock", "20000"), ":1\r\n")
@@ -207,7 +186,7 @@ func TestRenewal(t *testing.T) {
 }
 
 func TestOverwritesRefused(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SET", "w:lock", "a", "NX", "PX", "30000"), "+OK\r\n")
 	for _, cmd := range [][]string{
@@ -233,11 +212,11 @@ func TestOverwritesRefused(t *testing.T) {
 }
 
 func TestFlushPolicy(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite")+"on_flush: reject\n")
+	e := newEnv(t, rulesOptions(t, rule("rewrite")+"on_flush: reject\n"))
 	a := dialRaw(t, e.addr)
 	mustContain(t, a.do("FLUSHALL"), "-LOCKED lockproxy refused FLUSHALL")
 	mustContain(t, a.do("flushdb", "async"), "-LOCKED lockproxy refused FLUSHDB")
-	e2 := rulesEnv(t, rule("rewrite"))
+	e2 := newEnv(t, rulesOptions(t, rule("rewrite")))
 	eq(t, dialRaw(t, e2.addr).do("FLUSHALL"), "+OK\r\n")
 	if !hasEvent(e2, proxy.OutcomeFlushed, "") {
 		t.Fatal("FLUSHALL not recorded")
@@ -247,7 +226,7 @@ func TestFlushPolicy(t *testing.T) {
 // Locks whose values are not unique (a constant 1) are still told apart by
 // their grant numbers.
 func TestSameValueTwoHolders(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("SET", "one:lock", "1", "NX", "PX", "50"), "+OK\r\n")
 	time.Sleep(100 * time.Millisecond)
@@ -262,7 +241,7 @@ func TestSameValueTwoHolders(t *testing.T) {
 // answer: CLUSTER KEYSLOT, from a cluster-enabled server (it computes a
 // slot with no slot assigned to it).
 func TestHashTagCounter(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"{*}:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"{*}:lock\"\n"))
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "{user:1}:lock", "t", "NX", "PX", "5000"), "+OK\r\n")
 	d := e.direct()
@@ -291,14 +270,14 @@ func TestHashTagCounter(t *testing.T) {
 }
 
 func TestSeveralRules(t *testing.T) {
-	e := rulesEnv(t, `locks:
+	e := newEnv(t, rulesOptions(t, `locks:
   - pattern: "mutex:*"
     release: reject
   - pattern: "*:lock"
     release: rewrite
   - pattern: "audit:*"
     release: observe
-`)
+`))
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "mutex:a", "t", "NX"), "+OK\r\n")
 	mustContain(t, a.do("DEL", "mutex:a"), "-TOKENRELEASE")
@@ -317,7 +296,7 @@ func TestSeveralRules(t *testing.T) {
 // After SCRIPT FLUSH the proxy's EVALSHA meets NOSCRIPT and is sent again
 // as EVAL, without the client noticing.
 func TestScriptFlushIsTransparent(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "s:lock", "t", "NX"), "+OK\r\n")
 	eq(t, e.direct().ScriptFlush(ctx).Val(), "OK")
@@ -345,7 +324,7 @@ func TestPooledClientScopes(t *testing.T) {
 		{"client_addr", "refuse", "", true},
 	} {
 		t.Run(tc.session+"/"+tc.unknown, func(t *testing.T) {
-			e := rulesEnv(t, fmt.Sprintf("locks:\n  - pattern: \"*:lock\"\n    session: %s\n    unknown_owner: %s\n", tc.session, tc.unknown))
+			e := newEnv(t, rulesOptions(t, fmt.Sprintf("locks:\n  - pattern: \"*:lock\"\n    session: %s\n    unknown_owner: %s\n", tc.session, tc.unknown)))
 			c := e.client(func(o *redis.Options) { o.PoolSize = 10; o.ClientName = tc.name })
 			var released, refused, other int
 			var mu sync.Mutex
@@ -390,7 +369,7 @@ func TestPooledClientScopes(t *testing.T) {
 // Under session: connection a sibling pooled connection is a stranger:
 // acquiring on one and releasing on another is refused, deterministically.
 func TestSiblingConnectionIsStranger(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	c := e.client(func(o *redis.Options) { o.PoolSize = 2 })
 	c1, c2 := c.Conn(), c.Conn()
 	defer c1.Close()
@@ -408,7 +387,7 @@ func TestSiblingConnectionIsStranger(t *testing.T) {
 // stranger (fail closed) although the holder's record is still in Valkey,
 // and the lock ends by its lease.
 func TestConnectionOwnerEndsWithConnection(t *testing.T) {
-	e := rulesEnv(t, rule("rewrite"))
+	e := newEnv(t, rulesOptions(t, rule("rewrite")))
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "gone:lock", "t", "NX", "PX", "30000"), "+OK\r\n")
 	a.nc.Close()

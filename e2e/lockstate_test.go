@@ -7,7 +7,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,51 +25,6 @@ import (
 // grant counter and the owner records, both in the lock's hash slot.
 func grantsKey(lock string) string { return "{" + lock + "}:lockproxy:grants" }
 func ownersKey(lock string) string { return "{" + lock + "}:lockproxy:owners" }
-
-// lockEnv starts Valkey and a proxy with the lock rules given as YAML, on
-// the client engine o selects.
-func lockEnv(t *testing.T, locksYAML string, o proxy.Options, directives ...string) *env {
-	t.Helper()
-	r := rulesOptions(t, locksYAML)
-	o.Locks, o.OnFlush = r.Locks, r.OnFlush
-	return newEnv(t, o, directives...)
-}
-
-// another starts a second proxy in front of the same valkey-server, with
-// its own lock rules (the same YAML), as a second instance of a proxy tier.
-func (e *env) another(t *testing.T, locksYAML string, o proxy.Options) *env {
-	t.Helper()
-	r := rulesOptions(t, locksYAML)
-	o.Locks, o.OnFlush = r.Locks, r.OnFlush
-	e2 := &env{t: t, srv: e.srv, upstream: e.upstream}
-	e2.startProxy(o)
-	return e2
-}
-
-// dialNamed is a raw connection that has set its client name.
-func dialNamed(t testing.TB, addr, name string) *raw {
-	t.Helper()
-	r := dialRaw(t, addr)
-	if name != "" {
-		if got := r.do("CLIENT", "SETNAME", name); got != "+OK\r\n" {
-			t.Fatalf("CLIENT SETNAME %s: %q", name, got)
-		}
-	}
-	return r
-}
-
-// dialFrom is a raw connection from another loopback address: a client on
-// another host, for session: client_addr.
-func dialFrom(t testing.TB, local, addr string) *raw {
-	t.Helper()
-	d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
-	nc, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	return &raw{t: t, nc: nc}
-}
 
 // wantCode fails unless reply is an error whose code word is code.
 func wantCode(t *testing.T, reply, code string) {
@@ -91,7 +45,7 @@ func sessionRule(session string) string {
 // was refused (NOTOWNER) and the lock stayed until its lease ended.
 func TestPipelinedAcquireThenReleaseDeletes(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		e := lockEnv(t, rule("rewrite"), o)
+		e := newEnv(t, withRules(t, rule("rewrite"), o))
 		d := e.direct()
 		a := dialRaw(t, e.addr)
 		a.send(string(redisCmd("SET", "pipe:lock", "t", "NX", "PX", "5000")) + string(redisCmd("DEL", "pipe:lock")))
@@ -124,7 +78,7 @@ func TestPipelinedAcquireThenReleaseDeletes(t *testing.T) {
 func TestWatchdogRenewalOutlivesFirstLease(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
 		o.KeepLapsed = 300 * time.Millisecond
-		e := lockEnv(t, rule("rewrite"), o)
+		e := newEnv(t, withRules(t, rule("rewrite"), o))
 		holder, other := dialRaw(t, e.addr), dialRaw(t, e.addr)
 		eq(t, holder.do("SET", "dog:lock", "t", "NX", "PX", "1000"), "+OK\r\n")
 		for i := 0; i < 15; i++ { // ~3 s: three leases, ten keep_lapsed
@@ -148,7 +102,7 @@ func TestWatchdogRenewalOutlivesFirstLease(t *testing.T) {
 // LOCKPROXY FENCE answered nil and the holder's DEL was refused.
 func TestSetNXGetAcquiresWithGrant(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		e := lockEnv(t, rule("rewrite"), o)
+		e := newEnv(t, withRules(t, rule("rewrite"), o))
 		d := e.direct()
 		a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 		eq(t, a.do("SET", "ng:lock", "t1", "NX", "PX", "5000"), "+OK\r\n") // grant 1
@@ -171,7 +125,7 @@ func TestSetNXGetAcquiresWithGrant(t *testing.T) {
 // release's token check failed: DEL answered 0 and the lock lingered.
 func TestHolderSetXXKeepTTLGetThenRelease(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		e := lockEnv(t, rule("rewrite"), o)
+		e := newEnv(t, withRules(t, rule("rewrite"), o))
 		a := dialRaw(t, e.addr)
 		eq(t, a.do("SET", "xx:lock", "v1", "NX", "PX", "5000"), "+OK\r\n")
 		eq(t, a.do("SET", "xx:lock", "v2", "XX", "KEEPTTL", "GET"), bulk("v1"))
@@ -192,7 +146,7 @@ func TestHolderSetXXKeepTTLGetThenRelease(t *testing.T) {
 // was refused (NOTOWNER) and its lock stayed.
 func TestClientNameSiblingFailedReleaseKeepsNewerGrant(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		e := lockEnv(t, sessionRule("client_name"), o)
+		e := newEnv(t, withRules(t, sessionRule("client_name"), o))
 		d := e.direct()
 		a, b := dialNamed(t, e.addr, "app"), dialNamed(t, e.addr, "app")
 		const rounds = 100
@@ -241,7 +195,7 @@ func TestClientNameSiblingFailedReleaseKeepsNewerGrant(t *testing.T) {
 // unrecorded, so those holders' DELs were refused (NOTOWNER).
 func TestLocksWithoutExpiryHaveNoTableCap(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		e := lockEnv(t, rule("rewrite"), o)
+		e := newEnv(t, withRules(t, rule("rewrite"), o))
 		const n = 24
 		holders := make([]*raw, n)
 		for i := range holders {
@@ -269,7 +223,7 @@ func TestLocksWithoutExpiryHaveNoTableCap(t *testing.T) {
 // mutex was released, while the reply path wrote them (setValue): a data
 // race -race reports here.
 func TestSiblingsConcurrentLockChangesRaceFree(t *testing.T) {
-	e := lockEnv(t, sessionRule("client_name"), proxy.Options{Config: policy.Config{EventLoops: -1}})
+	e := newEnv(t, withRules(t, sessionRule("client_name"), proxy.Options{Config: policy.Config{EventLoops: -1}}))
 	const per = 300
 	conns := []*raw{dialNamed(t, e.addr, "sib"), dialNamed(t, e.addr, "sib"), dialNamed(t, e.addr, "sib")}
 	eq(t, conns[0].do("SET", "race:lock", "v0", "NX", "PX", "60000"), "+OK\r\n")
@@ -326,7 +280,7 @@ func TestSiblingsConcurrentLockChangesRaceFree(t *testing.T) {
 // DEL in db 0 answered 0, and then DEL in db 1 was refused (NOTOWNER).
 func TestSameLockNameInTwoDatabases(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		e := lockEnv(t, sessionRule("client_name"), o)
+		e := newEnv(t, withRules(t, sessionRule("client_name"), o))
 		a := dialNamed(t, e.addr, "app")
 		eq(t, a.do("SET", "db:lock", "zero", "NX", "PX", "30000"), "+OK\r\n")
 		eq(t, a.do("SELECT", "1"), "+OK\r\n")
@@ -357,7 +311,7 @@ func TestCounterResetDoesNotRevivePreviousHolder(t *testing.T) {
 	for _, name := range []string{"flushdb", "restart"} {
 		t.Run(name, func(t *testing.T) {
 			eachEngine(t, func(t *testing.T, o proxy.Options) {
-				e := lockEnv(t, sessionRule("client_name")+"on_flush: allow\n", o)
+				e := newEnv(t, withRules(t, sessionRule("client_name")+"on_flush: allow\n", o))
 				a, b := dialNamed(t, e.addr, "a"), dialNamed(t, e.addr, "b")
 				eq(t, a.do("SET", "reset:lock", "1", "NX", "PX", "30000"), "+OK\r\n")
 				reset[name](t, e)
@@ -392,7 +346,7 @@ const fencedMutexRule = `locks:
 // number current again, or overwrite a lock through a second STORE.
 func TestOwnKeysRefusedToClients(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		e := lockEnv(t, rule("rewrite")+"on_flush: reject\n", o)
+		e := newEnv(t, withRules(t, rule("rewrite")+"on_flush: reject\n", o))
 		d := e.direct()
 		a := dialRaw(t, e.addr)
 		eq(t, a.do("SET", "own:lock", "t", "NX", "PX", "30000"), "+OK\r\n")
@@ -433,7 +387,7 @@ func TestOwnKeysRefusedToClients(t *testing.T) {
 // SET of the counter ran: a stale holder could clear the fence, then write.
 func TestFenceKeysRefusedToClients(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		e := lockEnv(t, fencedMutexRule, o)
+		e := newEnv(t, withRules(t, fencedMutexRule, o))
 		d := e.direct()
 		a := dialRaw(t, e.addr)
 		eq(t, a.do("SET", "{o1}:mutex", "t", "NX", "PX", "30000"), "+OK\r\n") // token 1
@@ -460,7 +414,7 @@ func TestTwoInstancesShareLockOwners(t *testing.T) {
 	for _, session := range []string{"client_name", "client_addr"} {
 		t.Run(session, func(t *testing.T) {
 			eachEngine(t, func(t *testing.T, o proxy.Options) {
-				p1 := lockEnv(t, sessionRule(session), o)
+				p1 := newEnv(t, withRules(t, sessionRule(session), o))
 				p2 := p1.another(t, sessionRule(session), o)
 				holder1, holder2 := dialNamed(t, p1.addr, "app"), dialNamed(t, p2.addr, "app")
 				// A stranger: another name; for client_addr, another host.
@@ -536,7 +490,7 @@ func TestRestartedInstanceKnowsHolders(t *testing.T) {
 // records expire with the lease plus keep_lapsed and go with the release.
 // Main: there were no records in Valkey (PTTL -2).
 func TestOwnerRecordsExpireWithLease(t *testing.T) {
-	e := lockEnv(t, rule("rewrite"), proxy.Options{KeepLapsed: time.Second})
+	e := newEnv(t, withRules(t, rule("rewrite"), proxy.Options{KeepLapsed: time.Second}))
 	d := e.direct()
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "mem:lock", "some-token-value", "NX", "PX", "2000"), "+OK\r\n")

@@ -49,7 +49,7 @@ end)
 `
 
 func TestMonitorFunctions(t *testing.T) {
-	e := rulesEnv(t, monitorRules)
+	e := newEnv(t, rulesOptions(t, monitorRules))
 	d := e.direct()
 	v, s := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, v.do("FUNCTION", "LOAD", monitorLib), bulk("locks"))
@@ -180,7 +180,7 @@ end)`
 // the version it saw, and ran unchecked. Now a function runs through
 // lockproxy only under the monitor inside its library.
 func TestMonitorFunctionReplacedAround(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	d := e.direct()
 	c, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	guarded := "#!lua name=six\nredis.register_function('rel6', function(keys, args)\n  if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end\n  return 0\nend)"
@@ -203,7 +203,7 @@ func TestMonitorFunctionReplacedAround(t *testing.T) {
 // library loaded straight into it, but for the order of the functions
 // (Valkey's hash table's, which the extra registrations change).
 func TestMonitorFunctionListTransparent(t *testing.T) {
-	e := rulesEnv(t, monitorRules)
+	e := newEnv(t, rulesOptions(t, monitorRules))
 	other := valkeytest.Start(t).Addr
 	for _, proto := range []string{"2", "3"} {
 		via, direct := dialRaw(t, e.addr), dialRaw(t, other)
@@ -254,8 +254,7 @@ func sortedFunctions(t *testing.T, reply string) string {
 // In front of a cluster FUNCTION LOAD reaches every primary with the
 // monitor inside, and FCALL is checked on each slot's node.
 func TestMonitorFunctionsCluster(t *testing.T) {
-	cl := valkeytest.SharedCluster(t)
-	e := rulesEnvCluster(t, cl, "locks:\n  - pattern: \"*:lock\"\n")
+	e, cl := clusterEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	m := slotMap(t, cl)
 	h, s := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, h.do("FUNCTION", "LOAD", "REPLACE", monitorLib), bulk("locks"))
@@ -275,7 +274,7 @@ func TestMonitorFunctionsCluster(t *testing.T) {
 // arguments left out), then FUNCTION KILL ends it, as Valkey's suite
 // expects.
 func TestMonitorFunctionStats(t *testing.T) {
-	e := rulesEnv(t, monitorRules)
+	e := newEnv(t, rulesOptions(t, monitorRules))
 	runner, other := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, runner.do("FUNCTION", "LOAD", "REPLACE", "#!lua name=spin\nredis.register_function('spin', function() local a = 1 while true do a = a + 1 end end)"), bulk("spin"))
 	runner.send(string(redisCmd("fcall", "spin", "1", "v:lock", "x")))
@@ -310,7 +309,7 @@ func TestMonitorFunctionStats(t *testing.T) {
 // another library has (the error names the function, not its monitored
 // registration).
 func TestMonitorFunctionLoadErrorsTransparent(t *testing.T) {
-	e := rulesEnv(t, monitorRules)
+	e := newEnv(t, rulesOptions(t, monitorRules))
 	via, direct := dialRaw(t, e.addr), dialRaw(t, valkeytest.Start(t).Addr)
 	for _, args := range [][]string{
 		{"FUNCTION", "LOAD", "#!lua name=a\nredis.register_function('fa', function() return 1 end)"},

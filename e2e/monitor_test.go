@@ -220,7 +220,7 @@ func diffSnapshots(before, after map[string]string) string {
 }
 
 func TestMonitorHostileShapes(t *testing.T) {
-	e := rulesEnv(t, monitorRules)
+	e := newEnv(t, rulesOptions(t, monitorRules))
 	d := redis.NewClient(&redis.Options{Addr: e.srv.Addr, MaxRetries: -1, DB: 0, PoolSize: 1})
 	t.Cleanup(func() { d.Close() })
 	v, s := dialRaw(t, e.addr), dialRaw(t, e.addr)
@@ -301,7 +301,7 @@ func TestMonitorHostileShapes(t *testing.T) {
 
 // Issue 26's findings, each as reported (all reproduced on main).
 func TestMonitorFindings(t *testing.T) {
-	e := rulesEnv(t, monitorRules)
+	e := newEnv(t, rulesOptions(t, monitorRules))
 	d := e.direct()
 	fresh := func(t *testing.T) (v, stranger *raw) {
 		t.Helper()
@@ -379,7 +379,7 @@ func TestMonitorFindings(t *testing.T) {
 // straight from Valkey, each lock taken on one connection of a pool and
 // renewed and released from another.
 func TestMonitorLibrariesDifferential(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	other := valkeytest.Start(t).Addr
 	via := [2]*raw{dialRaw(t, e.addr), dialRaw(t, e.addr)}
 	direct := [2]*raw{dialRaw(t, other), dialRaw(t, other)}
@@ -457,7 +457,7 @@ func TestMonitorLibrariesDifferential(t *testing.T) {
 // after the acquisition), release its own lock whatever the script's
 // replication mode or protocol, change its lease.
 func TestMonitorHolderScripts(t *testing.T) {
-	e := rulesEnv(t, monitorRules)
+	e := newEnv(t, rulesOptions(t, monitorRules))
 	d := e.direct()
 	h := dialRaw(t, e.addr)
 	takeAndWrite := "redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', 60000)\nreturn redis.call('SET', KEYS[2], 'mine')"
@@ -483,8 +483,7 @@ func TestMonitorHolderScripts(t *testing.T) {
 // locks in several slots, taken and released by the library's scripts,
 // a stranger's DEL inside a script refused on each.
 func TestMonitorCluster(t *testing.T) {
-	cl := valkeytest.SharedCluster(t)
-	e := rulesEnvCluster(t, cl, "locks:\n  - pattern: \"*:lock\"\n")
+	e, cl := clusterEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	m := slotMap(t, cl)
 	h, s := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	for i := 0; i < 6; i++ {
@@ -502,7 +501,7 @@ func TestMonitorCluster(t *testing.T) {
 // A function whose command name is built at run time is checked on the
 // command it actually calls (the analysis could not read it).
 func TestMonitorFunctionBuiltName(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	d := e.direct()
 	c := dialRaw(t, e.addr)
 	lib := "#!lua name=chars\nredis.register_function('del', function(keys) return redis.call(string.char(68,69,76), keys[1]) end)"
@@ -519,7 +518,7 @@ func TestMonitorFunctionBuiltName(t *testing.T) {
 // newproxy, the only way to a finalizer, is refused, in every script
 // (a script naming it does not skip the monitor).
 func TestMonitorFinalizersRefused(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	c := dialRaw(t, e.addr)
 	plant := "for i = 1, 3000 do local p = newproxy(true) getmetatable(p).__gc = function() error('boom') end end return 1"
 	refused := "newproxy is refused"
@@ -541,7 +540,7 @@ func TestMonitorFinalizersRefused(t *testing.T) {
 // reply below was "" through lockproxy on ad5d4fb). The same for a
 // function's.
 func TestMonitorKeepsCommentLikeLines(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	c, d := dialRaw(t, e.addr), dialRaw(t, e.srv.Addr)
 	for _, body := range []string{
 		"--[[\nlong comment\n]]\nreturn redis.call('GET', KEYS[1])",

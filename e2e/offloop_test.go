@@ -149,7 +149,7 @@ func TestSlowDialStallsOnlyItsClient(t *testing.T) {
 // held lock and forwards the rest, pipelined behind other commands in order.
 func TestMovableKeysOntoLock(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		e := rulesEnv(t, rule("rewrite"), func(x *proxy.Options) { x.EventLoops, x.BusyPoll = o.EventLoops, o.BusyPoll })
+		e := newEnv(t, rulesOptions(t, rule("rewrite"), func(x *proxy.Options) { x.EventLoops, x.BusyPoll = o.EventLoops, o.BusyPoll }))
 		holder, other := dialRaw(t, e.addr), dialRaw(t, e.addr)
 		eq(t, holder.do("SET", "m:lock", "tok", "NX", "PX", "60000"), "+OK\r\n")
 		eq(t, other.do("RPUSH", "src", "3", "1", "2"), ":3\r\n")

@@ -17,7 +17,7 @@ func BenchmarkScriptAcquire(b *testing.B) {
 	obtain, release := redis.NewScript(libscripts.RedislockObtain), redis.NewScript(libscripts.RedislockRelease)
 	// The env's helpers take a *testing.T: its cleanups never run here,
 	// so the server and proxy are stopped by hand.
-	e := rulesEnv(&testing.T{}, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(&testing.T{}, rulesOptions(&testing.T{}, "locks:\n  - pattern: \"*:lock\"\n"))
 	defer e.srv.Stop()
 	defer e.stopProxy()
 	benchScripts(b, e, func(c *redis.Client, w int64, i int) error {
@@ -31,7 +31,7 @@ func BenchmarkScriptAcquire(b *testing.B) {
 
 func BenchmarkScriptFencedWrite(b *testing.B) {
 	const write = `return redis.call('SET', KEYS[1], ARGV[1])`
-	e := rulesEnv(&testing.T{}, fenceRule("current", "allow"))
+	e := newEnv(&testing.T{}, rulesOptions(&testing.T{}, fenceRule("current", "allow")))
 	defer e.srv.Stop()
 	defer e.stopProxy()
 	benchScripts(b, e, func(c *redis.Client, w int64, i int) error {

@@ -16,7 +16,7 @@ import (
 // reject; now NOTOWNER from the monitor), and the lock must still be there
 // afterwards.
 func TestScriptBypassesRefused(t *testing.T) {
-	e := rulesEnv(t, "on_flush: reject\nlocks:\n  - pattern: \"*:lock\"\n    scripts: reject\n")
+	e := newEnv(t, rulesOptions(t, "on_flush: reject\nlocks:\n  - pattern: \"*:lock\"\n    scripts: reject\n"))
 	c := e.client()
 	d := e.direct()
 	big := "local pad = [[" + strings.Repeat("x", 1<<20) + "]]\n"
@@ -92,7 +92,7 @@ func refusal(msg string) bool {
 // lockproxy judged functions by what it saw loaded (now each runs under
 // the monitor inside its library, or not at all).
 func TestScriptFunctionsLearnedFromReplies(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n    unknown_sha: allow\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n    unknown_sha: allow\n"))
 	c := e.client()
 	d := e.direct()
 	blindLib := "#!lua name=a\nredis.register_function('f', function(keys) return redis.call('DEL', keys[1]) end)"

@@ -13,7 +13,7 @@ import (
 func TestScriptFencedWrites(t *testing.T) {
 	for _, check := range []string{"current", "highest"} {
 		t.Run(check, func(t *testing.T) {
-			e := rulesEnv(t, fenceRule(check, "reject"))
+			e := newEnv(t, rulesOptions(t, fenceRule(check, "reject")))
 			d := e.direct()
 			a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 			write := "redis.call('INCR', 'ran:' .. ARGV[2])\nredis.call('SET', KEYS[1], ARGV[1])\nreturn 'written'"
@@ -56,7 +56,7 @@ func TestFenceMarkPerLock(t *testing.T) {
 		ledger string // A's write to {o1}:items after B wrote {o1}:data
 	}{{"lock", "-STALE lockproxy refused a write to {o1}:items with fencing token 1: the keys its lock guards have already accepted token 2"}, {"key", ":1\r\n"}} {
 		t.Run(tc.mark, func(t *testing.T) {
-			e := rulesEnv(t, fenceRule("highest", "reject", tc.mark))
+			e := newEnv(t, rulesOptions(t, fenceRule("highest", "reject", tc.mark)))
 			a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 			eq(t, a.do("SET", "{o1}:lock", "a", "NX", "PX", "100"), "+OK\r\n") // token 1
 			time.Sleep(150 * time.Millisecond)
@@ -72,7 +72,7 @@ func TestFenceMarkPerLock(t *testing.T) {
 // alone, byte for byte: replies, runtime errors with their line numbers
 // and the client's SHA1, redis.error_reply, pcall, RESP3, #!lua flags.
 func TestScriptWrappedByteForByte(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "allow"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "allow")))
 	for _, body := range []string{
 		"redis.call('SET', KEYS[1], ARGV[1])\nreturn {1, 'two', {3}, false, redis.status_reply('OK')}",
 		"redis.call('SET', KEYS[1], 'x')\nlocal t = nil\nreturn t.field",
@@ -115,7 +115,7 @@ func TestScriptWrappedByteForByte(t *testing.T) {
 // would answer at once instead of waiting); commands past Lua's unpack
 // limit run.
 func TestFencedBlockingRefused(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "{q}:lock", "a", "NX", "PX", "30000"), "+OK\r\n")
 	mustContain(t, a.do("BLPOP", "{q}:items", "5"), "-LOCKED lockproxy refused BLPOP: it writes \"{q}:items\", a key a lock guards")
@@ -127,7 +127,7 @@ func TestFencedBlockingRefused(t *testing.T) {
 // Commands past Lua's unpack limit (about 8000 values) run through the
 // fence and the release as Valkey runs them.
 func TestFencedUnpackLimit(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	d := e.direct()
 	a := dialRaw(t, e.addr)
 	eq(t, a.do("SET", "{q}:lock", "a", "NX", "PX", "30000"), "+OK\r\n")
@@ -162,7 +162,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // The wrapper's second form (a script that may take, release or renew a
 // lock: grants and records after the body) answers byte for byte too.
 func TestScriptAcquireWrappedByteForByte(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	for _, body := range []string{
 		"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', 10000) then return redis.status_reply('OK') end\nreturn false",
 		"if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end\nlocal t = nil\nreturn t.x",
@@ -206,7 +206,7 @@ func sameReplies(t *testing.T, e *env, body string, evalsha bool, key string, ar
 // A script that declares flags=no-writes runs as it came: Valkey refuses
 // its writes, and would refuse a wrapper's own (a holder's fence mark).
 func TestScriptNoWritesNotWrapped(t *testing.T) {
-	e := rulesEnv(t, fenceRule("highest", "allow"))
+	e := newEnv(t, rulesOptions(t, fenceRule("highest", "allow")))
 	body := "#!lua flags=no-writes\nif ARGV[1] == 'w' then redis.call('SET', KEYS[1], 'x') end\nreturn redis.call('GET', KEYS[1])"
 	holder, direct := dialRaw(t, e.addr), dialRaw(t, e.srv.Addr)
 	eq(t, holder.do("SET", "{n}:lock", "h", "NX", "PX", "30000"), "+OK\r\n")
@@ -218,7 +218,7 @@ func TestScriptNoWritesNotWrapped(t *testing.T) {
 // Inside MULTI a wrapped script is checked when EXEC runs it: a stale
 // one fails in its element and writes nothing; its siblings run.
 func TestScriptFencedInMulti(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	d := e.direct()
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	write := "redis.call('SET', KEYS[1], ARGV[1])\nreturn 'written'"
@@ -243,7 +243,7 @@ func TestScriptFencedInMulti(t *testing.T) {
 // a block of the monitor's), and Valkey's compile error reads as it does
 // for the script alone, byte for byte.
 func TestScriptUnparsedNotWrapped(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "allow"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "allow")))
 	sameReplies(t, e, "redis.call('SET', KEYS[1], 'x')\nif ARGV[1] then", false, "{u}:data", "a")
 	sameReplies(t, e, "redis.call('SET', KEYS[1], 'x') return (", false, "{u}:data", "a")
 	sameReplies(t, e, "end redis.call('SET', KEYS[1], 'x')", false, "{u}:data", "a")

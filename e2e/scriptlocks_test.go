@@ -57,7 +57,7 @@ func records(t *testing.T, d *redis.Client, lock string) map[string]string {
 }
 
 func TestScriptAcquisitionsGetGrants(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	d := e.direct()
 
 	t.Run("bsm/redislock", func(t *testing.T) {
@@ -180,7 +180,7 @@ func TestScriptAcquisitionsGetGrants(t *testing.T) {
 // guarded key pass (they were refused as unfenced before), and its token
 // is the counter's.
 func TestScriptAcquisitionFenced(t *testing.T) {
-	e := rulesEnv(t, fenceRule("current", "reject"))
+	e := newEnv(t, rulesOptions(t, fenceRule("current", "reject")))
 	c := e.client()
 	d := e.direct()
 	l, err := redislock.New(c).Obtain(ctx, "{f}:lock", 10*time.Second, nil)
@@ -196,7 +196,7 @@ func TestScriptAcquisitionFenced(t *testing.T) {
 // Issue 18, item 6: the wrapper is cached by its own SHA1 with the usual
 // NOSCRIPT fallback; EVALSHA of a body lockproxy never saw is NOSCRIPT.
 func TestScriptWrapperEVALSHA(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	d := e.direct()
 	c := dialRaw(t, e.addr)
 	obtain := "if redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 1 end\nreturn 0"

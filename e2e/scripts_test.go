@@ -46,7 +46,7 @@ func errPrefix(t *testing.T, err error, prefix string, contains ...string) {
 // Guarded and acquire scripts pass through untouched and do their job:
 // run the way client libraries run them (EVALSHA, EVAL on NOSCRIPT).
 func TestScriptsGuardedPass(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	c := e.client()
 	d := e.direct()
 	run := func(file string, keys []string, args ...interface{}) *redis.Cmd {
@@ -172,7 +172,7 @@ func TestScriptsGuardedPass(t *testing.T) {
 // whether sent as EVAL or as EVALSHA of a script loaded through
 // lockproxy.
 func TestScriptsBlindRefused(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	c := e.client()
 	d := e.direct()
 	for _, tc := range []struct {
@@ -230,7 +230,7 @@ func TestScriptsBlindRefused(t *testing.T) {
 // looks like); release: observe lets a script change the lock as it lets
 // a plain command.
 func TestScriptsSettings(t *testing.T) {
-	e := rulesEnv(t, `locks:
+	e := newEnv(t, rulesOptions(t, `locks:
   - pattern: "so:*"
     scripts: observe
   - pattern: "sr:*"
@@ -238,7 +238,7 @@ func TestScriptsSettings(t *testing.T) {
   - pattern: "ro:*"
     release: observe
   - pattern: "*:lock"
-`)
+`))
 	c := e.client()
 	d := e.direct()
 	blind := luaFile(t, "blind_del.lua")
@@ -258,12 +258,12 @@ func TestScriptsSettings(t *testing.T) {
 // says, so a client library falls back to EVAL and the body runs
 // monitored.
 func TestScriptsUnknownSHA(t *testing.T) {
-	e := rulesEnv(t, `locks:
+	e := newEnv(t, rulesOptions(t, `locks:
   - pattern: "a:*"
     unknown_sha: allow
   - pattern: "r:*"
     unknown_sha: reject
-`)
+`))
 	c := e.client()
 	d := e.direct()
 	blind := luaFile(t, "blind_del.lua")
@@ -293,10 +293,10 @@ func TestScriptsUnknownSHA(t *testing.T) {
 // A function library loaded through lockproxy runs under the monitor,
 // function by function (issue 26 item 4): FCALL by name, any letter case.
 func TestScriptsFunctionLibrary(t *testing.T) {
-	e := rulesEnv(t, `locks:
+	e := newEnv(t, rulesOptions(t, `locks:
   - pattern: "*:lock"
     unknown_sha: reject
-`)
+`))
 	c := e.client()
 	d := e.direct()
 	eq(t, c.FunctionLoad(ctx, luaFile(t, "locklib.lua")).Val(), "locklib")
@@ -326,7 +326,7 @@ func TestScriptsFunctionLibrary(t *testing.T) {
 // A function that takes a lock of a rule with a fence gets its grant, as
 // a monitored EVAL does: the previous holder's token is superseded.
 func TestScriptsFunctionAcquireFenced(t *testing.T) {
-	e := rulesEnv(t, `locks:
+	e := newEnv(t, rulesOptions(t, `locks:
   - pattern: "{*}:mutex"
     fence:
       counter: "{base}:fence"
@@ -336,7 +336,7 @@ func TestScriptsFunctionAcquireFenced(t *testing.T) {
     fence:
       counter: "{base}:fence"
       guards: ["{base}:data"]
-`)
+`))
 	c := e.client()
 	d := e.direct()
 	eq(t, c.FunctionLoad(ctx, luaFile(t, "locklib.lua")).Val(), "locklib")
@@ -354,7 +354,7 @@ func TestScriptsFunctionAcquireFenced(t *testing.T) {
 // no lock keys, so lockproxy forwards them untouched and the error reaches
 // the client verbatim.
 func TestScriptsEchoMQPassThrough(t *testing.T) {
-	e := rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	d := e.direct()
 	r := dialRaw(t, e.addr)
 	claim, complete := luaFile(t, "echomq_claim.lua"), luaFile(t, "echomq_complete.lua")

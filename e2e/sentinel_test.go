@@ -79,34 +79,6 @@ sentinel parallel-syncs %s 1
 	return ss
 }
 
-// waitFor waits until cond holds. within is about how long that takes on
-// a quiet machine; the wait goes on for ten times as long (two minutes at
-// least), so that a loaded machine still passes: it is a wait for
-// something the servers will do (Sentinel's timers, a replica's sync), not
-// a timing bound, and the limit only ends a test that is broken.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	limit := max(10*within, 2*time.Minute)
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Logf("%s: %v", what, time.Since(start).Round(time.Millisecond))
-	return time.Since(start)
-}
-
-func infoField(info, field string) string {
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // answeredBy asks, through the proxy, which server answers and in what role.
 func answeredBy(r *raw) (port, role string) {
 	server := r.do("INFO", "server")

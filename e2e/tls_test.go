@@ -100,15 +100,6 @@ func (ca *testCA) issue(t *testing.T, name string, usage x509.ExtKeyUsage) (cert
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 }
 
-func writeTestFile(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // buildBinary builds a command of this module into a temporary directory.
 func buildBinary(t *testing.T, pkg string) string {
 	t.Helper()
@@ -248,7 +239,7 @@ func TestTLSListenerAndUpstream(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, "lockproxy test CA")
 	rogue := newTestCA(t, "rogue CA")
-	writeTestFile(t, dir, "ca.crt", ca.pem)
+	writeFile(t, filepath.Join(dir, "ca.crt"), string(ca.pem))
 	vc, vk := ca.issue(t, "valkey.test", x509.ExtKeyUsageServerAuth)
 	pc, pk := ca.issue(t, "lockproxy.test", x509.ExtKeyUsageServerAuth)
 	uc, uk := ca.issue(t, "lockproxy-upstream", x509.ExtKeyUsageClientAuth)
@@ -258,7 +249,7 @@ func TestTLSListenerAndUpstream(t *testing.T) {
 		"valkey.crt": vc, "valkey.key": vk, "proxy.crt": pc, "proxy.key": pk,
 		"upstream-client.crt": uc, "upstream-client.key": uk,
 	} {
-		writeTestFile(t, dir, name, b)
+		writeFile(t, filepath.Join(dir, name), string(b))
 	}
 
 	requireValkeyTLS(t, "--tls-cert-file", filepath.Join(dir, "valkey.crt"), "--tls-key-file", filepath.Join(dir, "valkey.key"),
@@ -280,7 +271,7 @@ func TestTLSListenerAndUpstream(t *testing.T) {
 	bin := buildBinary(t, "../cmd/lockproxy")
 	config := func(name, upstreamTLS string) string {
 		// Relative paths: resolved against the config file's directory.
-		return writeTestFile(t, dir, name, []byte(fmt.Sprintf(`listen: 127.0.0.1:0
+		return writeFile(t, filepath.Join(dir, name), fmt.Sprintf(`listen: 127.0.0.1:0
 tls:
   cert_file: proxy.crt
   key_file: proxy.key
@@ -296,7 +287,7 @@ upstream:
 locks:
   - pattern: "*:lock"
     release: rewrite
-`, tlsPort, upstreamTLS)))
+`, tlsPort, upstreamTLS))
 	}
 	good := startLockproxy(t, bin, config("good.yaml", `    ca_file: ca.crt
     cert_file: upstream-client.crt
@@ -397,7 +388,7 @@ locks:
 		waitLog(t, lp, "cannot read Valkey's command table")
 	})
 	t.Run("proxy_does_not_trust_unknown_CA", func(t *testing.T) {
-		writeTestFile(t, dir, "rogue-ca.crt", rogue.pem)
+		writeFile(t, filepath.Join(dir, "rogue-ca.crt"), string(rogue.pem))
 		lp := startLockproxy(t, bin, config("rogue-ca.yaml", `    ca_file: rogue-ca.crt
     cert_file: upstream-client.crt
     key_file: upstream-client.key
