@@ -1,8 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,104 +39,6 @@ func abStory(t *testing.T, e *env) (a, b *raw) {
 	eq(t, a.do("DEL", "resource:lock"), ":0\r\n") // token-checked: B's lock stands
 	eq(t, b.do("GET", "resource:lock"), bulk("xyz"))
 	return a, b
-}
-
-// rec turns a go-redis reply record (a flat array in RESP2, a map in RESP3)
-// into field → text. A null reads "<nil>".
-func rec(t *testing.T, v any) map[string]string {
-	t.Helper()
-	str := func(x any) string {
-		if x == nil {
-			return "<nil>"
-		}
-		return fmt.Sprint(x)
-	}
-	out := map[string]string{}
-	switch v := v.(type) {
-	case []any:
-		if len(v)%2 != 0 {
-			t.Fatalf("record with %d elements", len(v))
-		}
-		for i := 0; i < len(v); i += 2 {
-			out[str(v[i])] = str(v[i+1])
-		}
-	case map[any]any:
-		for k, x := range v {
-			out[str(k)] = str(x)
-		}
-	default:
-		t.Fatalf("not a record: %T %v", v, v)
-	}
-	return out
-}
-
-func recs(t *testing.T, v any) []map[string]string {
-	t.Helper()
-	list, ok := v.([]any)
-	if !ok {
-		t.Fatalf("not a list: %T", v)
-	}
-	out := make([]map[string]string, len(list))
-	for i, x := range list {
-		out[i] = rec(t, x)
-	}
-	return out
-}
-
-func admin(t *testing.T, c *redis.Client, args ...any) any {
-	t.Helper()
-	v, err := c.Do(ctx, append([]any{"LOCKPROXY"}, args...)...).Result()
-	if err != nil && err != redis.Nil {
-		t.Fatalf("LOCKPROXY %v: %v", args, err)
-	}
-	return v
-}
-
-// metrics scrapes /metrics and returns each sample line's value by its name
-// and labels as printed ("lockproxy_grants_total{rule=\"*:lock\"}").
-func metrics(t *testing.T, e *env) map[string]float64 {
-	t.Helper()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(scrape(t, e)))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out
-}
-
-// scrape returns what the proxy's /metrics serves.
-func scrape(t *testing.T, e *env) []byte {
-	t.Helper()
-	srv := httptest.NewServer(e.p.MetricsHandler())
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return body
-}
-
-func metric(t *testing.T, m map[string]float64, series string) float64 {
-	t.Helper()
-	v, ok := m[series]
-	if !ok {
-		t.Fatalf("no metric %s", series)
-	}
-	return v
 }
 
 // The A/B story, then every read-only subcommand through go-redis in both

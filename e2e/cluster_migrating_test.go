@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,14 +47,14 @@ func TestClusterMigratingSlotLockScripts(t *testing.T) {
 	srcID, dstID := id(srcAddr), id(dstAddr)
 	setslot := func(addr string, args ...string) {
 		t.Helper()
-		out, err := valkeytest.Do(addr, append([]string{"CLUSTER", "SETSLOT", itoa(int(slot))}, args...)...)
+		out, err := valkeytest.Do(addr, append([]string{"CLUSTER", "SETSLOT", strconv.Itoa(int(slot))}, args...)...)
 		if err != nil || !strings.HasPrefix(out, "OK") {
 			t.Fatalf("SETSLOT %q on %s: %q %v", args, addr, out, err)
 		}
 	}
 	stable := func() {
 		for _, a := range []string{dstAddr, srcAddr} {
-			_, _ = valkeytest.Do(a, "CLUSTER", "SETSLOT", itoa(int(slot)), "STABLE")
+			_, _ = valkeytest.Do(a, "CLUSTER", "SETSLOT", strconv.Itoa(int(slot)), "STABLE")
 		}
 	}
 	t.Cleanup(stable) // the shared cluster left clean, whatever happens

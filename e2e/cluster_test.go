@@ -23,59 +23,6 @@ import (
 // The cluster tests share one real cluster per package run
 // (valkeytest.SharedCluster; TestMain stops it). Each uses keys of its own.
 
-// slotMap reads the cluster's slot map now, straight from a node.
-func slotMap(t *testing.T, cl *valkeytest.Cluster) *cluster.Map {
-	t.Helper()
-	for _, n := range cl.Nodes {
-		if n.Process() == nil {
-			continue
-		}
-		v, _, err := resp.Parse(valkeytest.Dial(t, n.Addr, 2).Do(t, "CLUSTER", "SHARDS"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := cluster.FromShards(v, false, n.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	t.Fatal("no cluster node runs")
-	return nil
-}
-
-// keysOn returns n keys with the prefix whose slots node serves now.
-func keysOn(m *cluster.Map, node, prefix string, n int) []string {
-	var out []string
-	for i := 0; len(out) < n; i++ {
-		k := prefix + strconv.Itoa(i)
-		if a, _ := m.Primary(cluster.Slot([]byte(k))); a == node {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// keysEveryPrimary returns n keys on each primary, primary by primary.
-func keysEveryPrimary(m *cluster.Map, prefix string, n int) []string {
-	var keys []string
-	for _, p := range m.Primaries {
-		keys = append(keys, keysOn(m, p, prefix, n)...)
-	}
-	return keys
-}
-
-// directTo sends a command to the node serving its key's slot, as a
-// cluster-aware client would, and returns the reply bytes.
-func directTo(t *testing.T, m *cluster.Map, key string, args ...string) string {
-	t.Helper()
-	addr, ok := m.Primary(cluster.Slot([]byte(key)))
-	if !ok {
-		t.Fatalf("no primary for %q", key)
-	}
-	return string(valkeytest.Dial(t, addr, 2).Do(t, args...))
-}
-
 // Commands reach the primary of their key's slot, and their replies are the
 // bytes that primary gives when asked directly (a differential test in
 // cluster mode): every key lands on its node, none on another.

@@ -448,23 +448,6 @@ func cachedScripts(t *testing.T, e *env) int {
 	return 0
 }
 
-// retryUpstream sends a command until it gets something other than an
-// -UPSTREAM error (the first command after a restart may meet the old
-// connection's death).
-func retryUpstream(t *testing.T, r *raw, args ...string) string {
-	t.Helper()
-	var got string
-	for i := 0; i < 50; i++ {
-		got = r.do(args...)
-		if !strings.HasPrefix(got, "-UPSTREAM") {
-			return got
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%v: still %q", args, got)
-	return ""
-}
-
 // logCounter counts the proxy's log records with a given message.
 type logCounter struct {
 	msg   string

@@ -14,24 +14,6 @@ import (
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
-// fenceRule is a fenced lock rule; mark, if given, is the fence's mark
-// (lock by default).
-func fenceRule(check, unfenced string, mark ...string) string {
-	m := "lock"
-	if len(mark) > 0 {
-		m = mark[0]
-	}
-	return fmt.Sprintf(`locks:
-  - pattern: "{*}:lock"
-    fence:
-      counter: "{base}:fence"
-      guards: ["{base}:data", "{base}:items"]
-      check: %s
-      mark: %s
-      unfenced_writes: %s
-`, check, m, unfenced)
-}
-
 // The seed's readout: the resource has seen 34; a write with 33 is refused,
 // 34 is accepted, 35 is accepted and becomes the highest.
 func TestFenceSeedReadoutHighest(t *testing.T) {

@@ -1,14 +1,21 @@
 package e2e_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
@@ -507,4 +515,326 @@ func keyspaceField(t *testing.T, line, name string) int64 {
 	}
 	t.Fatalf("no %s in %q", name, line)
 	return 0
+}
+
+// Lock rules and what the proxy recorded.
+
+// rule is a lock rule for "*:lock" with the given release mode.
+func rule(release string) string {
+	return fmt.Sprintf("locks:\n  - pattern: \"*:lock\"\n    release: %s\n", release)
+}
+
+// hasEvent reports whether the proxy's last 100 lock events hold one with
+// outcome on key.
+func hasEvent(e *env, outcome proxy.Outcome, key string) bool {
+	for _, ev := range e.p.Events(100) {
+		if ev.Outcome == outcome && ev.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// The fenced lock rule.
+
+// fenceRule is a fenced lock rule; mark, if given, is the fence's mark
+// (lock by default).
+func fenceRule(check, unfenced string, mark ...string) string {
+	m := "lock"
+	if len(mark) > 0 {
+		m = mark[0]
+	}
+	return fmt.Sprintf(`locks:
+  - pattern: "{*}:lock"
+    fence:
+      counter: "{base}:fence"
+      guards: ["{base}:data", "{base}:items"]
+      check: %s
+      mark: %s
+      unfenced_writes: %s
+`, check, m, unfenced)
+}
+
+// Admin commands (LOCKPROXY ...) and /metrics.
+
+func admin(t *testing.T, c *redis.Client, args ...any) any {
+	t.Helper()
+	v, err := c.Do(ctx, append([]any{"LOCKPROXY"}, args...)...).Result()
+	if err != nil && err != redis.Nil {
+		t.Fatalf("LOCKPROXY %v: %v", args, err)
+	}
+	return v
+}
+
+// rec turns a go-redis reply record (a flat array in RESP2, a map in RESP3)
+// into field → text. A null reads "<nil>".
+func rec(t *testing.T, v any) map[string]string {
+	t.Helper()
+	str := func(x any) string {
+		if x == nil {
+			return "<nil>"
+		}
+		return fmt.Sprint(x)
+	}
+	out := map[string]string{}
+	switch v := v.(type) {
+	case []any:
+		if len(v)%2 != 0 {
+			t.Fatalf("record with %d elements", len(v))
+		}
+		for i := 0; i < len(v); i += 2 {
+			out[str(v[i])] = str(v[i+1])
+		}
+	case map[any]any:
+		for k, x := range v {
+			out[str(k)] = str(x)
+		}
+	default:
+		t.Fatalf("not a record: %T %v", v, v)
+	}
+	return out
+}
+
+func recs(t *testing.T, v any) []map[string]string {
+	t.Helper()
+	list, ok := v.([]any)
+	if !ok {
+		t.Fatalf("not a list: %T", v)
+	}
+	out := make([]map[string]string, len(list))
+	for i, x := range list {
+		out[i] = rec(t, x)
+	}
+	return out
+}
+
+// metrics scrapes /metrics and returns each sample line's value by its name
+// and labels as printed ("lockproxy_grants_total{rule=\"*:lock\"}").
+func metrics(t *testing.T, e *env) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(scrape(t, e)))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// scrape returns what the proxy's /metrics serves.
+func scrape(t *testing.T, e *env) []byte {
+	t.Helper()
+	srv := httptest.NewServer(e.p.MetricsHandler())
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func metric(t *testing.T, m map[string]float64, series string) float64 {
+	t.Helper()
+	v, ok := m[series]
+	if !ok {
+		t.Fatalf("no metric %s", series)
+	}
+	return v
+}
+
+// The cluster: its slot map, keys on a node, a command sent straight to
+// a key's node.
+
+// slotMap reads the cluster's slot map now, straight from a node.
+func slotMap(t *testing.T, cl *valkeytest.Cluster) *cluster.Map {
+	t.Helper()
+	for _, n := range cl.Nodes {
+		if n.Process() == nil {
+			continue
+		}
+		v, _, err := resp.Parse(valkeytest.Dial(t, n.Addr, 2).Do(t, "CLUSTER", "SHARDS"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cluster.FromShards(v, false, n.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	t.Fatal("no cluster node runs")
+	return nil
+}
+
+// keysOn returns n keys with the prefix whose slots node serves now.
+func keysOn(m *cluster.Map, node, prefix string, n int) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		k := prefix + strconv.Itoa(i)
+		if a, _ := m.Primary(cluster.Slot([]byte(k))); a == node {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// keysEveryPrimary returns n keys on each primary, primary by primary.
+func keysEveryPrimary(m *cluster.Map, prefix string, n int) []string {
+	var keys []string
+	for _, p := range m.Primaries {
+		keys = append(keys, keysOn(m, p, prefix, n)...)
+	}
+	return keys
+}
+
+// directTo sends a command to the node serving its key's slot, as a
+// cluster-aware client would, and returns the reply bytes.
+func directTo(t *testing.T, m *cluster.Map, key string, args ...string) string {
+	t.Helper()
+	addr, ok := m.Primary(cluster.Slot([]byte(key)))
+	if !ok {
+		t.Fatalf("no primary for %q", key)
+	}
+	return string(valkeytest.Dial(t, addr, 2).Do(t, args...))
+}
+
+// Scripts.
+
+// The scripts under scriptcheck/testdata/lua were written for lockproxy's
+// tests in the styles of well-known lock libraries (and of EchoMQ's queue
+// scripts); the analysis's own tests classify the same files.
+func luaFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "scriptcheck", "testdata", "lua", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func sha1hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// Upstream restarts.
+
+// retryUpstream sends a command until it gets something other than an
+// -UPSTREAM error (the first command after a restart may meet the old
+// connection's death).
+func retryUpstream(t *testing.T, r *raw, args ...string) string {
+	t.Helper()
+	var got string
+	for i := 0; i < 50; i++ {
+		got = r.do(args...)
+		if !strings.HasPrefix(got, "-UPSTREAM") {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%v: still %q", args, got)
+	return ""
+}
+
+// lockproxy as a process of its own: built, started on a configuration
+// file, killed.
+
+// buildBinary builds a command of this module into a temporary directory.
+func buildBinary(t *testing.T, pkg string) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go not on PATH: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command(gobin, "build", "-o", out, pkg)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// lockproxyProc is the lockproxy binary running with a config file.
+type lockproxyProc struct {
+	addr   string
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stderr strings.Builder
+}
+
+var listenRE = regexp.MustCompile(`msg="lockproxy listening" listen=(\S+)`)
+
+func startLockproxy(t *testing.T, bin, config string) *lockproxyProc {
+	t.Helper()
+	lp := &lockproxyProc{cmd: exec.Command(bin, "--config", config)}
+	pipe, err := lp.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lp.mu.Lock()
+			lp.stderr.WriteString(sc.Text() + "\n")
+			lp.mu.Unlock()
+			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+				addrc <- m[1]
+			}
+		}
+		close(addrc)
+	}()
+	t.Cleanup(func() {
+		_ = lp.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { lp.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			lp.cmd.Process.Kill()
+			<-done
+		}
+	})
+	select {
+	case a, ok := <-addrc:
+		if !ok {
+			lp.cmd.Wait()
+			t.Fatalf("lockproxy exited before listening:\n%s", lp.log())
+		}
+		lp.addr = a
+	case <-time.After(10 * time.Second):
+		t.Fatalf("lockproxy did not start:\n%s", lp.log())
+	}
+	return lp
+}
+
+func (lp *lockproxyProc) log() string {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return lp.stderr.String()
+}
+
+// kill stops the lockproxy process with SIGKILL: no drain, no goodbye.
+func (lp *lockproxyProc) kill(t *testing.T) {
+	t.Helper()
+	if err := lp.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = lp.cmd.Wait()
 }

@@ -13,19 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func rule(release string) string {
-	return fmt.Sprintf("locks:\n  - pattern: \"*:lock\"\n    release: %s\n", release)
-}
-
-func hasEvent(e *env, outcome proxy.Outcome, key string) bool {
-	for _, ev := range e.p.Events(100) {
-		if ev.Outcome == outcome && ev.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
 // The seed's five steps: A acquires with abc, stalls past its lease, B
 // acquires with xyz, A releases with a blind DEL.
 func seed(t *testing.T, e *env) (a, b *raw) {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -437,15 +436,6 @@ func TestTwoInstancesShareLockOwners(t *testing.T) {
 			})
 		})
 	}
-}
-
-// kill stops the lockproxy process with SIGKILL: no drain, no goodbye.
-func (lp *lockproxyProc) kill(t *testing.T) {
-	t.Helper()
-	if err := lp.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = lp.cmd.Wait()
 }
 
 // Case 11, restart. The real binary is killed with SIGKILL while a client

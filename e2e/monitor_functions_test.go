@@ -2,13 +2,14 @@ package e2e_test
 
 import (
 	"fmt"
-	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/resp"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/resp"
 )
 
 // Issue 26 item 4: FUNCTION LOAD through lockproxy puts its monitor inside

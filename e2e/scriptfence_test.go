@@ -134,7 +134,7 @@ func TestFencedUnpackLimit(t *testing.T) {
 	// MSET of ~4,000 keys, one guarded.
 	args := []string{"MSET", "{q}:data", "v"}
 	for i := range 4000 {
-		args = append(args, "{q}:plain:"+itoa(i), "x")
+		args = append(args, "{q}:plain:"+strconv.Itoa(i), "x")
 	}
 	eq(t, a.do(args...), "+OK\r\n")
 	eq(t, d.Get(ctx, "{q}:plain:3999").Val(), "x")
@@ -142,8 +142,8 @@ func TestFencedUnpackLimit(t *testing.T) {
 	// The holder's DEL of 8,000 plain keys and its lock.
 	del := []string{"DEL"}
 	for i := range 8000 {
-		d.Set(ctx, "p:"+itoa(i), "x", 0)
-		del = append(del, "p:"+itoa(i))
+		d.Set(ctx, "p:"+strconv.Itoa(i), "x", 0)
+		del = append(del, "p:"+strconv.Itoa(i))
 	}
 	eq(t, a.do(append(del, "{q}:lock")...), ":8001\r\n")
 	eq(t, d.Exists(ctx, "{q}:lock", "p:0", "p:7999").Val(), int64(0))
@@ -151,13 +151,11 @@ func TestFencedUnpackLimit(t *testing.T) {
 	eq(t, a.do("SET", "{q}:lock", "a2", "NX", "PX", "30000"), "+OK\r\n")
 	push := []string{"RPUSH", "{q}:items"}
 	for i := range 9000 {
-		push = append(push, itoa(i))
+		push = append(push, strconv.Itoa(i))
 	}
 	eq(t, a.do(push...), ":9000\r\n")
 	eq(t, d.LIndex(ctx, "{q}:items", 8999).Val(), "8999")
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // The wrapper's second form (a script that may take, release or renew a
 // lock: grants and records after the body) answers byte for byte too.

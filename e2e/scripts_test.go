@@ -1,34 +1,13 @@
 package e2e_test
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// The scripts under scriptcheck/testdata/lua were written for lockproxy's
-// tests in the styles of well-known lock libraries (and of EchoMQ's queue
-// scripts); the analysis's own tests classify the same files.
-func luaFile(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "scriptcheck", "testdata", "lua", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func sha1hex(s string) string {
-	sum := sha1.Sum([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
 
 // errPrefix fails unless err is a Valkey error reply starting with prefix.
 func errPrefix(t *testing.T, err error, prefix string, contains ...string) {

@@ -15,10 +15,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -100,21 +98,6 @@ func (ca *testCA) issue(t *testing.T, name string, usage x509.ExtKeyUsage) (cert
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 }
 
-// buildBinary builds a command of this module into a temporary directory.
-func buildBinary(t *testing.T, pkg string) string {
-	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go not on PATH: %v", err)
-	}
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command(gobin, "build", "-o", out, pkg)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
 // requireValkeyTLS skips when valkey-server was built without TLS: it is
 // started on a TLS port only, with the given files, and must keep running.
 func requireValkeyTLS(t *testing.T, tlsArgs ...string) {
@@ -140,63 +123,6 @@ func requireValkeyTLS(t *testing.T, tlsArgs ...string) {
 	}
 }
 
-// lockproxyProc is the lockproxy binary running with a config file.
-type lockproxyProc struct {
-	addr   string
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stderr strings.Builder
-}
-
-var listenRE = regexp.MustCompile(`msg="lockproxy listening" listen=(\S+)`)
-
-func startLockproxy(t *testing.T, bin, config string) *lockproxyProc {
-	t.Helper()
-	lp := &lockproxyProc{cmd: exec.Command(bin, "--config", config)}
-	pipe, err := lp.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lp.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			lp.mu.Lock()
-			lp.stderr.WriteString(sc.Text() + "\n")
-			lp.mu.Unlock()
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
-				addrc <- m[1]
-			}
-		}
-		close(addrc)
-	}()
-	t.Cleanup(func() {
-		_ = lp.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { lp.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			lp.cmd.Process.Kill()
-			<-done
-		}
-	})
-	select {
-	case a, ok := <-addrc:
-		if !ok {
-			lp.cmd.Wait()
-			t.Fatalf("lockproxy exited before listening:\n%s", lp.log())
-		}
-		lp.addr = a
-	case <-time.After(10 * time.Second):
-		t.Fatalf("lockproxy did not start:\n%s", lp.log())
-	}
-	return lp
-}
-
 // waitLog waits for the proxy's log to mention want: the reason a client
 // only sees as -UPSTREAM is in the operator's log.
 func waitLog(t *testing.T, lp *lockproxyProc, want string) {
@@ -212,12 +138,6 @@ func waitLog(t *testing.T, lp *lockproxyProc, want string) {
 		}
 	}
 	t.Fatalf("the proxy's log does not say %q:\n%s", want, lp.log())
-}
-
-func (lp *lockproxyProc) log() string {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	return lp.stderr.String()
 }
 
 // tlsTalk dials addr with cfg, sends PING and returns the reply line, or the
