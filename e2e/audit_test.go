@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -9,40 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/redis/go-redis/v9"
 )
-
-// stalledLog is a log whose writes of lock events hang until released, as a
-// log written to a full pipe or a slow disk does. It keeps the keys of the
-// lock events it was finally given, in order.
-type stalledLog struct {
-	release chan struct{}
-	mu      sync.Mutex
-	keys    []string
-}
-
-func (h *stalledLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *stalledLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *stalledLog) WithGroup(string) slog.Handler            { return h }
-func (h *stalledLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "lock event" {
-		return nil
-	}
-	<-h.release
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "key" {
-			h.mu.Lock()
-			h.keys = append(h.keys, a.Value.String())
-			h.mu.Unlock()
-		}
-		return true
-	})
-	return nil
-}
 
 // A stalled log and audit file do not hold up replies: while the log hangs,
 // a client pipelining more refused lock commands than the event writer's
@@ -54,12 +24,12 @@ func TestStalledEventLogDoesNotStallReplies(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
 		const n = 6000 // more than the writer's queue (4096)
 		const queue = 4096
-		h := &stalledLog{release: make(chan struct{})}
+		h := &logRecorder{msg: "lock event", attr: "key", hold: make(chan struct{})}
 		released := false
 		release := func() {
 			if !released {
 				released = true
-				close(h.release)
+				close(h.hold)
 			}
 		}
 		file := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -111,7 +81,7 @@ func TestStalledEventLogDoesNotStallReplies(t *testing.T) {
 		release()
 		e.stopProxy()
 		h.mu.Lock()
-		logged := h.keys
+		logged := h.vals
 		h.mu.Unlock()
 		if len(logged) != n-dropped {
 			t.Fatalf("%d events logged, want %d (%d events, %d dropped)", len(logged), n-dropped, n, dropped)
@@ -147,7 +117,7 @@ func TestStalledEventLogDoesNotStallReplies(t *testing.T) {
 
 // With nothing slow, nothing is dropped: every event reaches the log.
 func TestEventLogKeepsUpWhenNotStalled(t *testing.T) {
-	lc := &logCounter{msg: "lock event"}
+	lc := &logRecorder{msg: "lock event"}
 	e := newEnv(t, rulesOptions(t, rule("rewrite"), func(po *proxy.Options) { po.Logger = slog.New(lc) }))
 	c := e.client(func(o *redis.Options) { o.PoolSize = 1 })
 	const n = 200

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -448,40 +447,13 @@ func cachedScripts(t *testing.T, e *env) int {
 	return 0
 }
 
-// logCounter counts the proxy's log records with a given message.
-type logCounter struct {
-	msg   string
-	mu    sync.Mutex
-	n     int
-	waits []string
-}
-
-func (h *logCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *logCounter) WithGroup(string) slog.Handler            { return h }
-func (h *logCounter) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != h.msg {
-		return nil
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.n++
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "retry_in" {
-			h.waits = append(h.waits, a.Value.String())
-		}
-		return true
-	})
-	return nil
-}
-
 // While Valkey is down, the proxy answers each command at once with the last
 // dial error and redials only when the backoff (doubling, capped) has passed;
 // when Valkey is back, service resumes. What is asserted is the schedule the
 // proxy logs and what each command saw, not how long things took: the
 // dials' spacing is a lower bound (a loaded machine only spreads them out).
 func TestFaultReconnectBackoff(t *testing.T) {
-	lc := &logCounter{msg: "cannot open a shared upstream connection"}
+	lc := &logRecorder{msg: "cannot open a shared upstream connection", attr: "retry_in"}
 	opts := proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 1, ReconnectBackoff: policy.Duration(50 * time.Millisecond), MaxBackoff: policy.Duration(400 * time.Millisecond), ReplyTimeout: policy.Duration(faultReplyTimeout)}}, Logger: slog.New(lc)}
 	e := newEnv(t, opts)
 	r := dialRaw(t, e.addr)
@@ -509,7 +481,7 @@ func TestFaultReconnectBackoff(t *testing.T) {
 	}
 	elapsed := time.Since(down)
 	lc.mu.Lock()
-	waits := append([]string(nil), lc.waits...)
+	waits := append([]string(nil), lc.vals...)
 	lc.mu.Unlock()
 	t.Logf("Valkey down %v: %d commands answered with -UPSTREAM (%d with no dial during them), %d dials, backoffs %v",
 		elapsed.Round(time.Millisecond), cmds, withoutDial, len(waits), waits)

@@ -838,3 +838,39 @@ func (lp *lockproxyProc) kill(t *testing.T) {
 	}
 	_ = lp.cmd.Wait()
 }
+
+// logRecorder is a slog handler that keeps the proxy's log records with one
+// message: how many came (n), and the values of one of their attributes
+// (vals, for attr), in order. With hold set, each such record waits until
+// hold is closed before it is kept, as a log written to a full pipe or a
+// slow disk does.
+type logRecorder struct {
+	msg  string
+	attr string
+	hold chan struct{}
+	mu   sync.Mutex
+	n    int
+	vals []string
+}
+
+func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logRecorder) WithGroup(string) slog.Handler            { return h }
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != h.msg {
+		return nil
+	}
+	if h.hold != nil {
+		<-h.hold
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	r.Attrs(func(a slog.Attr) bool {
+		if h.attr != "" && a.Key == h.attr {
+			h.vals = append(h.vals, a.Value.String())
+		}
+		return true
+	})
+	return nil
+}
