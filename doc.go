@@ -1,8 +1,8 @@
 // Package lockproxy is a RESP proxy for Valkey and Redis that makes
 // distributed-lock release safe for applications never written to be safe.
 //
-// This root package holds only the end-to-end tests, which run the proxy
-// against a real valkey-server (or redis-server); it has no code of its own.
+// This root package has no code of its own. The end-to-end tests, which run
+// the proxy against a real valkey-server (or redis-server), are in e2e.
 // The packages, from the wire inwards:
 //
 //   - cmd/lockproxy: the program (flags, configuration file, signals,
@@ -18,7 +18,7 @@
 //     every Lua script lockproxy sends.
 //   - scriptcheck: what a client's Lua script does to each key it touches.
 //   - cluster: hash slots and the cluster's slot map, no I/O.
-//   - luaeval: runs lockproxy's scripts offline, for rewrite's tests.
+//   - internal/luaeval: runs lockproxy's scripts offline, for rewrite's tests.
 //   - internal/valkeytest, internal/servertable: real servers and their
 //     command tables for tests; internal/valkeynum: Valkey's integer parsing;
 //     internal/libscripts: lock libraries' own scripts, for the benchmarks

@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockproxy/lockproxy/internal/servertable"
 	"github.com/lockproxy/lockproxy/keyspec"
@@ -111,5 +113,99 @@ func TestDerivedBlocking(t *testing.T) {
 	}
 	if k := c.kind([]byte("wait")); k != kForward {
 		t.Errorf("WAIT, absent from the table, is %d", k)
+	}
+}
+
+// TestFallbackTable: the command table before Valkey's is loaded, name by
+// name, in any letter case: each name's kind and metrics family, without a
+// server.
+func TestFallbackTable(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		kind kind
+		fam  family
+	}{
+		{"GET", kForward, famForward},
+		{"set", kForward, famForward},
+		{"PUBLISH", kForward, famForward},
+		{"Multi", kDedicated, famDedicated},
+		{"WATCH", kDedicated, famDedicated},
+		{"READONLY", kDedicated, famDedicated},
+		{"REPLCONF", kDedicated, famDedicated},
+		{"bLpOp", kDedicated, famDedicated},
+		{"WAIT", kDedicated, famDedicated},
+		{"XREAD", kXRead, famDedicated},
+		{"XREADGROUP", kXRead, famDedicated},
+		{"SUBSCRIBE", kStream, famPubsub},
+		{"sunsubscribe", kStream, famPubsub},
+		{"MONITOR", kStream, famPubsub},
+		{"PSYNC", kSync, famReplication},
+		{"HELLO", kHello, famConnection},
+		{"SELECT", kSelect, famConnection},
+		{"CLIENT", kClient, famConnection},
+		{"AUTH", kAuth, famConnection},
+		{"QUIT", kQuit, famConnection},
+		{"RESET", kReset, famConnection},
+		{"LOCKPROXY", kAdmin, famAdmin},
+		{"INFO", kInfo, famAdmin},
+		{"FLUSHALL", kLong, famServer},
+		{"DEBUG", kLong, famServer},
+		{"SCRIPT", kServer, famServer},
+		{"SHUTDOWN", kServer, famServer},
+		{"NOSUCHCOMMAND", kForward, famForward},
+		{"A-NAME-LONGER-THAN-ANY-COMMAND", kForward, famForward},
+	} {
+		k := fallbackCommands.kind([]byte(c.name))
+		if k != c.kind || familyOf(k) != c.fam {
+			t.Errorf("%s: kind %d family %s, want kind %d family %s", c.name, k, familyOf(k), c.kind, c.fam)
+		}
+		if want := c.kind == kForward || c.kind == kServer || c.kind == kLong; forwarded(k) != want {
+			t.Errorf("%s: forwarded %v", c.name, forwarded(k))
+		}
+	}
+	for _, n := range []string{"client", "config", "xgroup"} {
+		if !fallbackCommands.containers[n] {
+			t.Errorf("%s is not a container", n)
+		}
+	}
+}
+
+// TestBlockingWait: how long a command asked Valkey to hold it, read from
+// where each blocking command keeps its timeout (negative: forever; the
+// wait of a command that does not block is not read).
+func TestBlockingWait(t *testing.T) {
+	for _, c := range []struct {
+		cmd    string
+		wait   time.Duration
+		blocks bool
+	}{
+		{"BLPOP k 1.5", 1500 * time.Millisecond, true},
+		{"brpoplpush a b 2", 2 * time.Second, true},
+		{"BLPOP k 0", -1, true},
+		{"BLPOP k soon", 0, true}, // Valkey refuses it: no extra wait
+		{"BLMPOP 3 1 k LEFT", 3 * time.Second, true},
+		{"BZMPOP 0.5 1 z MIN", 500 * time.Millisecond, true},
+		{"WAIT 1 250", 250 * time.Millisecond, true},
+		{"WAITAOF 1 0 100", 100 * time.Millisecond, true},
+		{"XREAD BLOCK 50 STREAMS s 0", 50 * time.Millisecond, true},
+		{"XREAD COUNT 1 STREAMS s 0", 0, false},
+		{"XREADGROUP GROUP g c BLOCK 0 STREAMS s >", -1, true},
+		{"SAVE", -1, true},
+		{"FLUSHALL", -1, true},
+		{"FLUSHDB SYNC", -1, true},
+		{"FLUSHALL ASYNC", 0, false},
+		{"DEBUG SLEEP 2", 2 * time.Second, true},
+		{"DEBUG RELOAD", -1, true},
+		{"DEBUG OBJECT k", 0, false},
+		{"GET k", 0, false},
+	} {
+		var args [][]byte
+		for _, a := range strings.Fields(c.cmd) {
+			args = append(args, []byte(a))
+		}
+		w, ok := fallbackCommands.blockingWait(args)
+		if ok != c.blocks || ok && w != c.wait {
+			t.Errorf("%s: %v %v, want %v %v", c.cmd, w, ok, c.wait, c.blocks)
+		}
 	}
 }

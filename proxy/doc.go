@@ -23,9 +23,10 @@
 // an event loop may wait for Valkey (session_loop.go, offLoop).
 //
 // What the proxy decides about a command's connection state lives in
-// classify.go and handle.go. The error texts this package writes are in
-// errors.go (TestErrorTextsOnlyInCatalogue keeps them there, and
-// TestErrorCatalogueCodeWords checks their code words); refusals by a lock
-// rule come worded from package rewrite (STALE from its fence script, in
-// Valkey), and errors Valkey writes are forwarded untouched.
+// commands.go (the command table) and handle.go. The error texts this
+// package writes are in errors.go (TestErrorTextsOnlyInCatalogue keeps
+// them there, and TestErrorCatalogueCodeWords checks their code words);
+// refusals by a lock rule come worded from package rewrite (STALE from its
+// fence script, in Valkey), and errors Valkey writes are forwarded
+// untouched.
 package proxy

@@ -35,7 +35,7 @@ type ops struct {
 	upFailedCmds atomic.Int64
 
 	// Commands handled, and the round trip to Valkey of those sent there,
-	// by family (family.go).
+	// by family (commands.go).
 	commands  [numFamilies]atomic.Int64
 	roundTrip roundTrips
 

@@ -131,7 +131,7 @@ type session struct {
 	// claimed is the spare connection handed to the session for its
 	// command (busyscript.go), until the command is queued there.
 	claimed *upConn
-	// family is the command being handled's family (family.go), which its
+	// family is the command being handled's family (commands.go), which its
 	// pending entries carry for the round-trip histogram.
 	family family
 	// dialed is what an off-loop dial for the command put back gave.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/luaeval"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/keyspec"
-	"github.com/lockproxy/lockproxy/luaeval"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/internal/luaeval"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/luaeval"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 

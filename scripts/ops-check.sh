@@ -6,8 +6,8 @@
 # configuration (lockproxy check-config), and the container image (make
 # image; loaded into podman when it is installed). `make ops-check`; .ci/run
 # runs it. The Kubernetes manifests and the image's contents are checked by
-# `go test` (deploy_k8s_test.go, cmd/ociimage).
-# The dashboard is checked by `go test` (deploy_test.go), against a running
+# `go test` (e2e/deploy_k8s_test.go, cmd/ociimage).
+# The dashboard is checked by `go test` (e2e/deploy_test.go), against a running
 # proxy's /metrics.
 set -euo pipefail
 cd "$(dirname "$0")/.."
