@@ -1,4 +1,4 @@
-package lockproxy_test
+package e2e_test
 
 import (
 	"strconv"

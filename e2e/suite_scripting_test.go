@@ -1,4 +1,4 @@
-package lockproxy_test
+package e2e_test
 
 import (
 	"crypto/sha1"
@@ -20,7 +20,7 @@ import (
 // another server of the same kind for the direct answers.
 func scriptPair(t *testing.T) (e *env, direct, proxied *raw) {
 	t.Helper()
-	e = rulesEnv(t, "locks:\n  - pattern: \"*:lock\"\n")
+	e = newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
 	bare := valkeytest.Start(t)
 	return e, dialRaw(t, bare.Addr), dialRaw(t, e.addr)
 }
