@@ -59,7 +59,7 @@ func TestClusterShardSubscriberFollowsSlot(t *testing.T) {
 			}()
 			// The proxy's subscription on the new primary may take a
 			// moment: publish until one subscriber is counted there.
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(2 * time.Minute)
 			for pub.do("SPUBLISH", ch, "probe") != ":2\r\n" {
 				if time.Now().After(deadline) {
 					t.Fatal("no subscriber of the moved channel on its new primary")
