@@ -754,9 +754,10 @@ func TestClusterPrimaryStopped(t *testing.T) {
 	// A wait for the cluster's failover (a loaded machine may take long
 	// to notice the stopped node), not a timing bound: the limit only
 	// ends a test whose key never comes back.
-	ok := false
+	ok, last := false, ""
 	for start := time.Now(); !ok && time.Since(start) < 3*time.Minute; {
 		got := w.do("GET", key)
+		last = got
 		switch {
 		case got == bulk("v"):
 			ok = true
@@ -767,7 +768,9 @@ func TestClusterPrimaryStopped(t *testing.T) {
 		}
 	}
 	if !ok {
-		t.Fatal("the key never came back after the failover")
+		role, _ := valkeytest.Do(replica.Addr, "ROLE")
+		nodes, _ := valkeytest.Do(replica.Addr, "CLUSTER", "NODES")
+		t.Fatalf("the key never came back after the failover: last %q; the replica's ROLE %q; its CLUSTER NODES:\n%s", last, role, nodes)
 	}
 	if role, _ := valkeytest.Do(replica.Addr, "ROLE"); !strings.HasPrefix(role, "master\n") {
 		t.Fatalf("the replica %s is not the primary: %q", replica.Addr, role)

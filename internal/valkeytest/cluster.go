@@ -91,6 +91,10 @@ func (c *Cluster) startNode(i int) (*Server, error) {
 			"cluster-config-file nodes.conf",
 			"cluster-node-timeout " + strconv.Itoa(int(ClusterNodeTimeout/time.Millisecond)),
 			"cluster-require-full-coverage yes",
+			// A replica fails its stopped primary over however long
+			// ago it last heard from it: on a loaded machine that age
+			// can pass node-timeout × 10, and the slots would stay down.
+			"cluster-replica-validity-factor 0",
 			"io-threads 1",
 			"maxmemory 64mb",
 		}); lastErr == nil {
