@@ -720,7 +720,9 @@ func TestClusterLocksListing(t *testing.T) {
 func TestClusterPrimaryStopped(t *testing.T) {
 	e, cl := clusterEnv(t, func() proxy.Options {
 		o := rulesOptions(t, rule("rewrite"))
-		o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = policy.Duration(time.Second), policy.Duration(time.Second)
+		// 5 s: in a loaded whole run the 3-minute wait below ended on
+		// "UPSTREAM ... did not answer within 1s" from a healthy node.
+		o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = policy.Duration(5*time.Second), policy.Duration(time.Second)
 		o.Upstream.Cluster.Refresh = policy.Duration(500 * time.Millisecond)
 		return o
 	}())
