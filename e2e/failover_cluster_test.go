@@ -29,24 +29,7 @@ func startClusterFailover(t *testing.T, rules, lock string) *clusterFailoverEnv 
 	t.Helper()
 	ce := startClusterProxy(t, rules, lock)
 	primary, replica := ce.primary, ce.replica
-	for _, step := range []struct {
-		srv  *valkeytest.Server
-		args []string
-	}{
-		{primary, []string{"ACL", "SETUSER", "repl", "on", ">replpw", "~*", "&*", "+@all"}},
-		{replica, []string{"CONFIG", "SET", "masteruser", "repl"}},
-		{replica, []string{"CONFIG", "SET", "masterauth", "replpw"}},
-		{primary, []string{"CLIENT", "KILL", "TYPE", "replica"}},
-	} {
-		if out, err := valkeytest.Do(step.srv.Addr, step.args...); err != nil {
-			t.Fatalf("%v: %q %v", step.args, out, err)
-		}
-	}
-	waitFor(t, 60*time.Second, "the replica is back, as repl", func() bool {
-		out, _ := valkeytest.Do(primary.Addr, "CLIENT", "LIST", "TYPE", "replica")
-		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
-		return strings.Contains(out, "user=repl") && strings.Contains(info, "master_link_status:up")
-	})
+	replicateAsRepl(t, primary, replica)
 	return ce
 }
 

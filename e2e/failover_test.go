@@ -74,6 +74,30 @@ func replPrimaryReplica(t *testing.T) (primary, replica *valkeytest.Server) {
 	return replicated(t, []string{"user repl on >replpw ~* &* +@all"}, []string{"masteruser repl", "masterauth replpw"})
 }
 
+// replicateAsRepl makes a running replica (a cluster's, started without
+// the user) log in to its primary as "repl", so cutOffReplica can cut it off.
+func replicateAsRepl(t *testing.T, primary, replica *valkeytest.Server) {
+	t.Helper()
+	for _, step := range []struct {
+		srv  *valkeytest.Server
+		args []string
+	}{
+		{primary, []string{"ACL", "SETUSER", "repl", "on", ">replpw", "~*", "&*", "+@all"}},
+		{replica, []string{"CONFIG", "SET", "masteruser", "repl"}},
+		{replica, []string{"CONFIG", "SET", "masterauth", "replpw"}},
+		{primary, []string{"CLIENT", "KILL", "TYPE", "replica"}},
+	} {
+		if out, err := valkeytest.Do(step.srv.Addr, step.args...); err != nil {
+			t.Fatalf("%v: %q %v", step.args, out, err)
+		}
+	}
+	waitFor(t, 60*time.Second, "the replica is back, as repl", func() bool {
+		out, _ := valkeytest.Do(primary.Addr, "CLIENT", "LIST", "TYPE", "replica")
+		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
+		return strings.Contains(out, "user=repl") && strings.Contains(info, "master_link_status:up")
+	})
+}
+
 func cutOffReplica(t *testing.T, primary *valkeytest.Server) {
 	t.Helper()
 	for _, c := range [][]string{{"ACL", "SETUSER", "repl", "off"}, {"CLIENT", "KILL", "USER", "repl"}} {
@@ -451,25 +475,7 @@ func TestTokensRiseAcrossClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The replica logs in as "repl" from now on.
-	for _, step := range []struct {
-		srv  *valkeytest.Server
-		args []string
-	}{
-		{primary, []string{"ACL", "SETUSER", "repl", "on", ">replpw", "~*", "&*", "+@all"}},
-		{replica, []string{"CONFIG", "SET", "masteruser", "repl"}},
-		{replica, []string{"CONFIG", "SET", "masterauth", "replpw"}},
-		{primary, []string{"CLIENT", "KILL", "TYPE", "replica"}},
-	} {
-		if out, err := valkeytest.Do(step.srv.Addr, step.args...); err != nil {
-			t.Fatalf("%v: %q %v", step.args, out, err)
-		}
-	}
-	waitFor(t, 60*time.Second, "the replica is back, as repl", func() bool {
-		out, _ := valkeytest.Do(primary.Addr, "CLIENT", "LIST", "TYPE", "replica")
-		info, _ := valkeytest.Do(replica.Addr, "INFO", "replication")
-		return strings.Contains(out, "user=repl") && strings.Contains(info, "master_link_status:up")
-	})
+	replicateAsRepl(t, primary, replica)
 	ta := acquire(t, a, lock, "A", 20*time.Second)
 	rc := valkeytest.Dial(t, replica.Addr, 2)
 	rc.Do(t, "READONLY")
