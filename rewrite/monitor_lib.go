@@ -86,6 +86,7 @@ func libraryMonitor(m *monitorRules) string {
 		"@PO@", pats(m.owns),
 		"@FR@", strconv.FormatBool(m.flushReject),
 		"@CORE@", core,
+		"@STANDINS@", monitorStandIns,
 	).Replace(luaText(monitorLibLua))
 	t = strings.TrimPrefix(t, "\n")
 	if !strings.HasPrefix(t, libMarker[len("\nend\n"):]) {
