@@ -1,7 +1,11 @@
 -- lockproxy's monitor inside a function library (see monitor_lib.go).
--- Comment lines go before it is sent. It comes after the library's body,
--- which is the chunk's first thing after its "#!lua" line:
--- "local __lockproxy_f = function(redis, ..., ARGV, ...) <body>\nend\n".
+-- Comment lines go before it is sent, and it is sent on one line, as a
+-- script's monitor is (monitor.lua): the library is "#!lua ...\nlocal
+-- redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV,
+-- setmetatable = (function() <this> end)(); <line 2 of the library>...",
+-- so the library's code is the chunk's own top level, after this
+-- statement: it cannot close anything of the monitor's nor run before it,
+-- and it sees none of the locals below, only the ten returned at the end.
 --
 -- A library's chunk runs once, at FUNCTION LOAD, where Valkey gives it no
 -- global but redis (register_function, log, the LOG_ constants and the
@@ -146,4 +150,5 @@ end
 -- The stand-ins of getfenv, setfenv, newproxy, loadstring and load: a
 -- monitored script's (monitor.lua's, between @@stand-ins and @@end).
 @STANDINS@
-return __lockproxy_f(R, S, env, gf, sf, ls, ld, np, A, SM, ...)
+-- The library's ten names: env, the sealed _G, is filled at init.
+return R, S, env, gf, sf, ls, ld, np, A, SM
