@@ -315,6 +315,7 @@ func TestMonitorFunctionLoadErrorsTransparent(t *testing.T) {
 	for _, args := range [][]string{
 		{"FUNCTION", "LOAD", "#!lua name=a\nredis.register_function('fa', function() return 1 end)"},
 		{"FUNCTION", "LOAD", "#!lua name=b\nredis.register_function('fa', function() return 2 end)"},
+		{"FUNCTION", "LOAD", "#!lua name=c"},
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.call('PING')"},
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.setresp(3)"},
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function()"},

@@ -92,15 +92,25 @@ var monitorLua string
 var monitorText = luaText(monitorLua)
 
 // monitorCore is monitor.lua's checks (between its @@core and @@seal
-// lines), which a library's monitor shares.
-var monitorCore = func() string {
-	_, core, ok1 := strings.Cut(monitorLua, "-- @@core")
-	core, _, ok2 := strings.Cut(core, "-- @@seal")
+// lines), and monitorStandIns its sealed stand-ins of getfenv, setfenv,
+// newproxy, loadstring and load (between @@stand-ins and @@end): a
+// library's monitor (monitor_lib.go) is made of them too, so each has one
+// source.
+var (
+	monitorCore     = monitorSection("-- @@core", "-- @@seal")
+	monitorStandIns = monitorSection("-- @@stand-ins", "-- @@end")
+)
+
+// monitorSection is monitor.lua's text between the lines starting with
+// from and to, without comment lines.
+func monitorSection(from, to string) string {
+	_, s, ok1 := strings.Cut(monitorLua, "\n"+from)
+	s, _, ok2 := strings.Cut(s, "\n"+to)
 	if !ok1 || !ok2 {
-		panic("rewrite: monitor.lua lacks its @@core and @@seal lines")
+		panic("rewrite: monitor.lua lacks its " + from + " and " + to + " lines")
 	}
-	return luaText("--" + core)
-}()
+	return luaText("--" + s)
+}
 
 // luaText is Lua text without its comment lines.
 func luaText(src string) string {

@@ -383,55 +383,58 @@ local S = rawget(G, 'server') and R or missing('server')
 local SM = setmetatable
 if @SM@ then SM = sealedSM(function(t) return rawequal(t, R) or env ~= nil and rawequal(t, env) end) end
 if not @SEAL@ then return R, S, nil, nil, nil, nil, nil, nil, A, SM end
-local rgetfenv, rsetfenv, rnewproxy = rawget(G, 'getfenv'), rawget(G, 'setfenv'), rawget(G, 'newproxy')
-local gf, sf, np, ls, ld
+-- GE: the environment of the body's functions (a library's differs).
+local GE, gf, sf, np, ls, ld = G, nil, nil, nil, nil, nil
 env = setmetatable({KEYS = KEYS, ARGV = A, redis = R, server = rawget(G, 'server') and R or nil, setmetatable = SM},
   {__index = G, __newindex = G, __metatable = getmetatable(G)})
 rawset(env, '_G', env)
-if rgetfenv then
-  -- getfenv answers the sealed table for Valkey's globals.
-  gf = function(f)
-    if f == nil then f = 1 end
-    if type(f) == 'number' and f > 0 then f = f + 1 end
-    local e = rgetfenv(f)
-    if rawequal(e, G) then return env end
-    return e
-  end
-  -- setfenv of a function whose environment is Valkey's globals (the
-  -- monitor's, Valkey's, and so the body's own) is refused: the monitor's
-  -- functions look their helpers up there.
-  sf = function(f, t)
-    if type(f) == 'number' then
-      -- Level 0 is the Lua state's own environment, shared by every
-      -- later script: Valkey 8.0.1 cannot run another script after
-      -- setfenv(0, {}).
-      if f == 0 then error('setfenv(0) is refused: it would change the environment of every later script', 2) end
-      if f > 0 then f = f + 1 end
-    end
-    if rawequal(rgetfenv(f), G) then error("setfenv is refused for a function whose environment is Valkey's globals (the script's own, Valkey's and lockproxy's)", 2) end
-    return rsetfenv(f, t)
-  end
-  rawset(env, 'getfenv', gf)
-  rawset(env, 'setfenv', sf)
-else
-  gf, sf = missing('getfenv'), missing('setfenv')
+-- @@stand-ins: from here to @@end, the sealed stand-ins, shared with a
+-- library's monitor (monitor_lib.lua), which makes them while the library
+-- loads, where Valkey gives it no global but redis (G is nil then): a
+-- stand-in called before G is set reads Valkey's own name, so that Valkey
+-- raises its own error (nonexistent global). Upvalues: G (Valkey's
+-- globals), GE, env (the sealed table), R, S, A, SM (what a chunk from
+-- loadstring gets) and type.
+-- getfenv answers the sealed table for Valkey's globals.
+gf = function(f)
+  local g = G and rawget(G, 'getfenv')
+  if not g then return getfenv(f) end
+  if f == nil then f = 1 end
+  if type(f) == 'number' and f > 0 then f = f + 1 end
+  local e = g(f)
+  if rawequal(e, G) or rawequal(e, GE) then return env end
+  return e
 end
-if rnewproxy then
-  -- A finalizer (__gc) runs at whatever allocation of whichever later
-  -- script comes first, and one that raises an error there makes Valkey
-  -- 8.0.1 exit (a Lua panic): newproxy, the only way to one, is refused.
-  np = function()
-    error('newproxy is refused: a finalizer would run inside other clients\' scripts', 2)
+-- setfenv of a function whose environment is Valkey's globals (the
+-- monitor's, Valkey's, and so the body's own) is refused: the monitor's
+-- functions look their helpers up there.
+sf = function(f, t)
+  local s = G and rawget(G, 'setfenv')
+  if not s then return setfenv(f, t) end
+  if type(f) == 'number' then
+    -- Level 0 is the Lua state's own environment, shared by every
+    -- later script: Valkey 8.0.1 cannot run another script after
+    -- setfenv(0, {}).
+    if f == 0 then error('setfenv(0) is refused: it would change the environment of every later script', 2) end
+    if f > 0 then f = f + 1 end
   end
-  rawset(env, 'newproxy', np)
-else
-  np = missing('newproxy')
+  local fe = rawget(G, 'getfenv')(f)
+  if rawequal(fe, G) or rawequal(fe, GE) then error("setfenv is refused for a function whose environment is Valkey's globals (the script's own, Valkey's and lockproxy's)", 2) end
+  return s(f, t)
+end
+-- A finalizer (__gc) runs at whatever allocation of whichever later
+-- script comes first, and one that raises an error there makes Valkey
+-- 8.0.1 exit (a Lua panic): newproxy, the only way to one, is refused.
+np = function()
+  if not (G and rawget(G, 'newproxy')) then return newproxy() end
+  error('newproxy is refused: a finalizer would run inside other clients\' scripts', 2)
 end
 -- A chunk from loadstring gets the same parameters: it is compiled alone
 -- first (Valkey's own words for an error), so all of it then lies inside
 -- the function it is wrapped in, on the same lines.
 local P = 'return function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, setmetatable, ...) '
 ls = function(s, name)
+  if not G then return loadstring(s, name) end
   local f, e = loadstring(s, name)
   if not f then return f, e end
   f, e = loadstring(P .. s .. '\nend', name or s)
@@ -442,6 +445,7 @@ end
 -- load reads its chunk with Valkey's load (its checks and errors), keeps
 -- the pieces, and compiles them as loadstring does.
 ld = function(fn, name)
+  if not G then return load(fn, name) end
   local parts = {}
   local f, e = load(function()
     local p = fn()
@@ -451,6 +455,14 @@ ld = function(fn, name)
   if not f then return f, e end
   return ls(table.concat(parts), name or '=(load)')
 end
+-- @@end
+if rawget(G, 'getfenv') then
+  rawset(env, 'getfenv', gf)
+  rawset(env, 'setfenv', sf)
+else
+  gf, sf = missing('getfenv'), missing('setfenv')
+end
+if rawget(G, 'newproxy') then rawset(env, 'newproxy', np) else np = missing('newproxy') end
 rawset(env, 'loadstring', ls)
 rawset(env, 'load', ld)
 return R, S, env, gf, sf, ls, ld, np, A, SM

@@ -13,33 +13,38 @@ import (
 // A function library loaded through lockproxy (FUNCTION LOAD [REPLACE])
 // while lock rules exist carries lockproxy's monitor inside it, so that
 // every function of it is checked when it runs, whichever lockproxy
-// instance or client calls it. The library is sent as:
+// instance or client calls it. The library is laid out as a monitored
+// script is (monitor.go):
 //
-//	#!lua name=... (the client's line, kept first)
-//	local __lockproxy_f = function(redis, server, _G, getfenv, setfenv,
-//	  loadstring, load, newproxy, ARGV, setmetatable, ...) <line 2 of the library>
+//	#!lua name=... (the client's line, kept first: Valkey requires it)
+//	local redis, server, _G, getfenv, setfenv, loadstring, load, newproxy,
+//	  ARGV, setmetatable = (function() <the library's monitor (monitor_lib.lua,
+//	  with monitor.lua's checks and stand-ins)> end)(); <line 2 of the library>
+//	<line 3 of the library>
 //	...
-//	end
-//	<the library's monitor (monitor_lib.lua, with monitor.lua's checks)>
 //
-// sealed as a monitored script is (monitor.go): the body's redis is the
-// monitor's, whose register_function registers each callback twice, as
-// name (a direct call: it may write no lock, no key a fence guards, none
-// of lockproxy's keys) and as name__lockproxy, which lockproxy calls for
-// an FCALL sent through it, with a monitored EVAL's extra arguments after
-// the client's, then the rules' patterns (so the rules in force decide,
-// not those the library was loaded under) and a trailer that counts them.
-// An FCALL through lockproxy of a function loaded around it (no
-// name__lockproxy) gets Valkey's "Function not found", with the fix.
+// The library's code is the chunk's own top level, after the monitor's
+// statement, on its own lines: nothing it says can close a block of the
+// monitor's or run before it (no check of its text is needed), and the
+// only names of the monitor's in its scope are the ten locals. Its
+// redis is the monitor's, whose register_function registers each
+// callback twice, as name (a direct call: it may write no lock, no key a
+// fence guards, none of lockproxy's keys) and as name__lockproxy, which
+// lockproxy calls for an FCALL sent through it, with a monitored EVAL's
+// extra arguments after the client's, then the rules' patterns (so the
+// rules in force decide, not those the library was loaded under) and a
+// trailer that counts them. An FCALL through lockproxy of a function
+// loaded around it (no name__lockproxy) gets Valkey's "Function not
+// found", with the fix.
 
 //go:embed monitor_lib.lua
 var monitorLibLua string
 
 const (
-	// libPrefix opens the library's function, on its second line.
-	libPrefix = "local __lockproxy_f = function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, setmetatable, ...) "
-	// libMarker closes it: the monitor's first line follows.
-	libMarker = "\nend\nlocal __lockproxy_lib = true\n"
+	// libPrefix opens the library's second line: the monitor's statement
+	// and its first words, by which a monitored library is known.
+	libPrefix = monitorPrefix + libFirst
+	libFirst  = "local __lockproxy_lib = true "
 	// fnSuffix names a function's registration lockproxy calls.
 	fnSuffix = "__lockproxy"
 )
@@ -86,54 +91,57 @@ func libraryMonitor(m *monitorRules) string {
 		"@PO@", pats(m.owns),
 		"@FR@", strconv.FormatBool(m.flushReject),
 		"@CORE@", core,
+		"@STANDINS@", monitorStandIns,
 	).Replace(luaText(monitorLibLua))
-	t = strings.TrimPrefix(t, "\n")
-	if !strings.HasPrefix(t, libMarker[len("\nend\n"):]) {
-		panic("rewrite: monitor_lib.lua does not start with its marker line")
+	// One line, as a script's monitor (MonitorBody): the ";" of
+	// monitorSuffix ends the statement before the library's first token.
+	t = strings.TrimSpace(strings.ReplaceAll(t, "\n", " "))
+	// UnwrapLibrary finds the monitor's end at the first monitorSuffix:
+	// the rules' patterns cannot hold it (luaLit escapes ")" and "(").
+	if !strings.HasPrefix(t, libFirst) || strings.Contains(t, monitorSuffix) {
+		panic("rewrite: monitor_lib.lua does not start with its marker line, or holds the monitor's closing words")
 	}
 	libMonitors.Store(m.id, t)
 	return t
 }
 
 // MonitorLibrary is the text lockproxy loads for a library's code: ok
-// false when it sends the code as it came (no "#!" line, or block
-// keywords that do not balance: Valkey answers its error). Code that
-// already carries the monitor gets it anew, for the rules m.
+// false when it sends the code as it came (no "#!" line, or no line
+// after it: Valkey answers its error). Code that already carries the
+// monitor gets it anew, for the rules m.
 func MonitorLibrary(code string, m *monitorRules) (string, bool) {
 	if orig, ok := UnwrapLibrary(code); ok {
 		code = orig
 	}
-	if !strings.HasPrefix(code, "#!") {
-		return "", false
-	}
-	line, rest, _ := strings.Cut(code, "\n")
-	if !blocksBalanced(rest) {
+	line, rest, found := strings.Cut(code, "\n")
+	if !found || !strings.HasPrefix(line, "#!") {
 		return "", false
 	}
 	mon := libraryMonitor(m)
 	var b strings.Builder
-	b.Grow(len(code) + len(libPrefix) + len(mon) + 8)
+	b.Grow(len(code) + len(monitorPrefix) + len(mon) + len(monitorSuffix))
 	b.WriteString(line)
 	b.WriteByte('\n')
-	b.WriteString(libPrefix)
-	b.WriteString(rest)
-	b.WriteString("\nend\n")
+	b.WriteString(monitorPrefix)
 	b.WriteString(mon)
+	b.WriteString(monitorSuffix)
+	b.WriteString(rest)
 	return b.String(), true
 }
 
 // UnwrapLibrary gives back the client's code of a library that carries
-// the monitor (ok false for any other text).
+// the monitor (ok false for any other text): the monitor ends at the
+// first monitorSuffix after libPrefix.
 func UnwrapLibrary(text string) (string, bool) {
 	line, rest, found := strings.Cut(text, "\n")
 	if !found || !strings.HasPrefix(line, "#!") || !strings.HasPrefix(rest, libPrefix) {
 		return "", false
 	}
-	i := strings.LastIndex(rest, libMarker)
-	if i < len(libPrefix) {
+	i := strings.Index(rest[len(libPrefix):], monitorSuffix)
+	if i < 0 {
 		return "", false
 	}
-	return line + "\n" + rest[len(libPrefix):i], true
+	return line + "\n" + rest[len(libPrefix)+i+len(monitorSuffix):], true
 }
 
 // Library returns FUNCTION LOAD's arguments with the library's code

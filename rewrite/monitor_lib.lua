@@ -1,7 +1,11 @@
 -- lockproxy's monitor inside a function library (see monitor_lib.go).
--- Comment lines go before it is sent. It comes after the library's body,
--- which is the chunk's first thing after its "#!lua" line:
--- "local __lockproxy_f = function(redis, ..., ARGV, ...) <body>\nend\n".
+-- Comment lines go before it is sent, and it is sent on one line, as a
+-- script's monitor is (monitor.lua): the library is "#!lua ...\nlocal
+-- redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV,
+-- setmetatable = (function() <this> end)(); <line 2 of the library>...",
+-- so the library's code is the chunk's own top level, after this
+-- statement: it cannot close anything of the monitor's nor run before it,
+-- and it sees none of the locals below, only the ten returned at the end.
 --
 -- A library's chunk runs once, at FUNCTION LOAD, where Valkey gives it no
 -- global but redis (register_function, log, the LOG_ constants and the
@@ -45,7 +49,9 @@ for i = 1, #RUNTIME do
   local k = RUNTIME[i]
   R[k] = function(...) return LR[k](...) end
 end
-local gf, sf, np, ls, ld, sm, SMR
+-- S, A: a chunk's server and ARGV (functions have no ARGV).
+local S, A = R, nil
+local gf, sf, np, ls, ld, SM, SMR
 -- init, at the first call: redis (R) becomes the monitor's (call and
 -- pcall checked, the rest Valkey's run-time redis), and _G (env) the
 -- sealed table over Valkey's globals.
@@ -78,7 +84,7 @@ init = function()
   if rawget(G, 'newproxy') then rawset(env, 'newproxy', np) end
   rawset(env, 'loadstring', ls)
   rawset(env, 'load', ld)
-  rawset(env, 'setmetatable', sm)
+  rawset(env, 'setmetatable', SM)
 end
 -- enter runs one call of a function: cb the library's callback, x
 -- whether it was called by its lockproxy name. Its arguments end with
@@ -135,56 +141,14 @@ R.register_function = function(a, b, ...)
   LR.register_function(a)
   a.function_name, a.callback = name, cb
 end
--- The stand-ins, as a monitored script's (monitor.lua). Where Valkey has
--- no such global (at load time, or without lua-enable-insecure-api), the
--- name itself is read, so that Valkey raises its own error.
-gf = function(f)
-  if not G or not rawget(G, 'getfenv') then return getfenv(f) end
-  if f == nil then f = 1 end
-  if type(f) == 'number' and f > 0 then f = f + 1 end
-  local e = rawget(G, 'getfenv')(f)
-  if rawequal(e, G) or rawequal(e, GE) then return env end
-  return e
-end
-sf = function(f, t)
-  if not G or not rawget(G, 'setfenv') then return setfenv(f, t) end
-  if type(f) == 'number' then
-    if f == 0 then error('setfenv(0) is refused: it would change the environment of every later script', 2) end
-    if f > 0 then f = f + 1 end
-  end
-  local fe = rawget(G, 'getfenv')(f)
-  if rawequal(fe, G) or rawequal(fe, GE) then error("setfenv is refused for a function whose environment is Valkey's globals (the script's own, Valkey's and lockproxy's)", 2) end
-  return rawget(G, 'setfenv')(f, t)
-end
-np = function()
-  if not G or not rawget(G, 'newproxy') then return newproxy() end
-  error('newproxy is refused: a finalizer would run inside other clients\' scripts', 2)
-end
 -- setmetatable: Valkey's at load time (where there is none, its error);
 -- at run time, raising Valkey's readonly-table error for redis and _G.
-sm = function(t, m)
+SM = function(t, m)
   if not SMR then return setmetatable(t, m) end
   return SMR(t, m)
 end
-local P = 'return function(redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, setmetatable, ...) '
-ls = function(s, name)
-  if not G then return loadstring(s, name) end
-  local f, e = loadstring(s, name)
-  if not f then return f, e end
-  f, e = loadstring(P .. s .. '\nend', name or s)
-  if not f then return f, e end
-  f = f()
-  return function(...) return f(R, R, env, gf, sf, ls, ld, np, nil, sm, ...) end
-end
-ld = function(fn, name)
-  if not G then return load(fn, name) end
-  local parts = {}
-  local f, e = load(function()
-    local p = fn()
-    if type(p) == 'string' then parts[#parts + 1] = p end
-    return p
-  end, name)
-  if not f then return f, e end
-  return ls(table.concat(parts), name or '=(load)')
-end
-return __lockproxy_f(R, R, env, gf, sf, ls, ld, np, nil, sm, ...)
+-- The stand-ins of getfenv, setfenv, newproxy, loadstring and load: a
+-- monitored script's (monitor.lua's, between @@stand-ins and @@end).
+@STANDINS@
+-- The library's ten names: env, the sealed _G, is filled at init.
+return R, S, env, gf, sf, ls, ld, np, A, SM

@@ -23,10 +23,16 @@ func TestLibraryMonitored(t *testing.T) {
 			t.Fatalf("%v: %d arguments", args[:len(args)-1], len(out))
 		}
 		text := string(out[len(out)-1])
-		if !strings.HasPrefix(text, "#!lua name=locks\nlocal __lockproxy_f = function(") {
-			t.Fatalf("text starts %q", text[:60])
+		if !strings.HasPrefix(text, "#!lua name=locks\nlocal redis, server, _G, getfenv, setfenv, loadstring, load, newproxy, ARGV, setmetatable = (function() local __lockproxy_lib = true ") {
+			t.Fatalf("text starts %q", text[:160])
 		}
-		if got := strings.Split(text, "\n")[2]; got != "  if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end" {
+		// The monitor's statement ends on line 2, before the library's
+		// line 2; the other lines are the library's.
+		lines := strings.Split(text, "\n")
+		if !strings.HasSuffix(lines[1], " end)(); redis.register_function('rel', function(keys, args)") {
+			t.Errorf("line 2 ends %q", lines[1][len(lines[1])-80:])
+		}
+		if got := lines[2]; got != "  if redis.call('GET', keys[1]) == args[1] then return redis.call('DEL', keys[1]) end" {
 			t.Errorf("line 3 is %q", got)
 		}
 		orig, ok := rewrite.UnwrapLibrary(text)
@@ -40,7 +46,7 @@ func TestLibraryMonitored(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"FUNCTION", "LOAD", "redis.register_function('x', function() end)"}, // no #! line
-		{"FUNCTION", "LOAD", "#!lua name=x\nend redis.call('DEL', 'v:lock') local function f()"},
+		{"FUNCTION", "LOAD", "#!lua name=x"},                                 // no code: Valkey's error
 		{"FUNCTION", "LOAD", "BADOPTION", fnLibrary},
 		{"FUNCTION", "LIST"},
 		{"FUNCTION", "DELETE", "locks"},
@@ -48,6 +54,24 @@ func TestLibraryMonitored(t *testing.T) {
 	} {
 		if out := d.Library(bs(args...)); out != nil {
 			t.Errorf("%q: rewritten", args)
+		}
+	}
+	// Code that would close a block of the monitor's goes after the
+	// monitor's statement, whole, where it cannot (Valkey answers its
+	// compile error).
+	for _, code := range []string{
+		"#!lua name=x\nend redis.call('DEL', 'v:lock') local function f()",
+		"#!lua name=x\nend)() redis.call('DEL', 'v:lock') (function()",
+		"#!lua name=x\n]] end --[[",
+	} {
+		out := d.Library(bs("FUNCTION", "LOAD", code))
+		if out == nil {
+			t.Fatalf("%q: not monitored", code)
+		}
+		text := string(out[2])
+		line, rest, _ := strings.Cut(code, "\n")
+		if !strings.HasPrefix(text, line+"\nlocal redis, ") || !strings.HasSuffix(text, " end)(); "+rest) {
+			t.Errorf("%q: monitored as %q", code, text)
 		}
 	}
 	if out := testDecider(t, "locks: []\n", "").Library(bs("FUNCTION", "LOAD", fnLibrary)); out != nil {
