@@ -105,6 +105,11 @@ func TestMonitorLibraryLayoutHostile(t *testing.T) {
 		"local r = rawget(_G, 'redis') if r then r.register_function('evil', function(keys) return r.call('DEL', keys[1]) end) end " + evil,
 		"local lr = LR or __lockproxy_lib or R " + evil,
 		"setfenv(1, {}) " + evil,
+		// Name register_function's arguments in another letter case, which
+		// Valkey reads as the same (strcasecmp), or twice.
+		"redis.register_function{function_name = 'evil', CALLBACK = function(keys) return redis.call('DEL', keys[1]) end}",
+		"redis.register_function{FUNCTION_NAME = 'evil', Callback = function(keys) return redis.call('DEL', keys[1]) end, FLAGS = {}}",
+		"redis.register_function{function_name = 'evil', callback = function(keys) return redis.call('DEL', keys[1]) end, callBack = function(keys) local k = keys[1] return redis.call('DEL', k) end}",
 		// Not hostile: code starting a statement with "(".
 		"(function() " + evil + " end)()",
 	}
@@ -152,10 +157,11 @@ func TestMonitorLibraryLayoutHostile(t *testing.T) {
 				if !names[n+"__lockproxy"] {
 					t.Errorf("function %q registered without lockproxy's", n)
 				}
-				// A direct call may write no lock; a stranger's call
-				// through lockproxy may not delete another's.
-				mustContain(t, dc.do("FCALL", n, "1", "v:lock"), "-LOCKED lockproxy refused DEL of \"v:lock\" inside a script")
+				// A stranger's call through lockproxy may not delete
+				// another's lock; a direct call after it (the monitor
+				// set up by then) may write no lock.
 				mustContain(t, s.do("FCALL", n, "1", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\" inside a script")
+				mustContain(t, dc.do("FCALL", n, "1", "v:lock"), "-LOCKED lockproxy refused DEL of \"v:lock\" inside a script")
 			}
 			if len(names) == 0 {
 				t.Error("a library with no function loaded")

@@ -124,8 +124,41 @@ end
 local function wrap(cb, x)
   return function(keys, args) return enter(cb, keys, args, x) end
 end
+-- named reads a named argument of register_function's table the way
+-- Valkey does, whose keys match in any letter case (strcasecmp): the
+-- lower-case key first, else every other spelling of it. Only the
+-- library API is in scope while a library loads (no next, type or
+-- string), and a table built then has no metatable, so plain indexing
+-- is a raw read.
+local function named(t, k)
+  local v = t[k]
+  if v ~= nil then return v end
+  local at, up = {}, {}
+  for i = 1, #k do
+    local c = k:sub(i, i)
+    if c ~= c:upper() then at[#at + 1], up[i] = i, c:upper() end
+  end
+  for m = 1, 2 ^ #at - 1 do
+    local s, j, bits = '', 1, m
+    for i = 1, #k do
+      if i == at[j] then
+        s = s .. (bits % 2 == 1 and up[i] or k:sub(i, i))
+        bits, j = (bits - bits % 2) / 2, j + 1
+      else
+        s = s .. k:sub(i, i)
+      end
+    end
+    v = t[s]
+    if v ~= nil then return v end
+  end
+end
 -- register_function registers the callback's two wrappers: Valkey checks
--- the name, flags and fields with the first.
+-- the name, flags and fields with the first. The table form is given to
+-- Valkey as a new table holding only the four named arguments, so no
+-- spelling of callback the monitor did not read (CALLBACK, Callback, a
+-- second one) can reach Valkey unwrapped. What that costs: a key Valkey
+-- does not know is not refused ("unknown argument given to
+-- server.register_function"), as docs/scripts.md says.
 R.register_function = function(a, b, ...)
   if a == nil and b == nil then return LR.register_function() end
   if (...) ~= nil or a == nil then return LR.register_function(a, b, ...) end
@@ -133,13 +166,13 @@ R.register_function = function(a, b, ...)
     LR.register_function(a, wrap(b, false))
     return LR.register_function(a .. '__lockproxy', wrap(b, true))
   end
-  local cb, name = a.callback, a.function_name
-  if cb == nil or name == nil then return LR.register_function(a) end
-  a.callback = wrap(cb, false)
-  LR.register_function(a)
-  a.function_name, a.callback = name .. '__lockproxy', wrap(cb, true)
-  LR.register_function(a)
-  a.function_name, a.callback = name, cb
+  local name, cb = named(a, 'function_name'), named(a, 'callback')
+  -- Without a name or a callback in any spelling Valkey refuses the
+  -- table as it is, with its own words.
+  if name == nil or cb == nil then return LR.register_function(a) end
+  local flags, desc = named(a, 'flags'), named(a, 'description')
+  LR.register_function({function_name = name, callback = wrap(cb, false), flags = flags, description = desc})
+  LR.register_function({function_name = name .. '__lockproxy', callback = wrap(cb, true), flags = flags, description = desc})
 end
 -- setmetatable: Valkey's at load time (where there is none, its error);
 -- at run time, raising Valkey's readonly-table error for redis and _G.
