@@ -321,8 +321,7 @@ func TestMonitorFunctionLoadErrorsTransparent(t *testing.T) {
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function()"},
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('fc', function() return 1 end, 'extra')"},
 		// Named arguments in any letter case, as Valkey reads them; without
-		// a name or a callback in any. (A key Valkey does not know is not
-		// refused through lockproxy: docs/scripts.md.)
+		// a name or a callback in any; a key Valkey does not know.
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function{FUNCTION_NAME = 'fc', CallBack = function() return 3 end, Flags = {'no-writes'}, DESCRIPTION = 'd'}"},
 		{"FCALL_RO", "fc", "0"},
 		{"FUNCTION", "LIST", "LIBRARYNAME", "c"},
@@ -330,6 +329,8 @@ func TestMonitorFunctionLoadErrorsTransparent(t *testing.T) {
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function{Function_Name = 'fc'}"},
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function{CALLBACK = function() return 1 end}"},
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function{callback = function() return 1 end, function_name = 'fc', flags = {'bogus'}}"},
+		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function{function_name = 'fc', callback = function() return 1 end, bad = 1}"},
+		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function{function_name = 'fc', CALLBACK = function() return 1 end, bad = 1}"},
 		{"FUNCTION", "LOAD", "#!lua name=c\nredis.register_function('f c', function() return 1 end)"},
 		{"FCALL", "fa", "0"},
 	} {

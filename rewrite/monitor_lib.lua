@@ -124,21 +124,18 @@ end
 local function wrap(cb, x)
   return function(keys, args) return enter(cb, keys, args, x) end
 end
--- named reads a named argument of register_function's table the way
--- Valkey does, whose keys match in any letter case (strcasecmp): the
--- lower-case key first, else every other spelling of it. Only the
+-- spellings lists k in every letter case, k itself first: Valkey reads
+-- register_function's named arguments in any (strcasecmp). Only the
 -- library API is in scope while a library loads (no next, type or
--- string), and a table built then has no metatable, so plain indexing
--- is a raw read.
-local function named(t, k)
-  local v = t[k]
-  if v ~= nil then return v end
-  local at, up = {}, {}
+-- string), and a table built then has no metatable, so a library's
+-- table is read by trying each spelling, a raw read.
+local function spellings(k)
+  local at, up, all = {}, {}, {}
   for i = 1, #k do
     local c = k:sub(i, i)
     if c ~= c:upper() then at[#at + 1], up[i] = i, c:upper() end
   end
-  for m = 1, 2 ^ #at - 1 do
+  for m = 0, 2 ^ #at - 1 do
     local s, j, bits = '', 1, m
     for i = 1, #k do
       if i == at[j] then
@@ -148,17 +145,26 @@ local function named(t, k)
         s = s .. k:sub(i, i)
       end
     end
-    v = t[s]
+    all[m + 1] = s
+  end
+  return all
+end
+-- named is t's named argument k: lower case first, then the rest.
+local function named(t, k)
+  local v = t[k]
+  if v ~= nil then return v end
+  local all = spellings(k)
+  for i = 2, #all do
+    v = t[all[i]]
     if v ~= nil then return v end
   end
 end
+local CALLBACK
 -- register_function registers the callback's two wrappers: Valkey checks
--- the name, flags and fields with the first. The table form is given to
--- Valkey as a new table holding only the four named arguments, so no
--- spelling of callback the monitor did not read (CALLBACK, Callback, a
--- second one) can reach Valkey unwrapped. What that costs: a key Valkey
--- does not know is not refused ("unknown argument given to
--- server.register_function"), as docs/scripts.md says.
+-- the name, flags and fields with the first. In the table form, every
+-- spelling of callback the table holds is wrapped for the first (so none
+-- reaches Valkey unchecked, whichever Valkey reads) and put back after;
+-- the second is a new table of the four named arguments.
 R.register_function = function(a, b, ...)
   if a == nil and b == nil then return LR.register_function() end
   if (...) ~= nil or a == nil then return LR.register_function(a, b, ...) end
@@ -170,9 +176,19 @@ R.register_function = function(a, b, ...)
   -- Without a name or a callback in any spelling Valkey refuses the
   -- table as it is, with its own words.
   if name == nil or cb == nil then return LR.register_function(a) end
-  local flags, desc = named(a, 'flags'), named(a, 'description')
-  LR.register_function({function_name = name, callback = wrap(cb, false), flags = flags, description = desc})
-  LR.register_function({function_name = name .. '__lockproxy', callback = wrap(cb, true), flags = flags, description = desc})
+  CALLBACK = CALLBACK or spellings('callback')
+  local held = {}
+  for i = 1, #CALLBACK do
+    local k = CALLBACK[i]
+    local v = a[k]
+    if v ~= nil then held[k], a[k] = v, wrap(v, false) end
+  end
+  LR.register_function(a)
+  for i = 1, #CALLBACK do
+    local k = CALLBACK[i]
+    if held[k] ~= nil then a[k] = held[k] end
+  end
+  LR.register_function({function_name = name .. '__lockproxy', callback = wrap(cb, true), flags = named(a, 'flags'), description = named(a, 'description')})
 end
 -- setmetatable: Valkey's at load time (where there is none, its error);
 -- at run time, raising Valkey's readonly-table error for redis and _G.
