@@ -556,3 +556,30 @@ func TestMonitorKeepsCommentLikeLines(t *testing.T) {
 	eq(t, c.do("FUNCTION", "LOAD", lib), bulk("cl"))
 	eq(t, c.do("FCALL", "cl", "1", "x"), bulk("-- not a comment\n"))
 }
+
+// A call Valkey itself refuses (no command, an argument that is neither a
+// string nor a number, an unknown command) gets Valkey's own error from
+// the monitor, by redis.call and redis.pcall, as the bare script gets it
+// from Valkey: the monitor does not answer for a call that cannot run.
+func TestMonitorCallErrorsTransparent(t *testing.T) {
+	e := newEnv(t, rulesOptions(t, monitorRules))
+	via, direct := dialRaw(t, e.addr), dialRaw(t, valkeytest.Start(t).Addr)
+	for _, body := range []string{
+		"return redis.call()",
+		"return redis.call(1)",
+		"return redis.call('NOSUCH', 'v:lock')",
+		"return redis.call('GET', nil)",
+		"return redis.call('DEL', {})",
+		"return redis.call('DEL', true)",
+		"return redis.pcall('DEL', {})",
+		"return redis.call({}, 'v:lock')",
+		"return redis.pcall({}, 'v:lock')",
+		"return redis.call(setmetatable({}, {__tostring = function() return 'DEL' end}), 'v:lock')",
+		"return redis.call('DEL')",
+	} {
+		got, want := via.do("EVAL", body, "0"), direct.do("EVAL", body, "0")
+		if got != want {
+			t.Errorf("%s: through lockproxy %q, direct %q", body, got, want)
+		}
+	}
+}

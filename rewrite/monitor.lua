@@ -125,7 +125,8 @@ return function(n, ...)
     local r = redis.pcall('COMMAND', 'GETKEYSANDFLAGS', ...)
     if type(r) == 'table' and r.err then
       local e = r.err
-      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) then return redis.pcall(...) end
+      -- Valkey refuses the call itself, with these words or its own.
+      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) or find(e, 'must be strings or integers', 1, true) then return redis.pcall(...) end
       return {err = 'LOCKED lockproxy refused ' .. string.upper(lc) .. ' inside a script: Valkey could not say which of its arguments are keys (' .. e .. '), and one of them may be a lock'}
     end
     kf = {}
