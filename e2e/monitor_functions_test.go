@@ -343,3 +343,61 @@ func TestMonitorFunctionLoadErrorsTransparent(t *testing.T) {
 		}
 	}
 }
+
+// FUNCTION RESTORE through lockproxy loads every library of the payload
+// with the monitor inside, wherever the payload was made: here on another
+// server, from a library long enough for Valkey to compress its code
+// (LZF). A stranger's FCALL through lockproxy is then checked, and a
+// direct one may delete no lock. A library that registers its own
+// evil__lockproxy is refused, as its FUNCTION LOAD through lockproxy is.
+// The policies, a bad payload and a payload FUNCTION DUMP made through
+// lockproxy behave as on Valkey.
+func TestMonitorFunctionRestoreMonitored(t *testing.T) {
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
+	d := e.direct()
+	dc := dialRaw(t, e.srv.Addr)
+	holder, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, holder.do("SET", "v:lock", "vtok", "NX", "PX", "600000"), "+OK\r\n")
+	other := dialRaw(t, valkeytest.Start(t).Addr)
+	dump := func(code string) string {
+		other.do("FUNCTION", "FLUSH")
+		eq(t, other.do("FUNCTION", "LOAD", code), bulk("rlib"))
+		p, _, err := resp.Parse([]byte(other.do("FUNCTION", "DUMP")))
+		if err != nil || len(p.Str) == 0 {
+			t.Fatalf("FUNCTION DUMP: %v %+v", err, p)
+		}
+		if strings.Contains(string(p.Str), "compresses well\n-- padding") {
+			t.Fatal("the library's code is not compressed in the payload: the LZF path goes untested")
+		}
+		return string(p.Str)
+	}
+	const head = "#!lua name=rlib\n"
+	pad := strings.Repeat("-- padding that compresses well\n", 40)
+	const del = "(function(keys) return redis.call('DEL', keys[1]) end)\n"
+	twin := dump(head + pad + "redis.register_function('evil', function(keys) return 1 end)\nredis.register_function('evil__lockproxy'," + del[1:])
+	mustContain(t, stranger.do("FUNCTION", "RESTORE", twin), "-ERR Error registering functions")
+	eq(t, dc.do("FUNCTION", "LIST", "LIBRARYNAME", "rlib"), "*0\r\n")
+	payload := dump(head + pad + "redis.register_function('evil'," + del[1:])
+	eq(t, stranger.do("FUNCTION", "RESTORE", payload), "+OK\r\n")
+	mustContain(t, stranger.do("FCALL", "evil", "1", "v:lock"), "-NOTOWNER lockproxy refused DEL of \"v:lock\" inside a script")
+	mustContain(t, dc.do("FCALL", "evil", "1", "v:lock"), "-LOCKED lockproxy refused DEL of \"v:lock\" inside a script")
+	eq(t, d.Get(ctx, "v:lock").Val(), "vtok")
+	// The policies, as on Valkey.
+	eq(t, stranger.do("FUNCTION", "RESTORE", payload), other.do("FUNCTION", "RESTORE", payload))
+	eq(t, stranger.do("FUNCTION", "RESTORE", payload, "REPLACE"), "+OK\r\n")
+	eq(t, stranger.do("FUNCTION", "RESTORE", payload, "bogus"), other.do("FUNCTION", "RESTORE", payload, "bogus"))
+	eq(t, stranger.do("FUNCTION", "RESTORE", "bad_payload"), other.do("FUNCTION", "RESTORE", "bad_payload"))
+	bad := []byte(payload)
+	bad[len(bad)-1] ^= 1
+	eq(t, stranger.do("FUNCTION", "RESTORE", string(bad), "REPLACE"), other.do("FUNCTION", "RESTORE", string(bad), "REPLACE"))
+	mustContain(t, stranger.do("FCALL", "evil", "1", "v:lock"), "-NOTOWNER")
+	// A payload made through lockproxy comes back as it was.
+	mine, _, err := resp.Parse([]byte(holder.do("FUNCTION", "DUMP")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, holder.do("FUNCTION", "RESTORE", string(mine.Str), "FLUSH"), "+OK\r\n")
+	mustContain(t, stranger.do("FCALL", "evil", "1", "v:lock"), "-NOTOWNER")
+	eq(t, holder.do("FCALL", "evil", "1", "v:lock"), ":1\r\n")
+	eq(t, d.Exists(ctx, "v:lock").Val(), int64(0))
+}

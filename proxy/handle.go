@@ -63,9 +63,14 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		if forBusyServer(args) {
 			return s.busyCommand(cmd)
 		}
-		if lib := s.p.decider.Load().Library(args); lib != nil {
-			// FUNCTION LOAD: the library goes with lockproxy's monitor
-			// inside (rewrite/monitor_lib.go), on every path below.
+		lib, err := s.p.decider.Load().Library(args)
+		if err != nil {
+			s.local(resp.AppendError(nil, err.Error()))
+			return true
+		}
+		if lib != nil {
+			// FUNCTION LOAD or RESTORE: the libraries go with lockproxy's
+			// monitor inside (rewrite/monitor_lib.go), on every path below.
 			cmd = resp.Command{Args: lib, Raw: resp.AppendCommand(nil, lib...)}
 			args = lib
 		}

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,22 +147,57 @@ func UnwrapLibrary(text string) (string, bool) {
 
 // Library returns FUNCTION LOAD's arguments with the library's code
 // monitored, or nil to send the command as it came: no lock rules, not
-// a FUNCTION LOAD, or code the monitor cannot go around.
-func (d *Decider) Library(args [][]byte) [][]byte {
-	if !d.Active() || len(args) < 3 || len(args) > 4 || !resp.EqualFold(args[0], "function") || !resp.EqualFold(args[1], "load") {
-		return nil
+// a FUNCTION LOAD or RESTORE, or code the monitor cannot go around. A
+// FUNCTION RESTORE gets its payload's libraries monitored
+// (function_dump.go); err is the refusal of a payload lockproxy cannot
+// read whose checksum is right.
+func (d *Decider) Library(args [][]byte) ([][]byte, error) {
+	if !d.Active() || len(args) < 3 || len(args) > 4 || !resp.EqualFold(args[0], "function") {
+		return nil, nil
+	}
+	if resp.EqualFold(args[1], "restore") {
+		return d.restore(args)
+	}
+	if !resp.EqualFold(args[1], "load") {
+		return nil, nil
 	}
 	if len(args) == 4 && !resp.EqualFold(args[2], "replace") {
-		return nil // Valkey answers the syntax error
+		return nil, nil // Valkey answers the syntax error
 	}
 	text, ok := MonitorLibrary(string(args[len(args)-1]), d.monitorRules())
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	out := make([][]byte, len(args))
 	copy(out, args)
 	out[len(out)-1] = []byte(text)
-	return out
+	return out, nil
+}
+
+// restore is Library for FUNCTION RESTORE payload [policy]: each library
+// of the payload monitored for the rules in force. A payload whose
+// checksum is wrong is rewritten with a wrong one too, so that Valkey
+// refuses it in its own words (and a server that skips the check loads
+// it monitored); one lockproxy cannot read is refused when its checksum
+// is right, and sent as it came, for Valkey to refuse, when it is not.
+func (d *Decider) restore(args [][]byte) ([][]byte, error) {
+	libs, version, sumOK, err := dumpLibraries(args[2])
+	if err != nil {
+		if sumOK {
+			return nil, errors.New(errRestoreUnread)
+		}
+		return nil, nil
+	}
+	m := d.monitorRules()
+	for i, l := range libs {
+		if t, ok := MonitorLibrary(l, m); ok {
+			libs[i] = t
+		}
+	}
+	out := make([][]byte, len(args))
+	copy(out, args)
+	out[2] = dumpPayload(libs, version, !sumOK)
+	return out, nil
 }
 
 // fcallPlan runs FCALL of a function as its monitored registration,

@@ -18,7 +18,7 @@ func TestLibraryMonitored(t *testing.T) {
 		{"FUNCTION", "LOAD", fnLibrary},
 		{"function", "load", "replace", fnLibrary},
 	} {
-		out := d.Library(bs(args...))
+		out, _ := d.Library(bs(args...))
 		if len(out) != len(args) {
 			t.Fatalf("%v: %d arguments", args[:len(args)-1], len(out))
 		}
@@ -39,7 +39,7 @@ func TestLibraryMonitored(t *testing.T) {
 		if !ok || orig != fnLibrary {
 			t.Fatalf("unwrapped %q, %v", orig, ok)
 		}
-		again := d.Library(bs("FUNCTION", "LOAD", text))
+		again, _ := d.Library(bs("FUNCTION", "LOAD", text))
 		if string(again[2]) != text {
 			t.Error("a monitored library loaded again is not the same text")
 		}
@@ -52,7 +52,7 @@ func TestLibraryMonitored(t *testing.T) {
 		{"FUNCTION", "DELETE", "locks"},
 		{"SCRIPT", "LOAD", fnLibrary},
 	} {
-		if out := d.Library(bs(args...)); out != nil {
+		if out, _ := d.Library(bs(args...)); out != nil {
 			t.Errorf("%q: rewritten", args)
 		}
 	}
@@ -64,7 +64,7 @@ func TestLibraryMonitored(t *testing.T) {
 		"#!lua name=x\nend)() redis.call('DEL', 'v:lock') (function()",
 		"#!lua name=x\n]] end --[[",
 	} {
-		out := d.Library(bs("FUNCTION", "LOAD", code))
+		out, _ := d.Library(bs("FUNCTION", "LOAD", code))
 		if out == nil {
 			t.Fatalf("%q: not monitored", code)
 		}
@@ -74,7 +74,7 @@ func TestLibraryMonitored(t *testing.T) {
 			t.Errorf("%q: monitored as %q", code, text)
 		}
 	}
-	if out := testDecider(t, "locks: []\n", "").Library(bs("FUNCTION", "LOAD", fnLibrary)); out != nil {
+	if out, _ := testDecider(t, "locks: []\n", "").Library(bs("FUNCTION", "LOAD", fnLibrary)); out != nil {
 		t.Error("rewritten without lock rules")
 	}
 	if _, ok := rewrite.UnwrapLibrary(fnLibrary); ok {

@@ -31,5 +31,9 @@ func errFcallOwnName(name []byte) string {
 }
 
 func errFcallUnmonitored(fn string) string {
-	return fmt.Sprintf("ERR Function not found, or its library was loaded around lockproxy, without lockproxy's monitor inside (FUNCTION LOAD sent to Valkey directly, or FUNCTION RESTORE): lockproxy runs a function only under its monitor; load the library again through lockproxy with FUNCTION LOAD REPLACE (function %q)", fn)
+	return fmt.Sprintf("ERR Function not found, or its library was loaded around lockproxy, without lockproxy's monitor inside (FUNCTION LOAD or RESTORE sent to Valkey directly): lockproxy runs a function only under its monitor; load the library again through lockproxy with FUNCTION LOAD REPLACE (function %q)", fn)
 }
+
+// errRestoreUnread: a FUNCTION RESTORE payload with a right checksum that
+// lockproxy cannot read, so cannot put its monitor into.
+const errRestoreUnread = "ERR lockproxy refused FUNCTION RESTORE: its payload has a right checksum but is not one lockproxy can read (libraries' code as FUNCTION DUMP writes it), so it cannot put its monitor into the libraries; load each library with FUNCTION LOAD through lockproxy"
