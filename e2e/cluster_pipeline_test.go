@@ -245,18 +245,37 @@ func TestClusterHeldRepliesCountAgainstOutputLimit(t *testing.T) {
 	for _, cmd := range cmds {
 		b = resp.AppendCommandStrings(b, cmd...)
 	}
+	slowNode, _ := m.Primary(cluster.Slot([]byte(slowKey)))
+	node := dialRaw(t, slowNode)
+	evals := func() int {
+		n := 0
+		for _, l := range strings.Split(node.do("INFO", "commandstats"), "\n") {
+			for _, c := range []string{"cmdstat_eval:calls=", "cmdstat_evalsha:calls="} {
+				if rest, ok := strings.CutPrefix(l, c); ok {
+					k, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+					n += k
+				}
+			}
+		}
+		return n
+	}
+	before := evals()
 	cut.send(string(b))
 	// The script is killed at the end (the node answers SCRIPT KILL once
-	// it runs past busy-reply-threshold): a wait, not a timing bound.
-	slowNode, _ := m.Primary(cluster.Slot([]byte(slowKey)))
+	// it runs past busy-reply-threshold): a wait, not a timing bound. On
+	// a loaded machine the node may not have started it yet (NOTBUSY):
+	// then again, until it ran (ended, or killed), so that it cannot spin
+	// on in the shared cluster after the test (it once did, and every
+	// later cluster test met BUSY).
 	defer func() {
-		node := dialRaw(t, slowNode)
-		for {
+		for start := time.Now(); time.Since(start) < 2*time.Minute; time.Sleep(50 * time.Millisecond) {
 			node.send("SCRIPT KILL\r\n")
-			if r, err := node.readErr(2 * time.Minute); err != nil || strings.Contains(r, "NOTBUSY") || strings.HasPrefix(r, "+OK") {
+			r, err := node.readErr(2 * time.Minute)
+			if err != nil || strings.HasPrefix(r, "+OK") || strings.Contains(r, "NOTBUSY") && evals() > before {
 				return
 			}
 		}
+		t.Error("the script never ran on its node")
 	}()
 	// Nothing can be answered before the script's reply, which never
 	// comes: the connection must be closed. A read that waits out its
