@@ -37,11 +37,30 @@ end
 -- changed it: a grant for a lock the call took, the caller's record gone
 -- with a lock it released, moved with a lease it changed. rg, re, rv, r:
 -- the caller's record as the check read it (rg nil: it holds no current
--- grant). b: where the lock's entry starts in X.
-local function after(b, was, rg, re, rv, r)
+-- grant). b: where the lock's entry starts in X. How, read by the check
+-- from the call, says what the call's reply (out) tells: 'nx' (SET ... NX
+-- without GET, or SETNX; v its value when a string) whether it set the
+-- key, so the check read nothing before it; 'del' (DEL or UNLINK of this
+-- key alone) that the key is gone when it counted 1. out is nil when
+-- the call was interrupted (see mk): an 'nx' call then counts as having
+-- set the key only if it holds v.
+local function after(b, was, rg, re, rv, r, how, v, out)
   local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], tonumber(X[na + 1])
-  local now = redis.pcall('GET', key)
-  if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
+  local now
+  if how == 'nx' then
+    if out == nil then
+      if v == nil or redis.pcall('GET', key) ~= v then return end
+    elseif not (out == 1 or type(out) == 'table' and out.ok) then
+      return
+    end
+    now = v
+  elseif how == 'del' and out == 1 then
+    now = false
+  end
+  if now == nil then
+    now = redis.pcall('GET', key)
+    if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
+  end
   if not was then
     if now then
       -- The token rule (grant.go): the primary's epoch in the high bits
@@ -91,11 +110,11 @@ local function after(b, was, rg, re, rv, r)
 end
 -- records runs after for the locks a call may have changed, and writes
 -- the fence marks of a write.
-local function records(pend, marks)
+local function records(pend, marks, out)
   if pend then
     for i = 1, #pend do
       local p = pend[i]
-      after(p[1], p[2], p[3], p[4], p[5], p[6])
+      after(p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], out)
     end
   end
   if marks then fns.mark(marks) end
@@ -109,10 +128,16 @@ return function(n, ...)
   local cmd = ...
   local lc = type(cmd) == 'string' and string.lower(cmd) or ''
   -- The keys and whether the call writes them: from KS, or Valkey's.
-  local kf, all, step
-  local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
-  if ks then
-    local w, p = string.match(KS, '^(.)(.)', ks + #lc + 2)
+  -- (The commonest four compared first: no string made to look up.)
+  local kf, w, p
+  if lc == 'get' then w = 'r'
+  elseif lc == 'set' or lc == 'pexpire' then w, p = 'w', '1'
+  elseif lc == 'del' then w, p = 'w', '*'
+  else
+    local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
+    if ks then w, p = string.match(KS, '^(.)(.)', ks + #lc + 2) end
+  end
+  if w then
     if w ~= 'w' then return redis.pcall(...) end
     kf = {}
     if p == '1' then
@@ -175,13 +200,35 @@ return function(n, ...)
       end
       if j then
         local b = LB + 6 * (j - 1)
-        -- The lock's value before the call (false: absent; '' and
-        -- other: it holds another type).
-        local was, other = redis.pcall('GET', key), false
-        if type(was) == 'table' then
-          if was.err and string.sub(was.err, 1, 9) == 'WRONGTYPE' then was, other = '', true else was = false end
+        local nx, how, v = lc == 'setnx', nil, nil
+        if lc == 'set' then
+          local get = false
+          for x = 4, n do
+            local a = select(x, ...)
+            if type(a) == 'string' then
+              a = string.lower(a)
+              if a == 'nx' then nx = true elseif a == 'get' then get = true end
+            end
+          end
+          if nx and not get then how = 'nx' end
+        elseif nx then
+          how = 'nx'
+        elseif (lc == 'del' or lc == 'unlink') and n == 2 then
+          how = 'del'
         end
-        was = was or false
+        -- The lock's value before the call (false: absent; '' and
+        -- other: it holds another type). A SET NX needs none: it
+        -- changes the key only if absent, and its reply says whether.
+        local was, other = false, false
+        if how ~= 'nx' then
+          was = redis.pcall('GET', key)
+          if type(was) == 'table' then
+            if was.err and string.sub(was.err, 1, 9) == 'WRONGTYPE' then was, other = '', true else was = false end
+          end
+          was = was or false
+        elseif type(select(3, ...)) == 'string' then
+          v = select(3, ...)
+        end
         local rg, re, rv, r
         if was then
           r = redis.pcall('HGET', X[b + 2], X[b + 3])
@@ -191,13 +238,6 @@ return function(n, ...)
           end
         end
         local mode = X[b + 4]
-        local nx = lc == 'setnx'
-        if lc == 'set' then
-          for x = 4, n do
-            local a = select(x, ...)
-            if type(a) == 'string' and string.lower(a) == 'nx' then nx = true end
-          end
-        end
         if was and not rg and mode ~= 'observe' and not nx and not (type(r) ~= 'string' and string.sub(mode, -1) == '+') then
           -- Does the script's ARGV carry the lock's token: its value
           -- (a string lock), or one of its fields (a hash lock)?
@@ -223,7 +263,7 @@ return function(n, ...)
         for x = 1, #pend do
           if pend[x][1] == b then seen = true end
         end
-        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r} end
+        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r, how, v} end
       elseif lockish then
         return refusal('LOCKED', lc, key, ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
       elseif guardish then
@@ -264,9 +304,11 @@ return function(n, ...)
   -- again, with the collector stopped if need be, whatever interrupted.
   local ok, r = pcall(redis.pcall, ...)
   if not ok or not (type(r) == 'table' and r.err) then
-    if not pcall(records, pend, marks) then
+    local out = nil
+    if ok then out = r end
+    if not pcall(records, pend, marks, out) then
       collectgarbage('stop')
-      records(pend, marks)
+      records(pend, marks, out)
       collectgarbage('restart')
     end
   end
