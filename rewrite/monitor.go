@@ -240,7 +240,7 @@ func suffixPattern(suffix string) string {
 }
 
 // monitorFns are the records' and the fence's helpers the checks use.
-const monitorFns = fnParse + fnPut + fnSettle + fnFence + fnMark + fnIndex
+const monitorFns = fnParse + fnPut + fnSettle + fnFence + fnMark
 
 // MonitorBody is the text Valkey runs for a client's script under the
 // monitor (exported for the offline checks: luaeval's tests run it).
@@ -256,6 +256,7 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@FLUSH@", m.flush,
 		"@FNS@", monitorFns,
 		"@GRANT@", fnGrant,
+		"@IDX@", fnIndex,
 		"@SEAL@", strconv.FormatBool(needsSeal(body)),
 		"@SM@", strconv.FormatBool(strings.Contains(body, "setmetatable")),
 	).Replace(monitorText)

@@ -32,8 +32,10 @@ local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=
 local fns
 local function helpers()
 @FNS@
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, index = index}
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark}
 end
+-- index (index.go), which every acquisition needs.
+@IDX@
 -- refusal: the error of a refused call.
 local function refusal(code, lc, key, tail)
   if #key > 100 then key = string.sub(key, 1, 100) .. '...' end
@@ -80,13 +82,13 @@ local function after(b, was, rg, re, rv, r, how, v, out)
       end
       local fresh = redis.call('EXISTS', rk) == 0
       redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
-      fns = fns or helpers()
       if not fresh then
+        fns = fns or helpers()
         fns.settle(rk, ms, keep, owner)
       elseif e > 0 then
         redis.call('PEXPIREAT', rk, e + keep)
       end
-      fns.index(X[b + 5], rk, e, keep, ms)
+      index(X[b + 5], rk, e, keep, ms)
     end
     return
   end

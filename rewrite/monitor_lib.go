@@ -84,6 +84,7 @@ func libraryMonitor(m *monitorRules) string {
 		"@FLUSH@", "if FR then\n"+m.flushCheck+"\nend",
 		"@FNS@", monitorFns,
 		"@GRANT@", fnGrant,
+		"@IDX@", fnIndex,
 	).Replace(libDirect.Replace(monitorCore))
 	t := strings.NewReplacer(
 		"@PL@", pats(m.locks),
