@@ -207,10 +207,12 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 		return strings.Join(parts, " or ")
 	}
 	m := &monitorRules{}
-	hot := append([]string{"find(a, ':lockproxy:', 1, true)"}, finds("a", locks)...)
+	// lockproxy's own keys: every one but the epoch hash holds
+	// ":lockproxy:" (see Decider.own).
+	hot := append([]string{"find(a, ':lockproxy:', 1, true)", "a == " + luaQuote(EpochKey)}, finds("a", locks)...)
 	hot = append(hot, finds("a", guards)...)
 	m.hot = or(append(hot, finds("a", owns)...))
-	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')"}
+	own := []string{"key == " + luaQuote(EpochKey), "find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')"}
 	m.own = or(append(own, finds("key", owns)...))
 	m.lock = or(finds("key", locks))
 	m.guard = or(finds("key", guards))

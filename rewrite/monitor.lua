@@ -194,7 +194,7 @@ return function(n, ...)
     if type(key) == 'number' then key = tostring(key) end
     if type(key) == 'string' then
       if @OWN@ then
-        return refusal('LOCKED', lc, key, ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or a WAIT's key), which only lockproxy's scripts may change")
+        return refusal('LOCKED', lc, key, ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks, the epoch hash or a WAIT's key), which only lockproxy's scripts may change")
       end
       local j
       for x = 1, @L@ do
