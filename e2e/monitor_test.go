@@ -183,6 +183,11 @@ func hostileShapes() []hostile {
 	add("forged counter for a new lock", "return redis.call('SET', '{n:lock}:lockproxy:grants', 100)", nil)
 	add("lockproxy keys from data", "for _, k in ipairs(redis.call('KEYS', '*lockproxy*')) do redis.pcall('DEL', k) end for _, k in ipairs(redis.call('KEYS', '*fence*')) do redis.pcall('DEL', k) end return 1", nil)
 	add("wait key", "return redis.call('SET', '{x}:lockproxy:wait', 1)", nil)
+	// The epoch hash (rewrite.EpochKey) has no ":lockproxy:" in its name:
+	// an epoch written by a script would move every later token's floor
+	// and a rule's lock delay.
+	add("epoch HSET", "return redis.call('HSET', 'lockproxy:epoch', 'epoch', '1000000000', 'run', 'x')", nil)
+	add("epoch HSET in KEYS", "return redis.call('HSET', KEYS[1], 'changed', '99999999999999')", []string{"lockproxy:epoch"})
 	return hs
 }
 

@@ -207,10 +207,12 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 		return strings.Join(parts, " or ")
 	}
 	m := &monitorRules{}
-	hot := append([]string{"find(a, ':lockproxy:', 1, true)"}, finds("a", locks)...)
+	// lockproxy's own keys: every one but the epoch hash holds
+	// ":lockproxy:" (see Decider.own).
+	hot := append([]string{"find(a, ':lockproxy:', 1, true)", "a == " + luaQuote(EpochKey)}, finds("a", locks)...)
 	hot = append(hot, finds("a", guards)...)
 	m.hot = or(append(hot, finds("a", owns)...))
-	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')"}
+	own := []string{"key == " + luaQuote(EpochKey), "find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')"}
 	m.own = or(append(own, finds("key", owns)...))
 	m.lock = or(finds("key", locks))
 	m.guard = or(finds("key", guards))
@@ -240,7 +242,7 @@ func suffixPattern(suffix string) string {
 }
 
 // monitorFns are the records' and the fence's helpers the checks use.
-const monitorFns = fnParse + fnPut + fnSettle + fnFence + fnMark + fnIndex
+const monitorFns = fnParse + fnPut + fnSettle + fnFence + fnMark
 
 // MonitorBody is the text Valkey runs for a client's script under the
 // monitor (exported for the offline checks: luaeval's tests run it).
@@ -256,6 +258,7 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@FLUSH@", m.flush,
 		"@FNS@", monitorFns,
 		"@GRANT@", fnGrant,
+		"@IDX@", fnIndex,
 		"@SEAL@", strconv.FormatBool(needsSeal(body)),
 		"@SM@", strconv.FormatBool(strings.Contains(body, "setmetatable")),
 	).Replace(monitorText)

@@ -8,14 +8,21 @@
 --
 -- Valkey runs scripts in a shared Lua state whose globals are read-only:
 -- every closure and table below is made again at every run, so there are
--- few of them. The checks are one closure made at the first call with a
--- hot argument; the records' and the fence's helpers only on their paths.
+-- few of them. The checks and the records' code are made at the first call
+-- with a hot argument; the records' and the fence's helpers only on their
+-- paths.
 local G, X = _G, ARGV
 local find, select, type = string.find, select, type
 local na = #X - @NX@
 local env, CM, slow = nil, nil, nil
 -- @@core: from here to @@seal, the checks, shared with a library's
 -- monitor (monitor_lib.lua), which fills the placeholders with variables.
+-- mk makes the checks of a call with a hot argument (does an argument
+-- name a lock, a guarded key or one of lockproxy's own keys?) at the
+-- first such call: what only they use is made inside it, so a run makes
+-- none of it until then (each closure made with upvalues costs a search
+-- of the open upvalues, about 1.5k instructions a run here).
+local function mk()
 -- The keys of common commands, so that they need no COMMAND
 -- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
 -- arguments are keys: 1 the first, * all, 2 every second. The commands
@@ -25,8 +32,10 @@ local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=
 local fns
 local function helpers()
 @FNS@
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, index = index}
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark}
 end
+-- index (index.go), which every acquisition needs.
+@IDX@
 -- refusal: the error of a refused call.
 local function refusal(code, lc, key, tail)
   if #key > 100 then key = string.sub(key, 1, 100) .. '...' end
@@ -37,11 +46,30 @@ end
 -- changed it: a grant for a lock the call took, the caller's record gone
 -- with a lock it released, moved with a lease it changed. rg, re, rv, r:
 -- the caller's record as the check read it (rg nil: it holds no current
--- grant). b: where the lock's entry starts in X.
-local function after(b, was, rg, re, rv, r)
+-- grant). b: where the lock's entry starts in X. How, read by the check
+-- from the call, says what the call's reply (out) tells: 'nx' (SET ... NX
+-- without GET, or SETNX; v its value when a string) whether it set the
+-- key, so the check read nothing before it; 'del' (DEL or UNLINK of this
+-- key alone) that the key is gone when it counted 1. out is nil when
+-- the call was interrupted (see mk): an 'nx' call then counts as having
+-- set the key only if it holds v.
+local function after(b, was, rg, re, rv, r, how, v, out)
   local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], tonumber(X[na + 1])
-  local now = redis.pcall('GET', key)
-  if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
+  local now
+  if how == 'nx' then
+    if out == nil then
+      if v == nil or redis.pcall('GET', key) ~= v then return end
+    elseif not (out == 1 or type(out) == 'table' and out.ok) then
+      return
+    end
+    now = v
+  elseif how == 'del' and out == 1 then
+    now = false
+  end
+  if now == nil then
+    now = redis.pcall('GET', key)
+    if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
+  end
   if not was then
     if now then
       -- The token rule (grant.go): the primary's epoch in the high bits
@@ -54,13 +82,13 @@ local function after(b, was, rg, re, rv, r)
       end
       local fresh = redis.call('EXISTS', rk) == 0
       redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
-      fns = fns or helpers()
       if not fresh then
+        fns = fns or helpers()
         fns.settle(rk, ms, keep, owner)
       elseif e > 0 then
         redis.call('PEXPIREAT', rk, e + keep)
       end
-      fns.index(X[b + 5], rk, e, keep, ms)
+      index(X[b + 5], rk, e, keep, ms)
     end
     return
   end
@@ -91,28 +119,32 @@ local function after(b, was, rg, re, rv, r)
 end
 -- records runs after for the locks a call may have changed, and writes
 -- the fence marks of a write.
-local function records(pend, marks)
+local function records(pend, marks, out)
   if pend then
     for i = 1, #pend do
       local p = pend[i]
-      after(p[1], p[2], p[3], p[4], p[5], p[6])
+      after(p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], out)
     end
   end
   if marks then fns.mark(marks) end
 end
--- mk makes the checks of a call with a hot argument: does an argument
--- name a lock, a guarded key or one of lockproxy's own keys?
-local function mk()
+-- The checks.
 return function(n, ...)
   local LB, FA0 = na + 4, na + 4 + 6 * @L@
   local FK0 = FA0 + @FA@
   local cmd = ...
   local lc = type(cmd) == 'string' and string.lower(cmd) or ''
   -- The keys and whether the call writes them: from KS, or Valkey's.
-  local kf, all, step
-  local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
-  if ks then
-    local w, p = string.match(KS, '^(.)(.)', ks + #lc + 2)
+  -- (The commonest four compared first: no string made to look up.)
+  local kf, w, p
+  if lc == 'get' then w = 'r'
+  elseif lc == 'set' or lc == 'pexpire' then w, p = 'w', '1'
+  elseif lc == 'del' then w, p = 'w', '*'
+  else
+    local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
+    if ks then w, p = string.match(KS, '^(.)(.)', ks + #lc + 2) end
+  end
+  if w then
     if w ~= 'w' then return redis.pcall(...) end
     kf = {}
     if p == '1' then
@@ -163,7 +195,7 @@ return function(n, ...)
     if type(key) == 'number' then key = tostring(key) end
     if type(key) == 'string' then
       if @OWN@ then
-        return refusal('LOCKED', lc, key, ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks or a WAIT's key), which only lockproxy's scripts may change")
+        return refusal('LOCKED', lc, key, ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks, the epoch hash or a WAIT's key), which only lockproxy's scripts may change")
       end
       local j
       for x = 1, @L@ do
@@ -176,13 +208,35 @@ return function(n, ...)
       end
       if j then
         local b = LB + 6 * (j - 1)
-        -- The lock's value before the call (false: absent; '' and
-        -- other: it holds another type).
-        local was, other = redis.pcall('GET', key), false
-        if type(was) == 'table' then
-          if was.err and string.sub(was.err, 1, 9) == 'WRONGTYPE' then was, other = '', true else was = false end
+        local nx, how, v = lc == 'setnx', nil, nil
+        if lc == 'set' then
+          local get = false
+          for x = 4, n do
+            local a = select(x, ...)
+            if type(a) == 'string' then
+              a = string.lower(a)
+              if a == 'nx' then nx = true elseif a == 'get' then get = true end
+            end
+          end
+          if nx and not get then how = 'nx' end
+        elseif nx then
+          how = 'nx'
+        elseif (lc == 'del' or lc == 'unlink') and n == 2 then
+          how = 'del'
         end
-        was = was or false
+        -- The lock's value before the call (false: absent; '' and
+        -- other: it holds another type). A SET NX needs none: it
+        -- changes the key only if absent, and its reply says whether.
+        local was, other = false, false
+        if how ~= 'nx' then
+          was = redis.pcall('GET', key)
+          if type(was) == 'table' then
+            if was.err and string.sub(was.err, 1, 9) == 'WRONGTYPE' then was, other = '', true else was = false end
+          end
+          was = was or false
+        elseif type(select(3, ...)) == 'string' then
+          v = select(3, ...)
+        end
         local rg, re, rv, r
         if was then
           r = redis.pcall('HGET', X[b + 2], X[b + 3])
@@ -192,13 +246,6 @@ return function(n, ...)
           end
         end
         local mode = X[b + 4]
-        local nx = lc == 'setnx'
-        if lc == 'set' then
-          for x = 4, n do
-            local a = select(x, ...)
-            if type(a) == 'string' and string.lower(a) == 'nx' then nx = true end
-          end
-        end
         if was and not rg and mode ~= 'observe' and not nx and not (type(r) ~= 'string' and string.sub(mode, -1) == '+') then
           -- Does the script's ARGV carry the lock's token: its value
           -- (a string lock), or one of its fields (a hash lock)?
@@ -224,7 +271,7 @@ return function(n, ...)
         for x = 1, #pend do
           if pend[x][1] == b then seen = true end
         end
-        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r} end
+        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r, how, v} end
       elseif lockish then
         return refusal('LOCKED', lc, key, ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
       elseif guardish then
@@ -265,9 +312,11 @@ return function(n, ...)
   -- again, with the collector stopped if need be, whatever interrupted.
   local ok, r = pcall(redis.pcall, ...)
   if not ok or not (type(r) == 'table' and r.err) then
-    if not pcall(records, pend, marks) then
+    local out = nil
+    if ok then out = r end
+    if not pcall(records, pend, marks, out) then
       collectgarbage('stop')
-      records(pend, marks)
+      records(pend, marks, out)
       collectgarbage('restart')
     end
   end

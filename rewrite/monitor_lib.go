@@ -74,17 +74,18 @@ func libraryMonitor(m *monitorRules) string {
 		}
 		return "{" + strings.Join(q, ", ") + "}"
 	}
-	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')", "pm(key, PO)"}
+	own := []string{"key == " + luaQuote(EpochKey), "find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')", "pm(key, PO)"}
 	core := strings.NewReplacer(
 		"@L@", "L",
 		"@FA@", "FA",
-		"@HOT@", "find(a, ':lockproxy:', 1, true) or pm(a, PL) or pm(a, PG) or pm(a, PO)",
+		"@HOT@", "find(a, ':lockproxy:', 1, true) or a == "+luaQuote(EpochKey)+" or pm(a, PL) or pm(a, PG) or pm(a, PO)",
 		"@OWN@", strings.Join(own, " or "),
 		"@LOCK@", "pm(key, PL)",
 		"@GUARD@", "pm(key, PG)",
 		"@FLUSH@", "if FR then\n"+m.flushCheck+"\nend",
 		"@FNS@", monitorFns,
 		"@GRANT@", fnGrant,
+		"@IDX@", fnIndex,
 	).Replace(libDirect.Replace(monitorCore))
 	t := strings.NewReplacer(
 		"@PL@", pats(m.locks),
