@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime/debug"
 	"strconv"
@@ -139,9 +138,11 @@ type session struct {
 	// loginChecked is Valkey's verdict on the credentials of the AUTH or
 	// HELLO put back to wait for it (logins.go).
 	loginChecked *loginCheck
-	// putBack: the command being handled was put back, to be handled
-	// again (offLoop).
-	putBack bool
+	// asked is the step the command being handled asks of the engine
+	// (offLoop, aside), which handle returns.
+	asked step
+	// again is a command a step put back, to be read again (read).
+	again *resp.Command
 	// capture, while a command split by slot runs its parts as the
 	// client's own (cluster_split_locks.go), takes each part's reply.
 	capture func(reply []byte)
@@ -293,30 +294,43 @@ func (s *session) loop() (graceful bool) {
 		}
 	}()
 	for {
-		cmd, err := s.rd.ReadCommand()
-		if err != nil {
-			var pe *resp.ProtocolError
-			switch {
-			case errors.As(err, &pe):
-				// Valkey answers a protocol error and closes; so do we,
-				// after every reply still owed.
-				s.local(resp.AppendError(nil, errProtocol(pe.Error())))
-				return true
-			case s.p.shuttingDown.Load() || s.lost.Load():
-				return true
-			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-				s.inputEnded.Store(true)
-				return true
-			}
-			return false
+		cmd, st := s.read()
+		if st.do == stepNext {
+			st = s.handle(cmd)
 		}
-		if !s.handle(cmd) {
-			return true
+		if st.do == stepEnd {
+			return st.graceful
 		}
+		s.carryHere(cmd, st)
 		if s.ded != nil && s.ded.pipe.Load() {
 			s.pipeClient()
 			return true
 		}
+	}
+}
+
+// carryHere carries out on the session's own goroutine a step that only an
+// event loop is asked for (see step.go): here the session waits where the
+// loop would have let its other clients go on.
+func (s *session) carryHere(cmd resp.Command, st step) {
+	switch st.do {
+	case stepSettle:
+		s.flush()
+		s.waitDrain(0)
+		s.putBack(cmd)
+	case stepOffLoop:
+		s.flush()
+		st.job()
+		s.putBack(cmd)
+	case stepAside:
+		s.flush()
+		r := st.answer()
+		if st.mute {
+			r = nil
+		}
+		s.deliverN(s.owe(), r, 1)
+	case stepOwnConn:
+		s.putBack(cmd)
 	}
 }
 
