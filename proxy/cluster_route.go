@@ -177,19 +177,19 @@ func (s *session) routeScript(keys [][]byte) bool {
 func (s *session) routeSlot(slot uint16) bool {
 	m := s.p.slotMap()
 	if m == nil {
-		if s.lp != nil && !s.mapAsked {
+		if s.lp != nil && !s.learned.mapRead {
 			// Reading the map waits for the nodes: off the loop, then
 			// the command is handled again (offLoop).
 			s.offLoop(func() {
 				s.p.refreshTopology()
-				s.mapAsked = true
+				s.learned.mapRead = true
 			})
 			return false
 		}
-		if !s.mapAsked {
+		if !s.learned.mapRead {
 			s.p.refreshTopology()
 		}
-		s.mapAsked = false
+		s.learned.mapRead = false
 		if m = s.p.slotMap(); m == nil {
 			s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
 			return false

@@ -64,16 +64,16 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	if plan.Kind == rewrite.NeedKeys {
 		var keys []keyspec.KeyWithFlags
 		var err error
-		switch m := s.movable; {
+		switch m := s.learned.movable; {
 		case m != nil && bytes.Equal(m.raw, cmd.Raw):
 			keys, err = m.keys, m.err
-			s.movable = nil
+			s.learned.movable = nil
 		case s.lp != nil:
 			// A round trip on the side connection: off the loop.
 			raw, args := cloneArgs(cmd)
 			s.offLoop(func() {
 				keys, err := s.p.getKeys(args)
-				s.movable = &movableKeys{raw: raw, keys: keys, err: err}
+				s.learned.movable = &movableKeys{raw: raw, keys: keys, err: err}
 			})
 			return true
 		default:

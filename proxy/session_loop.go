@@ -143,7 +143,7 @@ func (s *session) needsDial(key poolKey) bool {
 	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
 		return false
 	}
-	if d := s.dialed; d != nil && d.key == key {
+	if d := s.learned.dialed; d != nil && d.key == key {
 		return false // dialled for this very command
 	}
 	return !s.p.pool(key).ready(int(s.id))
@@ -154,7 +154,7 @@ func (s *session) needsDial(key poolKey) bool {
 func (s *session) dialStep(key poolKey) step {
 	return step{do: stepOffLoop, job: func() {
 		_, err := s.p.pool(key).conn(int(s.id))
-		s.dialed = &dialResult{key: key, err: err}
+		s.learned.dialed = &dialResult{key: key, err: err}
 	}}
 }
 

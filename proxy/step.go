@@ -87,6 +87,25 @@ func (s *session) read() (resp.Command, step) {
 	return cmd, ended(false)
 }
 
+// learned is what the jobs run off an event loop (stepOffLoop) learned for
+// the command they ran for, kept where its next handling finds it: each is
+// taken by the code that asked for it.
+type learned struct {
+	// dialed is what a dial of a pool's connection gave (poolConn;
+	// logIn's check dials the login's pool too).
+	dialed *dialResult
+	// movable is what COMMAND GETKEYSANDFLAGS said about the command
+	// (lockplan.go).
+	movable *movableKeys
+	// shot is what a one-off connection answered to it (busy.go).
+	shot *oneShot
+	// login is Valkey's verdict on the credentials of an AUTH or HELLO
+	// (logins.go).
+	login *loginCheck
+	// mapRead: the slot map was read for it (cluster_route.go).
+	mapRead bool
+}
+
 // putBack keeps cmd to be read again (read) once the step that put it
 // back is carried out. Its arguments are copied: the reader's buffer moves
 // on under them.
