@@ -19,8 +19,7 @@ import (
 // and to an identical one through lockproxy, from many concurrent clients,
 // pipelined, in RESP2 and RESP3, and compares every reply byte for byte.
 //
-// It runs once per client engine: event loops, and a goroutine per client
-// (what TLS clients and clients on dedicated connections get).
+// It runs once per way the event loop waits for work (eachEngine).
 func TestDifferential(t *testing.T) {
 	eachEngine(t, differential)
 }

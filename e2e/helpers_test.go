@@ -84,14 +84,8 @@ func fileEnv(t *testing.T, yaml string, mod ...func(*proxy.Options)) (*env, stri
 	t.Helper()
 	path := writeFile(t, filepath.Join(t.TempDir(), "lockproxy.yaml"), yaml)
 	srv := valkeytest.Start(t)
-	// As --upstream overrides the file; and the engine the suite runs
-	// with (LOCKPROXY_TEST_EVENT_LOOPS), at start and on every reload.
-	override := func(c *policy.Config) {
-		c.Upstream.Addr = srv.Addr
-		if n := testEventLoops(); n != 0 {
-			c.EventLoops = n
-		}
-	}
+	// As --upstream overrides the file, at start and on every reload.
+	override := func(c *policy.Config) { c.Upstream.Addr = srv.Addr }
 	cfg, err := policy.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -134,23 +128,14 @@ func withRules(t *testing.T, locksYAML string, o proxy.Options) proxy.Options {
 	return o
 }
 
-// eachEngine runs f once per client engine, as subtests, with options that
-// select it: event loops (EventLoops 1), event loops that poll before they
-// sleep (BusyPoll), and a goroutine per client (-1).
+// eachEngine runs f once per way the event loop waits for work, as
+// subtests, with options that select it: a loop that sleeps at once
+// (EventLoops 1), and one that polls before it sleeps (BusyPoll).
 func eachEngine(t *testing.T, f func(t *testing.T, o proxy.Options)) {
 	t.Run("loops", func(t *testing.T) { f(t, proxy.Options{Config: policy.Config{EventLoops: 1}}) })
 	t.Run("loops-busy-poll", func(t *testing.T) {
 		f(t, proxy.Options{Config: policy.Config{EventLoops: 1, BusyPoll: policy.Duration(50 * time.Microsecond)}})
 	})
-	t.Run("goroutines", func(t *testing.T) { f(t, proxy.Options{Config: policy.Config{EventLoops: -1}}) })
-}
-
-// testEventLoops is the engine the suite runs with when a test does not
-// choose: LOCKPROXY_TEST_EVENT_LOOPS=-1 gives a goroutine per client instead
-// of event loops (.ci/run does both); 0 when unset (the default engine).
-func testEventLoops() int {
-	n, _ := strconv.Atoi(os.Getenv("LOCKPROXY_TEST_EVENT_LOOPS"))
-	return n
 }
 
 func (e *env) startProxy(opts proxy.Options) {
@@ -158,9 +143,6 @@ func (e *env) startProxy(opts proxy.Options) {
 	opts.Upstream.Addr = e.srv.Addr
 	if e.upstream != "" {
 		opts.Upstream.Addr = e.upstream
-	}
-	if opts.EventLoops == 0 {
-		opts.EventLoops = testEventLoops()
 	}
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()

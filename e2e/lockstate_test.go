@@ -216,13 +216,13 @@ func TestLocksWithoutExpiryHaveNoTableCap(t *testing.T) {
 }
 
 // Case 7. client_name siblings change one lock at once — SET XX, PEXPIRE,
-// DEL and SET NX — on the goroutine engine, where the race detector sees
-// every goroutine (the suite always runs with -race).
+// DEL and SET NX — each connection on an event loop of its own, so that the
+// race detector sees them at once (the suite always runs with -race).
 // Main: a decision read the fields of a grant record after the table's
 // mutex was released, while the reply path wrote them (setValue): a data
 // race -race reports here.
 func TestSiblingsConcurrentLockChangesRaceFree(t *testing.T) {
-	e := newEnv(t, withRules(t, sessionRule("client_name"), proxy.Options{Config: policy.Config{EventLoops: -1}}))
+	e := newEnv(t, withRules(t, sessionRule("client_name"), proxy.Options{Config: policy.Config{EventLoops: 3}}))
 	const per = 300
 	conns := []*raw{dialNamed(t, e.addr, "sib"), dialNamed(t, e.addr, "sib"), dialNamed(t, e.addr, "sib")}
 	eq(t, conns[0].do("SET", "race:lock", "v0", "NX", "PX", "60000"), "+OK\r\n")

@@ -55,8 +55,8 @@ type Config struct {
 	// max_pipeline: commands in flight per client before the proxy stops
 	// reading from it. Default 100000.
 	MaxPipeline int `yaml:"max_pipeline"`
-	// event_loops: how many event loops read clients. Default 1; -1 gives
-	// each client a goroutine of its own instead.
+	// event_loops: how many event loops read clients. Default 1. (TLS
+	// clients and clients on a dedicated connection have a goroutine each.)
 	EventLoops int `yaml:"event_loops"`
 	// busy_poll: how long an event loop keeps asking for work after a
 	// round before it sleeps. 0 (the default) sleeps at once; 50us cuts a

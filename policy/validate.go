@@ -72,14 +72,11 @@ func (c *Config) validate(v *validator) {
 			c.ProtoMaxBulkLen, c.ClientQueryBufferLimit)
 	}
 	nonNegative(v, "max_pipeline", c.MaxPipeline, "the default, 100000")
-	if c.EventLoops < -1 {
-		v.errf("event_loops", "%d is not a number of event loops: use 1 or more, or -1 for a goroutine per client", c.EventLoops)
+	if c.EventLoops < 1 {
+		v.errf("event_loops", "%d is not a number of event loops: use 1 or more (a goroutine per client is no longer an engine of its own)", c.EventLoops)
 	}
-	switch {
-	case c.BusyPoll > MaxBusyPoll:
+	if c.BusyPoll > MaxBusyPoll {
 		v.errf("busy_poll", "%s is longer than %s: a loop polling that long between rounds keeps a core busy for nothing; 50us is typical", c.BusyPoll, MaxBusyPoll)
-	case c.BusyPoll > 0 && c.EventLoops == -1:
-		v.errf("busy_poll", "%s has no effect with event_loops -1 (a goroutine per client): remove it, or use event loops", c.BusyPoll)
 	}
 	nonNegative(v, "gomaxprocs", c.GOMAXPROCS, "Go's default")
 	for _, d := range []struct {

@@ -8,12 +8,12 @@ package proxy
 // nor be overtaken.
 //
 // On a goroutine of its own the session simply waits. On an event loop it
-// must not: a command with replies still owed is put back and handled
-// anew once they are in (the loop reads them meanwhile); then the loop
-// stops reading the client, job runs on a goroutine, its reply takes the
-// command's place among the session's replies, and the loop reads the
-// client again. job must not touch the read buffer (the command's
-// arguments): what it needs is copied before.
+// must not: a command with replies still owed settles (it is handled anew
+// once they are in; the loop reads them meanwhile); else it asks for
+// stepAside: the loop stops reading the client, job runs on a goroutine,
+// its reply takes the command's place among the session's replies, and the
+// loop reads the client again. job must not touch the read buffer (the
+// command's arguments): what it needs is copied before.
 func (s *session) aside(job func() []byte) {
 	s.flush()
 	if s.lp == nil {
@@ -22,33 +22,14 @@ func (s *session) aside(job func() []byte) {
 		return
 	}
 	if s.inflight.Load() > 0 {
-		s.rd.Unread()
-		s.putBack = true
-		// Not paused (the replies came meanwhile): the loop reads the
-		// command again at once.
-		s.pause(0)
+		s.asked = step{do: stepSettle}
 		return
 	}
-	mute := s.mute
-	seq := s.owe()
-	s.waitLE.Store(waitJob)
-	s.paused.Store(true)
-	s.lp.reading(s, false)
-	home := s.home
-	go func() {
-		r := job()
-		if mute {
-			r = nil
-		}
-		s.deliverN(seq, r, 1)
-		if s.paused.CompareAndSwap(true, false) {
-			home.resume(s)
-		}
-	}()
+	s.asked = step{do: stepAside, answer: job, mute: s.mute}
 }
 
-// asideFirst reports whether the command being handled was put back to wait
-// for the replies still owed before it (see aside), when it is about to
+// asideFirst reports whether the command being handled settles first: on
+// an event loop, with replies still owed before it, when it is about to
 // decide something that should see their effects; the caller then returns.
 func (s *session) asideFirst() bool {
 	if s.lp == nil {
@@ -58,8 +39,6 @@ func (s *session) asideFirst() bool {
 	if s.inflight.Load() == 0 {
 		return false
 	}
-	s.rd.Unread()
-	s.putBack = true
-	s.pause(0)
+	s.asked = step{do: stepSettle}
 	return true
 }

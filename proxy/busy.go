@@ -77,12 +77,12 @@ func (s *session) busyCommand(cmd resp.Command) bool {
 // oneShot sends cmd on a connection of its own (sendBusy) and returns the
 // answer; false when the command was put back: on an event loop the dial
 // and the round trip run off the loop, and the command is handled again
-// with the answer (s.shot).
+// with the answer (s.learned.shot).
 func (s *session) oneShot(cmd resp.Command) (oneShot, bool) {
 	var r oneShot
-	switch m := s.shot; {
+	switch m := s.learned.shot; {
 	case m != nil && string(m.raw) == string(cmd.Raw):
-		r, s.shot = *m, nil
+		r, s.learned.shot = *m, nil
 	case s.lp != nil:
 		// The dial and the round trip must not stall the loop's other
 		// clients.
@@ -90,7 +90,7 @@ func (s *session) oneShot(cmd resp.Command) (oneShot, bool) {
 		proto, login, kill := s.proto, s.login, killName(cmd.Args)
 		s.offLoop(func() {
 			reply, err := s.p.sendBusy(raw, kill, proto, login)
-			s.shot = &oneShot{raw: raw, reply: reply, err: err}
+			s.learned.shot = &oneShot{raw: raw, reply: reply, err: err}
 		})
 		return r, false
 	default:

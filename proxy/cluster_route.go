@@ -88,29 +88,16 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	return s.dialFirst()
 }
 
-// dialFirst, on an event loop, dials the shared connection of s.node's pool
-// off the loop when the session has none there yet (a dial may take up to
-// dial_timeout): the command is put back and handled again once it is done
-// (offLoop). The loop's own check (willDial) ran before the command chose
-// its node. It reports whether it put the command back.
+// dialFirst, on an event loop, asks for the shared connection of s.node's
+// pool to be dialled off the loop when the session has none there yet
+// (needsDial, as before handling: the command has chosen its node since),
+// and the command handled again then (dialStep). It reports whether it
+// asked.
 func (s *session) dialFirst() bool {
-	if s.lp == nil || s.ded != nil {
+	if s.lp == nil || s.ded != nil || !s.needsDial(s.key()) {
 		return false
 	}
-	key := s.key()
-	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
-		return false
-	}
-	if d := s.dialed; d != nil && d.key == key {
-		return false // dialled for this very command
-	}
-	if s.p.pool(key).ready(int(s.id)) {
-		return false
-	}
-	s.offLoop(func() {
-		_, err := s.p.pool(key).conn(int(s.id))
-		s.dialed = &dialResult{key: key, err: err}
-	})
+	s.asked = s.dialStep(s.key())
 	return true
 }
 
@@ -190,19 +177,19 @@ func (s *session) routeScript(keys [][]byte) bool {
 func (s *session) routeSlot(slot uint16) bool {
 	m := s.p.slotMap()
 	if m == nil {
-		if s.lp != nil && !s.mapAsked {
+		if s.lp != nil && !s.learned.mapRead {
 			// Reading the map waits for the nodes: off the loop, then
 			// the command is handled again (offLoop).
 			s.offLoop(func() {
 				s.p.refreshTopology()
-				s.mapAsked = true
+				s.learned.mapRead = true
 			})
 			return false
 		}
-		if !s.mapAsked {
+		if !s.learned.mapRead {
 			s.p.refreshTopology()
 		}
-		s.mapAsked = false
+		s.learned.mapRead = false
 		if m = s.p.slotMap(); m == nil {
 			s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
 			return false

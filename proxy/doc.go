@@ -20,7 +20,8 @@
 // command into a Plan, which this package carries out, and who holds a lock
 // is decided by the scripts inside Valkey. Configuration is package policy's,
 // RESP parsing package resp's, a key's hash slot package cluster's. Nothing on
-// an event loop may wait for Valkey (session_loop.go, offLoop).
+// an event loop may wait for Valkey: handling a command returns the step
+// that waits instead (step.go), and the engine carries it out.
 //
 // What the proxy decides about a command's connection state lives in
 // commands.go (the command table) and handle.go. The error texts this

@@ -10,18 +10,18 @@ import (
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
-// handle routes one command. It returns false when the session must end
-// (QUIT).
-func (s *session) handle(cmd resp.Command) bool {
-	return s.handleKind(cmd, s.p.cmds().kind(cmd.Args[0]))
-}
-
-// handleKind is handle for a command whose kind was looked up already. It
-// decides whether the command's reply is muted (CLIENT REPLY): a command
-// put back to be handled again later (offLoop) keeps an armed SKIP for then.
-func (s *session) handleKind(cmd resp.Command, k kind) bool {
+// handle handles one command and returns the step the engine takes next
+// (step.go): on to the next command, the end of the session, or, on an
+// event loop, what must happen before or instead of going on. It decides
+// whether the command's reply is muted (CLIENT REPLY): a command handled
+// again later (offLoop, settle) keeps an armed SKIP for then.
+func (s *session) handle(cmd resp.Command) step {
+	k := s.p.cmds().kind(cmd.Args[0])
+	if st := s.loopStep(k, cmd.Args); st.do != stepNext {
+		return st
+	}
 	skip := s.replySkip
-	s.mute, s.replySkip, s.putBack = s.replyOff || skip, false, false
+	s.mute, s.replySkip, s.asked = s.replyOff || skip, false, step{}
 	s.noteCommand(cmd.Args)
 	inMulti := s.inMulti
 	s.publishDue = !forwarded(k) || inMulti
@@ -29,7 +29,9 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 	s.family = familyOf(k)
 	ok := s.route(cmd, k)
 	s.holds = false
-	if s.putBack {
+	st := s.asked
+	s.asked = step{}
+	if st.do == stepSettle || st.do == stepOffLoop {
 		s.replySkip = s.replySkip || skip
 	} else {
 		s.p.ops.commands[s.family].Add(1)
@@ -41,7 +43,13 @@ func (s *session) handleKind(cmd resp.Command, k kind) bool {
 		s.publish()
 	}
 	s.publishDue = false
-	return ok
+	switch {
+	case !ok:
+		return ended(true)
+	case st.do == stepNext && s.lp != nil && s.ded != nil:
+		return step{do: stepMoved}
+	}
+	return st
 }
 
 // route handles one command.
@@ -162,8 +170,8 @@ func (s *session) needsAuth(k kind) bool {
 // transaction, a blocked wait, subscriptions, a replication stream,
 // tracking). A login as another user does not: the session shares that
 // login's connections (logins.go). route acts on it, and an event loop asks
-// it before route runs (needsOwnConn): one decision, not a prediction of
-// another.
+// it before route runs (needsOwnConn, in loopStep): one decision, read
+// twice.
 func (s *session) ownConnFor(k kind, args [][]byte) bool {
 	switch k {
 	case kDedicated, kStream, kSync:

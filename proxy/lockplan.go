@@ -47,8 +47,9 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		}
 	}
 	if s.lp == nil && s.ded == nil && s.p.cl == nil {
-		// A goroutine per client: connect before deciding, as the event
-		// loops do (off the loop, before the command is handled). A new
+		// A client on a goroutine of its own (TLS): connect before
+		// deciding, as the event loops do (off the loop, before the
+		// command is handled). A new
 		// connection learns the epoch's clues (epoch.go), and a plan
 		// carries those it was decided with: one decided before a
 		// restart of Valkey and sent on the connection that found it
@@ -63,16 +64,16 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	if plan.Kind == rewrite.NeedKeys {
 		var keys []keyspec.KeyWithFlags
 		var err error
-		switch m := s.movable; {
+		switch m := s.learned.movable; {
 		case m != nil && bytes.Equal(m.raw, cmd.Raw):
 			keys, err = m.keys, m.err
-			s.movable = nil
+			s.learned.movable = nil
 		case s.lp != nil:
 			// A round trip on the side connection: off the loop.
 			raw, args := cloneArgs(cmd)
 			s.offLoop(func() {
 				keys, err := s.p.getKeys(args)
-				s.movable = &movableKeys{raw: raw, keys: keys, err: err}
+				s.learned.movable = &movableKeys{raw: raw, keys: keys, err: err}
 			})
 			return true
 		default:

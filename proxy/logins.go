@@ -80,22 +80,22 @@ type loginCheck struct {
 // check, which waits for Valkey, runs off the loop (offLoop) and the
 // command is handled again with its result.
 func (s *session) logIn(raw, user, pass []byte, proto int) []byte {
-	c := s.loginChecked
-	s.loginChecked = nil
+	c := s.learned.login
+	s.learned.login = nil
 	if c == nil || !bytes.Equal(c.user, user) || !bytes.Equal(c.pass, pass) {
 		u, pw, r := bytes.Clone(user), bytes.Clone(pass), bytes.Clone(raw)
 		key := s.key()
 		key.proto = proto
 		check := func() *loginCheck { return s.p.checkLogin(r, u, pw, key, int(s.id)) }
 		if s.lp != nil {
-			s.offLoop(func() { s.loginChecked = check() })
+			s.offLoop(func() { s.learned.login = check() })
 			return nil
 		}
 		c = check()
 	}
 	if c.login != "" {
 		s.loggedIn(c.user, c.pass)
-		s.dialed = c.dialed
+		s.learned.dialed = c.dialed
 	}
 	return c.reply
 }

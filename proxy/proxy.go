@@ -296,7 +296,7 @@ func (p *Proxy) accept(nc net.Conn) {
 // the first one; nil when clients get goroutines instead. Called with p.mu
 // held.
 func (p *Proxy) nextLoop() *loop {
-	if p.opts.EventLoops < 0 || p.loopsOff {
+	if p.loopsOff {
 		return nil
 	}
 	if p.loops == nil {

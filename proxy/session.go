@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime/debug"
 	"strconv"
@@ -42,9 +41,6 @@ type session struct {
 	// node, in front of a cluster, is the primary of the slot of the
 	// command being handled (cluster_route.go).
 	node string
-	// mapAsked: the slot map was read off the event loop for the command
-	// put back meanwhile (cluster_route.go).
-	mapAsked bool
 	// sentMap: the slot map the session's last keyed command was routed
 	// by (cluster_route.go: a new map waits for what went under the old).
 	sentMap *cluster.Map
@@ -119,12 +115,6 @@ type session struct {
 	// readOff: the loop turned reading the client off (only the loop
 	// touches it).
 	readOff bool
-	// movable is what an off-loop COMMAND GETKEYSANDFLAGS said about the
-	// command put back meanwhile (cmdtable.go).
-	movable *movableKeys
-	// shot is what an off-loop one-off connection answered to the command
-	// put back meanwhile (busy.go).
-	shot *oneShot
 	// holds: Valkey may hold the command being handled back for long
 	// (pend.holds, busyscript.go).
 	holds bool
@@ -134,14 +124,14 @@ type session struct {
 	// family is the command being handled's family (commands.go), which its
 	// pending entries carry for the round-trip histogram.
 	family family
-	// dialed is what an off-loop dial for the command put back gave.
-	dialed *dialResult
-	// loginChecked is Valkey's verdict on the credentials of the AUTH or
-	// HELLO put back to wait for it (logins.go).
-	loginChecked *loginCheck
-	// putBack: the command being handled was put back, to be handled
-	// again (offLoop).
-	putBack bool
+	// asked is the step the command being handled asks of the engine
+	// (offLoop, aside), which handle returns.
+	asked step
+	// again is a command a step put back, to be read again (read).
+	again *resp.Command
+	// learned is what jobs run off the loop learned for the command they
+	// were run for (step.go).
+	learned learned
 	// capture, while a command split by slot runs its parts as the
 	// client's own (cluster_split_locks.go), takes each part's reply.
 	capture func(reply []byte)
@@ -293,30 +283,43 @@ func (s *session) loop() (graceful bool) {
 		}
 	}()
 	for {
-		cmd, err := s.rd.ReadCommand()
-		if err != nil {
-			var pe *resp.ProtocolError
-			switch {
-			case errors.As(err, &pe):
-				// Valkey answers a protocol error and closes; so do we,
-				// after every reply still owed.
-				s.local(resp.AppendError(nil, errProtocol(pe.Error())))
-				return true
-			case s.p.shuttingDown.Load() || s.lost.Load():
-				return true
-			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-				s.inputEnded.Store(true)
-				return true
-			}
-			return false
+		cmd, st := s.read()
+		if st.do == stepNext {
+			st = s.handle(cmd)
 		}
-		if !s.handle(cmd) {
-			return true
+		if st.do == stepEnd {
+			return st.graceful
 		}
+		s.carryHere(cmd, st)
 		if s.ded != nil && s.ded.pipe.Load() {
 			s.pipeClient()
 			return true
 		}
+	}
+}
+
+// carryHere carries out on the session's own goroutine a step that only an
+// event loop is asked for (see step.go): here the session waits where the
+// loop would have let its other clients go on.
+func (s *session) carryHere(cmd resp.Command, st step) {
+	switch st.do {
+	case stepSettle:
+		s.flush()
+		s.waitDrain(0)
+		s.putBack(cmd)
+	case stepOffLoop:
+		s.flush()
+		st.job()
+		s.putBack(cmd)
+	case stepAside:
+		s.flush()
+		r := st.answer()
+		if st.mute {
+			r = nil
+		}
+		s.deliverN(s.owe(), r, 1)
+	case stepOwnConn:
+		s.putBack(cmd)
 	}
 }
 
@@ -417,8 +420,8 @@ func (s *session) target() *upConn {
 // failed: the loop must not dial again (a handshake Valkey refuses, SELECT of
 // a database it does not have, is not remembered by the pool).
 func (s *session) poolConn(key poolKey) (*upConn, error) {
-	if d := s.dialed; d != nil {
-		s.dialed = nil
+	if d := s.learned.dialed; d != nil {
+		s.learned.dialed = nil
 		if d.key == key && d.err != nil {
 			return nil, d.err
 		}

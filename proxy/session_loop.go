@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"io"
 	"runtime/debug"
 	"time"
 
@@ -29,85 +28,56 @@ func (s *session) pump() {
 		}
 	}()
 	for !s.paused.Load() {
-		cmd, err := s.rd.ReadCommand()
-		if err != nil {
-			var pe *resp.ProtocolError
-			switch {
-			case err == errWouldBlock:
-				if s.p.shuttingDown.Load() {
-					s.end(true)
-					return
-				}
-				s.flush()
-				s.unclaim()
-				return
-			case errors.As(err, &pe):
-				// Valkey answers a protocol error and closes; so do we,
-				// after every reply still owed.
-				s.local(resp.AppendError(nil, errProtocol(pe.Error())))
-				s.end(true)
-				return
-			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-				s.inputEnded.Store(true)
-				s.end(true)
-				return
-			}
-			s.end(false)
-			return
+		cmd, st := s.read()
+		if st.do == stepNext {
+			st = s.handle(cmd)
 		}
-		k := s.p.cmds().kind(cmd.Args[0])
-		if s.needsOwnConn(k, cmd.Args) {
-			s.rd.Unread()
-			s.migrate()
-			return
-		}
-		if (settles(k) || s.behindHeld()) && s.inflight.Load()+int64(len(s.bpend)) > 0 {
-			// Handled once every earlier reply is in: the loop reads
-			// the replies, so it must not wait for them here.
-			s.rd.Unread()
-			s.flush()
-			if s.pause(0) {
-				return
-			}
-			continue
-		}
-		if s.needsSpares(k, cmd.Args) {
-			// The spare connections a command Valkey may hold back
-			// needs beside it (busyscript.go), opened off the loop
-			// like any dial.
-			pl := s.p.pool(s.key())
-			s.offLoop(pl.openSpares)
-			return
-		}
-		if key, dials := s.willDial(k, cmd.Args); dials {
-			// Dialling could take up to dial_timeout (Valkey slow or
-			// unreachable): the loop's other clients must not wait.
-			s.offLoop(func() {
-				_, err := s.p.pool(key).conn(int(s.id))
-				s.dialed = &dialResult{key: key, err: err}
-			})
-			return
-		}
-		if !s.handleKind(cmd, k) {
-			s.end(true)
-			return
-		}
-		if s.ded != nil {
-			s.migrate() // a path needsOwnConn did not foresee
+		if !s.carry(cmd, st) {
 			return
 		}
 	}
 	s.flush()
 }
 
-// settles tells the commands that are handled only after every reply owed
-// before them: admin commands and INFO answer about what came before, and
-// SELECT, HELLO, AUTH and RESET move the session to another pool, which
-// must not overtake the replies still due on the old one.
-func settles(k kind) bool {
-	switch k {
-	case kAdmin, kInfo, kSelect, kHello, kAuth, kReset:
+// carry carries out on the event loop the step handling cmd asked for (or
+// reading, when there was no command to handle). It reports whether the
+// loop reads on.
+func (s *session) carry(cmd resp.Command, st step) bool {
+	switch st.do {
+	case stepNext:
 		return true
+	case stepEnd:
+		s.end(st.graceful)
+	case stepIdle:
+		if s.p.shuttingDown.Load() {
+			s.end(true)
+			return false
+		}
+		s.flush()
+		s.unclaim()
+	case stepSettle:
+		s.putBack(cmd)
+		s.flush()
+		return !s.pause(0) // not paused: the replies came meanwhile
+	case stepOffLoop:
+		s.putBack(cmd)
+		s.flush()
+		s.park(st.job)
+	case stepAside:
+		s.flush()
+		seq := s.owe()
+		s.park(func() {
+			r := st.answer()
+			if st.mute {
+				r = nil
+			}
+			s.deliverN(seq, r, 1)
+		})
+	case stepOwnConn:
+		s.putBack(cmd)
+		s.migrate()
+	case stepMoved:
+		s.migrate()
 	}
 	return false
 }
@@ -125,21 +95,15 @@ func (s *session) pause(le int64) bool {
 	return true
 }
 
-// waitJob in waitLE marks a session paused for an offLoop job; no number
-// of replies ends that wait.
+// waitJob in waitLE marks a session paused for a job off the loop; no
+// number of replies ends that wait.
 const waitJob = -2
 
-// offLoop puts back the command being handled and stops reading s while
-// job, which may block (a dial, a round trip on the side connection), runs
-// on a goroutine; then the loop reads s again and handles the command anew,
-// now without waiting. The loop's other clients go on meanwhile, and this
-// one waits as it would on a goroutine of its own. What job learns must be
-// kept where the second handling finds it (a pool slot, the command table,
-// s.movable).
-func (s *session) offLoop(job func()) {
-	s.rd.Unread()
-	s.putBack = true
-	s.flush()
+// park stops the loop reading s while job, which may block (a dial, a round
+// trip on the side connection), runs on a goroutine; then the loop reads s
+// again. The loop's other clients go on meanwhile, and this one waits as it
+// would on a goroutine of its own.
+func (s *session) park(job func()) {
 	s.waitLE.Store(waitJob)
 	s.paused.Store(true)
 	s.lp.reading(s, false)
@@ -153,9 +117,8 @@ func (s *session) offLoop(job func()) {
 }
 
 // willDial reports whether handling a command of kind k would dial a shared
-// connection (and for which pool): the session's slot has none, or one that
-// died, and no recent dial failure to answer at once. SELECT and HELLO
-// switch pools, so they are asked about the pool they switch to.
+// connection, and for which pool: SELECT and HELLO switch pools, so they
+// are asked about the pool they switch to.
 func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
 	if s.ded != nil || !s.authed {
 		return poolKey{}, false
@@ -169,13 +132,30 @@ func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
 		}
 	}
 	key := s.poolAfter(k, args)
+	return key, s.needsDial(key)
+}
+
+// needsDial reports whether the session's slot of the pool key has no live
+// connection, and no recent dial failure to answer at once: its dial (up to
+// dial_timeout) must then run off the loop, and a command that needs it is
+// handled once it is done (dialStep).
+func (s *session) needsDial(key poolKey) bool {
 	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
-		return key, false
+		return false
 	}
-	if d := s.dialed; d != nil && d.key == key {
-		return key, false // dialled for this very command
+	if d := s.learned.dialed; d != nil && d.key == key {
+		return false // dialled for this very command
 	}
-	return key, !s.p.pool(key).ready(int(s.id))
+	return !s.p.pool(key).ready(int(s.id))
+}
+
+// dialStep is the step that dials the session's slot of the pool key off
+// the loop, keeping the outcome for the command handled again (poolConn).
+func (s *session) dialStep(key poolKey) step {
+	return step{do: stepOffLoop, job: func() {
+		_, err := s.p.pool(key).conn(int(s.id))
+		s.learned.dialed = &dialResult{key: key, err: err}
+	}}
 }
 
 // end leaves the loop and finishes the session on a goroutine: waiting for
@@ -186,8 +166,8 @@ func (s *session) end(graceful bool) {
 	go s.finish(graceful)
 }
 
-// migrate moves the session onto a goroutine of its own, for good; the
-// command it stopped at is read again there.
+// migrate moves the session onto a goroutine of its own, for good; a
+// command put back is read again there.
 func (s *session) migrate() {
 	s.flush()
 	s.lp.remove(s)

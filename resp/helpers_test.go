@@ -48,20 +48,10 @@ type result struct {
 }
 
 // readAll reads commands until an error, copying each one.
-func readAll(r *Reader) []result { return readAllUnread(r, false) }
-
-// readAllUnread is readAll; with unread, every command is put back once
-// (Reader.Unread) and read again before the next.
-func readAllUnread(r *Reader, unread bool) []result {
+func readAll(r *Reader) []result {
 	var out []result
-	for again := false; ; {
+	for {
 		cmd, err := r.ReadCommand()
-		if err == nil && unread && !again {
-			r.Unread()
-			again = true
-			continue
-		}
-		again = false
 		if err != nil {
 			msg := err.Error()
 			var pe *ProtocolError

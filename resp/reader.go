@@ -98,7 +98,6 @@ type Reader struct {
 
 	buf  []byte
 	r, w int // buf[r:w] is unconsumed; r is where the current command starts
-	last int // where the command ReadCommand returned last started (for Unread)
 
 	// Parse state of the command starting at buf[r].
 	kind  byte  // 0 none yet, '*' multibulk, 'i' inline
@@ -141,11 +140,6 @@ func (r *Reader) Reset(rd io.Reader) {
 // the proxy moves a client between its event loop and a goroutine of its
 // own without losing a byte.
 func (r *Reader) SetSource(rd io.Reader) { r.rd = rd }
-
-// Unread puts back the command ReadCommand returned last, so that the next
-// call returns it again. Its bytes stay where they are until then; it must
-// be called before any other call on r.
-func (r *Reader) Unread() { r.r, r.kind = r.last, 0 }
 
 // SetBeforeFill sets f to be called each time the Reader is about to call
 // rd.Read (i.e. it may block): the proxy flushes queued work there, so a
@@ -303,7 +297,7 @@ func (r *Reader) parse() (cmd Command, ok bool, err error) {
 			return Command{}, false, err
 		}
 		start, end := r.r, r.pos
-		r.r, r.kind, r.last = end, 0, start
+		r.r, r.kind = end, 0
 		if int64(end-start) > r.lim.MaxQueryBuffer {
 			return Command{}, false, errQueryBufferLimit
 		}
@@ -472,7 +466,6 @@ func (r *Reader) fastMultibulk() ([]byte, bool) {
 		return nil, false
 	}
 	r.args = args
-	r.last = r.r
 	r.r += pos
 	return buf[:pos:pos], true
 }

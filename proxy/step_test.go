@@ -1,0 +1,143 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
+)
+
+// stepProxy is a Proxy with no upstream and no socket: enough for the step
+// decisions, which read the session's state and its pools' slots only.
+func stepProxy() *Proxy {
+	p := &Proxy{pools: map[poolKey]*pool{}}
+	p.opts.Config = policy.Config{}
+	p.opts.Upstream.PoolSize = 2
+	p.decider.Store(&rewrite.Decider{})
+	return p
+}
+
+// stepSession is an event loop's session of p, logged in, whose pool key
+// has its connections open (open) or not.
+func stepSession(p *Proxy, open bool) *session {
+	s := &session{p: p, id: 1, clientState: clientState{proto: 2, authed: true}}
+	s.lp = &loop{}
+	if open {
+		pl := p.pool(s.key())
+		for i := range pl.slots {
+			pl.slots[i].c = &upConn{}
+		}
+		for i := range pl.spares {
+			pl.spares[i].c = &upConn{}
+		}
+	}
+	return s
+}
+
+func argsOf(line string) [][]byte {
+	var args [][]byte
+	for _, f := range strings.Fields(line) {
+		args = append(args, []byte(f))
+	}
+	return args
+}
+
+// TestLoopStep: what a command asks of an event loop before it is handled,
+// decided from the session's state alone: a connection of its own, the
+// replies owed before it, a dial or the spares off the loop, or nothing.
+func TestLoopStep(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		cmd      string
+		open     bool  // the session's pool has its connections
+		owed     int64 // replies owed before the command
+		loggedIn bool
+		goro     bool // the session is on a goroutine of its own
+		want     stepKind
+	}{
+		{"plain command, connected", "GET a", true, 0, true, false, stepNext},
+		{"plain command behind replies", "GET a", true, 3, true, false, stepNext},
+		{"plain command, no connection yet", "GET a", false, 0, true, false, stepOffLoop},
+		{"transaction", "MULTI", true, 0, true, false, stepOwnConn},
+		{"blocking pop", "BLPOP q 0", true, 0, true, false, stepOwnConn},
+		{"XREAD BLOCK", "XREAD BLOCK 0 STREAMS s $", true, 0, true, false, stepOwnConn},
+		{"XREAD without BLOCK", "XREAD STREAMS s 0", true, 0, true, false, stepNext},
+		{"subscribe", "SUBSCRIBE ch", true, 0, true, false, stepOwnConn},
+		{"CLIENT TRACKING", "CLIENT TRACKING on", true, 0, true, false, stepOwnConn},
+		{"CLIENT SETNAME", "CLIENT SETNAME x", true, 0, true, false, stepNext},
+		{"not logged in: NOAUTH, no connection", "MULTI", false, 0, false, false, stepNext},
+		{"INFO behind replies", "INFO", true, 1, true, false, stepSettle},
+		{"INFO, nothing owed", "INFO", true, 0, true, false, stepNext},
+		{"admin command behind replies", "LOCKPROXY STATS", true, 2, true, false, stepSettle},
+		{"SELECT behind replies", "SELECT 1", true, 1, true, false, stepSettle},
+		{"SELECT of a pool not dialled", "SELECT 1", true, 0, true, false, stepOffLoop},
+		{"SELECT out of range: the same pool", "SELECT x", true, 0, true, false, stepNext},
+		{"HELLO 3 of a pool not dialled", "HELLO 3", true, 0, true, false, stepOffLoop},
+		{"AUTH behind replies", "AUTH pw", true, 1, true, false, stepSettle},
+		{"AUTH: answered by the proxy or checked aside", "AUTH pw", false, 0, true, false, stepNext},
+		{"QUIT", "QUIT", false, 0, true, false, stepNext},
+		{"script call, spares open", "EVAL x 0", true, 0, true, false, stepNext},
+		{"CLIENT PAUSE, spares open", "CLIENT PAUSE 10", true, 0, true, false, stepNext},
+		{"on a goroutine: MULTI", "MULTI", true, 0, true, true, stepNext},
+		{"on a goroutine: INFO behind replies", "INFO", true, 1, true, true, stepNext},
+		{"on a goroutine: no connection yet", "GET a", false, 0, true, true, stepNext},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := stepProxy()
+			s := stepSession(p, c.open)
+			s.authed = c.loggedIn
+			s.inflight.Store(c.owed)
+			if c.goro {
+				s.lp = nil
+			}
+			args := argsOf(c.cmd)
+			got := s.loopStep(p.cmds().kind(args[0]), args)
+			if got.do != c.want {
+				t.Fatalf("%s: step %d, want %d", c.cmd, got.do, c.want)
+			}
+			if (got.do == stepOffLoop) != (got.job != nil) {
+				t.Fatalf("%s: off the loop without a job, or a job elsewhere", c.cmd)
+			}
+		})
+	}
+}
+
+// TestLoopStepSparesOffLoop: a script call through a pool whose spare
+// connections are not open opens them off the loop first.
+func TestLoopStepSparesOffLoop(t *testing.T) {
+	p := stepProxy()
+	s := stepSession(p, true)
+	pl := p.pool(s.key())
+	pl.spares[2].c = nil
+	for _, cmd := range []string{"EVAL x 0", "FCALL f 0", "CLIENT PAUSE 10"} {
+		args := argsOf(cmd)
+		if got := s.loopStep(p.cmds().kind(args[0]), args); got.do != stepOffLoop {
+			t.Fatalf("%s with a spare closed: step %d, want off the loop", cmd, got.do)
+		}
+	}
+}
+
+// TestPutBack: a command put back is read again before anything the
+// client sent after it, as it was, though the reader's buffer moves on.
+func TestPutBack(t *testing.T) {
+	s := &session{}
+	raw := []byte("*2\r\n$3\r\nGET\r\n$1\r\na\r\n")
+	buf := append([]byte(nil), raw...)
+	cmd := resp.Command{Raw: buf, Args: [][]byte{buf[8:11:11], buf[17:18:18]}}
+	s.putBack(cmd)
+	for i := range buf {
+		buf[i] = 'x'
+	}
+	got, st := s.read()
+	if st.do != stepNext || string(got.Raw) != string(raw) || string(got.Args[0]) != "GET" || string(got.Args[1]) != "a" {
+		t.Fatalf("read after putBack: %q %q step %d", got.Raw, got.Args, st.do)
+	}
+	if cap(got.Args[0]) != len(got.Args[0]) || cap(got.Raw) != len(got.Raw) {
+		t.Fatal("a put-back argument has spare capacity: appending to it would overwrite the next")
+	}
+	if s.again != nil {
+		t.Fatal("the put-back command is read twice")
+	}
+}
