@@ -184,6 +184,12 @@ func (s *session) run(plan rewrite.Plan) {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
+	if plan.Durable != nil && !sc.RO {
+		// A client's script that declares a durable rule's lock or
+		// writes a key one guards (durable_script.go).
+		s.runDurableScript(plan)
+		return
+	}
 	if d := durability(plan); d != nil {
 		// In front of a cluster the WAIT goes on the connection to the
 		// node the script went to (s.node, routeScript): it counts that
