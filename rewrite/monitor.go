@@ -210,7 +210,7 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	hot := append([]string{"find(a, ':lockproxy:', 1, true)"}, finds("a", locks)...)
 	hot = append(hot, finds("a", guards)...)
 	m.hot = or(append(hot, finds("a", owns)...))
-	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')"}
+	own := []string{"find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')", "find(key, '" + suffixPattern(epochSuffix) + "')"}
 	m.own = or(append(own, finds("key", owns)...))
 	m.lock = or(finds("key", locks))
 	m.guard = or(finds("key", guards))
