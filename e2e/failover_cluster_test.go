@@ -293,3 +293,42 @@ func TestLockDelayAcrossClusterFailover(t *testing.T) {
 		t.Fatal("C was never refused")
 	}
 }
+
+// A FLUSHALL or FLUSHDB queued in a transaction, in front of a cluster
+// (it goes to the transaction's node as it came): the grants after it,
+// by SET NX and by a client's script, are above those before it, as for
+// the plain form (TestTokensRiseAcrossClusterFlush). On main the flush
+// raised no epoch: the next grants repeated the first ones.
+func TestTokensRiseAcrossClusterFlushInTransaction(t *testing.T) {
+	const lock, slock = "{t}:mutex", "{t}:s:mutex"
+	ce := startClusterProxy(t, mutexRule, lock)
+	a := dialRaw(t, ce.e.addr)
+	take := func(who string) [2]int64 {
+		var got [2]int64
+		for range 2 {
+			got[0] = acquire(t, a, lock, who, 20*time.Second)
+			release(t, a, lock)
+			got[1] = scriptAcquire(t, a, slock, who, 20*time.Second)
+			release(t, a, slock)
+		}
+		return got
+	}
+	last := take("A")
+	for _, flush := range []string{"FLUSHALL", "FLUSHDB"} {
+		// The key puts the transaction on the locks' node.
+		eq(t, a.do("MULTI"), "+OK\r\n")
+		eq(t, a.do("GET", "{t}:x"), "+QUEUED\r\n")
+		eq(t, a.do(flush), "+QUEUED\r\n")
+		eq(t, a.do("EXEC"), "*2\r\n$-1\r\n+OK\r\n")
+		got, _ := valkeytest.Do(ce.primary.Addr, "EXISTS", "{t}:mutex:lockproxy:grants", "{t}:s:mutex:lockproxy:grants")
+		eq(t, strings.TrimSpace(got), "0")
+		next := take("B")
+		t.Logf("%s in a transaction: SET NX %d then %d; script %d then %d", flush, last[0], next[0], last[1], next[1])
+		for i := range next {
+			if next[i] <= last[i] {
+				t.Errorf("%s in a transaction, %s: token %d after the flush, %d before it", flush, []string{"SET NX", "script"}[i], next[i], last[i])
+			}
+		}
+		last = next
+	}
+}

@@ -89,10 +89,13 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	if plan.Script == rewrite.Flush && s.p.cl != nil {
 		// In front of a cluster a flush comes here only on a connection
 		// of the session's own (a transaction): it goes to that node as
-		// it came, and raises no epoch (docs/failover.md, Limits). A
-		// shared session's goes to every primary (fanOut), which raises
-		// the epoch clue around it (cluster_epoch.go).
-		plan = rewrite.Plan{Effects: plan.Effects}
+		// it came, the epoch clue raised around it as fanOut raises it
+		// for a shared session's (cluster_epoch.go).
+		top, ok := s.raiseBeforeFlush(cmd)
+		if !ok {
+			return true // put back, to be handled again once raised
+		}
+		plan = rewrite.Plan{Effects: plan.Effects, Learn: func(bool) { s.p.raiseClusterEpoch(top) }}
 	}
 	if plan.Kind != rewrite.Forward || len(plan.Effects) > 0 {
 		s.family = famLock

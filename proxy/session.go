@@ -122,6 +122,9 @@ type session struct {
 	// movable is what an off-loop COMMAND GETKEYSANDFLAGS said about the
 	// command put back meanwhile (cmdtable.go).
 	movable *movableKeys
+	// flushTop is what an off-loop raise before a flush in a transaction
+	// found, for the command put back meanwhile (cluster_epoch.go).
+	flushTop *flushTop
 	// shot is what an off-loop one-off connection answered to the command
 	// put back meanwhile (busy.go).
 	shot *oneShot
