@@ -9,6 +9,8 @@ import (
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // Issue 29 in front of a Valkey Cluster: durability, script acquisitions,
@@ -227,6 +229,104 @@ func TestTokensRiseAcrossClusterFlush(t *testing.T) {
 		for i := range next {
 			if next[i] <= last[i] {
 				t.Errorf("%s, %s: token %d after the flush, %d before it", flush, []string{"SET NX", "script"}[i], next[i], last[i])
+			}
+		}
+		last = next
+	}
+}
+
+// grantTimes reads, from srv, the grant time and lease end (Valkey's
+// clock, ms) of the record of lock whose value is value.
+func grantTimes(t *testing.T, srv *valkeytest.Server, lock, value string) (at, end int64) {
+	t.Helper()
+	c := valkeytest.Dial(t, srv.Addr, 2)
+	c.Do(t, "READONLY")
+	v, _, err := resp.Parse(c.Do(t, "HVALS", string(rewrite.RecordsKey([]byte(lock)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range v.Elems {
+		f := strings.Fields(string(e.Str))
+		if len(f) == 4 && f[3] == value {
+			at, _ = strconv.ParseInt(f[1], 10, 64)
+			end, _ = strconv.ParseInt(f[2], 10, 64)
+			return at, end
+		}
+	}
+	t.Fatalf("no record of %s as %s on %s: %v", lock, value, srv.Addr, v)
+	return 0, 0
+}
+
+// max_lease in front of a cluster (the lock delay): A takes the lock
+// (replicated), the replica is cut off, A releases and B takes it for 8 s
+// (never replicated), the primary is killed and the replica promoted. C
+// is refused (nil) until B's lost lease ran out: nobody is granted the
+// lock while B may still believe it holds it. On main the lock delay did
+// not apply in front of a cluster: C was granted the lock as soon as the
+// replica was promoted, seconds before B's lease ended.
+func TestLockDelayAcrossClusterFailover(t *testing.T) {
+	const lock = "{l}:mutex"
+	ce := startClusterFailover(t, "locks:\n  - pattern: \"{*}:mutex\"\n    max_lease: 8s\n", lock)
+	a, b, c := dialRaw(t, ce.e.addr), dialRaw(t, ce.e.addr), dialRaw(t, ce.e.addr)
+	// The slot's first grant starts its mark (a refusal for max_lease).
+	acquire(t, a, lock, "A", 60*time.Second)
+	ce.waitReplicaHas(t, lock, "A")
+	cutOffReplica(t, ce.primary)
+	release(t, a, lock)
+	eq(t, retryUpstream(t, b, "SET", lock, "B", "NX", "PX", "8000"), "+OK\r\n")
+	_, bEnd := grantTimes(t, ce.primary, lock, "B")
+	ce.failOver(t)
+	refused := 0
+	waitFor(t, 60*time.Second, "C is granted the lock", func() bool {
+		got, err := c.readErrDo(5*time.Second, "SET", lock, "C", "NX", "PX", "8000")
+		if err == nil && got == "$-1\r\n" {
+			refused++
+		}
+		return err == nil && got == "+OK\r\n"
+	})
+	cAt, _ := grantTimes(t, ce.replica, lock, "C")
+	t.Logf("B's lost lease ended at %d; C was granted at %d, after %d refusals", bEnd, cAt, refused)
+	if cAt < bEnd {
+		t.Fatalf("C was granted the lock at %d, %d ms before B's lost lease ran out", cAt, bEnd-cAt)
+	}
+	if refused == 0 {
+		t.Fatal("C was never refused")
+	}
+}
+
+// A FLUSHALL or FLUSHDB queued in a transaction, in front of a cluster
+// (it goes to the transaction's node as it came): the grants after it,
+// by SET NX and by a client's script, are above those before it, as for
+// the plain form (TestTokensRiseAcrossClusterFlush). On main the flush
+// raised no epoch: the next grants repeated the first ones.
+func TestTokensRiseAcrossClusterFlushInTransaction(t *testing.T) {
+	const lock, slock = "{t}:mutex", "{t}:s:mutex"
+	ce := startClusterProxy(t, mutexRule, lock)
+	a := dialRaw(t, ce.e.addr)
+	take := func(who string) [2]int64 {
+		var got [2]int64
+		for range 2 {
+			got[0] = acquire(t, a, lock, who, 20*time.Second)
+			release(t, a, lock)
+			got[1] = scriptAcquire(t, a, slock, who, 20*time.Second)
+			release(t, a, slock)
+		}
+		return got
+	}
+	last := take("A")
+	for _, flush := range []string{"FLUSHALL", "FLUSHDB"} {
+		// The key puts the transaction on the locks' node.
+		eq(t, a.do("MULTI"), "+OK\r\n")
+		eq(t, a.do("GET", "{t}:x"), "+QUEUED\r\n")
+		eq(t, a.do(flush), "+QUEUED\r\n")
+		eq(t, a.do("EXEC"), "*2\r\n$-1\r\n+OK\r\n")
+		got, _ := valkeytest.Do(ce.primary.Addr, "EXISTS", "{t}:mutex:lockproxy:grants", "{t}:s:mutex:lockproxy:grants")
+		eq(t, strings.TrimSpace(got), "0")
+		next := take("B")
+		t.Logf("%s in a transaction: SET NX %d then %d; script %d then %d", flush, last[0], next[0], last[1], next[1])
+		for i := range next {
+			if next[i] <= last[i] {
+				t.Errorf("%s in a transaction, %s: token %d after the flush, %d before it", flush, []string{"SET NX", "script"}[i], next[i], last[i])
 			}
 		}
 		last = next

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"net"
 	"strconv"
 	"strings"
@@ -124,4 +125,45 @@ func (p *Proxy) raiseClusterEpoch(top int64) {
 	defer p.epochs.mu.Unlock()
 	p.epochs.prev = max(p.epochs.prev+1, top*epochPerFailover, p.epochs.cur)
 	p.epochClue.Set("", p.epochs.prev)
+}
+
+// A flush on a session's own connection in front of a cluster (queued in
+// a transaction) goes to that connection's node as it came. The clue is
+// raised as around fanOut's: before it is queued, above every primary's
+// config epoch × 256 (asked of each: an event loop asks off the loop and
+// handles the command again), and again once EXEC answered it (Plan.Learn,
+// with the epochs read before: only the node it went to was flushed, and
+// a config epoch that rose since is a failover, whose promoted node's own
+// epoch is above every earlier one).
+
+type flushTop struct {
+	raw []byte
+	top int64
+}
+
+// raiseBeforeFlush raises the clue before a flush on the session's own
+// connection and returns the highest config epoch it found; false when
+// the command was put back, to be handled again once that is done.
+func (s *session) raiseBeforeFlush(cmd resp.Command) (int64, bool) {
+	if f := s.learned.flushTop; f != nil && bytes.Equal(f.raw, cmd.Raw) {
+		s.learned.flushTop = nil
+		return f.top, true
+	}
+	var nodes []string
+	if m := s.p.slotMap(); m != nil {
+		nodes = m.Primaries
+	}
+	proto, login := s.proto, s.login
+	if s.lp != nil {
+		raw := bytes.Clone(cmd.Raw)
+		s.offLoop(func() {
+			top := s.p.clusterEpochs(nodes, proto, login, nil)
+			s.p.raiseClusterEpoch(top)
+			s.learned.flushTop = &flushTop{raw: raw, top: top}
+		})
+		return 0, false
+	}
+	top := s.p.clusterEpochs(nodes, proto, login, nil)
+	s.p.raiseClusterEpoch(top)
+	return top, true
 }

@@ -173,7 +173,7 @@ var counterTable = []counterRow{
 		read: func(p *Proxy, e emitFn) { e(p.lostGrants.Load()) }},
 	{metric: "grants_undone_total", help: "Acquisitions undone, and answered as not taken, because fewer replicas than the rule's durability asks for acknowledged them in time.", info: one("grants_undone"),
 		read: func(p *Proxy, e emitFn) { e(p.durable.undone.Load()) }},
-	{metric: "durable_writes_short_total", help: "Renewals and fenced writes under a rule's durability answered NOTDURABLE: fewer replicas than it asks for acknowledged them in time.", info: one("durable_writes_short"),
+	{metric: "durable_writes_short_total", help: "Renewals, fenced writes and scripts under a rule's durability answered NOTDURABLE: fewer replicas than it asks for acknowledged them in time.", info: one("durable_writes_short"),
 		read: func(p *Proxy, e emitFn) { e(p.durable.short.Load()) }},
 
 	// The cluster's rows: no sample and no INFO line for a single primary.

@@ -258,6 +258,12 @@ func errNotDurable(key string, d *policy.DurabilityConfig) string {
 	return fmt.Sprintf("NOTDURABLE lockproxy undid the acquisition of %q: fewer than %d replicas acknowledged it within %s (durability); the lock is not yours, retry later", key, d.Replicas, d.Timeout.D())
 }
 
+// errNotDurableScript: a client's script under a rule's durability that
+// too few replicas acknowledged in time (durable_script.go).
+func errNotDurableScript(key string, d *policy.DurabilityConfig) string {
+	return fmt.Sprintf("NOTDURABLE fewer than %d replicas acknowledged the script's changes within %s (durability, lock %q): lockproxy undid every lock the script took (they are not yours), and its renewals and fenced writes were made on the primary only, where a failover may lose them; retry later", d.Replicas, d.Timeout.D(), key)
+}
+
 // errNotDurableWrite: a renewal or fenced write under a rule's durability
 // that too few replicas acknowledged in time (durable.go).
 func errNotDurableWrite(key string, d *policy.DurabilityConfig) string {

@@ -90,10 +90,13 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	if plan.Script == rewrite.Flush && s.p.cl != nil {
 		// In front of a cluster a flush comes here only on a connection
 		// of the session's own (a transaction): it goes to that node as
-		// it came, and raises no epoch (docs/failover.md, Limits). A
-		// shared session's goes to every primary (fanOut), which raises
-		// the epoch clue around it (cluster_epoch.go).
-		plan = rewrite.Plan{Effects: plan.Effects}
+		// it came, the epoch clue raised around it as fanOut raises it
+		// for a shared session's (cluster_epoch.go).
+		top, ok := s.raiseBeforeFlush(cmd)
+		if !ok {
+			return true // put back, to be handled again once raised
+		}
+		plan = rewrite.Plan{Effects: plan.Effects, Learn: func(bool) { s.p.raiseClusterEpoch(top) }}
 	}
 	if plan.Kind != rewrite.Forward || len(plan.Effects) > 0 {
 		s.family = famLock
@@ -183,6 +186,12 @@ func (s *session) run(plan rewrite.Plan) {
 	}
 	if s.ded != nil && s.inMulti {
 		s.queueInMulti(encodeScript(plan, false), nil, hook)
+		return
+	}
+	if plan.Durable != nil && !sc.RO {
+		// A client's script that declares a durable rule's lock or
+		// writes a key one guards (durable_script.go).
+		s.runDurableScript(plan)
 		return
 	}
 	if d := durability(plan); d != nil {

@@ -99,6 +99,9 @@ type learned struct {
 	movable *movableKeys
 	// shot is what a one-off connection answered to it (busy.go).
 	shot *oneShot
+	// flushTop is what the raise before a flush in a transaction found
+	// (cluster_epoch.go).
+	flushTop *flushTop
 	// login is Valkey's verdict on the credentials of an AUTH or HELLO
 	// (logins.go).
 	login *loginCheck

@@ -184,7 +184,7 @@ type touch struct {
 // of a rule and its hash of highest tokens. Clients may read them; a write
 // could make an old grant current again or erase a fence (or be erased).
 func (d *Decider) own(key []byte) bool {
-	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) || bytes.HasSuffix(key, []byte(indexSuffix)) || string(key) == EpochKey {
+	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) || bytes.HasSuffix(key, []byte(indexSuffix)) || bytes.HasSuffix(key, []byte(epochSuffix)) || string(key) == EpochKey {
 		return true
 	}
 	if !d.Rules.Fenced() {

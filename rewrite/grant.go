@@ -77,6 +77,44 @@ local function grant(ck, incr, cluster, run, known)
 end
 `
 
+// fnSlotChanged is where a rule's lock delay starts in front of a
+// cluster (acquireDelay): Valkey Cluster records no time of a failover,
+// and a script may reach only keys of its own slot, so the mark lives per
+// hash slot, in the slot's mark hash (SlotEpochKey, named after the
+// slot's index key ik, which Acquire is passed): the epoch the slot's
+// last grant saw ("epoch", what fnGrant mints under there: the node's
+// config epoch × 256, at least one above the clue known) and when the
+// slot first saw it ("changed", the node's clock). A grant that finds no
+// mark, or one below its epoch (the slot's node changed: a failover, a
+// node restarted without persistence, a flush — each raises the epoch or
+// empties the mark), writes the mark with the time now: the lock delay
+// runs from then. Several lockproxy instances agree: the mark is in
+// Valkey, and one instance's lower clue never lowers it.
+const fnSlotChanged = `local function slotChanged(ik, known)
+  local f = tonumber(string.match(redis.call('CLUSTER', 'INFO'), 'cluster_my_epoch:(%d+)'))
+  if not f then return nil end
+  f = math.max(f * 256, (known or -1) + 1)
+  local mk = string.match(ik, '^{[^}]*}') .. ':lockproxy:epoch'
+  local h = redis.call('HMGET', mk, 'epoch', 'changed')
+  if tonumber(h[1]) and tonumber(h[1]) >= f then return tonumber(h[2]) end
+  local t = redis.call('TIME')
+  local ch = t[1] * 1000 + math.floor(t[2] / 1000)
+  redis.call('HSET', mk, 'epoch', string.format('%d', f), 'changed', string.format('%d', ch))
+  return ch
+end
+`
+
+// SlotEpochKey is the lock-delay mark of a cluster's hash slot
+// (fnSlotChanged): beside the slot's index, "{tag}:lockproxy:epoch".
+// It is lockproxy's: clients may read it, never write it.
+func SlotEpochKey(slot uint16) string {
+	ik := SlotIndexKey(slot)
+	return ik[:len(ik)-len(indexSuffix)] + epochSuffix
+}
+
+// epochSuffix ends a slot's lock-delay mark (SlotEpochKey).
+const epochSuffix = ":lockproxy:epoch"
+
 // EpochKey is the hash, in each database of a primary where a lock was
 // granted since it runs (established by fnGrant), that holds the
 // epoch lockproxy mints tokens under there ("epoch"), the run id of the

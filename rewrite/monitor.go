@@ -212,7 +212,7 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	hot := append([]string{"find(a, ':lockproxy:', 1, true)", "a == " + luaQuote(EpochKey)}, finds("a", locks)...)
 	hot = append(hot, finds("a", guards)...)
 	m.hot = or(append(hot, finds("a", owns)...))
-	own := []string{"key == " + luaQuote(EpochKey), "find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')"}
+	own := []string{"key == " + luaQuote(EpochKey), "find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')", "find(key, '" + suffixPattern(epochSuffix) + "')"}
 	m.own = or(append(own, finds("key", owns)...))
 	m.lock = or(finds("key", locks))
 	m.guard = or(finds("key", guards))
@@ -343,15 +343,32 @@ var clusterRun = []byte("!")
 // fence checks of the guarded keys among KEYS (as Fenced takes them,
 // without the protocol), then their keys.
 func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
-	sh, sargs := d.monitorArgs(cmd, keys, argv, s)
+	sh, sargs, dur := d.monitorArgs(cmd, keys, argv, s)
 	w := monitored(body, clientSHA, sh, d.monitorRules())
-	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply, Clue: monitorClue(sh, argv)}
+	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply, Clue: monitorClue(sh, argv),
+		Durable: dur.d, DurableLocks: dur.locks}
+}
+
+// scriptDurability is what a monitored call's durability needs (Plan's
+// Durable and DurableLocks).
+type scriptDurability struct {
+	d     *policy.DurabilityConfig
+	locks [][]byte
+}
+
+// stricter keeps the stricter of two durabilities (more replicas).
+func stricter(d, e *policy.DurabilityConfig) *policy.DurabilityConfig {
+	if e != nil && (d == nil || e.Replicas > d.Replicas) {
+		return e
+	}
+	return d
 }
 
 // monitorArgs is a monitored call's shape and arguments: the client's,
 // then lockproxy's (see monitorPlan).
-func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (MonitorShape, [][]byte) {
+func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (MonitorShape, [][]byte, scriptDurability) {
 	var locks [][]byte
+	var dur scriptDurability
 	var plain []touch
 	n := 0
 	// The locks and guarded keys among KEYS and ARGV: the monitor checks
@@ -377,12 +394,21 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 				continue
 			}
 			locks = append(locks, k, d.counter(r, k), RecordsKey(k), []byte(s.Owner(r)), releaseMode(r), IndexKey(k, d.Cluster))
+			if r.Durability != nil {
+				dur.d = stricter(dur.d, r.Durability)
+				dur.locks = append(dur.locks, locks[len(locks)-6:len(locks)-2]...)
+			}
 			n++
 		}
 	}
 	var fc *fenceCheck
 	if len(plain) > 0 {
 		fc = d.fenceChecks(cmd, plain, s, nil)
+	}
+	if fc != nil {
+		for _, e := range fc.effects {
+			dur.d = stricter(dur.d, e.Rule.Durability)
+		}
 	}
 	sh := MonitorShape{Locks: n}
 	if fc != nil {
@@ -399,7 +425,7 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 	if fc != nil {
 		sargs = append(append(sargs, fc.args...), fc.keys...)
 	}
-	return sh, sargs
+	return sh, sargs, dur
 }
 
 // monitorClue is where a monitored call's epoch clue is in its arguments

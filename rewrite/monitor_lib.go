@@ -74,7 +74,7 @@ func libraryMonitor(m *monitorRules) string {
 		}
 		return "{" + strings.Join(q, ", ") + "}"
 	}
-	own := []string{"key == " + luaQuote(EpochKey), "find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')", "pm(key, PO)"}
+	own := []string{"key == " + luaQuote(EpochKey), "find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')", "find(key, '" + suffixPattern(epochSuffix) + "')", "pm(key, PO)"}
 	core := strings.NewReplacer(
 		"@L@", "L",
 		"@FA@", "FA",
@@ -210,7 +210,7 @@ func (d *Decider) fcallPlan(verb, name []byte, keys, argv [][]byte, s Session) P
 		e := errFcallOwnName(name)
 		return Plan{Kind: Refuse, Err: e, Effects: []Effect{{Kind: Refused, Command: "FCALL", Reason: e}}}
 	}
-	sh, sargs := d.monitorArgs("FCALL", keys, argv, s)
+	sh, sargs, dur := d.monitorArgs("FCALL", keys, argv, s)
 	m := d.monitorRules()
 	for _, ps := range [3][]string{m.locks, m.guards, m.owns} {
 		for _, p := range ps {
@@ -230,7 +230,8 @@ func (d *Decider) fcallPlan(verb, name []byte, keys, argv [][]byte, s Session) P
 	sargs = append(sargs, t)
 	fn := string(name)
 	sc := &Script{Name: "function " + fn, Body: fn + fnSuffix, SHA: fn + fnSuffix, Fn: fn, Verb: string(verb)}
-	return Plan{Kind: Run, Script: sc, Keys: keys, Args: sargs, Shape: ScriptReply, Clue: monitorClue(sh, argv)}
+	return Plan{Kind: Run, Script: sc, Keys: keys, Args: sargs, Shape: ScriptReply, Clue: monitorClue(sh, argv),
+		Durable: dur.d, DurableLocks: dur.locks}
 }
 
 // errFunctionNotFound is Valkey's reply when FCALL names no function; for

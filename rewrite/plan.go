@@ -68,6 +68,14 @@ type Plan struct {
 	// 0 when the plan mints no token: in front of a cluster the proxy
 	// sets it again once it reached the node (EpochClue.Known).
 	Clue int
+	// Durable, for a client's script under the monitor: the strictest
+	// durability among the rules of the locks it declares and of the
+	// locks that guard the keys it writes (nil: answered at once).
+	// DurableLocks: per declared lock under a durability rule, its key,
+	// counter, records key and the client's owner under its rule: what an
+	// acquisition its replicas did not acknowledge is undone on.
+	Durable      *policy.DurabilityConfig
+	DurableLocks [][]byte
 }
 
 // EffectKind says what to record once the reply is known.

@@ -256,7 +256,7 @@ end
 // word (pcall, not call, which would add the script's name). If the counter
 // cannot be incremented (it holds something else), the lock just taken is
 // given back, so no grant goes unrecorded.
-var Acquire = newScript("acquire", fnGrant+`local get, delay, cl = string.match(ARGV[3], '^(%a*):?(%d*)(!?)$')
+var Acquire = newScript("acquire", fnGrant+fnSlotChanged+`local get, delay, cl = string.match(ARGV[3], '^(%a*):?(%d*)(!?)$')
 local known, run = tonumber(ARGV[4]), ARGV[5]
 if delay ~= '' then
 `+acquireDelay+`end
@@ -300,7 +300,8 @@ return {grant, r}`)
 // ARGV[3]'s ':'), before the SET: a lease longer than max_lease, or none,
 // is refused (LEASE); within max_lease of the last change of primary (the
 // epoch hash's "changed", Valkey's own clock, the epoch established first
-// when the primary changed since: fnGrant's epoch) the lock is not granted, and
+// when the primary changed since: fnGrant's epoch; in front of a cluster
+// the slot's mark, fnSlotChanged) the lock is not granted, and
 // the client is answered as if someone held it ({0, nil}; SET NX GET,
 // whose "not taken" names a holder's value, gets LOCKDELAY).
 const acquireDelay = `local t = redis.call('TIME')
@@ -317,7 +318,7 @@ if e == 0 or e - now > tonumber(delay) then
   return redis.error_reply('LEASE lockproxy refused to grant ' .. KEYS[1] .. ' without a lease of at most ' .. delay .. ' ms (the rule\'s max_lease): ask for a shorter lease (PX ' .. delay .. ' or less) and renew it')
 end
 local ch
-if cl ~= '!' then ch = select(2, epoch(run, known)) end
+if cl ~= '!' then ch = select(2, epoch(run, known)) else ch = slotChanged(ARGV[6], known) end
 if ch and now < ch + tonumber(delay) then
   if get == 'get' then
     return redis.error_reply('LOCKDELAY lockproxy does not grant ' .. KEYS[1] .. ' for ' .. (ch + tonumber(delay) - now) .. ' ms more: the primary changed, and a grant it lost may still be held (lock delay, the rule\'s max_lease); retry then')
