@@ -188,6 +188,8 @@ func hostileShapes() []hostile {
 	// and a rule's lock delay.
 	add("epoch HSET", "return redis.call('HSET', 'lockproxy:epoch', 'epoch', '1000000000', 'run', 'x')", nil)
 	add("epoch HSET in KEYS", "return redis.call('HSET', KEYS[1], 'changed', '99999999999999')", []string{"lockproxy:epoch"})
+	// A slot's lock-delay mark in front of a cluster (rewrite.SlotEpochKey).
+	add("slot epoch HSET", "return redis.call('HSET', '{v:lock}:lockproxy:epoch', 'epoch', '0', 'changed', '0')", nil)
 	return hs
 }
 
