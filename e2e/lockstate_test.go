@@ -79,13 +79,18 @@ func TestWatchdogRenewalOutlivesFirstLease(t *testing.T) {
 		o.KeepLapsed = 300 * time.Millisecond
 		e := newEnv(t, withRules(t, rule("rewrite"), o))
 		holder, other := dialRaw(t, e.addr), dialRaw(t, e.addr)
-		eq(t, holder.do("SET", "dog:lock", "t", "NX", "PX", "1000"), "+OK\r\n")
-		for i := 0; i < 15; i++ { // ~3 s: three leases, ten keep_lapsed
+		// The lease is 4 s, so that a loaded machine's stall between two
+		// renewals does not let the lock expire (a 1 s lease did, in a
+		// loaded make test: the renewal answered :0); the renewals go on
+		// past the first lease's end, keep_lapsed and a sweep (once a
+		// second), by the clock.
+		eq(t, holder.do("SET", "dog:lock", "t", "NX", "PX", "4000"), "+OK\r\n")
+		for i, start := 0, time.Now(); time.Since(start) < 6500*time.Millisecond; i++ {
 			time.Sleep(200 * time.Millisecond)
 			// Other traffic: other clients take and release their own locks.
 			eq(t, other.do("SET", fmt.Sprintf("busy%d:lock", i), "x", "NX", "PX", "1000"), "+OK\r\n")
 			eq(t, other.do("DEL", fmt.Sprintf("busy%d:lock", i)), ":1\r\n")
-			if got := holder.do("PEXPIRE", "dog:lock", "1000"); got != ":1\r\n" {
+			if got := holder.do("PEXPIRE", "dog:lock", "4000"); got != ":1\r\n" {
 				t.Fatalf("renewal %d: %q, want :1", i+1, got)
 			}
 		}
