@@ -54,13 +54,13 @@ lock_measurements() {
   local mode d=${BENCH_LOCK_SECONDS:-3}s
   [[ ${BENCH_QUICK:-} == 1 ]] && d=1s
   for mode in ${BENCH_LOCK_MODES:-release scripted transit fenced durable script-acquire script-hop script-fenced script-fenced-hop}; do
-    [[ $mode == durable ]] && start_bench_replica
+    if [[ $mode == durable ]]; then start_bench_replica; fi
     log "[GOMAXPROCS=$gmp] lockbench -mode $mode -c 50 -d $d x $ROUNDS rounds"
     printf 'GOMAXPROCS=%s c50\t' "$gmp" >>"$tmp/extra.txt"
     "$tmp/lockbench" -proxy "$PROXY_HOST:$PROXY_PORT" -direct "$DIRECT_HOST:$DIRECT_PORT" \
       -c 50 -d "$d" -rounds "$ROUNDS" -mode "$mode" >>"$tmp/extra.txt" ||
       die "lockbench -mode $mode failed"
-    [[ $mode == durable ]] && stop_bench_replica
+    if [[ $mode == durable ]]; then stop_bench_replica; fi
   done
 }
 
