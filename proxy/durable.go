@@ -177,17 +177,23 @@ func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
 
 // undoGrant runs undoGrantScript, within the dial timeout.
 func (p *Proxy) undoGrant(keys []string, db int, owner string, grant int64, value string) {
+	if _, err := p.evalUndo([]byte(keys[0]), db, undoGrantScript, keys, owner, strconv.FormatInt(grant, 10), value); err != nil {
+		p.log.Warn("could not undo an acquisition its replicas did not acknowledge", "key", keys[0], "error", err)
+	}
+}
+
+// evalUndo runs an undo script (undoGrantScript, undoScriptGrantsScript)
+// in database db, on a connection of its own to key's node, within the
+// dial timeout, and returns its integer reply.
+func (p *Proxy) evalUndo(key []byte, db int, script string, keys []string, args ...any) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
 	defer cancel()
-	kc, done := p.keyClient([]byte(keys[0]))
+	kc, done := p.keyClient(key)
 	defer done()
 	c := kc.Conn()
 	defer c.Close()
 	if err := c.Select(ctx, db).Err(); err != nil {
-		p.log.Warn("could not undo an acquisition its replicas did not acknowledge", "key", keys[0], "error", err)
-		return
+		return 0, err
 	}
-	if err := c.Eval(ctx, undoGrantScript, keys, owner, strconv.FormatInt(grant, 10), value).Err(); err != nil {
-		p.log.Warn("could not undo an acquisition its replicas did not acknowledge", "key", keys[0], "error", err)
-	}
+	return c.Eval(ctx, script, keys, args...).Int64()
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"strconv"
 	"sync"
 
@@ -169,23 +168,13 @@ func counters(reply []byte, n int) []int64 {
 
 // undoScriptGrants runs undoScriptGrantsScript, within the dial timeout.
 func (p *Proxy) undoScriptGrants(locks [][]byte, before []int64, db int) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
-	defer cancel()
 	var keys []string
 	var args []any
 	for i := 0; i < len(locks); i += 4 {
 		keys = append(keys, string(locks[i]), string(locks[i+1]), string(locks[i+2]))
 		args = append(args, string(locks[i+3]), strconv.FormatInt(before[i/4], 10))
 	}
-	kc, done := p.keyClient(locks[0])
-	defer done()
-	c := kc.Conn()
-	defer c.Close()
-	if err := c.Select(ctx, db).Err(); err != nil {
-		p.log.Warn("could not undo a script's acquisitions its replicas did not acknowledge", "key", keys[0], "error", err)
-		return
-	}
-	n, err := c.Eval(ctx, undoScriptGrantsScript, keys, args...).Int64()
+	n, err := p.evalUndo(locks[0], db, undoScriptGrantsScript, keys, args...)
 	if err != nil {
 		p.log.Warn("could not undo a script's acquisitions its replicas did not acknowledge", "key", keys[0], "error", err)
 		return
