@@ -225,13 +225,20 @@ func TestTokensRiseAcrossClusterFlush(t *testing.T) {
 		got, _ := valkeytest.Do(ce.primary.Addr, "EXISTS", "{f}:mutex:lockproxy:grants", "{f}:s:mutex:lockproxy:grants")
 		eq(t, strings.TrimSpace(got), "0")
 		next := take("B")
-		t.Logf("%s: SET NX %d then %d; script %d then %d", flush, last[0], next[0], last[1], next[1])
-		for i := range next {
-			if next[i] <= last[i] {
-				t.Errorf("%s, %s: token %d after the flush, %d before it", flush, []string{"SET NX", "script"}[i], next[i], last[i])
-			}
-		}
+		tokensRose(t, flush, last, next)
 		last = next
+	}
+}
+
+// tokensRose checks that the SET NX and script tokens granted after a
+// flush are above those granted before it.
+func tokensRose(t *testing.T, flush string, last, next [2]int64) {
+	t.Helper()
+	t.Logf("%s: SET NX %d then %d; script %d then %d", flush, last[0], next[0], last[1], next[1])
+	for i := range next {
+		if next[i] <= last[i] {
+			t.Errorf("%s, %s: token %d after the flush, %d before it", flush, []string{"SET NX", "script"}[i], next[i], last[i])
+		}
 	}
 }
 
@@ -323,12 +330,7 @@ func TestTokensRiseAcrossClusterFlushInTransaction(t *testing.T) {
 		got, _ := valkeytest.Do(ce.primary.Addr, "EXISTS", "{t}:mutex:lockproxy:grants", "{t}:s:mutex:lockproxy:grants")
 		eq(t, strings.TrimSpace(got), "0")
 		next := take("B")
-		t.Logf("%s in a transaction: SET NX %d then %d; script %d then %d", flush, last[0], next[0], last[1], next[1])
-		for i := range next {
-			if next[i] <= last[i] {
-				t.Errorf("%s in a transaction, %s: token %d after the flush, %d before it", flush, []string{"SET NX", "script"}[i], next[i], last[i])
-			}
-		}
+		tokensRose(t, flush+" in a transaction", last, next)
 		last = next
 	}
 }
