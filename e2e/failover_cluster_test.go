@@ -208,18 +208,8 @@ func TestTokensRiseAcrossClusterFlush(t *testing.T) {
 	const lock, slock = "{f}:mutex", "{f}:s:mutex"
 	ce := startClusterProxy(t, mutexRule, lock)
 	a := dialRaw(t, ce.e.addr)
-	var last [2]int64
-	take := func(who string) [2]int64 {
-		var got [2]int64
-		for range 2 {
-			got[0] = acquire(t, a, lock, who, 20*time.Second)
-			release(t, a, lock)
-			got[1] = scriptAcquire(t, a, slock, who, 20*time.Second)
-			release(t, a, slock)
-		}
-		return got
-	}
-	last = take("A")
+	take := func(who string) [2]int64 { return takeTwice(t, a, lock, slock, who) }
+	last := take("A")
 	for _, flush := range []string{"FLUSHALL", "FLUSHDB"} {
 		eq(t, a.do(flush), "+OK\r\n")
 		got, _ := valkeytest.Do(ce.primary.Addr, "EXISTS", "{f}:mutex:lockproxy:grants", "{f}:s:mutex:lockproxy:grants")
@@ -228,6 +218,20 @@ func TestTokensRiseAcrossClusterFlush(t *testing.T) {
 		tokensRose(t, flush, last, next)
 		last = next
 	}
+}
+
+// takeTwice takes and releases lock by SET NX and slock by a script, twice
+// each, as who, and returns the last tokens of each.
+func takeTwice(t *testing.T, a *raw, lock, slock, who string) [2]int64 {
+	t.Helper()
+	var got [2]int64
+	for range 2 {
+		got[0] = acquire(t, a, lock, who, 20*time.Second)
+		release(t, a, lock)
+		got[1] = scriptAcquire(t, a, slock, who, 20*time.Second)
+		release(t, a, slock)
+	}
+	return got
 }
 
 // tokensRose checks that the SET NX and script tokens granted after a
@@ -310,16 +314,7 @@ func TestTokensRiseAcrossClusterFlushInTransaction(t *testing.T) {
 	const lock, slock = "{t}:mutex", "{t}:s:mutex"
 	ce := startClusterProxy(t, mutexRule, lock)
 	a := dialRaw(t, ce.e.addr)
-	take := func(who string) [2]int64 {
-		var got [2]int64
-		for range 2 {
-			got[0] = acquire(t, a, lock, who, 20*time.Second)
-			release(t, a, lock)
-			got[1] = scriptAcquire(t, a, slock, who, 20*time.Second)
-			release(t, a, slock)
-		}
-		return got
-	}
+	take := func(who string) [2]int64 { return takeTwice(t, a, lock, slock, who) }
 	last := take("A")
 	for _, flush := range []string{"FLUSHALL", "FLUSHDB"} {
 		// The key puts the transaction on the locks' node.
