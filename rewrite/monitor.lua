@@ -15,6 +15,8 @@ local G, X = _G, ARGV
 local find, select, type = string.find, select, type
 local na = #X - @NX@
 local env, CM, slow = nil, nil, nil
+-- P3: the body chose RESP3 for its calls' replies (redis.setresp: sealedSR).
+local P3 = false
 -- @@core: from here to @@seal, the checks, shared with a library's
 -- monitor (monitor_lib.lua), which fills the placeholders with variables.
 -- mk makes the checks of a call with a hot argument (does an argument
@@ -42,6 +44,15 @@ local function refusal(code, lc, key, tail)
   if string.sub(tail, 1, 1) ~= ':' then tail = ': ' .. tail end
   return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script' .. tail}
 end
+-- fwd runs the client's call in the protocol the body chose (the
+-- monitor's own calls run in RESP2, see run).
+local function fwd(...)
+  if not P3 then return redis.pcall(...) end
+  redis.setresp(3)
+  local r = redis.pcall(...)
+  redis.setresp(2)
+  return r
+end
 -- after keeps a declared lock's records true after a call that may have
 -- changed it: a grant for a lock the call took, the caller's record gone
 -- with a lock it released, moved with a lease it changed. rg, re, rv, r:
@@ -50,14 +61,15 @@ end
 -- from the call, says what the call's reply (out) tells: 'nx' (SET ... NX
 -- without GET, or SETNX; v its value when a string) whether it set the
 -- key, so the check read nothing before it; 'del' (DEL or UNLINK of this
--- key alone) that the key is gone when it counted 1. out is nil when
+-- key alone) that the key is gone when it counted 1. ok is false when
 -- the call was interrupted (see mk): an 'nx' call then counts as having
--- set the key only if it holds v.
-local function after(b, was, rg, re, rv, r, how, v, out)
+-- set the key only if it holds v. (out nil with ok: a RESP3 null, the
+-- reply of a SET NX that found the key taken.)
+local function after(b, was, rg, re, rv, r, how, v, ok, out)
   local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], tonumber(X[na + 1])
   local now
   if how == 'nx' then
-    if out == nil then
+    if not ok then
       if v == nil or redis.pcall('GET', key) ~= v then return end
     elseif not (out == 1 or type(out) == 'table' and out.ok) then
       return
@@ -119,11 +131,12 @@ local function after(b, was, rg, re, rv, r, how, v, out)
 end
 -- records runs after for the locks a call may have changed, and writes
 -- the fence marks of a write.
-local function records(pend, marks, out)
+local function records(pend, marks, ok, out)
+  if P3 then redis.setresp(2) end
   if pend then
     for i = 1, #pend do
       local p = pend[i]
-      after(p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], out)
+      after(p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], ok, out)
     end
   end
   if marks then fns.mark(marks) end
@@ -145,7 +158,7 @@ return function(n, ...)
     if ks then w, p = string.match(KS, '^(.)(.)', ks + #lc + 2) end
   end
   if w then
-    if w ~= 'w' then return redis.pcall(...) end
+    if w ~= 'w' then return fwd(...) end
     kf = {}
     if p == '1' then
       kf[1] = select(2, ...)
@@ -158,7 +171,7 @@ return function(n, ...)
     if type(r) == 'table' and r.err then
       local e = r.err
       -- Valkey refuses the call itself, with these words or its own.
-      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) or find(e, 'must be strings or integers', 1, true) then return redis.pcall(...) end
+      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) or find(e, 'must be strings or integers', 1, true) then return fwd(...) end
       return {err = 'LOCKED lockproxy refused ' .. string.upper(lc) .. ' inside a script: Valkey could not say which of its arguments are keys (' .. e .. '), and one of them may be a lock'}
     end
     kf = {}
@@ -304,19 +317,19 @@ return function(n, ...)
       end
     end
   end
-  if not (pend or marks) then return redis.pcall(...) end
+  if not (pend or marks) then return fwd(...) end
   -- A finalizer (__gc) of any script's may run at any allocation and
   -- raise an error: one between the call and its records would leave a
   -- lock taken without its grant, or a write without its fence mark. The
   -- records are read from what the keys hold now, so they are written
   -- again, with the collector stopped if need be, whatever interrupted.
-  local ok, r = pcall(redis.pcall, ...)
+  local ok, r = pcall(fwd, ...)
   if not ok or not (type(r) == 'table' and r.err) then
     local out = nil
     if ok then out = r end
-    if not pcall(records, pend, marks, out) then
+    if not pcall(records, pend, marks, ok, out) then
       collectgarbage('stop')
-      records(pend, marks, out)
+      records(pend, marks, ok, out)
       collectgarbage('restart')
     end
   end
@@ -347,7 +360,16 @@ local function run(...)
   end
   if not hot then return redis.pcall(...) end
   slow = slow or mk()
-  return slow(n, ...)
+  if not P3 then return slow(n, ...) end
+  -- The body chose RESP3: the checks and records read Valkey's replies
+  -- in RESP2, what they are written for (a RESP3 null is nil, not false;
+  -- HGETALL a map; CLUSTER INFO a verbatim string), and fwd runs the
+  -- client's call in RESP3.
+  redis.setresp(2)
+  local ok, r = pcall(slow, n, ...)
+  redis.setresp(3)
+  if not ok then error(r, 0) end
+  return r
 end
 -- The body's redis.call is a table whose call is a coroutine's C
 -- function: an error it raises is raised from a C function the body
@@ -389,13 +411,41 @@ local function sealedSM(ro)
   mt.__call = coroutine.wrap(loop)
   return setmetatable({}, mt)
 end
+-- sealedSR makes the body's redis.setresp: Valkey's, and it notes the
+-- body's choice (P3). It is a coroutine's C function, so that an error
+-- names the body's line; Valkey's words, a string, are raised as an
+-- error table, which the coroutine passes on unprefixed. An error ends
+-- the coroutine: keep is given the next one.
+local function sealedSR(keep)
+  local function set(...)
+    redis.setresp(...)
+    P3 = tonumber((...)) == 3
+  end
+  local function loop(...)
+    local ok, r = pcall(set, ...)
+    while true do
+      if not ok then
+        keep(coroutine.wrap(loop))
+        if type(r) == 'string' then r = {err = r} end
+        error(r, 0)
+      end
+      ok, r = pcall(set, coroutine.yield())
+    end
+  end
+  local f = coroutine.wrap(loop)
+  keep(f)
+  return f
+end
 -- @@seal: the script's own redis and seal.
 -- redis (and server, and redis.call itself) is one table: its call is
 -- the coroutine's, its pcall is run, the rest is Valkey's. It holds no
 -- field of its own: call and pcall are read through I, and every write
 -- goes to Valkey's redis, which refuses it with Valkey's words from the
 -- body's line (Attempt to modify a readonly table).
-local I = setmetatable({pcall = run}, {__index = redis, __metatable = false})
+local I = setmetatable({pcall = run}, {__index = function(t, k)
+    if k ~= 'setresp' then return redis[k] end
+    return sealedSR(function(f) rawset(t, k, f) end)
+  end, __metatable = false})
 CM = {__call = coroutine.wrap(co), __index = I, __newindex = redis, __metatable = false}
 local R = setmetatable({}, CM)
 rawset(I, 'call', R)

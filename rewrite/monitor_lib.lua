@@ -32,6 +32,9 @@ local PL, PG, PO, FR = BL, BG, BO, BF
 -- functions, a table over G where a function library runs.
 local find, select, type, G, GE
 local env, CM, slow = {}, nil, nil
+-- P3: the running function chose RESP3 (redis.setresp: sealedSR); SR
+-- its setresp, made at the first use.
+local P3, SR = false, nil
 -- pm: does s match one of the patterns in P?
 local function pm(s, P)
   for i = 1, #P do
@@ -68,6 +71,9 @@ init = function()
   -- Valkey's redis, which refuses it as Valkey does.
   CM = {__call = coroutine.wrap(co), __index = function(_, k)
       if k == 'call' then return R elseif k == 'pcall' then return run end
+      if k == 'setresp' then
+        return SR or sealedSR(function(f) SR = f end)
+      end
       return redis[k]
     end,
     __newindex = function(_, k, v) redis[k] = v end, __metatable = false}
@@ -94,7 +100,7 @@ end
 -- the client's keys and a copy of the client's arguments.
 local function enter(cb, keys, args, x)
   if not CM then init() end
-  X = args
+  X, P3 = args, false
   local n = #args
   local t = x and n > 0 and args[n]
   local l, fa, fk, nl, ng, no, fr
