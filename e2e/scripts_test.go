@@ -356,3 +356,20 @@ func TestScriptsEchoMQPassThrough(t *testing.T) {
 	eq(t, d.LRange(ctx, done, 0, -1).Val()[0], "7")
 	eq(t, len(e.p.Events(10)), 0)
 }
+
+// SCRIPT DEBUG YES or SYNC puts Valkey's Lua debugger on the connection
+// the next EVAL runs on: the debugger runs the commands and Lua typed into
+// it unmonitored, and through lockproxy that connection is one other
+// clients' scripts share (on main the flag was set there: +OK). NO stays
+// Valkey's, and a wrong argument gets Valkey's error.
+func TestScriptDebugRefused(t *testing.T) {
+	e := newEnv(t, rulesOptions(t, monitorRules))
+	c := dialRaw(t, e.addr)
+	dv := dialRaw(t, e.srv.Addr)
+	for _, mode := range []string{"YES", "sync"} {
+		mustContain(t, c.do("SCRIPT", "DEBUG", mode), "-LOCKED lockproxy refused SCRIPT DEBUG: ")
+	}
+	eq(t, c.do("SCRIPT", "DEBUG", "NO"), "+OK\r\n")
+	eq(t, c.do("SCRIPT", "DEBUG", "maybe"), dv.do("SCRIPT", "DEBUG", "maybe"))
+	eq(t, c.do("EVAL", "return 'hello'", "0"), "$5\r\nhello\r\n")
+}

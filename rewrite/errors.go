@@ -58,6 +58,8 @@ func errOwnKey(cmd string, key []byte) string {
 	return fmt.Sprintf("LOCKED lockproxy refused %s on %s: it is one of lockproxy's own keys (a grant counter, owner records, the locks' index, fencing marks or the key a WAIT is prepared with), which only lockproxy's scripts may change; read it if you need to, with GET, HGETALL or EVAL_RO", cmd, quoteKey(key))
 }
 
+const errScriptDebug = "LOCKED lockproxy refused SCRIPT DEBUG: Valkey's Lua debugger runs the commands and Lua typed into it without lockproxy's checks, on an upstream connection lockproxy shares between clients; debug the script against a Valkey of your own, directly (valkey-cli --ldb)"
+
 func errFlush(cmd string) string {
 	return fmt.Sprintf("LOCKED lockproxy refused %s: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config", cmd)
 }
