@@ -1,11 +1,3 @@
-// Command lockproxy runs the proxy: a RESP server in front of Valkey that
-// makes distributed-lock release safe.
-//
-//	lockproxy --config FILE [--listen ADDR] [--upstream ADDR]
-//	lockproxy check-config FILE
-//	lockproxy check-upstream FILE
-//	lockproxy lint FILE.lua...
-//	lockproxy version
 package main
 
 import (
