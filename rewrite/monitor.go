@@ -152,7 +152,8 @@ type monitorRules struct {
 	// takes them (monitor_lib.go).
 	locks, guards, owns []string
 	flushReject         bool
-	flushCheck          string // the flush check, whatever on_flush says
+	flushCheck          string // the flush check of on_flush: reject
+	flushAllow          string // of on_flush: allow (the checks send a flush to flushed, which raises the epoch)
 }
 
 var monitorRulesCache sync.Map // monitorRulesKey → *monitorRules
@@ -224,8 +225,15 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
       return {err = 'LOCKED lockproxy refused ' .. string.upper(c) .. ' inside a script: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config'}
     end
   end`
+	m.flushAllow = `  local c = ...
+  if type(c) == 'string' and #c >= 7 and #c <= 8 then
+    c = string.lower(c)
+    if c == 'flushall' or c == 'flushdb' then hot = true end
+  end`
 	if onFlush == policy.FlushReject {
 		m.flush, m.flushReject = m.flushCheck, true
+	} else {
+		m.flush = m.flushAllow
 	}
 	sum := sha1.Sum([]byte(m.hot + "\x00" + m.own + "\x00" + m.lock + "\x00" + m.guard + "\x00" + m.flush))
 	m.id = hex.EncodeToString(sum[:])

@@ -34,7 +34,76 @@ local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=
 local fns
 local function helpers()
 @FNS@
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark}
+-- flushed runs an allowed FLUSHALL or FLUSHDB of the script's (run
+-- sends them here under on_flush: allow; reject refused them) so that the
+-- grant counters it deletes start again above every token handed out
+-- before, as the Flush script (grant.go) and the proxy do for a client's:
+-- each database it empties that held keys gets the epoch hash, one epoch
+-- above the highest of its hash, every other it empties and the proxy's
+-- clue (X[na + 2]), with the time ("changed", where a rule's lock delay
+-- starts). A FLUSHALL finds the script's database first (by a key of
+-- lockproxy's it sets there, which the flush deletes) and selects it
+-- again after. In front of a cluster nothing in Valkey survives a flush
+-- to raise the epoch from: refused. A library's function called around
+-- lockproxy (no clues) flushes as asked.
+local function flushed(c, ...)
+  local rc = X[na + 3]
+  if rc == nil then
+    if P3 then redis.setresp(3) end
+    local r = redis.pcall(...)
+    if P3 then redis.setresp(2) end
+    return r
+  end
+  if rc == '!' then
+    return {err = 'LOCKED lockproxy refused ' .. string.upper(c) .. ' inside a script in front of a cluster: the grant counters it deletes would hand out fencing tokens again; send ' .. string.upper(c) .. ' on its own, outside a script'}
+  end
+  local dbs, e, cur, probe = {}, math.max(tonumber(X[na + 2]) or -1, 0), nil, '{lockproxy}:lockproxy:flush'
+  local function read(db, n)
+    if n <= 0 then return end
+    dbs[#dbs + 1] = db
+    local h = tonumber(redis.call('HGET', 'lockproxy:epoch', 'epoch'))
+    if h and h > e then e = h end
+  end
+  local ok, r = pcall(function()
+    if c == 'flushdb' then return read(false, redis.call('DBSIZE')) end
+    redis.call('SET', probe, '1')
+    local all = {}
+    for db in string.gmatch(redis.call('INFO', 'keyspace'), 'db(%d+):') do all[#all + 1] = tonumber(db) end
+    for i = 1, #all do
+      redis.call('SELECT', all[i])
+      if redis.call('EXISTS', probe) == 1 then cur = all[i] break end
+    end
+    for i = 1, #all do
+      redis.call('SELECT', all[i])
+      local n = redis.call('DBSIZE')
+      if all[i] == cur then n = n - 1 end
+      read(all[i], n)
+    end
+    redis.call('SELECT', cur)
+  end)
+  if ok then
+    if P3 then redis.setresp(3) end
+    r = redis.pcall(...)
+    if P3 then redis.setresp(2) end
+    ok = not (type(r) == 'table' and r.err)
+  elseif type(r) ~= 'table' then
+    r = {err = tostring(r)}
+  end
+  if not ok then
+    if cur then redis.pcall('SELECT', cur) end
+    if c == 'flushall' then redis.pcall('DEL', probe) end
+  elseif #dbs > 0 then
+    local t = redis.call('TIME')
+    local ch = string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000))
+    for i = 1, #dbs do
+      if dbs[i] then redis.call('SELECT', dbs[i]) end
+      redis.call('HSET', 'lockproxy:epoch', 'epoch', string.format('%d', e + 1), 'run', rc, 'changed', ch)
+    end
+    if cur then redis.call('SELECT', cur) end
+  end
+  return r
+end
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, flushed = flushed}
 end
 -- index (index.go), which every acquisition needs.
 @IDX@
@@ -147,6 +216,10 @@ return function(n, ...)
   local FK0 = FA0 + @FA@
   local cmd = ...
   local lc = type(cmd) == 'string' and string.lower(cmd) or ''
+  if lc == 'flushall' or lc == 'flushdb' then
+    fns = fns or helpers()
+    return fns.flushed(lc, ...)
+  end
   -- The keys and whether the call writes them: from KS, or Valkey's.
   -- (The commonest four compared first: no string made to look up.)
   local kf, w, p
@@ -342,8 +415,8 @@ end
 -- may name a lock, a key a lock guards, or one of lockproxy's own keys.
 local function run(...)
   local n = select('#', ...)
-@FLUSH@
   local hot = false
+@FLUSH@
   if n > 17 then
     local t = {...}
     for i = 2, n do

@@ -82,7 +82,7 @@ func libraryMonitor(m *monitorRules) string {
 		"@OWN@", strings.Join(own, " or "),
 		"@LOCK@", "pm(key, PL)",
 		"@GUARD@", "pm(key, PG)",
-		"@FLUSH@", "if FR then\n"+m.flushCheck+"\nend",
+		"@FLUSH@", "if FR then\n"+m.flushCheck+"\nelse\n"+m.flushAllow+"\nend",
 		"@FNS@", monitorFns,
 		"@GRANT@", fnGrant,
 		"@IDX@", fnIndex,
