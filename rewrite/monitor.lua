@@ -122,6 +122,18 @@ local function fwd(...)
   redis.setresp(2)
   return r
 end
+-- vs is the string the server makes of a number argument (Valkey 8: an
+-- integer in long long range as its digits, any other number its
+-- shortest round trip; Redis 7.0: %.17g). Lua's tostring (%.14g) agrees
+-- with both for integers below 1e14 in size but -0 (run calls any other
+-- number hot); the rest are asked of the server (ECHO converts its
+-- argument as every command does).
+local function vs(a)
+  if a % 1 == 0 and a > -1e14 and a < 1e14 and not (a == 0 and 1 / a < 0) then return tostring(a) end
+  local r = redis.pcall('ECHO', a)
+  if type(r) == 'string' then return r end
+  return tostring(a)
+end
 -- after keeps a declared lock's records true after a call that may have
 -- changed it: a grant for a lock the call took, the caller's record gone
 -- with a lock it released, moved with a lease it changed. rg, re, rv, r:
@@ -278,7 +290,7 @@ return function(n, ...)
   local pend, marks
   for i = 1, #kf do
     local key = kf[i]
-    if type(key) == 'number' then key = tostring(key) end
+    if type(key) == 'number' then key = vs(key) end
     if type(key) == 'string' then
       if @OWN@ then
         return refusal('LOCKED', lc, key, ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks, the epoch hash or a WAIT's key), which only lockproxy's scripts may change")
@@ -421,13 +433,19 @@ local function run(...)
     local t = {...}
     for i = 2, n do
       local a = t[i]
-      if type(a) == 'number' then a = tostring(a) end
+      if type(a) == 'number' then
+        if a % 1 ~= 0 or a <= -1e14 or a >= 1e14 or a == 0 and 1 / a < 0 then hot = true break end
+        a = tostring(a)
+      end
       if type(a) == 'string' and (@HOT@) then hot = true break end
     end
   else
     for i = 2, n do
       local a = select(i, ...)
-      if type(a) == 'number' then a = tostring(a) end
+      if type(a) == 'number' then
+        if a % 1 ~= 0 or a <= -1e14 or a >= 1e14 or a == 0 and 1 / a < 0 then hot = true break end
+        a = tostring(a)
+      end
       if type(a) == 'string' and (@HOT@) then hot = true break end
     end
   end
