@@ -266,6 +266,7 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@FLUSH@", m.flush,
 		"@FNS@", monitorFns,
 		"@GRANT@", fnGrant,
+		"@DELAYFNS@", fnGrant+fnSlotChanged,
 		"@IDX@", fnIndex,
 		"@SEAL@", strconv.FormatBool(needsSeal(body)),
 		"@SM@", strconv.FormatBool(strings.Contains(body, "setmetatable")),
@@ -401,7 +402,7 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 			if dup {
 				continue
 			}
-			locks = append(locks, k, d.counter(r, k), RecordsKey(k), []byte(s.Owner(r)), releaseMode(r), IndexKey(k, d.Cluster))
+			locks = append(locks, k, d.counter(r, k), RecordsKey(k), []byte(s.Owner(r)), monitorMode(r), IndexKey(k, d.Cluster))
 			if r.Durability != nil {
 				dur.d = stricter(dur.d, r.Durability)
 				dur.locks = append(dur.locks, locks[len(locks)-6:len(locks)-2]...)
@@ -434,6 +435,18 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 		sargs = append(append(sargs, fc.args...), fc.keys...)
 	}
 	return sh, sargs, dur
+}
+
+// monitorMode is a lock's mode as the monitor takes it: the rule's
+// release mode, then "/" and max_lease in ms when the rule has one (an
+// acquisition inside the script then gets SET NX's lease and lock-delay
+// checks, monitor.lua's delay).
+func monitorMode(r *policy.Rule) []byte {
+	m := releaseMode(r)
+	if r.MaxLease <= 0 {
+		return m
+	}
+	return strconv.AppendInt(append(append([]byte(nil), m...), '/'), r.MaxLease.D().Milliseconds(), 10)
 }
 
 // monitorClue is where a monitored call's epoch clue is in its arguments

@@ -34,6 +34,7 @@ local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=
 local fns
 local function helpers()
 @FNS@
+@DELAYFNS@
 -- flushed runs an allowed FLUSHALL or FLUSHDB of the script's (run
 -- sends them here under on_flush: allow; reject refused them) so that the
 -- grant counters it deletes start again above every token handed out
@@ -103,7 +104,49 @@ local function flushed(c, ...)
   end
   return r
 end
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, flushed = flushed}
+-- delay is an acquisition's check under its rule's max_lease d (ms), as
+-- acquireDelay (scripts.go) checks a SET NX's: the lease the call asks
+-- for (SET's PX/EX/PXAT/EXAT, SETEX's, PSETEX's) must be at most d, else
+-- LEASE; within d of the last change of primary (one primary: the epoch
+-- hash's "changed"; a cluster: the slot's mark) the lock is not granted:
+-- a SET NX or SETNX (nx) gets the answer of a lock held by someone else
+-- and does not run, any other call LOCKDELAY. It returns whether the call
+-- is refused, and what it gets then.
+local function delay(lc, key, d, b, nx, n, ...)
+  local t = redis.call('TIME')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  local e = 0
+  if lc == 'set' then
+    for i = n - 1, 4, -1 do
+      local o = select(i, ...)
+      o = type(o) == 'string' and string.upper(o)
+      if o == 'PX' or o == 'EX' or o == 'PXAT' or o == 'EXAT' then
+        local v = tonumber((select(i + 1, ...)))
+        if not v then return false end
+        if o == 'PX' then e = now + v elseif o == 'EX' then e = now + 1000 * v elseif o == 'PXAT' then e = v else e = 1000 * v end
+        break
+      end
+    end
+  elseif lc == 'psetex' or lc == 'setex' then
+    local v = tonumber((select(3, ...)))
+    if not v then return false end
+    e = now + (lc == 'setex' and 1000 or 1) * v
+  end
+  local K = string.upper(lc) .. ' of "' .. string.gsub(string.sub(key, 1, 100), '[%c"\\]', '?') .. '" inside a script'
+  if e == 0 or e - now > d then
+    return true, {err = 'LEASE lockproxy refused ' .. K .. ': it takes a lock without a lease of at most ' .. d .. ' ms (the rule\'s max_lease); ask for a shorter lease (PX ' .. d .. ' or less) in the call that takes it, and renew it'}
+  end
+  local known, ch = tonumber(X[na + 2]), nil
+  if X[na + 3] ~= '!' then ch = select(2, epoch(X[na + 3], known)) else ch = slotChanged(X[b + 5], known) end
+  if not (ch and now < ch + d) then return false end
+  if nx then
+    if lc == 'setnx' then return true, 0 end
+    if P3 then return true, nil end
+    return true, false
+  end
+  return true, {err = 'LOCKDELAY lockproxy refused ' .. K .. ': it takes a lock lockproxy does not grant for ' .. (ch + d - now) .. ' ms more: the primary changed, and a grant it lost may still be held (lock delay, the rule\'s max_lease); retry then'}
+end
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, flushed = flushed, delay = delay}
 end
 -- index (index.go), which every acquisition needs.
 @IDX@
@@ -335,6 +378,19 @@ return function(n, ...)
         elseif type(select(3, ...)) == 'string' then
           v = select(3, ...)
         end
+        -- Under a rule's max_lease (after the mode's '/'), an acquisition
+        -- (the lock absent, a call that can create it) gets the lease and
+        -- lock-delay checks of SET NX's (fns.delay).
+        local mode, dl = X[b + 4], nil
+        local sl = find(mode, '/', 1, true)
+        if sl then
+          dl, mode = string.sub(mode, sl + 1), string.sub(mode, 1, sl - 1)
+          if not was and not find(' del unlink expire pexpire expireat pexpireat persist getdel getex hdel lpop rpop spop srem zrem lrem ltrim zpopmin zpopmax zremrangebyscore zremrangebyrank zremrangebylex ', ' ' .. lc .. ' ', 1, true) and (how ~= 'nx' or redis.call('EXISTS', key) == 0) then
+            fns = fns or helpers()
+            local refused, out = fns.delay(lc, key, tonumber(dl), b, how == 'nx', n, ...)
+            if refused then return out end
+          end
+        end
         local rg, re, rv, r
         if was then
           r = redis.pcall('HGET', X[b + 2], X[b + 3])
@@ -343,7 +399,6 @@ return function(n, ...)
             if not (rg and rv == was and redis.pcall('GET', X[b + 1]) == rg) then rg = nil end
           end
         end
-        local mode = X[b + 4]
         if was and not rg and mode ~= 'observe' and not nx and not (type(r) ~= 'string' and string.sub(mode, -1) == '+') then
           -- Does the script's ARGV carry the lock's token: its value
           -- (a string lock), or one of its fields (a hash lock)?

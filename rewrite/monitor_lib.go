@@ -85,6 +85,7 @@ func libraryMonitor(m *monitorRules) string {
 		"@FLUSH@", "if FR then\n"+m.flushCheck+"\nelse\n"+m.flushAllow+"\nend",
 		"@FNS@", monitorFns,
 		"@GRANT@", fnGrant,
+		"@DELAYFNS@", fnGrant+fnSlotChanged,
 		"@IDX@", fnIndex,
 	).Replace(libDirect.Replace(monitorCore))
 	t := strings.NewReplacer(
