@@ -185,7 +185,9 @@ func (s *session) run(plan rewrite.Plan) {
 		return
 	}
 	if s.ded != nil && s.inMulti {
-		s.queueInMulti(encodeScript(plan, false), nil, hook)
+		if !s.queueDurable(plan, hook) {
+			s.queueInMulti(encodeScript(plan, false), nil, hook)
+		}
 		return
 	}
 	if plan.Durable != nil && !sc.RO {
