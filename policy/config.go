@@ -248,7 +248,8 @@ type LockRule struct {
 	// Durability: acquisitions answered only once that many replicas have
 	// them (docs/failover.md); nil (the default) answers at once.
 	Durability *DurabilityConfig `yaml:"durability,omitempty"`
-	// MaxLease: acquisitions with a longer lease (or none) are refused, and
+	// MaxLease: acquisitions and lease changes that leave a longer lease (or
+	// none) are refused (rewrite/lease.go), and
 	// after a change of primary the rule's locks are not granted for this
 	// long (the lock delay, docs/failover.md); 0 (the default): neither.
 	MaxLease Duration `yaml:"max_lease"`

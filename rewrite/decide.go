@@ -49,6 +49,9 @@ type Decider struct {
 	// deciders that replace each other on reload); nil: nothing, and
 	// grants mint under whatever the epoch hash says.
 	Epoch *EpochClue
+	// Clock reads the time for a lease change given as a time (PEXPIREAT,
+	// EXAT, ...) under a rule's max_lease (lease.go); nil: time.Now.
+	Clock func() time.Time
 }
 
 // KeepArg is the scripts' keep_lapsed argument for a duration.
@@ -137,6 +140,9 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	case name == "GETEX" && len(args) == 2:
 		return Plan{} // GETEX without options only reads
 	case cmd.ExpiryOnly():
+		if p := d.leaseRefusal(name, args, rule); p != nil {
+			return *p
+		}
 		return d.renew(name, args, rule, s)
 	}
 	return d.generic(name, args, touches(args, keys), s)
@@ -288,6 +294,9 @@ func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 				Kind: Grant, Command: "SET", Key: ck, Rule: r, Owner: owner, Value: cv,
 			}},
 		}
+	}
+	if p := d.leaseRefusal("SET", args, r); p != nil {
+		return *p
 	}
 	if r.Release == policy.ReleaseObserve {
 		return Plan{Effects: []Effect{{Kind: Observed, Command: "SET", Key: clone(key), Rule: r, Owner: owner}}}

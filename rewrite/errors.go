@@ -60,6 +60,10 @@ func errOwnKey(cmd string, key []byte) string {
 
 const errScriptDebug = "LOCKED lockproxy refused SCRIPT DEBUG: Valkey's Lua debugger runs the commands and Lua typed into it without lockproxy's checks, on an upstream connection lockproxy shares between clients; debug the script against a Valkey of your own, directly (valkey-cli --ldb)"
 
+func errLeaseChange(cmd string, key []byte, maxMS int64) string {
+	return fmt.Sprintf("LEASE lockproxy refused %s of %s: it would give the lock a lease longer than %d ms, or none (the rule's max_lease, which the lock delay after a change of primary assumes); renew it for at most %d ms at a time", cmd, quoteKey(key), maxMS, maxMS)
+}
+
 func errFlush(cmd string) string {
 	return fmt.Sprintf("LOCKED lockproxy refused %s: it would delete every lock without checking who holds it (on_flush: reject); delete keys by name, or set on_flush: allow in the lockproxy config", cmd)
 }

@@ -104,36 +104,53 @@ local function flushed(c, ...)
   end
   return r
 end
--- delay is an acquisition's check under its rule's max_lease d (ms), as
--- acquireDelay (scripts.go) checks a SET NX's: the lease the call asks
--- for (SET's PX/EX/PXAT/EXAT, SETEX's, PSETEX's) must be at most d, else
--- LEASE; within d of the last change of primary (one primary: the epoch
--- hash's "changed"; a cluster: the slot's mark) the lock is not granted:
--- a SET NX or SETNX (nx) gets the answer of a lock held by someone else
--- and does not run, any other call LOCKDELAY. It returns whether the call
--- is refused, and what it gets then.
-local function delay(lc, key, d, b, nx, n, ...)
+-- asked is the lease a call gives a lock, read from its arguments (SET's
+-- and GETEX's PX/EX/PXAT/EXAT, SETEX's, PSETEX's, the EXPIRE family's):
+-- the time it ends (Valkey's clock, ms), 0 for none (PERSIST, a SET
+-- without an expiry, SETNX, any other call that creates the lock), 'keep'
+-- when the call leaves the lease as it is (KEEPTTL, GETEX without one),
+-- false when an argument is not a number (Valkey answers that); and now.
+local function asked(lc, n, ...)
   local t = redis.call('TIME')
   local now = t[1] * 1000 + math.floor(t[2] / 1000)
-  local e = 0
-  if lc == 'set' then
-    for i = n - 1, 4, -1 do
+  if lc == 'set' or lc == 'getex' then
+    for i = n, lc == 'set' and 4 or 3, -1 do
       local o = select(i, ...)
       o = type(o) == 'string' and string.upper(o)
       if o == 'PX' or o == 'EX' or o == 'PXAT' or o == 'EXAT' then
         local v = tonumber((select(i + 1, ...)))
-        if not v then return false end
-        if o == 'PX' then e = now + v elseif o == 'EX' then e = now + 1000 * v elseif o == 'PXAT' then e = v else e = 1000 * v end
-        break
+        if not v then return false, now end
+        if o == 'PX' then return now + v, now elseif o == 'EX' then return now + 1000 * v, now elseif o == 'PXAT' then return v, now end
+        return 1000 * v, now
+      elseif o == 'KEEPTTL' then
+        return 'keep', now
+      elseif o == 'PERSIST' then
+        return 0, now
       end
     end
-  elseif lc == 'psetex' or lc == 'setex' then
-    local v = tonumber((select(3, ...)))
-    if not v then return false end
-    e = now + (lc == 'setex' and 1000 or 1) * v
+    if lc == 'getex' then return 'keep', now end
+    return 0, now
   end
+  local m = ({psetex = 1, setex = 1000, pexpire = 1, expire = 1000, pexpireat = 1, expireat = 1000})[lc]
+  if not m then return 0, now end
+  local v = tonumber((select(3, ...)))
+  if not v then return false, now end
+  if lc == 'pexpireat' or lc == 'expireat' then return m * v, now end
+  return now + m * v, now
+end
+-- delay is an acquisition's check under its rule's max_lease d (ms), as
+-- acquireDelay (scripts.go) checks a SET NX's: the lease the call asks
+-- for (asked) must be at most d, else LEASE; within d of the last change
+-- of primary (one primary: the epoch hash's "changed"; a cluster: the
+-- slot's mark) the lock is not granted: a SET NX or SETNX (nx) gets the
+-- answer of a lock held by someone else and does not run, any other call
+-- LOCKDELAY. It returns whether the call is refused, and what it gets
+-- then.
+local function delay(lc, key, d, b, nx, n, ...)
+  local e, now = asked(lc, n, ...)
+  if e == false then return false end
   local K = string.upper(lc) .. ' of "' .. string.gsub(string.sub(key, 1, 100), '[%c"\\]', '?') .. '" inside a script'
-  if e == 0 or e - now > d then
+  if e == 'keep' or e == 0 or e - now > d then
     return true, {err = 'LEASE lockproxy refused ' .. K .. ': it takes a lock without a lease of at most ' .. d .. ' ms (the rule\'s max_lease); ask for a shorter lease (PX ' .. d .. ' or less) in the call that takes it, and renew it'}
   end
   local known, ch = tonumber(X[na + 2]), nil
@@ -146,7 +163,17 @@ local function delay(lc, key, d, b, nx, n, ...)
   end
   return true, {err = 'LOCKDELAY lockproxy refused ' .. K .. ': it takes a lock lockproxy does not grant for ' .. (ch + d - now) .. ' ms more: the primary changed, and a grant it lost may still be held (lock delay, the rule\'s max_lease); retry then'}
 end
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, flushed = flushed, delay = delay}
+-- renewal is a held lock's lease change under its rule's max_lease d: a
+-- lease longer than d, or none, is refused (LEASE), as for the commands
+-- sent alone: the lock delay after a change of primary assumes no holder
+-- believes in a lease longer than d. A lease that ends at once (the lock
+-- deleted) passes.
+local function renewal(lc, key, d, n, ...)
+  local e, now = asked(lc, n, ...)
+  if e == false or e == 'keep' or e ~= 0 and e - now <= d then return nil end
+  return {err = 'LEASE lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(string.sub(key, 1, 100), '[%c"\\]', '?') .. '" inside a script: it would give the lock a lease longer than ' .. d .. ' ms, or none (the rule\'s max_lease, which the lock delay after a change of primary assumes); renew it for at most ' .. d .. ' ms at a time'}
+end
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, flushed = flushed, delay = delay, renewal = renewal}
 end
 -- index (index.go), which every acquisition needs.
 @IDX@
@@ -389,6 +416,10 @@ return function(n, ...)
             fns = fns or helpers()
             local refused, out = fns.delay(lc, key, tonumber(dl), b, how == 'nx', n, ...)
             if refused then return out end
+          elseif was and how ~= 'nx' and find(' set getex setex psetex expire pexpire expireat pexpireat persist ', ' ' .. lc .. ' ', 1, true) then
+            fns = fns or helpers()
+            local out = fns.renewal(lc, key, tonumber(dl), n, ...)
+            if out then return out end
           end
         end
         local rg, re, rv, r

@@ -1,0 +1,113 @@
+package rewrite
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/resp"
+)
+
+// A rule's max_lease bounds every lease its locks are given, not only an
+// acquisition's (acquireDelay): the lock delay after a change of primary
+// waits max_lease, which covers a grant the change lost only if its holder
+// never believed in a longer lease. So a lease change of a held lock
+// (the EXPIRE family, PERSIST, GETEX with an option, the holder's SET)
+// that leaves a lease longer than max_lease, or none, is refused (LEASE).
+// A lease that ends at once (the lock deleted) passes.
+
+// leaseOver reports whether the lease change args (command name upper
+// case) leaves its lock a lease longer than max, or none; now is for the
+// absolute forms (PEXPIREAT, EXAT, ...). An argument that is not a number
+// is Valkey's to refuse: false.
+func leaseOver(name string, args [][]byte, max time.Duration, now time.Time) bool {
+	ms := now.UnixMilli()
+	end, ok := leaseEnd(name, args, ms)
+	if !ok {
+		return false
+	}
+	return end == 0 || end-ms > max.Milliseconds()
+}
+
+// leaseEnd is when the lease a command leaves ends (ms), 0 for none; ok
+// false when it leaves the lease as it is or cannot be read.
+func leaseEnd(name string, args [][]byte, now int64) (end int64, ok bool) {
+	num := func(i int) (int64, bool) {
+		if i >= len(args) {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(string(args[i]), 10, 64)
+		return n, err == nil
+	}
+	at := func(v int64, ok bool, unit int64, abs bool) (int64, bool) {
+		if !ok || v > (1<<62)/unit || v < -(1<<62)/unit {
+			return 0, false
+		}
+		if abs {
+			return max(v*unit, 1), true
+		}
+		return max(now+v*unit, 1), true
+	}
+	switch name {
+	case "PEXPIRE":
+		v, ok := num(2)
+		return at(v, ok, 1, false)
+	case "EXPIRE":
+		v, ok := num(2)
+		return at(v, ok, 1000, false)
+	case "PEXPIREAT":
+		v, ok := num(2)
+		return at(v, ok, 1, true)
+	case "EXPIREAT":
+		v, ok := num(2)
+		return at(v, ok, 1000, true)
+	case "PERSIST":
+		return 0, true
+	case "SET", "GETEX":
+		first := 2
+		if name == "SET" {
+			first = 3
+		}
+		for i := first; i < len(args); i++ {
+			switch {
+			case resp.EqualFold(args[i], "px"):
+				v, ok := num(i + 1)
+				return at(v, ok, 1, false)
+			case resp.EqualFold(args[i], "ex"):
+				v, ok := num(i + 1)
+				return at(v, ok, 1000, false)
+			case resp.EqualFold(args[i], "pxat"):
+				v, ok := num(i + 1)
+				return at(v, ok, 1, true)
+			case resp.EqualFold(args[i], "exat"):
+				v, ok := num(i + 1)
+				return at(v, ok, 1000, true)
+			case resp.EqualFold(args[i], "keepttl"):
+				return 0, false
+			case resp.EqualFold(args[i], "persist"):
+				return 0, true
+			}
+		}
+		if name == "SET" {
+			return 0, true // a SET without an expiry leaves none
+		}
+	}
+	return 0, false
+}
+
+// leaseRefusal is the plan that refuses a lease change under r's
+// max_lease (see above), or nil when it may run.
+func (d *Decider) leaseRefusal(name string, args [][]byte, r *policy.Rule) *Plan {
+	if r.MaxLease <= 0 || len(args) < 2 {
+		return nil
+	}
+	now := time.Now
+	if d.Clock != nil {
+		now = d.Clock
+	}
+	if !leaseOver(name, args, r.MaxLease.D(), now()) {
+		return nil
+	}
+	reason := errLeaseChange(name, args[1], r.MaxLease.D().Milliseconds())
+	return &Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: name, Key: clone(args[1]), Rule: r, Reason: reason}}}
+}
