@@ -170,9 +170,14 @@ const expiryMargin = 5 * time.Millisecond
 // In a cluster every keyed command may also meet CLUSTERDOWN (no primary
 // serves the slot, during a failover) or TRYAGAIN (the slot is moving); both
 // say the command did not run. MOVED and ASK never may: a redirect reaching
-// the client is a leak.
+// the client is a leak. An acquisition by a script (-scripts) may be
+// answered NOTDURABLE under -durability (a script has no "not taken" of
+// its own) and LOCKDELAY under -max-lease (redislock's obtain, finding
+// the lock absent after its SET NX was answered as for a held lock, sets
+// it without NX, which has no "not taken" either): both say the lock was
+// not taken.
 var allowedErrors = map[string][]string{
-	kindAcquire: {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
+	kindAcquire: {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "NOTDURABLE", "LOCKDELAY"},
 	kindToken:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN"},
 	kindWrite:   {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "STALE", "UNFENCED", "NOTDURABLE"},
 	kindRelease: {"UPSTREAM", "SHUTDOWN", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "NOTOWNER", "TOKENRELEASE"},

@@ -116,6 +116,10 @@ func TestCheckMisroutedAndLost(t *testing.T) {
 		{Op{Kind: kindAcquire, Reply: "_\r\n"}, false},
 		{Op{Kind: kindToken, Reply: "$-1\r\n"}, false},
 		{Op{Kind: kindWrite, Reply: "-UNFENCED refused\r\n"}, false},
+		// A script's acquisition under durability or max_lease.
+		{Op{Kind: kindAcquire, Reply: "-NOTDURABLE fewer than 1 replicas acknowledged\r\n"}, false},
+		{Op{Kind: kindAcquire, Reply: "-LOCKDELAY lockproxy refused SET\r\n"}, false},
+		{Op{Kind: kindAcquire, Reply: "-LEASE lockproxy refused SET\r\n"}, true},
 	} {
 		got := Check("proxy", []Op{tc.op}, nil)
 		if (got.Misrouted == 1) != tc.misrouted {
