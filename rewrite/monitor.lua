@@ -330,6 +330,9 @@ end
 local function run(...)
   local n = select('#', ...)
 @FLUSH@
+  -- A GET only reads: it goes straight to Valkey, hot or not.
+  local verb = ...
+  if verb == 'get' or verb == 'GET' then return redis.pcall(...) end
   local hot = false
   if n > 17 then
     local t = {...}
