@@ -57,7 +57,8 @@ import (
 
 // The check of a call (monitor.lua's run and mk): if no argument may name
 // a protected key (the rules' globs, lockproxy's own suffixes and fence
-// keys, as Lua patterns in the text), the call goes straight to Valkey.
+// keys, as Lua patterns in the text), the call goes straight to Valkey,
+// and so does a GET, which only reads.
 // Otherwise COMMAND GETKEYSANDFLAGS says which arguments are keys and what
 // the call does to each; a write to
 //
