@@ -45,3 +45,28 @@ func TestMonitorNumericKeys(t *testing.T) {
 		})
 	}
 }
+
+// A SET's options in any order: the monitor reads an acquisition's PX or
+// EX from among them (for its acquisition time), and one followed by
+// more options must read as the number it is (the merge of the night's
+// cost work had tonumber take the next option as its base: "SET k v PX
+// 60000 NX" failed inside the monitor).
+func TestMonitorSetOptionsOrder(t *testing.T) {
+	e := newEnv(t, rulesOptions(t, "locks:\n  - pattern: \"*:lock\"\n"))
+	h := dialRaw(t, e.addr)
+	for i, opts := range [][]string{{"PX", "60000", "NX"}, {"EX", "60", "NX", "GET"}, {"NX", "PX", "60000"}, {"NX", "EX", "60"}} {
+		key := "o" + string(rune('a'+i)) + ":lock"
+		body := "return redis.call('SET', KEYS[1], ARGV[1]"
+		for _, o := range opts {
+			body += ", '" + o + "'"
+		}
+		body += ")"
+		want := "+OK\r\n"
+		if opts[len(opts)-1] == "GET" {
+			want = "$-1\r\n" // the old value: none
+		}
+		eq(t, h.do("EVAL", body, "1", key, "tok"), want)
+		mustContain(t, h.do("LOCKPROXY", "FENCE", key), ":")
+		eq(t, h.do("DEL", key), ":1\r\n")
+	}
+}

@@ -57,7 +57,8 @@ import (
 
 // The check of a call (monitor.lua's run and mk): if no argument may name
 // a protected key (the rules' globs, lockproxy's own suffixes and fence
-// keys, as Lua patterns in the text), the call goes straight to Valkey.
+// keys, as Lua patterns in the text), the call goes straight to Valkey,
+// and so does a GET, which only reads.
 // Otherwise COMMAND GETKEYSANDFLAGS says which arguments are keys and what
 // the call does to each; a write to
 //
@@ -197,6 +198,12 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	finds := func(v string, pats []string) []string {
 		out := make([]string, 0, len(pats))
 		for _, p := range pats {
+			if lit, ok := suffixLiteral(p); ok {
+				// A plain find of the suffix where it must start: a
+				// pattern's leading ".*" tries every length of it.
+				out = append(out, "find("+v+", "+luaQuote(lit)+", -"+strconv.Itoa(len(lit))+", true)")
+				continue
+			}
 			out = append(out, "find("+v+", "+luaQuote(p)+")")
 		}
 		return out
@@ -214,7 +221,10 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	hot = append(hot, finds("a", guards)...)
 	m.hot = or(append(hot, finds("a", owns)...))
 	own := []string{"key == " + luaQuote(EpochKey), "find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')", "find(key, '" + suffixPattern(epochSuffix) + "')"}
-	m.own = or(append(own, finds("key", owns)...))
+	m.own = "key == " + luaQuote(EpochKey) + " or find(key, ':lockproxy:', 1, true) and (" + or(own[1:]) + ")"
+	if len(owns) > 0 {
+		m.own += " or " + or(finds("key", owns))
+	}
 	m.lock = or(finds("key", locks))
 	m.guard = or(finds("key", guards))
 	m.locks, m.guards, m.owns = locks, guards, owns
@@ -238,6 +248,32 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	sum := sha1.Sum([]byte(m.hot + "\x00" + m.own + "\x00" + m.lock + "\x00" + m.guard + "\x00" + m.flush))
 	m.id = hex.EncodeToString(sum[:])
 	return m
+}
+
+// suffixLiteral reports whether a pattern of luaGlob's is "any key ending
+// in lit" (a glob "*lit", lit without wildcards), and lit.
+func suffixLiteral(pat string) (string, bool) {
+	if !strings.HasPrefix(pat, "^.*") || !strings.HasSuffix(pat, "$") || len(pat) < 5 {
+		return "", false
+	}
+	var b strings.Builder
+	body := pat[3 : len(pat)-1]
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case c == '%' && i+1 < len(body):
+			i++
+			c = body[i]
+			if c == 'z' {
+				c = 0
+			}
+		case c >= 0x80 || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9'):
+		default:
+			return "", false
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), true
 }
 
 // suffixPattern is a Lua pattern for a key ending in suffix.

@@ -30,7 +30,8 @@ local function mk()
 -- arguments are keys: 1 the first, * all, 2 every second. The commands
 -- lock scripts use most come first: a lookup reads up to its entry.
 local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=r1 hset=w1 hdel=w1 incr=w1 hincrby=w1 pttl=r1 ttl=r1 setnx=w1 getset=w1 pexpireat=w1 expireat=w1 persist=w1 strlen=r1 getrange=r1 type=r1 expiretime=r1 pexpiretime=r1 mget=r* hmget=r1 hgetall=r1 hexists=r1 hlen=r1 hkeys=r1 hvals=r1 llen=r1 lrange=r1 lindex=r1 scard=r1 smembers=r1 sismember=r1 zscore=r1 zcard=r1 zrange=r1 zrangebyscore=r1 xlen=r1 setex=w1 psetex=w1 getdel=w1 getex=w1 incrby=w1 decr=w1 decrby=w1 incrbyfloat=w1 append=w1 setrange=w1 mset=w2 hsetnx=w1 hmset=w1 hincrbyfloat=w1 lpush=w1 rpush=w1 lpop=w1 rpop=w1 sadd=w1 srem=w1 zadd=w1 zrem=w1 zincrby=w1 xadd=w1 publish=n ping=n echo=n time=n '
--- The records' and fence's helpers, made only on a path that needs them.
+-- The records' and fence's helpers, and refusal (the error of a refused
+-- call), made only on a path that needs them.
 local fns
 local function helpers()
 @FNS@
@@ -173,15 +174,13 @@ local function renewal(lc, key, d, n, ...)
   if e == false or e == 'keep' or e ~= 0 and e - now <= d then return nil end
   return {err = 'LEASE lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(string.sub(key, 1, 100), '[%c"\\]', '?') .. '" inside a script: it would give the lock a lease longer than ' .. d .. ' ms, or none (the rule\'s max_lease, which the lock delay after a change of primary assumes); renew it for at most ' .. d .. ' ms at a time'}
 end
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, flushed = flushed, delay = delay, renewal = renewal}
-end
--- index (index.go), which every acquisition needs.
-@IDX@
 -- refusal: the error of a refused call.
 local function refusal(code, lc, key, tail)
   if #key > 100 then key = string.sub(key, 1, 100) .. '...' end
   if string.sub(tail, 1, 1) ~= ':' then tail = ': ' .. tail end
   return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script' .. tail}
+end
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal}
 end
 -- fwd runs the client's call in the protocol the body chose (the
 -- monitor's own calls run in RESP2, see run).
@@ -215,8 +214,9 @@ end
 -- key alone) that the key is gone when it counted 1. ok is false when
 -- the call was interrupted (see mk): an 'nx' call then counts as having
 -- set the key only if it holds v. (out nil with ok: a RESP3 null, the
--- reply of a SET NX that found the key taken.)
-local function after(b, was, rg, re, rv, r, how, v, ok, out)
+-- reply of a SET NX that found the key taken.) px: an 'nx' call's lease
+-- in ms (its PX or EX), so that it was set at the lease end less px.
+local function after(b, was, rg, re, rv, r, how, v, px, ok, out)
   local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], tonumber(X[na + 1])
   local now
   if how == 'nx' then
@@ -236,10 +236,11 @@ local function after(b, was, rg, re, rv, r, how, v, ok, out)
   if not was then
     if now then
       -- The token rule (grant.go): the primary's epoch in the high bits
-      -- (run '!': in front of a cluster, the node's config epoch).
-@GRANT@      local gr = grant(ck, redis.call, X[na + 3] == '!', X[na + 3], tonumber(X[na + 2]))
+      -- (run '!': in front of a cluster, the node's config epoch);
+      -- index (index.go), which every acquisition needs.
+@GRANT@@IDX@      local gr = grant(ck, redis.call, X[na + 3] == '!', X[na + 3], tonumber(X[na + 2]))
       local e, ms = redis.call('PEXPIRETIME', key)
-      if e > 0 then ms = e - redis.call('PTTL', key) else
+      if e > 0 then ms = e - (px or redis.call('PTTL', key)) else
         local t = redis.call('TIME')
         e, ms = 0, t[1] * 1000 + math.floor(t[2] / 1000)
       end
@@ -287,7 +288,7 @@ local function records(pend, marks, ok, out)
   if pend then
     for i = 1, #pend do
       local p = pend[i]
-      after(p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], ok, out)
+      after(p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], ok, out)
     end
   end
   if marks then fns.mark(marks) end
@@ -363,7 +364,8 @@ return function(n, ...)
     if type(key) == 'number' then key = vs(key) end
     if type(key) == 'string' then
       if @OWN@ then
-        return refusal('LOCKED', lc, key, ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks, the epoch hash or a WAIT's key), which only lockproxy's scripts may change")
+        fns = fns or helpers()
+        return fns.refusal('LOCKED', lc, key, ": it is one of lockproxy's own keys (a grant counter, owner records, fencing marks, the epoch hash or a WAIT's key), which only lockproxy's scripts may change")
       end
       local j
       for x = 1, @L@ do
@@ -372,18 +374,21 @@ return function(n, ...)
       local lockish = j or @LOCK@
       local guardish = not lockish and (@GUARD@)
       if xdb and (lockish or guardish) then
-        return refusal('LOCKED', lc, key, ': it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check it')
+        fns = fns or helpers()
+        return fns.refusal('LOCKED', lc, key, ': it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check it')
       end
       if j then
         local b = LB + 6 * (j - 1)
-        local nx, how, v = lc == 'setnx', nil, nil
+        local nx, how, v, px = lc == 'setnx', nil, nil, nil
         if lc == 'set' then
           local get = false
           for x = 4, n do
             local a = select(x, ...)
             if type(a) == 'string' then
               a = string.lower(a)
-              if a == 'nx' then nx = true elseif a == 'get' then get = true end
+              if a == 'nx' then nx = true elseif a == 'get' then get = true
+              elseif a == 'px' then px = tonumber((select(x + 1, ...)))
+              elseif a == 'ex' then px = tonumber((select(x + 1, ...))) px = px and px * 1000 end
             end
           end
           if nx and not get then how = 'nx' end
@@ -447,7 +452,8 @@ return function(n, ...)
             end
           end
           if not shown then
-            return refusal('NOTOWNER', lc, key, ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
+            fns = fns or helpers()
+            return fns.refusal('NOTOWNER', lc, key, ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
           end
         end
         pend = pend or {}
@@ -455,9 +461,10 @@ return function(n, ...)
         for x = 1, #pend do
           if pend[x][1] == b then seen = true end
         end
-        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r, how, v} end
+        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r, how, v, px} end
       elseif lockish then
-        return refusal('LOCKED', lc, key, ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
+        fns = fns or helpers()
+        return fns.refusal('LOCKED', lc, key, ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
       elseif guardish then
         -- The fence check the proxy prepared for it, if any.
         local e, m, found = nil, nil, false
@@ -473,11 +480,12 @@ return function(n, ...)
           ki, ai = ki + 3 * c, ai + 4
         end
         if not found then
-          return refusal('UNFENCED', lc, key, ": a lock's fence guards it and it is none of the script's KEYS and ARGV; pass it in KEYS, so that lockproxy can check the writer's fencing token")
+          fns = fns or helpers()
+          return fns.refusal('UNFENCED', lc, key, ": a lock's fence guards it and it is none of the script's KEYS and ARGV; pass it in KEYS, so that lockproxy can check the writer's fencing token")
         end
         if e then
           if string.sub(e.err, 1, 9) == 'UNFENCED ' then
-            e = refusal('UNFENCED', lc, key, 'this client holds no grant of a lock that guards it (unfenced_writes: reject); acquire the lock first')
+            e = fns.refusal('UNFENCED', lc, key, 'this client holds no grant of a lock that guards it (unfenced_writes: reject); acquire the lock first')
           end
           return e
         end
@@ -513,6 +521,9 @@ end
 -- may name a lock, a key a lock guards, or one of lockproxy's own keys.
 local function run(...)
   local n = select('#', ...)
+  -- A GET only reads: it goes straight to Valkey, hot or not.
+  local verb = ...
+  if verb == 'get' or verb == 'GET' then return redis.pcall(...) end
   local hot = false
 @FLUSH@
   if n > 17 then

@@ -55,3 +55,45 @@ func TestLuaGlobCoversGlob(t *testing.T) {
 		}
 	}
 }
+
+// The plain find the monitor makes of a "*literal" glob (suffixLiteral)
+// answers as the glob's Lua pattern does, for every key.
+func TestSuffixLiteralAsPattern(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	find := func(args ...lua.LValue) bool {
+		if err := L.CallByParam(lua.P{Fn: L.GetField(L.GetGlobal("string"), "find"), NRet: 1, Protect: true}, args...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		v := L.Get(-1)
+		L.Pop(1)
+		return v != lua.LNil
+	}
+	for _, g := range []string{"*:lock", "*k\x00", "*\xff", "*%.^$()", "**:lock", "*\\*lit", "*a?c", "*x[ab]", "lock:*", "*"} {
+		pat := luaGlob(g)
+		lit, ok := suffixLiteral(pat)
+		want := map[string]bool{"*:lock": true, "*k\x00": true, "*\xff": true, "*%.^$()": true, "**:lock": true, "*\\*lit": true}[g]
+		if ok != want {
+			t.Errorf("glob %q (pattern %q): suffixLiteral says %v", g, pat, ok)
+		}
+		if !ok {
+			continue
+		}
+		alphabet := []byte("abk:lock*\\%.^$()\x00\xff")
+		r := rand.New(rand.NewSource(2))
+		for i := 0; i < 3000; i++ {
+			k := make([]byte, r.Intn(10))
+			for j := range k {
+				k[j] = alphabet[r.Intn(len(alphabet))]
+			}
+			if i%2 == 0 {
+				k = append(k, lit[r.Intn(len(lit)+1):]...)
+			}
+			a := find(lua.LString(k), lua.LString(pat))
+			b := find(lua.LString(k), lua.LString(lit), lua.LNumber(-len(lit)), lua.LTrue)
+			if a != b {
+				t.Errorf("glob %q, key %q: pattern %q says %v, plain find of %q says %v", g, k, pat, a, lit, b)
+			}
+		}
+	}
+}
