@@ -148,6 +148,9 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kReset:
+		if s.switchFirst() {
+			return true
+		}
 		if len(args) != 1 {
 			s.local(resp.AppendError(nil, errWrongArgs("reset")))
 			return true
@@ -156,6 +159,14 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		s.local(resp.AppendSimple(nil, "RESET"))
 	}
 	return true
+}
+
+// switchFirst is asideFirst for the commands that may move the session to
+// another pool (SELECT, HELLO, AUTH, RESET): on an event loop they are
+// handled once every reply owed on the old pool is in, which the new
+// pool's commands must not overtake. It reports whether it asked.
+func (s *session) switchFirst() bool {
+	return s.asideFirst()
 }
 
 // needsAuth reports whether the command must be refused with NOAUTH: the
@@ -449,6 +460,9 @@ func (s *session) askDedicated(raw []byte) bool {
 // logs the session in as that user once Valkey accepts them (logIn), and
 // the session moves to that login's pool.
 func (s *session) hello(cmd resp.Command) {
+	if s.switchFirst() {
+		return
+	}
 	args := cmd.Args
 	if len(args) == 1 {
 		if !s.authed {
@@ -520,6 +534,9 @@ func (s *session) hello(cmd resp.Command) {
 // SELECT itself is forwarded to a connection of that pool, so the reply (or
 // the error for a database out of range) is Valkey's own.
 func (s *session) selectDB(cmd resp.Command) {
+	if s.switchFirst() {
+		return
+	}
 	if _, ok := selectArg(cmd.Args); !ok {
 		s.forward(cmd.Raw, nil) // Valkey's error, and no switch
 		return
@@ -583,6 +600,9 @@ func (s *session) client(cmd resp.Command) bool {
 // connections; any other login is Valkey's to accept (logIn), and the
 // session then shares that login's connections (logins.go).
 func (s *session) auth(cmd resp.Command) {
+	if s.switchFirst() {
+		return
+	}
 	args := cmd.Args
 	var user, pass []byte
 	switch len(args) {

@@ -138,7 +138,7 @@ func (s *session) loopStep(k kind, args [][]byte) step {
 	if s.needsOwnConn(k, args) {
 		return step{do: stepOwnConn}
 	}
-	if (settles(k) || s.behindHeld()) && s.inflight.Load()+int64(len(s.bpend)) > 0 {
+	if s.behindHeld() && s.inflight.Load()+int64(len(s.bpend)) > 0 {
 		// Handled once every earlier reply is in: the loop reads the
 		// replies, so it must not wait for them here.
 		return step{do: stepSettle}
@@ -155,18 +155,6 @@ func (s *session) loopStep(k kind, args [][]byte) step {
 		return s.dialStep(key)
 	}
 	return step{}
-}
-
-// settles tells the commands that are handled only after every reply owed
-// before them: admin commands and INFO answer about what came before, and
-// SELECT, HELLO, AUTH and RESET move the session to another pool, which
-// must not overtake the replies still due on the old one.
-func settles(k kind) bool {
-	switch k {
-	case kAdmin, kInfo, kSelect, kHello, kAuth, kReset:
-		return true
-	}
-	return false
 }
 
 // offLoop asks, as the step of the command being handled (handle returns

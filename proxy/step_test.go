@@ -68,14 +68,14 @@ func TestLoopStep(t *testing.T) {
 		{"CLIENT TRACKING", "CLIENT TRACKING on", true, 0, true, false, stepOwnConn},
 		{"CLIENT SETNAME", "CLIENT SETNAME x", true, 0, true, false, stepNext},
 		{"not logged in: NOAUTH, no connection", "MULTI", false, 0, false, false, stepNext},
-		{"INFO behind replies", "INFO", true, 1, true, false, stepSettle},
+		{"INFO behind replies: settled where it is answered", "INFO", true, 1, true, false, stepNext},
 		{"INFO, nothing owed", "INFO", true, 0, true, false, stepNext},
-		{"admin command behind replies", "LOCKPROXY STATS", true, 2, true, false, stepSettle},
-		{"SELECT behind replies", "SELECT 1", true, 1, true, false, stepSettle},
+		{"admin command behind replies: settled where it is answered", "LOCKPROXY STATS", true, 2, true, false, stepNext},
+		{"SELECT behind replies: the new pool dialled first", "SELECT 1", true, 1, true, false, stepOffLoop},
 		{"SELECT of a pool not dialled", "SELECT 1", true, 0, true, false, stepOffLoop},
 		{"SELECT out of range: the same pool", "SELECT x", true, 0, true, false, stepNext},
 		{"HELLO 3 of a pool not dialled", "HELLO 3", true, 0, true, false, stepOffLoop},
-		{"AUTH behind replies", "AUTH pw", true, 1, true, false, stepSettle},
+		{"AUTH behind replies: settled where it is handled", "AUTH pw", true, 1, true, false, stepNext},
 		{"AUTH: answered by the proxy or checked aside", "AUTH pw", false, 0, true, false, stepNext},
 		{"QUIT", "QUIT", false, 0, true, false, stepNext},
 		{"script call, spares open", "EVAL x 0", true, 0, true, false, stepNext},
@@ -139,5 +139,48 @@ func TestPutBack(t *testing.T) {
 	}
 	if s.again != nil {
 		t.Fatal("the put-back command is read twice")
+	}
+}
+
+// TestSettleAsked: the commands that answer about the replies owed before
+// them (LOCKPROXY's own, INFO lockproxy) or move the session to another
+// pool (SELECT, HELLO, AUTH, RESET) ask, where they are handled, to be
+// handled again once those replies are in; with none owed, or on a
+// goroutine of the session's own, they ask nothing.
+func TestSettleAsked(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ask  func(s *session) bool // reports whether it went on
+	}{
+		{"settle (admin, INFO lockproxy, clusterInfo)", func(s *session) bool { return s.settle() }},
+		{"SELECT", func(s *session) bool {
+			s.selectDB(resp.Command{Args: argsOf("SELECT 1")})
+			return s.asked.do != stepSettle
+		}},
+		{"HELLO", func(s *session) bool { s.hello(resp.Command{Args: argsOf("HELLO 3")}); return s.asked.do != stepSettle }},
+		{"AUTH", func(s *session) bool { s.auth(resp.Command{Args: argsOf("AUTH pw")}); return s.asked.do != stepSettle }},
+		{"RESET", func(s *session) bool { return !s.switchFirst() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := stepProxy()
+			s := stepSession(p, true)
+			s.inflight.Store(2)
+			if c.ask(s) {
+				t.Fatal("went on with replies owed on an event loop")
+			}
+			if s.asked.do != stepSettle {
+				t.Fatalf("asked step %d, want stepSettle", s.asked.do)
+			}
+		})
+	}
+	p := stepProxy()
+	s := stepSession(p, true)
+	if !s.settle() || s.switchFirst() || s.asked.do != stepNext {
+		t.Fatal("nothing owed: settle waited or a step was asked")
+	}
+	s.lp = nil
+	s.inflight.Store(0)
+	if s.switchFirst() || s.asked.do != stepNext {
+		t.Fatal("on a goroutine of its own: a step was asked")
 	}
 }
