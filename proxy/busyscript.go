@@ -41,17 +41,7 @@ import "github.com/lockproxy/lockproxy/resp"
 // isScriptCall reports whether a command name is EVAL, EVALSHA, EVAL_RO,
 // EVALSHA_RO, FCALL or FCALL_RO.
 func isScriptCall(name []byte) bool {
-	if len(name) < 4 || len(name) > 10 {
-		return false
-	}
-	switch name[0] | 0x20 {
-	case 'e':
-		return resp.EqualFold(name, "eval") || resp.EqualFold(name, "evalsha") ||
-			resp.EqualFold(name, "eval_ro") || resp.EqualFold(name, "evalsha_ro")
-	case 'f':
-		return resp.EqualFold(name, "fcall") || resp.EqualFold(name, "fcall_ro")
-	}
-	return false
+	return flagsOf(name)&fScriptCall != 0
 }
 
 // isPause reports whether a command is CLIENT PAUSE.

@@ -21,7 +21,7 @@ import (
 // locksOnly reports whether a DEL or UNLINK touches lock keys, and no
 // protected key that is not one, so that it may be split by slot.
 func locksOnly(args [][]byte, keys []keyspec.Key, d *rewrite.Decider) bool {
-	if !d.Active() || !resp.EqualFold(args[0], "del") && !resp.EqualFold(args[0], "unlink") {
+	if !d.Active() || flagsOf(args[0])&fDelete == 0 {
 		return false
 	}
 	locks := false
@@ -43,7 +43,7 @@ func locksOnly(args [][]byte, keys []keyspec.Key, d *rewrite.Decider) bool {
 // an event loop hands the session to a goroutine of its own first
 // (needsOwnConn).
 func (s *session) splitsLocks(args [][]byte) bool {
-	if s.p.cl == nil || len(args) < 3 || !resp.EqualFold(args[0], "del") && !resp.EqualFold(args[0], "unlink") {
+	if s.p.cl == nil || len(args) < 3 || flagsOf(args[0])&fDelete == 0 {
 		return false
 	}
 	d := s.p.decider.Load()
