@@ -37,7 +37,13 @@ func (s *session) crossSlot(cmd resp.Command, keys []keyspec.Key, d *rewrite.Dec
 	var buf [8]byte
 	name, _ := lower(buf[:], args[0])
 	sk := splits[string(name)]
-	if (s.ded == nil || s.spreads() && !s.inMulti) && s.lp == nil && locksOnly(args, keys, d) {
+	if (s.ded == nil || s.spreads() && !s.inMulti) && locksOnly(args, keys, d) {
+		if s.lp != nil {
+			// It waits for each part's reply: on a goroutine of the
+			// session's own, where it is handled again.
+			s.asked = step{do: stepOwnConn}
+			return
+		}
 		s.splitLocks(args, keys) // cluster_split_locks.go
 		return
 	}

@@ -31,7 +31,7 @@ func (s *session) handle(cmd resp.Command) step {
 	s.holds = false
 	st := s.asked
 	s.asked = step{}
-	if st.do == stepSettle || st.do == stepOffLoop {
+	if st.do == stepSettle || st.do == stepOffLoop || st.do == stepOwnConn {
 		s.replySkip = s.replySkip || skip
 	} else {
 		s.p.ops.commands[s.family].Add(1)
@@ -57,6 +57,13 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	args := cmd.Args
 	if s.needsAuth(k) {
 		s.local(resp.AppendError(nil, errNoAuth))
+		return true
+	}
+	if s.lp != nil && s.ownConnFor(k, args) {
+		// Before anything is done for it: the session goes on on a
+		// goroutine of its own, where it is handled again (the dial and
+		// the waits of its own connection would stall the loop).
+		s.asked = step{do: stepOwnConn}
 		return true
 	}
 	switch k {
@@ -180,9 +187,9 @@ func (s *session) needsAuth(k kind) bool {
 // connection: it creates state Valkey must keep for this client alone (a
 // transaction, a blocked wait, subscriptions, a replication stream,
 // tracking). A login as another user does not: the session shares that
-// login's connections (logins.go). route acts on it, and an event loop asks
-// it before route runs (needsOwnConn, in loopStep): one decision, read
-// twice.
+// login's connections (logins.go). route asks it first on an event loop,
+// to leave the loop before anything is done for the command (stepOwnConn),
+// and acts on it after the lock rules on a goroutine of the session's own.
 func (s *session) ownConnFor(k kind, args [][]byte) bool {
 	switch k {
 	case kDedicated, kStream, kSync:
@@ -193,14 +200,6 @@ func (s *session) ownConnFor(k kind, args [][]byte) bool {
 		return len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
 	}
 	return false
-}
-
-// needsOwnConn reports whether handling a command needs the session's own
-// connection: an event loop hands such a session to a goroutine of its own
-// first, since the dial and the waits that come with it would stall the
-// loop's other clients.
-func (s *session) needsOwnConn(k kind, args [][]byte) bool {
-	return s.ded != nil || (!s.needsAuth(k) && (s.ownConnFor(k, args) || s.splitsLocks(args)))
 }
 
 // helloAuthAt is the position of AUTH in HELLO's arguments (0: none).

@@ -135,9 +135,6 @@ func (s *session) loopStep(k kind, args [][]byte) step {
 	if s.lp == nil {
 		return step{}
 	}
-	if s.needsOwnConn(k, args) {
-		return step{do: stepOwnConn}
-	}
 	if s.behindHeld() && s.inflight.Load()+int64(len(s.bpend)) > 0 {
 		// Handled once every earlier reply is in: the loop reads the
 		// replies, so it must not wait for them here.

@@ -60,12 +60,9 @@ func TestLoopStep(t *testing.T) {
 		{"plain command, connected", "GET a", true, 0, true, false, stepNext},
 		{"plain command behind replies", "GET a", true, 3, true, false, stepNext},
 		{"plain command, no connection yet", "GET a", false, 0, true, false, stepOffLoop},
-		{"transaction", "MULTI", true, 0, true, false, stepOwnConn},
-		{"blocking pop", "BLPOP q 0", true, 0, true, false, stepOwnConn},
-		{"XREAD BLOCK", "XREAD BLOCK 0 STREAMS s $", true, 0, true, false, stepOwnConn},
+		{"transaction: asked for by route", "MULTI", true, 0, true, false, stepNext},
+		{"transaction, no shared connection: none dialled", "MULTI", false, 0, true, false, stepNext},
 		{"XREAD without BLOCK", "XREAD STREAMS s 0", true, 0, true, false, stepNext},
-		{"subscribe", "SUBSCRIBE ch", true, 0, true, false, stepOwnConn},
-		{"CLIENT TRACKING", "CLIENT TRACKING on", true, 0, true, false, stepOwnConn},
 		{"CLIENT SETNAME", "CLIENT SETNAME x", true, 0, true, false, stepNext},
 		{"not logged in: NOAUTH, no connection", "MULTI", false, 0, false, false, stepNext},
 		{"INFO behind replies: settled where it is answered", "INFO", true, 1, true, false, stepNext},
@@ -101,6 +98,38 @@ func TestLoopStep(t *testing.T) {
 				t.Fatalf("%s: off the loop without a job, or a job elsewhere", c.cmd)
 			}
 		})
+	}
+}
+
+// TestOwnConnAsked: a command that needs a connection of its own asks, as
+// route's first decision on an event loop, to go on on a goroutine of the
+// session's own, before anything is done for it; on that goroutine route
+// goes on.
+func TestOwnConnAsked(t *testing.T) {
+	for _, c := range []struct {
+		cmd  string
+		want stepKind
+	}{
+		{"MULTI", stepOwnConn},
+		{"BLPOP q 0", stepOwnConn},
+		{"XREAD BLOCK 0 STREAMS s $", stepOwnConn},
+		{"SUBSCRIBE ch", stepOwnConn},
+		{"CLIENT TRACKING on", stepOwnConn},
+		{"PSYNC ? -1", stepOwnConn},
+		{"MONITOR", stepOwnConn},
+	} {
+		p := stepProxy()
+		s := stepSession(p, true)
+		args := argsOf(c.cmd)
+		if !s.route(resp.Command{Args: args}, p.cmds().kind(args[0])) {
+			t.Fatalf("%s: route ended the session", c.cmd)
+		}
+		if s.asked.do != c.want {
+			t.Fatalf("%s: asked step %d, want %d", c.cmd, s.asked.do, c.want)
+		}
+		if s.ded != nil || s.inflight.Load() != 0 || len(s.bpend) != 0 {
+			t.Fatalf("%s: something was done on the loop before the step", c.cmd)
+		}
 	}
 }
 
