@@ -71,8 +71,8 @@ func (s *session) besideHeld(home *upConn) *upConn {
 		pl := s.p.pool(s.key())
 		if s.lp == nil {
 			// Open the spares before the first command that may be
-			// held (an event loop does that off the loop first:
-			// needsSpares).
+			// held (an event loop did that off the loop first:
+			// sparesFirst).
 			pl.openSpares()
 		}
 		// Valkey may read a script call in one batch with other
@@ -92,13 +92,22 @@ func (s *session) besideHeld(home *upConn) *upConn {
 	return home
 }
 
-// needsSpares reports whether a command is a script call or CLIENT PAUSE
-// through a pool whose spare connections are not all open: an event loop
-// opens them off the loop before handling the command.
-func (s *session) needsSpares(k kind, args [][]byte) bool {
-	return s.p.cl == nil && s.ded == nil && s.authed &&
-		(k == kForward && isScriptCall(args[0]) || k == kClient && isPause(args)) &&
-		!s.p.pool(s.key()).sparesOpen()
+// sparesFirst, on an event loop, asks for the spare connections of the
+// session's pool to be opened off the loop (stepOffLoop) when they are not
+// all open, before anything is done for a command Valkey may hold back (a
+// script call, CLIENT PAUSE), and the command handled again then; it
+// reports whether it asked. On a goroutine of its own the session opens
+// them where they are needed (besideHeld, client).
+func (s *session) sparesFirst() bool {
+	if s.lp == nil || s.p.cl != nil || s.ded != nil {
+		return false
+	}
+	pl := s.p.pool(s.key())
+	if pl.sparesOpen() {
+		return false
+	}
+	s.offLoop(pl.openSpares)
+	return true
 }
 
 // lastConn is the connection the session's last command went to.

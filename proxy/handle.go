@@ -66,6 +66,9 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		s.asked = step{do: stepOwnConn}
 		return true
 	}
+	if s.holds && s.sparesFirst() {
+		return true // a script call: the spares beside it (busyscript.go)
+	}
 	switch k {
 	case kAdmin:
 		s.admin(cmd)
@@ -571,10 +574,14 @@ func (s *session) selectDB(cmd resp.Command) {
 func (s *session) client(cmd resp.Command) bool {
 	cmd = s.toValkeyIDs(cmd)
 	args := cmd.Args
-	if isPause(args) && s.lp == nil && s.p.cl == nil {
-		// Before the pause holds anything (busyscript.go; an event
-		// loop opened them off the loop: needsSpares).
-		s.p.pool(s.key()).openSpares()
+	if isPause(args) && s.p.cl == nil {
+		// Before the pause holds anything (busyscript.go).
+		if s.sparesFirst() {
+			return true
+		}
+		if s.lp == nil {
+			s.p.pool(s.key()).openSpares()
+		}
 	}
 	s.notePause(args)
 	if handled, keep := s.clientSelf(args); handled {

@@ -140,12 +140,6 @@ func (s *session) loopStep(k kind, args [][]byte) step {
 		// replies, so it must not wait for them here.
 		return step{do: stepSettle}
 	}
-	if s.needsSpares(k, args) {
-		// The spare connections a command Valkey may hold back needs
-		// beside it (busyscript.go), opened off the loop like any dial.
-		pl := s.p.pool(s.key())
-		return step{do: stepOffLoop, job: pl.openSpares}
-	}
 	if key, dials := s.willDial(k, args); dials {
 		// Dialling could take up to dial_timeout (Valkey slow or
 		// unreachable): the loop's other clients must not wait.

@@ -133,8 +133,9 @@ func TestOwnConnAsked(t *testing.T) {
 	}
 }
 
-// TestLoopStepSparesOffLoop: a script call through a pool whose spare
-// connections are not open opens them off the loop first.
+// TestLoopStepSparesOffLoop: a script call or CLIENT PAUSE through a pool
+// whose spare connections are not open asks, where it is handled, to open
+// them off the loop first.
 func TestLoopStepSparesOffLoop(t *testing.T) {
 	p := stepProxy()
 	s := stepSession(p, true)
@@ -142,9 +143,15 @@ func TestLoopStepSparesOffLoop(t *testing.T) {
 	pl.spares[2].c = nil
 	for _, cmd := range []string{"EVAL x 0", "FCALL f 0", "CLIENT PAUSE 10"} {
 		args := argsOf(cmd)
-		if got := s.loopStep(p.cmds().kind(args[0]), args); got.do != stepOffLoop {
-			t.Fatalf("%s with a spare closed: step %d, want off the loop", cmd, got.do)
+		k := p.cmds().kind(args[0])
+		s.holds = k == kForward && isScriptCall(args[0]) // as handle sets it
+		if !s.route(resp.Command{Args: args}, k) || s.asked.do != stepOffLoop || s.asked.job == nil {
+			t.Fatalf("%s with a spare closed: step %d, want off the loop", cmd, s.asked.do)
 		}
+		if s.inflight.Load() != 0 || len(s.bpend) != 0 {
+			t.Fatalf("%s: something was sent before the spares", cmd)
+		}
+		s.asked = step{}
 	}
 }
 
