@@ -165,6 +165,12 @@ const (
 	// fOneServer: PING and INFO, keyless commands in front of a cluster
 	// that one node answers, not every primary (cluster_fanout.go).
 	fOneServer
+	// fSplitSum, fSplitMGet, fSplitMSet: split by slot in front of a
+	// cluster when their keys span slots (cluster_split.go): DEL, UNLINK,
+	// EXISTS, TOUCH (the counts added up), MGET, MSET.
+	fSplitSum
+	fSplitMGet
+	fSplitMSet
 )
 
 var byNameFlags = map[string]flag{
@@ -172,7 +178,8 @@ var byNameFlags = map[string]flag{
 	"fcall": fScriptCall, "fcall_ro": fScriptCall,
 	"cluster": fClusterFace, "readonly": fClusterFace, "readwrite": fClusterFace, "asking": fClusterFace,
 	"ssubscribe": fShardChannel, "sunsubscribe": fShardChannel, "spublish": fShardChannel,
-	"del": fDelete, "unlink": fDelete,
+	"del": fDelete | fSplitSum, "unlink": fDelete | fSplitSum, "exists": fSplitSum, "touch": fSplitSum,
+	"mget": fSplitMGet, "mset": fSplitMSet,
 	"ping": fOneServer, "info": fOneServer,
 }
 

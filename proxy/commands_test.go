@@ -217,7 +217,7 @@ func TestFlagsOf(t *testing.T) {
 		"EVAL": fScriptCall, "evalsha_RO": fScriptCall, "Fcall_ro": fScriptCall,
 		"cluster": fClusterFace, "ASKING": fClusterFace,
 		"SPUBLISH": fShardChannel, "ssubscribe": fShardChannel,
-		"del": fDelete, "UNLINK": fDelete,
+		"del": fDelete | fSplitSum, "UNLINK": fDelete | fSplitSum, "Exists": fSplitSum, "mget": fSplitMGet, "MSET": fSplitMSet,
 		"PING": fOneServer, "info": fOneServer,
 		"GET": 0, "evalx": 0, "subscribe": 0, "a-name-longer-than-any-command": 0,
 	} {
