@@ -130,7 +130,13 @@ func (s *session) putBack(cmd resp.Command) {
 
 // loopStep is the step a command takes on an event loop before anything
 // else is done for it, or stepNext: what handling it would wait for must
-// not be waited for on the loop.
+// not be waited for on the loop. Two waits are still foreseen here, not
+// asked for where they happen: besideHeld's wait behind a held command
+// (behindHeld) and the dial of a shared connection (willDial; target dials
+// deep in the path, after the lock rules). The others are asked for by
+// the code that needs them: settle and switchFirst (stepSettle), route's
+// and crossSlot's stepOwnConn, sparesFirst, dialFirst and offLoop
+// (stepOffLoop), aside (stepAside).
 func (s *session) loopStep(k kind, args [][]byte) step {
 	if s.lp == nil {
 		return step{}
