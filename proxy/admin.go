@@ -129,16 +129,25 @@ func (s *session) admin(cmd resp.Command) {
 		s.aside(func() []byte { return c.run(s, sub[2:]) })
 		return
 	}
-	s.settle()
+	if !s.settle() {
+		return
+	}
 	s.local(c.run(s, args[2:]))
 }
 
-// settle hands over queued commands and waits for their replies.
-func (s *session) settle() {
+// settle hands over queued commands and waits for their replies, so that
+// an answer about them sees their effects. On an event loop, with replies
+// owed, it asks for stepSettle instead (asideFirst) and reports false: the
+// caller returns, and the command is handled again once they are in.
+func (s *session) settle() bool {
+	if s.asideFirst() {
+		return false
+	}
 	s.flush()
 	if s.ded == nil || !s.ded.stream.Load() {
 		s.waitDrain(0)
 	}
+	return true
 }
 
 // adminDenied returns the error for running what (a LOCKPROXY subcommand,

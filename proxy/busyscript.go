@@ -41,17 +41,7 @@ import "github.com/lockproxy/lockproxy/resp"
 // isScriptCall reports whether a command name is EVAL, EVALSHA, EVAL_RO,
 // EVALSHA_RO, FCALL or FCALL_RO.
 func isScriptCall(name []byte) bool {
-	if len(name) < 4 || len(name) > 10 {
-		return false
-	}
-	switch name[0] | 0x20 {
-	case 'e':
-		return resp.EqualFold(name, "eval") || resp.EqualFold(name, "evalsha") ||
-			resp.EqualFold(name, "eval_ro") || resp.EqualFold(name, "evalsha_ro")
-	case 'f':
-		return resp.EqualFold(name, "fcall") || resp.EqualFold(name, "fcall_ro")
-	}
-	return false
+	return flagsOf(name)&fScriptCall != 0
 }
 
 // isPause reports whether a command is CLIENT PAUSE.
@@ -81,8 +71,8 @@ func (s *session) besideHeld(home *upConn) *upConn {
 		pl := s.p.pool(s.key())
 		if s.lp == nil {
 			// Open the spares before the first command that may be
-			// held (an event loop does that off the loop first:
-			// needsSpares).
+			// held (an event loop did that off the loop first:
+			// sparesFirst).
 			pl.openSpares()
 		}
 		// Valkey may read a script call in one batch with other
@@ -102,13 +92,22 @@ func (s *session) besideHeld(home *upConn) *upConn {
 	return home
 }
 
-// needsSpares reports whether a command is a script call or CLIENT PAUSE
-// through a pool whose spare connections are not all open: an event loop
-// opens them off the loop before handling the command.
-func (s *session) needsSpares(k kind, args [][]byte) bool {
-	return s.p.cl == nil && s.ded == nil && s.authed &&
-		(k == kForward && isScriptCall(args[0]) || k == kClient && isPause(args)) &&
-		!s.p.pool(s.key()).sparesOpen()
+// sparesFirst, on an event loop, asks for the spare connections of the
+// session's pool to be opened off the loop (stepOffLoop) when they are not
+// all open, before anything is done for a command Valkey may hold back (a
+// script call, CLIENT PAUSE), and the command handled again then; it
+// reports whether it asked. On a goroutine of its own the session opens
+// them where they are needed (besideHeld, client).
+func (s *session) sparesFirst() bool {
+	if s.lp == nil || s.p.cl != nil || s.ded != nil {
+		return false
+	}
+	pl := s.p.pool(s.key())
+	if pl.sparesOpen() {
+		return false
+	}
+	s.offLoop(pl.openSpares)
+	return true
 }
 
 // lastConn is the connection the session's last command went to.

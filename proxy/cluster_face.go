@@ -27,8 +27,7 @@ var singleNodeID = func() string {
 }()
 
 func isClusterFaceCommand(name []byte) bool {
-	return resp.EqualFold(name, "cluster") || resp.EqualFold(name, "readonly") ||
-		resp.EqualFold(name, "readwrite") || resp.EqualFold(name, "asking")
+	return flagsOf(name)&fClusterFace != 0
 }
 
 // clusterFace answers CLUSTER, READONLY, READWRITE and ASKING.

@@ -37,7 +37,7 @@ const (
 // server's; INFO lockproxy is the proxy's own). WAIT and WAITAOF take a
 // connection of their own and never get here.
 func notFannedOut(name []byte) bool {
-	return resp.EqualFold(name, "ping") || resp.EqualFold(name, "info")
+	return flagsOf(name)&fOneServer != 0
 }
 
 // fanOutPolicy reads a command's tips: ok is false for a command that goes

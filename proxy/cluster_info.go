@@ -44,8 +44,9 @@ func (s *session) clusterInfo(rest [][]byte, mine bool) {
 		s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
 		return
 	}
-	s.flush()
-	s.waitDrain(0)
+	if !s.settle() {
+		return
+	}
 	raw := resp.AppendCommand(nil, rest...)
 	texts := make([][]byte, 0, len(m.Primaries))
 	first := 0

@@ -105,7 +105,7 @@ func (s *session) dialFirst() bool {
 // channels, which Valkey places in the slot of the channel's name as if it
 // were a key (their key specs say NOT_KEY, so the table finds no keys).
 func isShardChannelCommand(name []byte) bool {
-	return resp.EqualFold(name, "ssubscribe") || resp.EqualFold(name, "sunsubscribe") || resp.EqualFold(name, "spublish")
+	return flagsOf(name)&fShardChannel != 0
 }
 
 // routeShardChannels routes by the channels' slot: SPUBLISH by its channel,

@@ -10,8 +10,9 @@ import (
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
-// How a command whose keys span slots is answered in a cluster, by name:
-// split into one command per slot and the replies combined, as Envoy's
+// How a command whose keys span slots is answered in a cluster, by its
+// family in the command table (fSplitSum, fSplitMGet, fSplitMSet): split
+// into one command per slot and the replies combined, as Envoy's
 // redis_proxy does. Every other command gets Valkey's own CROSSSLOT.
 type splitKind uint8
 
@@ -22,9 +23,17 @@ const (
 	splitMSet           // MSET: +OK when every part is; not atomic across slots
 )
 
-var splits = map[string]splitKind{
-	"del": splitSum, "unlink": splitSum, "exists": splitSum, "touch": splitSum,
-	"mget": splitMGet, "mset": splitMSet,
+// splitOf is how a command name is split across slots.
+func splitOf(name []byte) splitKind {
+	switch f := flagsOf(name); {
+	case f&fSplitSum != 0:
+		return splitSum
+	case f&fSplitMGet != 0:
+		return splitMGet
+	case f&fSplitMSet != 0:
+		return splitMSet
+	}
+	return splitNone
 }
 
 // crossSlot answers a command whose keys are in more than one slot. One
@@ -34,10 +43,14 @@ var splits = map[string]splitKind{
 // (MULTI, ...) nothing is split either: the parts would leave it.
 func (s *session) crossSlot(cmd resp.Command, keys []keyspec.Key, d *rewrite.Decider) {
 	args := cmd.Args
-	var buf [8]byte
-	name, _ := lower(buf[:], args[0])
-	sk := splits[string(name)]
-	if (s.ded == nil || s.spreads() && !s.inMulti) && s.lp == nil && locksOnly(args, keys, d) {
+	sk := splitOf(args[0])
+	if (s.ded == nil || s.spreads() && !s.inMulti) && locksOnly(args, keys, d) {
+		if s.lp != nil {
+			// It waits for each part's reply: on a goroutine of the
+			// session's own, where it is handled again.
+			s.asked = step{do: stepOwnConn}
+			return
+		}
 		s.splitLocks(args, keys) // cluster_split_locks.go
 		return
 	}

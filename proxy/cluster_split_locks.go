@@ -3,7 +3,6 @@ package proxy
 import (
 	"sync"
 
-	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -21,7 +20,7 @@ import (
 // locksOnly reports whether a DEL or UNLINK touches lock keys, and no
 // protected key that is not one, so that it may be split by slot.
 func locksOnly(args [][]byte, keys []keyspec.Key, d *rewrite.Decider) bool {
-	if !d.Active() || !resp.EqualFold(args[0], "del") && !resp.EqualFold(args[0], "unlink") {
+	if !d.Active() || flagsOf(args[0])&fDelete == 0 {
 		return false
 	}
 	locks := false
@@ -38,35 +37,10 @@ func locksOnly(args [][]byte, keys []keyspec.Key, d *rewrite.Decider) bool {
 	return locks
 }
 
-// splitsLocks reports whether a command is a DEL or UNLINK of lock keys in
-// several slots, which splitLocks runs: it waits for each part's reply, so
-// an event loop hands the session to a goroutine of its own first
-// (needsOwnConn).
-func (s *session) splitsLocks(args [][]byte) bool {
-	if s.p.cl == nil || len(args) < 3 || !resp.EqualFold(args[0], "del") && !resp.EqualFold(args[0], "unlink") {
-		return false
-	}
-	d := s.p.decider.Load()
-	if !d.Active() || d.Table == nil {
-		return false
-	}
-	keys, _ := d.Table.Keys(args, nil)
-	if len(keys) < 2 {
-		return false
-	}
-	slot := cluster.Slot(args[keys[0].Index])
-	for _, k := range keys[1:] {
-		if cluster.Slot(args[k.Index]) != slot {
-			return locksOnly(args, keys, d)
-		}
-	}
-	return false // one slot
-}
-
 // splitLocks runs a DEL or UNLINK of lock keys in several slots as one
 // command per slot, each handled as the client's own, and answers with
 // the counts added up. The session runs on a goroutine of its own
-// (splitsLocks). Each part's reply is taken (capture) instead of given.
+// (crossSlot asks an event loop for one). Each part's reply is taken (capture) instead of given.
 func (s *session) splitLocks(args [][]byte, keys []keyspec.Key) {
 	parts := splitParts(args, keys, splitSum)
 	replies := make([][]byte, len(parts))

@@ -144,6 +144,56 @@ func lookup(table map[string]kind, name []byte) kind {
 	return table[string(l)]
 }
 
+// flag marks a family of commands by name that the proxy treats alike
+// beyond its kind; flagsOf looks a name up. A place that decides by family
+// asks the table instead of naming the commands itself.
+type flag uint8
+
+const (
+	// fScriptCall: EVAL, EVALSHA, FCALL and their _RO forms, which may
+	// hold Valkey while they run (busyscript.go).
+	fScriptCall flag = 1 << iota
+	// fClusterFace: CLUSTER, READONLY, READWRITE, ASKING, which the
+	// proxy answers in front of a cluster (cluster_face.go).
+	fClusterFace
+	// fShardChannel: SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH, whose channel
+	// names place them in a slot as a key would (cluster_route.go).
+	fShardChannel
+	// fDelete: DEL and UNLINK, split by slot when they release locks in
+	// several (cluster_split_locks.go).
+	fDelete
+	// fOneServer: PING and INFO, keyless commands in front of a cluster
+	// that one node answers, not every primary (cluster_fanout.go).
+	fOneServer
+	// fSplitSum, fSplitMGet, fSplitMSet: split by slot in front of a
+	// cluster when their keys span slots (cluster_split.go): DEL, UNLINK,
+	// EXISTS, TOUCH (the counts added up), MGET, MSET.
+	fSplitSum
+	fSplitMGet
+	fSplitMSet
+)
+
+var byNameFlags = map[string]flag{
+	"eval": fScriptCall, "evalsha": fScriptCall, "eval_ro": fScriptCall, "evalsha_ro": fScriptCall,
+	"fcall": fScriptCall, "fcall_ro": fScriptCall,
+	"cluster": fClusterFace, "readonly": fClusterFace, "readwrite": fClusterFace, "asking": fClusterFace,
+	"ssubscribe": fShardChannel, "sunsubscribe": fShardChannel, "spublish": fShardChannel,
+	"del": fDelete | fSplitSum, "unlink": fDelete | fSplitSum, "exists": fSplitSum, "touch": fSplitSum,
+	"mget": fSplitMGet, "mset": fSplitMSet,
+	"ping": fOneServer, "info": fOneServer,
+}
+
+// flagsOf is the flags of a command name in any letter case. It does not
+// allocate.
+func flagsOf(name []byte) flag {
+	var buf [24]byte
+	l, ok := lower(buf[:], name)
+	if !ok {
+		return 0
+	}
+	return byNameFlags[string(l)]
+}
+
 // blockingWait reports whether a command may block on the server, and for
 // how long it asked (negative: forever). Whether it blocks is c.blocks (the
 // "blocking" flag); where its timeout is, COMMAND does not say, so the

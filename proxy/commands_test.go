@@ -209,3 +209,23 @@ func TestBlockingWait(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsOf: the families the proxy decides by name come from the one
+// table, in any letter case; other names have none.
+func TestFlagsOf(t *testing.T) {
+	for name, want := range map[string]flag{
+		"EVAL": fScriptCall, "evalsha_RO": fScriptCall, "Fcall_ro": fScriptCall,
+		"cluster": fClusterFace, "ASKING": fClusterFace,
+		"SPUBLISH": fShardChannel, "ssubscribe": fShardChannel,
+		"del": fDelete | fSplitSum, "UNLINK": fDelete | fSplitSum, "Exists": fSplitSum, "mget": fSplitMGet, "MSET": fSplitMSet,
+		"PING": fOneServer, "info": fOneServer,
+		"GET": 0, "evalx": 0, "subscribe": 0, "a-name-longer-than-any-command": 0,
+	} {
+		if got := flagsOf([]byte(name)); got != want {
+			t.Errorf("flagsOf(%q) = %b, want %b", name, got, want)
+		}
+	}
+	if !isScriptCall([]byte("EvalSha")) || isScriptCall([]byte("SCRIPT")) {
+		t.Error("isScriptCall disagrees with the table")
+	}
+}

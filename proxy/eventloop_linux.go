@@ -31,12 +31,12 @@ import (
 // Only sessions on shared upstream connections live in a loop. Handling a
 // command returns a step (step.go) that the loop carries out (carry): a
 // command that needs a dedicated connection (MULTI, BLPOP, SUBSCRIBE...)
-// moves its session onto a goroutine of its own before it is handled
-// (stepOwnConn), because the dial and the waits that follow would stall
-// every other client of the loop. Commands that must follow every earlier
-// reply (settles) wait, kept by the session, until the loop has read those
-// replies (stepSettle): waiting for them here would wait for the loop
-// itself. What else could block — a dial of a shared connection, fetching
+// moves its session onto a goroutine of its own before anything is done
+// for it (stepOwnConn), because the dial and the waits that follow would
+// stall every other client of the loop. Commands that must follow every
+// earlier reply (settle, switchFirst) wait, kept by the session, until the
+// loop has read those replies (stepSettle): waiting for them here would
+// wait for the loop itself. What else could block — a dial of a shared connection, fetching
 // Valkey's command table or a movable command's keys for the lock rules (the
 // side connection) — is done off the loop while the client waits alone
 // (stepOffLoop): one client's dial to a slow or unreachable Valkey holds no

@@ -31,7 +31,7 @@ func (s *session) handle(cmd resp.Command) step {
 	s.holds = false
 	st := s.asked
 	s.asked = step{}
-	if st.do == stepSettle || st.do == stepOffLoop {
+	if st.do == stepSettle || st.do == stepOffLoop || st.do == stepOwnConn {
 		s.replySkip = s.replySkip || skip
 	} else {
 		s.p.ops.commands[s.family].Add(1)
@@ -58,6 +58,16 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	if s.needsAuth(k) {
 		s.local(resp.AppendError(nil, errNoAuth))
 		return true
+	}
+	if s.lp != nil && s.ownConnFor(k, args) {
+		// Before anything is done for it: the session goes on on a
+		// goroutine of its own, where it is handled again (the dial and
+		// the waits of its own connection would stall the loop).
+		s.asked = step{do: stepOwnConn}
+		return true
+	}
+	if s.holds && s.sparesFirst() {
+		return true // a script call: the spares beside it (busyscript.go)
 	}
 	switch k {
 	case kAdmin:
@@ -148,6 +158,9 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kReset:
+		if s.switchFirst() {
+			return true
+		}
 		if len(args) != 1 {
 			s.local(resp.AppendError(nil, errWrongArgs("reset")))
 			return true
@@ -156,6 +169,14 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		s.local(resp.AppendSimple(nil, "RESET"))
 	}
 	return true
+}
+
+// switchFirst is asideFirst for the commands that may move the session to
+// another pool (SELECT, HELLO, AUTH, RESET): on an event loop they are
+// handled once every reply owed on the old pool is in, which the new
+// pool's commands must not overtake. It reports whether it asked.
+func (s *session) switchFirst() bool {
+	return s.asideFirst()
 }
 
 // needsAuth reports whether the command must be refused with NOAUTH: the
@@ -169,9 +190,9 @@ func (s *session) needsAuth(k kind) bool {
 // connection: it creates state Valkey must keep for this client alone (a
 // transaction, a blocked wait, subscriptions, a replication stream,
 // tracking). A login as another user does not: the session shares that
-// login's connections (logins.go). route acts on it, and an event loop asks
-// it before route runs (needsOwnConn, in loopStep): one decision, read
-// twice.
+// login's connections (logins.go). route asks it first on an event loop,
+// to leave the loop before anything is done for the command (stepOwnConn),
+// and acts on it after the lock rules on a goroutine of the session's own.
 func (s *session) ownConnFor(k kind, args [][]byte) bool {
 	switch k {
 	case kDedicated, kStream, kSync:
@@ -182,14 +203,6 @@ func (s *session) ownConnFor(k kind, args [][]byte) bool {
 		return len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
 	}
 	return false
-}
-
-// needsOwnConn reports whether handling a command needs the session's own
-// connection: an event loop hands such a session to a goroutine of its own
-// first, since the dial and the waits that come with it would stall the
-// loop's other clients.
-func (s *session) needsOwnConn(k kind, args [][]byte) bool {
-	return s.ded != nil || (!s.needsAuth(k) && (s.ownConnFor(k, args) || s.splitsLocks(args)))
 }
 
 // helloAuthAt is the position of AUTH in HELLO's arguments (0: none).
@@ -453,6 +466,9 @@ func (s *session) askDedicated(raw []byte) bool {
 // logs the session in as that user once Valkey accepts them (logIn), and
 // the session moves to that login's pool.
 func (s *session) hello(cmd resp.Command) {
+	if s.switchFirst() {
+		return
+	}
 	args := cmd.Args
 	if len(args) == 1 {
 		if !s.authed {
@@ -524,6 +540,9 @@ func (s *session) hello(cmd resp.Command) {
 // SELECT itself is forwarded to a connection of that pool, so the reply (or
 // the error for a database out of range) is Valkey's own.
 func (s *session) selectDB(cmd resp.Command) {
+	if s.switchFirst() {
+		return
+	}
 	if _, ok := selectArg(cmd.Args); !ok {
 		s.forward(cmd.Raw, nil) // Valkey's error, and no switch
 		return
@@ -559,10 +578,14 @@ func (s *session) selectDB(cmd resp.Command) {
 func (s *session) client(cmd resp.Command) bool {
 	cmd = s.toValkeyIDs(cmd)
 	args := cmd.Args
-	if isPause(args) && s.lp == nil && s.p.cl == nil {
-		// Before the pause holds anything (busyscript.go; an event
-		// loop opened them off the loop: needsSpares).
-		s.p.pool(s.key()).openSpares()
+	if isPause(args) && s.p.cl == nil {
+		// Before the pause holds anything (busyscript.go).
+		if s.sparesFirst() {
+			return true
+		}
+		if s.lp == nil {
+			s.p.pool(s.key()).openSpares()
+		}
 	}
 	s.notePause(args)
 	if handled, keep := s.clientSelf(args); handled {
@@ -587,6 +610,9 @@ func (s *session) client(cmd resp.Command) bool {
 // connections; any other login is Valkey's to accept (logIn), and the
 // session then shares that login's connections (logins.go).
 func (s *session) auth(cmd resp.Command) {
+	if s.switchFirst() {
+		return
+	}
 	args := cmd.Args
 	var user, pass []byte
 	switch len(args) {

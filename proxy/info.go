@@ -48,7 +48,9 @@ func (s *session) info(cmd resp.Command) bool {
 		return true
 	}
 	if len(rest) == 1 {
-		s.settle()
+		if !s.settle() {
+			return true
+		}
 		s.local(appendInfo(nil, s.p.infoSection(), s.proto))
 		return true
 	}

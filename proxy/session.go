@@ -487,8 +487,8 @@ func (s *session) waitDrain(le int64) {
 	if s.lp != nil && s.inflight.Load() > le {
 		if c := s.last; c != nil && c.lp != nil && !c.dead.Load() {
 			// The replies would come through an event loop, maybe this
-			// very one: waiting here could stall it for good. pump
-			// settles such commands before handling them, so this is a
+			// very one: waiting here could stall it for good. Such
+			// commands ask for stepSettle first, so this is a
 			// bug; it ends this client (pump recovers), not every
 			// client of the loop.
 			panic("lockproxy: a session waited for its replies inside the event loop that reads them")

@@ -120,8 +120,8 @@ func (s *session) park(job func()) {
 // connection, and for which pool: SELECT and HELLO switch pools, so they
 // are asked about the pool they switch to.
 func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
-	if s.ded != nil || !s.authed {
-		return poolKey{}, false
+	if s.ded != nil || !s.authed || s.ownConnFor(k, args) {
+		return poolKey{}, false // no shared connection: route asks for its own (stepOwnConn)
 	}
 	switch k {
 	case kAdmin, kQuit, kReset, kAuth:

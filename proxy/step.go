@@ -130,24 +130,21 @@ func (s *session) putBack(cmd resp.Command) {
 
 // loopStep is the step a command takes on an event loop before anything
 // else is done for it, or stepNext: what handling it would wait for must
-// not be waited for on the loop.
+// not be waited for on the loop. Two waits are still foreseen here, not
+// asked for where they happen: besideHeld's wait behind a held command
+// (behindHeld) and the dial of a shared connection (willDial; target dials
+// deep in the path, after the lock rules). The others are asked for by
+// the code that needs them: settle and switchFirst (stepSettle), route's
+// and crossSlot's stepOwnConn, sparesFirst, dialFirst and offLoop
+// (stepOffLoop), aside (stepAside).
 func (s *session) loopStep(k kind, args [][]byte) step {
 	if s.lp == nil {
 		return step{}
 	}
-	if s.needsOwnConn(k, args) {
-		return step{do: stepOwnConn}
-	}
-	if (settles(k) || s.behindHeld()) && s.inflight.Load()+int64(len(s.bpend)) > 0 {
+	if s.behindHeld() && s.inflight.Load()+int64(len(s.bpend)) > 0 {
 		// Handled once every earlier reply is in: the loop reads the
 		// replies, so it must not wait for them here.
 		return step{do: stepSettle}
-	}
-	if s.needsSpares(k, args) {
-		// The spare connections a command Valkey may hold back needs
-		// beside it (busyscript.go), opened off the loop like any dial.
-		pl := s.p.pool(s.key())
-		return step{do: stepOffLoop, job: pl.openSpares}
 	}
 	if key, dials := s.willDial(k, args); dials {
 		// Dialling could take up to dial_timeout (Valkey slow or
@@ -155,18 +152,6 @@ func (s *session) loopStep(k kind, args [][]byte) step {
 		return s.dialStep(key)
 	}
 	return step{}
-}
-
-// settles tells the commands that are handled only after every reply owed
-// before them: admin commands and INFO answer about what came before, and
-// SELECT, HELLO, AUTH and RESET move the session to another pool, which
-// must not overtake the replies still due on the old one.
-func settles(k kind) bool {
-	switch k {
-	case kAdmin, kInfo, kSelect, kHello, kAuth, kReset:
-		return true
-	}
-	return false
 }
 
 // offLoop asks, as the step of the command being handled (handle returns

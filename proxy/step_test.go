@@ -60,22 +60,19 @@ func TestLoopStep(t *testing.T) {
 		{"plain command, connected", "GET a", true, 0, true, false, stepNext},
 		{"plain command behind replies", "GET a", true, 3, true, false, stepNext},
 		{"plain command, no connection yet", "GET a", false, 0, true, false, stepOffLoop},
-		{"transaction", "MULTI", true, 0, true, false, stepOwnConn},
-		{"blocking pop", "BLPOP q 0", true, 0, true, false, stepOwnConn},
-		{"XREAD BLOCK", "XREAD BLOCK 0 STREAMS s $", true, 0, true, false, stepOwnConn},
+		{"transaction: asked for by route", "MULTI", true, 0, true, false, stepNext},
+		{"transaction, no shared connection: none dialled", "MULTI", false, 0, true, false, stepNext},
 		{"XREAD without BLOCK", "XREAD STREAMS s 0", true, 0, true, false, stepNext},
-		{"subscribe", "SUBSCRIBE ch", true, 0, true, false, stepOwnConn},
-		{"CLIENT TRACKING", "CLIENT TRACKING on", true, 0, true, false, stepOwnConn},
 		{"CLIENT SETNAME", "CLIENT SETNAME x", true, 0, true, false, stepNext},
 		{"not logged in: NOAUTH, no connection", "MULTI", false, 0, false, false, stepNext},
-		{"INFO behind replies", "INFO", true, 1, true, false, stepSettle},
+		{"INFO behind replies: settled where it is answered", "INFO", true, 1, true, false, stepNext},
 		{"INFO, nothing owed", "INFO", true, 0, true, false, stepNext},
-		{"admin command behind replies", "LOCKPROXY STATS", true, 2, true, false, stepSettle},
-		{"SELECT behind replies", "SELECT 1", true, 1, true, false, stepSettle},
+		{"admin command behind replies: settled where it is answered", "LOCKPROXY STATS", true, 2, true, false, stepNext},
+		{"SELECT behind replies: the new pool dialled first", "SELECT 1", true, 1, true, false, stepOffLoop},
 		{"SELECT of a pool not dialled", "SELECT 1", true, 0, true, false, stepOffLoop},
 		{"SELECT out of range: the same pool", "SELECT x", true, 0, true, false, stepNext},
 		{"HELLO 3 of a pool not dialled", "HELLO 3", true, 0, true, false, stepOffLoop},
-		{"AUTH behind replies", "AUTH pw", true, 1, true, false, stepSettle},
+		{"AUTH behind replies: settled where it is handled", "AUTH pw", true, 1, true, false, stepNext},
 		{"AUTH: answered by the proxy or checked aside", "AUTH pw", false, 0, true, false, stepNext},
 		{"QUIT", "QUIT", false, 0, true, false, stepNext},
 		{"script call, spares open", "EVAL x 0", true, 0, true, false, stepNext},
@@ -104,8 +101,41 @@ func TestLoopStep(t *testing.T) {
 	}
 }
 
-// TestLoopStepSparesOffLoop: a script call through a pool whose spare
-// connections are not open opens them off the loop first.
+// TestOwnConnAsked: a command that needs a connection of its own asks, as
+// route's first decision on an event loop, to go on on a goroutine of the
+// session's own, before anything is done for it; on that goroutine route
+// goes on.
+func TestOwnConnAsked(t *testing.T) {
+	for _, c := range []struct {
+		cmd  string
+		want stepKind
+	}{
+		{"MULTI", stepOwnConn},
+		{"BLPOP q 0", stepOwnConn},
+		{"XREAD BLOCK 0 STREAMS s $", stepOwnConn},
+		{"SUBSCRIBE ch", stepOwnConn},
+		{"CLIENT TRACKING on", stepOwnConn},
+		{"PSYNC ? -1", stepOwnConn},
+		{"MONITOR", stepOwnConn},
+	} {
+		p := stepProxy()
+		s := stepSession(p, true)
+		args := argsOf(c.cmd)
+		if !s.route(resp.Command{Args: args}, p.cmds().kind(args[0])) {
+			t.Fatalf("%s: route ended the session", c.cmd)
+		}
+		if s.asked.do != c.want {
+			t.Fatalf("%s: asked step %d, want %d", c.cmd, s.asked.do, c.want)
+		}
+		if s.ded != nil || s.inflight.Load() != 0 || len(s.bpend) != 0 {
+			t.Fatalf("%s: something was done on the loop before the step", c.cmd)
+		}
+	}
+}
+
+// TestLoopStepSparesOffLoop: a script call or CLIENT PAUSE through a pool
+// whose spare connections are not open asks, where it is handled, to open
+// them off the loop first.
 func TestLoopStepSparesOffLoop(t *testing.T) {
 	p := stepProxy()
 	s := stepSession(p, true)
@@ -113,9 +143,15 @@ func TestLoopStepSparesOffLoop(t *testing.T) {
 	pl.spares[2].c = nil
 	for _, cmd := range []string{"EVAL x 0", "FCALL f 0", "CLIENT PAUSE 10"} {
 		args := argsOf(cmd)
-		if got := s.loopStep(p.cmds().kind(args[0]), args); got.do != stepOffLoop {
-			t.Fatalf("%s with a spare closed: step %d, want off the loop", cmd, got.do)
+		k := p.cmds().kind(args[0])
+		s.holds = k == kForward && isScriptCall(args[0]) // as handle sets it
+		if !s.route(resp.Command{Args: args}, k) || s.asked.do != stepOffLoop || s.asked.job == nil {
+			t.Fatalf("%s with a spare closed: step %d, want off the loop", cmd, s.asked.do)
 		}
+		if s.inflight.Load() != 0 || len(s.bpend) != 0 {
+			t.Fatalf("%s: something was sent before the spares", cmd)
+		}
+		s.asked = step{}
 	}
 }
 
@@ -139,5 +175,48 @@ func TestPutBack(t *testing.T) {
 	}
 	if s.again != nil {
 		t.Fatal("the put-back command is read twice")
+	}
+}
+
+// TestSettleAsked: the commands that answer about the replies owed before
+// them (LOCKPROXY's own, INFO lockproxy) or move the session to another
+// pool (SELECT, HELLO, AUTH, RESET) ask, where they are handled, to be
+// handled again once those replies are in; with none owed, or on a
+// goroutine of the session's own, they ask nothing.
+func TestSettleAsked(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ask  func(s *session) bool // reports whether it went on
+	}{
+		{"settle (admin, INFO lockproxy, clusterInfo)", func(s *session) bool { return s.settle() }},
+		{"SELECT", func(s *session) bool {
+			s.selectDB(resp.Command{Args: argsOf("SELECT 1")})
+			return s.asked.do != stepSettle
+		}},
+		{"HELLO", func(s *session) bool { s.hello(resp.Command{Args: argsOf("HELLO 3")}); return s.asked.do != stepSettle }},
+		{"AUTH", func(s *session) bool { s.auth(resp.Command{Args: argsOf("AUTH pw")}); return s.asked.do != stepSettle }},
+		{"RESET", func(s *session) bool { return !s.switchFirst() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := stepProxy()
+			s := stepSession(p, true)
+			s.inflight.Store(2)
+			if c.ask(s) {
+				t.Fatal("went on with replies owed on an event loop")
+			}
+			if s.asked.do != stepSettle {
+				t.Fatalf("asked step %d, want stepSettle", s.asked.do)
+			}
+		})
+	}
+	p := stepProxy()
+	s := stepSession(p, true)
+	if !s.settle() || s.switchFirst() || s.asked.do != stepNext {
+		t.Fatal("nothing owed: settle waited or a step was asked")
+	}
+	s.lp = nil
+	s.inflight.Store(0)
+	if s.switchFirst() || s.asked.do != stepNext {
+		t.Fatal("on a goroutine of its own: a step was asked")
 	}
 }
