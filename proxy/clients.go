@@ -52,7 +52,7 @@ func (s *session) publish() {
 	}
 	if s.inMulti {
 		f = append(f, 'x')
-		sn.multi = len(s.multiShape) - s.tx.hidden
+		sn.multi = len(s.multiShape)
 	}
 	if s.noEvict {
 		f = append(f, 'e')

@@ -35,9 +35,6 @@ type clientState struct {
 	// by the EXEC reply's reader (execSelect).
 	multiSelect bool
 	execDB      atomic.Int64
-	// tx: the transaction's commands under a rule's durability
-	// (durable_multi.go).
-	tx txDurable
 
 	// CLIENT NO-EVICT and NO-TOUCH, as the client set them.
 	noEvict, noTouch bool
@@ -63,7 +60,7 @@ func (s *session) reset() {
 	s.setName("")
 	s.proto, s.db = 2, s.p.opts.Upstream.DB
 	s.authed, s.proxyCreds = !s.p.requireAuth, false
-	s.inMulti, s.multiShape, s.multiSelect, s.tx = false, nil, false, txDurable{}
+	s.inMulti, s.multiShape, s.multiSelect = false, nil, false
 	s.noEvict, s.noTouch = false, false
 	s.replyOff, s.replySkip, s.mute = false, false, false
 	s.subs.clear()

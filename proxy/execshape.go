@@ -15,62 +15,35 @@ func (s *session) queueInMulti(raw []byte, queued func([]byte) []byte, atExec fu
 }
 
 // execHook shapes EXEC's reply: each queued command with a shaper gets its
-// element rewritten (a script's grant number back into +OK, ...); a
-// shaper that answers nil drops its element (a command lockproxy queued
-// for itself, durable_multi.go).
+// element rewritten (a script's grant number back into +OK, ...).
 func (s *session) execHook(shapers []func([]byte) []byte) func([]byte) []byte {
 	return func(reply []byte) []byte {
-		elems, ok := execSplit(shapers, reply)
-		if !ok {
+		if len(reply) == 0 || (reply[0] != '*' && reply[0] != '~') {
+			return reply // EXECABORT, or nil when WATCH aborted: nothing ran
+		}
+		v, n, err := resp.Parse(reply)
+		if err != nil || n != len(reply) || len(v.Elems) != len(shapers) {
 			return reply
 		}
-		return execJoin(elems)
-	}
-}
-
-// execSplit is EXEC's reply as its elements, shaped; false when EXEC ran
-// nothing (EXECABORT, or nil when WATCH aborted it) or the reply is not
-// one element per queued command.
-func execSplit(shapers []func([]byte) []byte, reply []byte) ([][]byte, bool) {
-	if len(reply) == 0 || (reply[0] != '*' && reply[0] != '~') {
-		return nil, false
-	}
-	v, n, err := resp.Parse(reply)
-	if err != nil || n != len(reply) || len(v.Elems) != len(shapers) {
-		return nil, false
-	}
-	// Split the array into its elements' bytes with the framer.
-	rest := reply[bytes.IndexByte(reply, '\n')+1:]
-	elems := make([][]byte, 0, len(shapers))
-	var f resp.Framer
-	for i := range shapers {
-		m, err := f.Frame(rest)
-		if err != nil || m == 0 {
-			return nil, false
+		// Split the array into its elements' bytes with the framer.
+		hdr := bytes.IndexByte(reply, '\n') + 1
+		out := append([]byte(nil), reply[:hdr]...)
+		rest := reply[hdr:]
+		var f resp.Framer
+		for i := range shapers {
+			m, err := f.Frame(rest)
+			if err != nil || m == 0 {
+				return reply
+			}
+			el := rest[:m]
+			if shapers[i] != nil {
+				el = shapers[i](el)
+			}
+			out = append(out, el...)
+			rest = rest[m:]
 		}
-		el := rest[:m]
-		if shapers[i] != nil {
-			el = shapers[i](el)
-		}
-		if el != nil {
-			elems = append(elems, el)
-		}
-		rest = rest[m:]
+		return out
 	}
-	return elems, true
-}
-
-// execJoin is EXEC's reply of elems.
-func execJoin(elems [][]byte) []byte {
-	n := 0
-	for _, el := range elems {
-		n += len(el)
-	}
-	out := resp.AppendArrayHeader(make([]byte, 0, n+16), len(elems))
-	for _, el := range elems {
-		out = append(out, el...)
-	}
-	return out
 }
 
 // execSelect is the EXEC shaper of a SELECT queued in a transaction: when

@@ -360,7 +360,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		}
 		if db, ok := selectArg(args); ok && s.inMulti {
 			// Valkey switches when EXEC runs it (execSelect).
-			s.multiSelect, s.tx.db = true, db
+			s.multiSelect = true
 			s.queueInMulti(cmd.Raw, nil, s.execSelect(db))
 			return true
 		}
@@ -403,21 +403,17 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	switch {
 	case resp.EqualFold(args[0], "multi"):
 		if !s.inMulti {
-			s.inMulti, s.multiShape, s.tx = true, s.multiShape[:0], txDurable{db: s.db}
+			s.inMulti, s.multiShape = true, s.multiShape[:0]
 			s.forward(cmd.Raw, nil)
 			return true
 		}
 	case resp.EqualFold(args[0], "exec") && s.inMulti:
-		shapers, selects, tx := s.multiShape, s.multiSelect, s.tx
-		s.inMulti, s.multiShape, s.multiSelect, s.tx = false, nil, false, txDurable{}
+		shapers, selects := s.multiShape, s.multiSelect
+		s.inMulti, s.multiShape, s.multiSelect = false, nil, false
 		for _, f := range shapers {
 			if f != nil {
 				s.execDB.Store(-1)
-				if len(tx.elems) > 0 {
-					s.execDurable(cmd.Raw, shapers, tx)
-				} else {
-					s.forward(cmd.Raw, s.execHook(shapers))
-				}
+				s.forward(cmd.Raw, s.execHook(shapers))
 				if selects {
 					// The database the session's commands go to
 					// from here on is the one EXEC left.
@@ -431,7 +427,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			}
 		}
 	case resp.EqualFold(args[0], "discard"):
-		s.inMulti, s.multiShape, s.multiSelect, s.tx = false, nil, false, txDurable{}
+		s.inMulti, s.multiShape, s.multiSelect = false, nil, false
 	case s.inMulti:
 		s.multiShape = append(s.multiShape, nil)
 	}

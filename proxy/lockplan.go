@@ -185,9 +185,7 @@ func (s *session) run(plan rewrite.Plan) {
 		return
 	}
 	if s.ded != nil && s.inMulti {
-		if !s.queueDurable(plan, hook) {
-			s.queueInMulti(encodeScript(plan, false), nil, hook)
-		}
+		s.queueInMulti(encodeScript(plan, false), nil, hook)
 		return
 	}
 	if plan.Durable != nil && !sc.RO {
