@@ -126,15 +126,7 @@ func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
 	var folded []byte
 	waited := false
 	undo := func(grant int64, acked int64) {
-		value := string(effects[0].Value)
-		s.p.durable.undone.Add(1)
-		s.p.log.Warn("an acquisition was not acknowledged by enough replicas in time: undone, answered as not taken",
-			"key", keys[0], "replicas", d.Replicas, "acknowledged", acked, "timeout", d.Timeout.D())
-		s.p.wg.Add(1)
-		go func() {
-			defer s.p.wg.Done()
-			s.p.undoGrant(keys, db, owner, grant, value)
-		}()
+		s.p.undoGrantLater(keys, db, owner, grant, string(effects[0].Value), d, acked)
 	}
 	muted := s.mute
 	s.mute = true
@@ -165,14 +157,35 @@ func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
 		}
 		effects[0].Grant = 0
 		s.apply(effects, nil)
-		switch shape {
-		case rewrite.SetNXReply:
-			return resp.AppendInt(nil, 0)
-		case rewrite.AcquireGetReply:
-			return resp.AppendError(nil, errNotDurable(keys[0], d))
-		}
-		return resp.AppendNull(nil, proto)
+		return notTaken(shape, keys[0], d, proto)
 	})
+}
+
+// notTaken is the answer to an acquisition of shape that was not made
+// durable: that of a lock someone else holds (nil, :0 for SETNX), or
+// NOTDURABLE for SET ... NX GET.
+func notTaken(shape rewrite.Shape, key string, d *policy.DurabilityConfig, proto int) []byte {
+	switch shape {
+	case rewrite.SetNXReply:
+		return resp.AppendInt(nil, 0)
+	case rewrite.AcquireGetReply:
+		return resp.AppendError(nil, errNotDurable(key, d))
+	}
+	return resp.AppendNull(nil, proto)
+}
+
+// undoGrantLater undoes a grant its replicas did not acknowledge (acked of
+// d.Replicas; -1: the WAIT did not vouch for it) off the reply path, and
+// counts and logs it.
+func (p *Proxy) undoGrantLater(keys []string, db int, owner string, grant int64, value string, d *policy.DurabilityConfig, acked int64) {
+	p.durable.undone.Add(1)
+	p.log.Warn("an acquisition was not acknowledged by enough replicas in time: undone, answered as not taken",
+		"key", keys[0], "replicas", d.Replicas, "acknowledged", acked, "timeout", d.Timeout.D())
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.undoGrant(keys, db, owner, grant, value)
+	}()
 }
 
 // undoGrant runs undoGrantScript, within the dial timeout.
