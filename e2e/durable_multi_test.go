@@ -98,3 +98,11 @@ func TestDurableTransactions(t *testing.T) {
 	e.startProxy(rulesOptions(t, durableTxnRules))
 	durableTransactions(t, e, primary, replica, "", func() { cutOffReplica(t, primary) })
 }
+
+// The same in front of a cluster: the transaction runs on the session's
+// own connection to the keys' node, the WAIT behind EXEC counts that
+// node's replicas, and the undo runs there.
+func TestDurableTransactionsInCluster(t *testing.T) {
+	ce := startClusterFailover(t, durableTxnRules, "{d}:t:mutex")
+	durableTransactions(t, ce.e, ce.primary, ce.replica, "{d}:", func() { cutOffReplica(t, ce.primary) })
+}
