@@ -34,6 +34,15 @@ func durableTransactions(t *testing.T, e *env, primary, replica *valkeytest.Serv
 	t.Helper()
 	a := dialRaw(t, e.addr)
 	lock, slock := prefix+"t:mutex", prefix+"s:mutex"
+	// The counters' read queued before a durable script is lockproxy's
+	// own: CLIENT LIST counts the client's one queued command, as Valkey.
+	eq(t, a.do("MULTI"), "+OK\r\n")
+	eq(t, a.do("EVAL", obtainScript, "1", slock, "s", "60000"), "+QUEUED\r\n")
+	list := dialRaw(t, e.addr).do("CLIENT", "LIST")
+	if !strings.Contains(list, " multi=1 ") || strings.Contains(list, " multi=2 ") {
+		t.Fatalf("CLIENT LIST with one command queued: %q", list)
+	}
+	eq(t, a.do("DISCARD"), "+OK\r\n")
 	eq(t, transaction(t, a, []string{"SET", lock, "tok", "NX", "PX", "60000"}, []string{"EVAL", obtainScript, "1", slock, "s", "60000"}),
 		"*2\r\n+OK\r\n+OK\r\n")
 	rc := valkeytest.Dial(t, replica.Addr, 2)
