@@ -95,6 +95,10 @@ func durableTransactions(t *testing.T, e *env, primary, replica *valkeytest.Serv
 	eq(t, a.do("SET", taken, "tok", "NX", "PX", "60000"), "+QUEUED\r\n")
 	mustContain(t, a.do("NOSUCHCOMMAND"), "-ERR unknown command")
 	mustContain(t, a.do("EXEC"), "-EXECABORT")
+	// Nor one a WATCH aborted: nil, as Valkey's.
+	eq(t, a.do("WATCH", plain), "+OK\r\n")
+	eq(t, dialRaw(t, e.addr).do("SET", plain, "y"), "+OK\r\n")
+	eq(t, transaction(t, a, []string{"SET", taken, "tok", "NX", "PX", "60000"}), "*-1\r\n")
 	eq(t, metric(t, metrics(t, e), "lockproxy_grants_undone_total"), before+2)
 }
 
