@@ -78,23 +78,11 @@ func (s *session) queueRun(plan rewrite.Plan, hook func([]byte) []byte) {
 		})
 		return
 	}
-	proto, effects, shape, sc := s.proto, plan.Effects, plan.Shape, plan.Script
-	keys := make([]string, len(plan.Keys))
-	for i, k := range plan.Keys {
-		keys[i] = string(k)
-	}
-	owner, db := effects[0].Owner, s.db
+	a, sc := s.durableAcquisition(plan, d), plan.Script
 	s.queueInMulti(raw, nil, func(el []byte) []byte {
-		folded := rewrite.Fold(shape, effects, sc.Unwrap(el), proto)
-		grant := effects[0].Grant
-		if grant == 0 || tx.acked >= int64(d.Replicas) {
-			s.apply(effects, folded)
-			return folded
-		}
-		s.p.undoGrantLater(keys, s.execDBOr(db), owner, grant, string(effects[0].Value), d, tx.acked)
-		effects[0].Grant = 0
-		s.apply(effects, nil)
-		return notTaken(shape, keys[0], d, proto)
+		// After a SELECT the transaction ran: the database it switched to.
+		a.db = s.execDBOr(a.db)
+		return a.answer(rewrite.Fold(a.shape, a.effects, sc.Unwrap(el), a.proto), tx.acked)
 	})
 }
 
