@@ -119,3 +119,20 @@ func TestDurableTransactionsInCluster(t *testing.T) {
 	ce := startClusterFailover(t, durableTxnRules, "{d}:t:mutex")
 	durableTransactions(t, ce.e, ce.primary, ce.replica, "{d}:", func() { cutOffReplica(t, ce.primary) })
 }
+
+// A SET NX queued after a SELECT in a durable transaction is undone in
+// the database the SELECT switched to, when the replica is cut off.
+func TestDurableTransactionUndoneAfterSelect(t *testing.T) {
+	primary, _ := replPrimaryReplica(t)
+	e := &env{t: t, srv: primary}
+	e.startProxy(rulesOptions(t, durableTxnRules))
+	cutOffReplica(t, primary)
+	a := dialRaw(t, e.addr)
+	eq(t, transaction(t, a, []string{"SELECT", "3"}, []string{"SET", "r:lock", "tok", "NX", "PX", "60000"}), "*2\r\n+OK\r\n$-1\r\n")
+	pc := valkeytest.Dial(t, primary.Addr, 2)
+	pc.Do(t, "SELECT", "3")
+	waitFor(t, 10*time.Second, "r:lock undone in database 3", func() bool {
+		return string(pc.Do(t, "EXISTS", "r:lock")) == ":0\r\n"
+	})
+	undone(t, a, "r:lock")
+}
