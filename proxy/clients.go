@@ -53,6 +53,9 @@ func (s *session) publish() {
 	if s.inMulti {
 		f = append(f, 'x')
 		sn.multi = len(s.multiShape)
+		if s.multiDur != nil {
+			sn.multi -= s.multiDur.hidden // lockproxy's own (durable_multi.go)
+		}
 	}
 	if s.noEvict {
 		f = append(f, 'e')

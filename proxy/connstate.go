@@ -30,6 +30,9 @@ type clientState struct {
 	// each queued command's EXEC element (nil for commands left as they are).
 	inMulti    bool
 	multiShape []func([]byte) []byte
+	// multiDur: the transaction's durability, nil when nothing queued
+	// asks for it (durable_multi.go).
+	multiDur *txnDurable
 	// multiSelect: a SELECT is queued in the transaction; execDB is the
 	// database the last one that ran at EXEC switched to (-1: none), set
 	// by the EXEC reply's reader (execSelect).
@@ -60,7 +63,7 @@ func (s *session) reset() {
 	s.setName("")
 	s.proto, s.db = 2, s.p.opts.Upstream.DB
 	s.authed, s.proxyCreds = !s.p.requireAuth, false
-	s.inMulti, s.multiShape, s.multiSelect = false, nil, false
+	s.inMulti, s.multiShape, s.multiSelect, s.multiDur = false, nil, false, nil
 	s.noEvict, s.noTouch = false, false
 	s.replyOff, s.replySkip, s.mute = false, false, false
 	s.subs.clear()

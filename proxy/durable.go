@@ -116,35 +116,19 @@ type durableStats struct {
 // node) cannot vouch for it: the client is answered "not taken", and the
 // grant, if the script made one, is undone when its reply comes.
 func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
-	proto, effects, shape := s.proto, plan.Effects, plan.Shape
-	keys := make([]string, len(plan.Keys))
-	for i, k := range plan.Keys {
-		keys[i] = string(k)
-	}
-	owner, db := effects[0].Owner, s.db
+	a := s.durableAcquisition(plan, d)
 	var mu sync.Mutex
 	var folded []byte
 	waited := false
-	undo := func(grant int64, acked int64) {
-		value := string(effects[0].Value)
-		s.p.durable.undone.Add(1)
-		s.p.log.Warn("an acquisition was not acknowledged by enough replicas in time: undone, answered as not taken",
-			"key", keys[0], "replicas", d.Replicas, "acknowledged", acked, "timeout", d.Timeout.D())
-		s.p.wg.Add(1)
-		go func() {
-			defer s.p.wg.Done()
-			s.p.undoGrant(keys, db, owner, grant, value)
-		}()
-	}
 	muted := s.mute
 	s.mute = true
 	sha := encodeScript(plan, true)
 	s.forwardRetry(sha, sha, func(reply []byte) []byte {
 		mu.Lock()
 		defer mu.Unlock()
-		folded = bytes.Clone(rewrite.Fold(shape, effects, plan.Script.Unwrap(reply), proto)) // kept past this read, as above
-		if waited && effects[0].Grant > 0 {
-			undo(effects[0].Grant, -1)
+		folded = bytes.Clone(rewrite.Fold(a.shape, a.effects, plan.Script.Unwrap(reply), a.proto)) // kept past this read, as above
+		if waited && a.effects[0].Grant > 0 {
+			a.undo(a.effects[0].Grant, -1)
 		}
 		return reply
 	})
@@ -153,26 +137,86 @@ func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
 		mu.Lock()
 		defer mu.Unlock()
 		waited = true
-		grant := effects[0].Grant
 		acked, ok := resp.ReplyInt(reply)
-		if folded != nil && (grant == 0 || ok && acked >= int64(d.Replicas)) {
-			s.apply(effects, folded)
-			return folded
+		if !ok {
+			acked = -1
 		}
-		// Not durable: undone (off the reply path), answered as not taken.
-		if folded != nil {
-			undo(grant, acked)
-		}
-		effects[0].Grant = 0
-		s.apply(effects, nil)
-		switch shape {
-		case rewrite.SetNXReply:
-			return resp.AppendInt(nil, 0)
-		case rewrite.AcquireGetReply:
-			return resp.AppendError(nil, errNotDurable(keys[0], d))
-		}
-		return resp.AppendNull(nil, proto)
+		return a.answer(folded, acked)
 	})
+}
+
+// durableAcq is an acquisition under a durability rule, as its answer
+// needs it once its WAIT is answered (runDurable; in a transaction,
+// queueRun).
+type durableAcq struct {
+	s       *session
+	effects []rewrite.Effect
+	shape   rewrite.Shape
+	keys    []string // copied: the plan's alias the command's arguments
+	owner   string
+	db      int
+	proto   int
+	d       *policy.DurabilityConfig
+}
+
+func (s *session) durableAcquisition(plan rewrite.Plan, d *policy.DurabilityConfig) *durableAcq {
+	keys := make([]string, len(plan.Keys))
+	for i, k := range plan.Keys {
+		keys[i] = string(k)
+	}
+	return &durableAcq{s: s, effects: plan.Effects, shape: plan.Shape, keys: keys,
+		owner: plan.Effects[0].Owner, db: s.db, proto: s.proto, d: d}
+}
+
+// answer is the client's answer, from the acquisition's folded reply (nil:
+// not seen before its WAIT's) and the replicas its WAIT counted (acked;
+// -1: no count): the reply, recorded, when it took nothing or enough
+// replicas acknowledged it; else "not taken", the grant undone (off the
+// reply path).
+func (a *durableAcq) answer(folded []byte, acked int64) []byte {
+	grant := a.effects[0].Grant
+	if folded != nil && (grant == 0 || acked >= int64(a.d.Replicas)) {
+		a.s.apply(a.effects, folded)
+		return folded
+	}
+	if folded != nil {
+		a.undo(grant, acked)
+	}
+	a.effects[0].Grant = 0
+	a.s.apply(a.effects, nil)
+	return notTaken(a.shape, a.keys[0], a.d, a.proto)
+}
+
+// undo undoes grant in the acquisition's database.
+func (a *durableAcq) undo(grant, acked int64) {
+	a.s.p.undoGrantLater(a.keys, a.db, a.owner, grant, string(a.effects[0].Value), a.d, acked)
+}
+
+// notTaken is the answer to an acquisition of shape that was not made
+// durable: that of a lock someone else holds (nil, :0 for SETNX), or
+// NOTDURABLE for SET ... NX GET.
+func notTaken(shape rewrite.Shape, key string, d *policy.DurabilityConfig, proto int) []byte {
+	switch shape {
+	case rewrite.SetNXReply:
+		return resp.AppendInt(nil, 0)
+	case rewrite.AcquireGetReply:
+		return resp.AppendError(nil, errNotDurable(key, d))
+	}
+	return resp.AppendNull(nil, proto)
+}
+
+// undoGrantLater undoes a grant its replicas did not acknowledge (acked of
+// d.Replicas; -1: the WAIT did not vouch for it) off the reply path, and
+// counts and logs it.
+func (p *Proxy) undoGrantLater(keys []string, db int, owner string, grant int64, value string, d *policy.DurabilityConfig, acked int64) {
+	p.durable.undone.Add(1)
+	p.log.Warn("an acquisition was not acknowledged by enough replicas in time: undone, answered as not taken",
+		"key", keys[0], "replicas", d.Replicas, "acknowledged", acked, "timeout", d.Timeout.D())
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.undoGrant(keys, db, owner, grant, value)
+	}()
 }
 
 // undoGrant runs undoGrantScript, within the dial timeout.

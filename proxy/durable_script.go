@@ -73,32 +73,12 @@ func (s *session) runDurableScript(plan rewrite.Plan) {
 	var before []int64 // nil: not read
 	var folded []byte
 	waited := false
-	undo := func() {
-		if len(locks) == 0 {
-			return
-		}
-		if before == nil {
-			s.p.log.Warn("a script under durability was not acknowledged by enough replicas in time, and the grants it may have made cannot be told apart (the counters' read failed): not undone",
-				"key", string(locks[0]))
-			return
-		}
-		b := before
-		s.p.wg.Add(1)
-		go func() {
-			defer s.p.wg.Done()
-			s.p.undoScriptGrants(locks, b, db)
-		}()
-	}
+	undo := func() { s.p.undoScriptGrantsLater(locks, before, db) }
 	muted := s.mute
 	s.mute = true
 	if len(locks) > 0 {
-		mget := make([][]byte, 0, 1+len(locks)/4)
-		mget = append(mget, []byte("MGET"))
-		for i := 0; i < len(locks); i += 4 {
-			mget = append(mget, locks[i+1])
-		}
 		n := len(locks) / 4
-		s.forward(resp.AppendCommand(nil, mget...), func(reply []byte) []byte {
+		s.forward(countersRead(locks), func(reply []byte) []byte {
 			mu.Lock()
 			defer mu.Unlock()
 			before = counters(reply, n)
@@ -146,6 +126,16 @@ func (s *session) runDurableScript(plan rewrite.Plan) {
 	})
 }
 
+// countersRead is the MGET of the counters of locks (durableLocks).
+func countersRead(locks [][]byte) []byte {
+	mget := make([][]byte, 0, 1+len(locks)/4)
+	mget = append(mget, []byte("MGET"))
+	for i := 0; i < len(locks); i += 4 {
+		mget = append(mget, locks[i+1])
+	}
+	return resp.AppendCommand(nil, mget...)
+}
+
 // counters reads an MGET's reply of n counters: nil unless it is one.
 func counters(reply []byte, n int) []int64 {
 	v, _, err := resp.Parse(reply)
@@ -164,6 +154,25 @@ func counters(reply []byte, n int) []int64 {
 		out[i] = c
 	}
 	return out
+}
+
+// undoScriptGrantsLater undoes, off the reply path, the grants a script
+// minted on locks (above the counters read before it, before; nil: the
+// read failed, and nothing can be told apart).
+func (p *Proxy) undoScriptGrantsLater(locks [][]byte, before []int64, db int) {
+	if len(locks) == 0 {
+		return
+	}
+	if before == nil {
+		p.log.Warn("a script under durability was not acknowledged by enough replicas in time, and the grants it may have made cannot be told apart (the counters' read failed): not undone",
+			"key", string(locks[0]))
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.undoScriptGrants(locks, before, db)
+	}()
 }
 
 // undoScriptGrants runs undoScriptGrantsScript, within the dial timeout.

@@ -264,6 +264,12 @@ func errNotDurableScript(key string, d *policy.DurabilityConfig) string {
 	return fmt.Sprintf("NOTDURABLE fewer than %d replicas acknowledged the script's changes within %s (durability, lock %q): lockproxy undid every lock the script took (they are not yours), and its renewals and fenced writes were made on the primary only, where a failover may lose them; retry later", d.Replicas, d.Timeout.D(), key)
 }
 
+// errNotDurableTxn: a durable transaction whose EXEC reply was not seen
+// before its WAIT's (durable_multi.go).
+func errNotDurableTxn(d *policy.DurabilityConfig) string {
+	return fmt.Sprintf("NOTDURABLE lockproxy could not tell whether %d replicas acknowledged the transaction within %s (durability): its reply was lost; check the locks it took, and retry", d.Replicas, d.Timeout.D())
+}
+
 // errNotDurableWrite: a renewal or fenced write under a rule's durability
 // that too few replicas acknowledged in time (durable.go).
 func errNotDurableWrite(key string, d *policy.DurabilityConfig) string {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"strconv"
 
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -15,7 +16,9 @@ func (s *session) queueInMulti(raw []byte, queued func([]byte) []byte, atExec fu
 }
 
 // execHook shapes EXEC's reply: each queued command with a shaper gets its
-// element rewritten (a script's grant number back into +OK, ...).
+// element rewritten (a script's grant number back into +OK, ...); a shaper
+// that returns nothing drops its element (a command lockproxy queued; no
+// element of Valkey's is empty).
 func (s *session) execHook(shapers []func([]byte) []byte) func([]byte) []byte {
 	return func(reply []byte) []byte {
 		if len(reply) == 0 || (reply[0] != '*' && reply[0] != '~') {
@@ -27,9 +30,10 @@ func (s *session) execHook(shapers []func([]byte) []byte) func([]byte) []byte {
 		}
 		// Split the array into its elements' bytes with the framer.
 		hdr := bytes.IndexByte(reply, '\n') + 1
-		out := append([]byte(nil), reply[:hdr]...)
+		var body []byte
 		rest := reply[hdr:]
 		var f resp.Framer
+		kept := 0
 		for i := range shapers {
 			m, err := f.Frame(rest)
 			if err != nil || m == 0 {
@@ -37,12 +41,20 @@ func (s *session) execHook(shapers []func([]byte) []byte) func([]byte) []byte {
 			}
 			el := rest[:m]
 			if shapers[i] != nil {
-				el = shapers[i](el)
+				if el = shapers[i](el); len(el) == 0 {
+					rest = rest[m:]
+					continue
+				}
 			}
-			out = append(out, el...)
+			body = append(body, el...)
+			kept++
 			rest = rest[m:]
 		}
-		return out
+		out := reply[:hdr:hdr]
+		if kept != len(shapers) {
+			out = append([]byte{reply[0]}, strconv.Itoa(kept)+"\r\n"...)
+		}
+		return append(out, body...)
 	}
 }
 

@@ -403,17 +403,21 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	switch {
 	case resp.EqualFold(args[0], "multi"):
 		if !s.inMulti {
-			s.inMulti, s.multiShape = true, s.multiShape[:0]
+			s.inMulti, s.multiShape, s.multiDur = true, s.multiShape[:0], nil
 			s.forward(cmd.Raw, nil)
 			return true
 		}
 	case resp.EqualFold(args[0], "exec") && s.inMulti:
-		shapers, selects := s.multiShape, s.multiSelect
-		s.inMulti, s.multiShape, s.multiSelect = false, nil, false
+		shapers, selects, dur := s.multiShape, s.multiSelect, s.multiDur
+		s.inMulti, s.multiShape, s.multiSelect, s.multiDur = false, nil, false, nil
 		for _, f := range shapers {
 			if f != nil {
 				s.execDB.Store(-1)
-				s.forward(cmd.Raw, s.execHook(shapers))
+				if dur != nil {
+					s.execDurable(cmd.Raw, s.execHook(shapers), dur) // durable_multi.go
+				} else {
+					s.forward(cmd.Raw, s.execHook(shapers))
+				}
 				if selects {
 					// The database the session's commands go to
 					// from here on is the one EXEC left.
@@ -427,7 +431,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			}
 		}
 	case resp.EqualFold(args[0], "discard"):
-		s.inMulti, s.multiShape, s.multiSelect = false, nil, false
+		s.inMulti, s.multiShape, s.multiSelect, s.multiDur = false, nil, false, nil
 	case s.inMulti:
 		s.multiShape = append(s.multiShape, nil)
 	}

@@ -185,7 +185,7 @@ func (s *session) run(plan rewrite.Plan) {
 		return
 	}
 	if s.ded != nil && s.inMulti {
-		s.queueInMulti(encodeScript(plan, false), nil, hook)
+		s.queueRun(plan, hook) // durable_multi.go
 		return
 	}
 	if plan.Durable != nil && !sc.RO {

@@ -382,7 +382,7 @@ func (s *session) holdForNode(args [][]byte) bool {
 	}
 	switch {
 	case resp.EqualFold(args[0], "multi") && len(args) == 1 && !s.inMulti:
-		s.inMulti, s.multiShape = true, s.multiShape[:0]
+		s.inMulti, s.multiShape, s.multiDur = true, s.multiShape[:0], nil
 	case resp.EqualFold(args[0], "client") && len(args) == 3 && resp.EqualFold(args[1], "caching") && !s.inMulti:
 		yes := resp.EqualFold(args[2], "yes")
 		if !t.on || !(yes && t.has("optin") || resp.EqualFold(args[2], "no") && t.has("optout")) {
