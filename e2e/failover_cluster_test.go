@@ -287,9 +287,20 @@ func TestLockDelayAcrossClusterFailover(t *testing.T) {
 	eq(t, retryUpstream(t, b, "SET", lock, "B", "NX", "PX", "8000"), "+OK\r\n")
 	_, bEnd := grantTimes(t, ce.primary, lock, "B")
 	ce.failOver(t)
+	grantedAfter(t, ce, lock, bEnd, func() (string, error) {
+		return c.readErrDo(5*time.Second, "SET", lock, "C", "NX", "PX", "8000")
+	})
+}
+
+// grantedAfter tries take (C's acquisition, "$-1" while refused) until it
+// is granted, then checks from the promoted replica's record that C was
+// granted no earlier than bEnd, when B's lost lease ran out, and that it
+// was refused at least once (the lock delay held it back).
+func grantedAfter(t *testing.T, ce *clusterFailoverEnv, lock string, bEnd int64, take func() (string, error)) {
+	t.Helper()
 	refused := 0
 	waitFor(t, 60*time.Second, "C is granted the lock", func() bool {
-		got, err := c.readErrDo(5*time.Second, "SET", lock, "C", "NX", "PX", "8000")
+		got, err := take()
 		if err == nil && got == "$-1\r\n" {
 			refused++
 		}
