@@ -48,19 +48,11 @@ func leaseEnd(name string, args [][]byte, now int64) (end int64, ok bool) {
 		}
 		return max(now+v*unit, 1), true
 	}
+	if e, ok := expireForms[name]; ok {
+		v, ok := num(2)
+		return at(v, ok, e.unit, e.abs)
+	}
 	switch name {
-	case "PEXPIRE":
-		v, ok := num(2)
-		return at(v, ok, 1, false)
-	case "EXPIRE":
-		v, ok := num(2)
-		return at(v, ok, 1000, false)
-	case "PEXPIREAT":
-		v, ok := num(2)
-		return at(v, ok, 1, true)
-	case "EXPIREAT":
-		v, ok := num(2)
-		return at(v, ok, 1000, true)
 	case "PERSIST":
 		return 0, true
 	case "SET", "GETEX":
@@ -94,6 +86,13 @@ func leaseEnd(name string, args [][]byte, now int64) (end int64, ok bool) {
 	}
 	return 0, false
 }
+
+// expireForms: the EXPIRE family's unit (ms) and whether its argument is
+// a time rather than a length.
+var expireForms = map[string]struct {
+	unit int64
+	abs  bool
+}{"PEXPIRE": {1, false}, "EXPIRE": {1000, false}, "PEXPIREAT": {1, true}, "EXPIREAT": {1000, true}}
 
 // leaseRefusal is the plan that refuses a lease change under r's
 // max_lease (see above), or nil when it may run.
