@@ -98,7 +98,10 @@ func newBuilder() *builder {
 
 // FromShards builds a Map from a CLUSTER SHARDS reply (Valkey 7+), in RESP2
 // or RESP3. A shard's primary is its node with role "master" whose health is
-// not "failed"; a shard without one serves none of its slots. With tls, a
+// not "fail" (Valkey's word; its documentation says "failed", so both are
+// read): after a failover the shard lists its old primary, failed, beside
+// the promoted replica, in no fixed order. A shard without a live primary
+// serves none of its slots. With tls, a
 // node's tls-port is used where it has one. self is the address the reply
 // came from: a node that names itself with an empty endpoint is found there.
 func FromShards(v resp.Value, tls bool, self string) (*Map, error) {
@@ -120,7 +123,7 @@ func FromShards(v resp.Value, tls bool, self string) (*Map, error) {
 				continue
 			}
 			b.nodes[addr] = true
-			if string(nf["role"].Str) == "master" && string(nf["health"].Str) != "failed" {
+			if string(nf["role"].Str) == "master" && !failed(string(nf["health"].Str)) {
 				primary = addr
 			}
 		}
@@ -174,6 +177,11 @@ func FromSlots(v resp.Value, self string) (*Map, error) {
 	}
 	return b.build(), nil
 }
+
+// failed reports a CLUSTER SHARDS health that rules a node out: "fail" is
+// what Valkey and Redis send (cluster_legacy.c), "failed" what their
+// documentation says.
+func failed(health string) bool { return health == "fail" || health == "failed" }
 
 func isList(v resp.Value) bool { return v.Type == '*' || v.Type == '~' }
 

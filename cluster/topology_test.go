@@ -72,7 +72,9 @@ func TestMapFromRealCluster(t *testing.T) {
 }
 
 // A shard whose primary is marked failed serves none of its slots until a
-// replica takes over; an error reply is an error.
+// replica takes over; once one has, the shard lists both as "master", the
+// old one with health "fail" (what Valkey sends), in either order, and the
+// live one is the primary. An error reply is an error.
 func TestMapFromShardsFailedPrimary(t *testing.T) {
 	node := func(ip string, port int, role, health string) string {
 		return "*8\r\n$2\r\nip\r\n$" + strconv.Itoa(len(ip)) + "\r\n" + ip + "\r\n$4\r\nport\r\n:" + strconv.Itoa(port) +
@@ -83,7 +85,7 @@ func TestMapFromShardsFailedPrimary(t *testing.T) {
 	}
 	reply := "*2\r\n" +
 		shard(0, 8191, node("10.0.0.1", 7000, "master", "online"), node("10.0.0.2", 7001, "replica", "online")) +
-		shard(8192, 16383, node("10.0.0.3", 7002, "master", "failed"), node("10.0.0.4", 7003, "replica", "online"))
+		shard(8192, 16383, node("10.0.0.3", 7002, "master", "fail"), node("10.0.0.4", 7003, "replica", "online"))
 	m, err := FromShards(parse(t, []byte(reply)), false, "10.0.0.1:7000")
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +98,18 @@ func TestMapFromShardsFailedPrimary(t *testing.T) {
 	}
 	if m.Covered() != 8192 || len(m.Nodes) != 4 {
 		t.Errorf("covered %d, nodes %v", m.Covered(), m.Nodes)
+	}
+	for _, order := range [][]string{
+		{node("10.0.0.3", 7002, "master", "fail"), node("10.0.0.4", 7003, "master", "online")},
+		{node("10.0.0.4", 7003, "master", "online"), node("10.0.0.3", 7002, "master", "fail")},
+	} {
+		m, err := FromShards(parse(t, []byte("*1\r\n"+shard(8192, 16383, order...))), false, "10.0.0.4:7003")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, ok := m.Primary(9000); !ok || a != "10.0.0.4:7003" {
+			t.Errorf("after the failover, slot 9000 routes to %q %v, not the promoted replica", a, ok)
+		}
 	}
 	if _, err := FromShards(parse(t, []byte("-ERR This instance has cluster support disabled\r\n")), false, ""); err == nil {
 		t.Error("an error reply gave a map")
