@@ -763,6 +763,10 @@ func TestClusterPrimaryStopped(t *testing.T) {
 		switch {
 		case got == bulk("v"):
 			ok = true
+		case strings.HasPrefix(got, "-UPSTREAM") && !strings.Contains(got, " "+victim.Addr+" ") && !strings.Contains(got, " "+replica.Addr+" "):
+			// The error names the node the key's slot led to, not the
+			// configured upstream.
+			t.Fatalf("GET during the failover names neither the stopped primary %s nor its replica %s: %q", victim.Addr, replica.Addr, got)
 		case strings.HasPrefix(got, "-UPSTREAM"), strings.HasPrefix(got, "-CLUSTERDOWN"), strings.HasPrefix(got, "-TRYAGAIN"):
 			time.Sleep(100 * time.Millisecond)
 		default:
@@ -786,6 +790,48 @@ func TestClusterPrimaryStopped(t *testing.T) {
 	}
 	if err := cl.Failover(victim); err != nil { // back as it was
 		t.Fatal(err)
+	}
+}
+
+// A node that accepts the proxy's connection but does not answer it (here
+// CLIENT PAUSE ALL, which the cluster bus does not notice, so no failover
+// starts) gets its commands an UPSTREAM error that names that node, not the
+// upstream the proxy was configured with; the other shards answer as ever.
+func TestClusterUpstreamErrorNamesNode(t *testing.T) {
+	cl := valkeytest.SharedCluster(t)
+	m := slotMap(t, cl)
+	var o proxy.Options
+	o.Upstream.Cluster.Seeds = cl.Seeds()
+	o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = policy.Duration(time.Second), policy.Duration(time.Second)
+	upstream, paused := cl.ByAddr(m.Primaries[0]), cl.ByAddr(m.Primaries[1])
+	home, away := keysOn(m, upstream.Addr, "named:", 1)[0], keysOn(m, paused.Addr, "named:", 1)[0]
+	// CLIENT UNPAUSE waits behind PAUSE ALL too: each pause runs out by
+	// itself, and the next test starts once the node answers again.
+	t.Cleanup(func() {
+		for start := time.Now(); time.Since(start) < time.Minute; {
+			if out, err := valkeytest.Do(paused.Addr, "PING"); err == nil && out == "PONG\n" {
+				return
+			}
+		}
+	})
+	// A loaded machine may let the pause run out before the proxy's
+	// connection: then a fresh proxy tries again.
+	for attempt := 1; ; attempt++ {
+		e := &env{t: t, srv: upstream}
+		e.startProxy(o)
+		c := dialRaw(t, e.addr)
+		eq(t, c.do("GET", home), "$-1\r\n")
+		if out, err := valkeytest.Do(paused.Addr, "CLIENT", "PAUSE", "10000", "ALL"); err != nil || out != "OK\n" {
+			t.Fatalf("CLIENT PAUSE: %q %v", out, err)
+		}
+		got := c.do("GET", away)
+		if got == "$-1\r\n" && attempt < 5 {
+			continue
+		}
+		mustContain(t, got, "-UPSTREAM ")
+		mustContain(t, got, " "+paused.Addr+" ")
+		eq(t, c.do("GET", home), "$-1\r\n")
+		return
 	}
 }
 

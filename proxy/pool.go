@@ -135,7 +135,11 @@ func (pl *pool) slotConn(sl *slot, spare bool) (*upConn, error) {
 		}
 		sl.err = err
 		sl.retryAt = time.Now().Add(sl.backoff)
-		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", pl.p.upstreamName(), "err", err, "retry_in", sl.backoff)
+		name := pl.p.upstreamName()
+		if pl.key.node != "" {
+			name = pl.key.node // a cluster node's pool
+		}
+		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", name, "err", err, "retry_in", sl.backoff)
 		return nil, err
 	}
 	pl.p.ops.dials.Add(1)

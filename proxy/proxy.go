@@ -433,11 +433,16 @@ func (p *Proxy) dialErrorText(err error) string {
 	if errors.As(err, &re) {
 		return re.msg
 	}
+	name := p.upstreamName()
+	var ne *nodeError
+	if p.cl != nil && errors.As(err, &ne) {
+		name = ne.addr
+	}
 	var se *slowError
 	if errors.As(err, &se) {
-		return errUpstreamSlow(p.upstreamName(), se.wait)
+		return errUpstreamSlow(name, se.wait)
 	}
-	return errUpstreamDial(p.upstreamName(), err)
+	return errUpstreamDial(name, err)
 }
 
 func (p *Proxy) lostErrorText(c *upConn) string {

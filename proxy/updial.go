@@ -67,7 +67,7 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 	nc, err := p.dialUpstream(context.Background(), addr)
 	if err != nil {
 		p.forgetMaster()
-		return nil, "", err
+		return nil, "", &nodeError{addr, err}
 	}
 	// Connected: Valkey is there. Its answers may wait behind a long
 	// command (SAVE, DEBUG SLEEP), so they get as long as any reply.
@@ -86,7 +86,7 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 		case isTimeout(err):
 			err = &slowError{wait: max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())}
 		}
-		return nil, "", err
+		return nil, "", &nodeError{addr, err}
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return nc, addr, nil

@@ -166,6 +166,17 @@ func (e *slowError) Error() string {
 	return fmt.Sprintf("connected, but no answer within %s", e.wait)
 }
 
+// nodeError is a failed connect to Valkey with the address it was to: in
+// front of a cluster, the node the command's slot led to, which the client's
+// error must name (the configured upstream is only where the map came from).
+type nodeError struct {
+	addr string
+	err  error
+}
+
+func (e *nodeError) Error() string { return e.err.Error() }
+func (e *nodeError) Unwrap() error { return e.err }
+
 // fail marks the connection dead, answers every command still waiting on it
 // with an error, and closes the socket. Safe to call more than once.
 func (c *upConn) fail(err error) {
