@@ -24,12 +24,12 @@ import (
 
 // forBusyServer reports whether args is one of those commands.
 func forBusyServer(args [][]byte) bool {
-	switch {
-	case resp.EqualFold(args[0], "shutdown"):
+	switch id := idOf(args[0]); {
+	case id == cShutdown:
 		return true
-	case len(args) == 2 && resp.EqualFold(args[0], "script"):
+	case len(args) == 2 && id == cScript:
 		return resp.EqualFold(args[1], "kill")
-	case len(args) == 2 && resp.EqualFold(args[0], "function"):
+	case len(args) == 2 && id == cFunction:
 		return resp.EqualFold(args[1], "kill") || resp.EqualFold(args[1], "stats")
 	}
 	return false
@@ -120,9 +120,9 @@ func (s *session) askAside(cmd resp.Command) []byte {
 func killName(args [][]byte) string {
 	switch {
 	case len(args) != 2 || !resp.EqualFold(args[1], "kill"):
-	case resp.EqualFold(args[0], "script"):
+	case idOf(args[0]) == cScript:
 		return "script|kill"
-	case resp.EqualFold(args[0], "function"):
+	case idOf(args[0]) == cFunction:
 		return "function|kill"
 	}
 	return ""

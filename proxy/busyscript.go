@@ -46,7 +46,7 @@ func isScriptCall(name []byte) bool {
 
 // isPause reports whether a command is CLIENT PAUSE.
 func isPause(args [][]byte) bool {
-	return len(args) >= 2 && resp.EqualFold(args[0], "client") && resp.EqualFold(args[1], "pause")
+	return len(args) >= 2 && idOf(args[0]) == cClient && resp.EqualFold(args[1], "pause")
 }
 
 // besideHeld is the connection the session's next command goes to, given

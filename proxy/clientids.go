@@ -31,7 +31,7 @@ const noClient = "9223372036854775807"
 // clientIDArg is the position of the argument of cmd that names a client by
 // id for Valkey, 0 when none does.
 func clientIDArg(args [][]byte) int {
-	if len(args) < 3 || !resp.EqualFold(args[0], "client") {
+	if len(args) < 3 || idOf(args[0]) != cClient {
 		return 0
 	}
 	if resp.EqualFold(args[1], "unblock") {
@@ -109,7 +109,7 @@ func (h *vidHistory) add(vid int64, id uint64) {
 // (nil for any other command): Valkey's id of the redirect target becomes
 // the proxy's.
 func (s *session) redirHook(args [][]byte) func([]byte) []byte {
-	if len(args) != 2 || !resp.EqualFold(args[0], "client") {
+	if len(args) != 2 || idOf(args[0]) != cClient {
 		return nil
 	}
 	switch {

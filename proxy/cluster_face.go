@@ -34,13 +34,13 @@ func isClusterFaceCommand(name []byte) bool {
 func (s *session) clusterFace(cmd resp.Command) {
 	args := cmd.Args
 	single := s.p.cl.face == policy.ClusterFaceSingleNode
-	switch {
-	case resp.EqualFold(args[0], "readonly"), resp.EqualFold(args[0], "readwrite"):
+	switch id := idOf(args[0]); {
+	case id == cReadonly, id == cReadwrite:
 		// Reads go to primaries whatever the client asks (a standalone
 		// server answers OK too).
 		s.local(resp.AppendSimple(nil, "OK"))
 		return
-	case resp.EqualFold(args[0], "asking"):
+	case id == cAsking:
 		if single {
 			s.local(resp.AppendSimple(nil, "OK")) // the face never redirects: nothing to follow
 		} else {

@@ -44,7 +44,7 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 		return s.routeShardChannels(args)
 	}
 	shares := s.ded == nil || s.spreads() && !s.inMulti && !s.ded.stream.Load()
-	if len(keys) == 0 && shares && resp.EqualFold(args[0], "scan") && s.scan(cmd) {
+	if len(keys) == 0 && shares && idOf(args[0]) == cScan && s.scan(cmd) {
 		return true
 	}
 	if len(keys) == 0 && shares && forwarded(k) {
@@ -116,7 +116,7 @@ func (s *session) routeShardChannels(args [][]byte) bool {
 		return true // channels the proxy follows on another node
 	}
 	chans := args[1:]
-	if resp.EqualFold(args[0], "spublish") {
+	if idOf(args[0]) == cSPublish {
 		chans = args[1:2]
 	}
 	slot := cluster.Slot(chans[0])
@@ -139,7 +139,7 @@ func (s *session) statelessOwn(k kind, args [][]byte) bool {
 	case kForward, kServer, kLong, kXRead, kInfo, kAdmin, kQuit, kSelect:
 		return true
 	case kDedicated:
-		if resp.EqualFold(args[0], "multi") {
+		if idOf(args[0]) == cMulti {
 			return true
 		}
 		// WAIT and WAITAOF too: a new connection's handshake writes

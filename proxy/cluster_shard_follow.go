@@ -39,13 +39,14 @@ func (s *session) trackShardChannels(args [][]byte) {
 	if s.p.cl == nil {
 		return
 	}
-	if resp.EqualFold(args[0], "ssubscribe") {
+	id := idOf(args[0])
+	if id == cSSubscribe {
 		if s.shards.Load() == nil {
 			s.shards.Store(&shardFollow{followed: map[string]net.Conn{}})
 		}
 		return
 	}
-	if resp.EqualFold(args[0], "sunsubscribe") && len(args) == 1 {
+	if id == cSUnsubscribe && len(args) == 1 {
 		s.endShardFollows()
 	}
 }
@@ -242,7 +243,7 @@ func (s *session) giveUpShard(ch string) {
 // reports whether it answered.
 func (s *session) unsubscribeFollowed(args [][]byte) bool {
 	f := s.shards.Load()
-	if f == nil || len(args) < 2 || !resp.EqualFold(args[0], "sunsubscribe") {
+	if f == nil || len(args) < 2 || idOf(args[0]) != cSUnsubscribe {
 		return false
 	}
 	f.mu.Lock()

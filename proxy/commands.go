@@ -194,6 +194,60 @@ func flagsOf(name []byte) flag {
 	return byNameFlags[string(l)]
 }
 
+// cmdID names a command whose own behaviour the proxy implements beyond its
+// kind and flags: a transaction's steps, the cluster face's answers, the
+// subscribe family's shard forms, a container whose subcommands decide
+// (SCRIPT, FUNCTION, CLIENT). idOf looks a name up; any other is cOther.
+// A place that treats one command its own way asks for its id here
+// instead of spelling its name.
+type cmdID uint8
+
+const (
+	cOther cmdID = iota
+	cMulti
+	cExec
+	cDiscard
+	cMonitor
+	cPing
+	cScan
+	cScript
+	cFunction
+	cShutdown
+	cClient
+	cReadonly
+	cReadwrite
+	cAsking
+	cSubscribe
+	cSSubscribe
+	cSUnsubscribe
+	cSPublish
+	cWait
+	cWaitAOF
+)
+
+var byNameID = map[string]cmdID{
+	"multi": cMulti, "exec": cExec, "discard": cDiscard,
+	"monitor": cMonitor, "ping": cPing, "scan": cScan,
+	"script": cScript, "function": cFunction, "shutdown": cShutdown, "client": cClient,
+	"readonly": cReadonly, "readwrite": cReadwrite, "asking": cAsking,
+	"subscribe": cSubscribe, "ssubscribe": cSSubscribe, "sunsubscribe": cSUnsubscribe, "spublish": cSPublish,
+	"wait": cWait, "waitaof": cWaitAOF,
+}
+
+// idOf is the id of a command name in any letter case. It does not
+// allocate.
+func idOf(name []byte) cmdID {
+	if len(name) > len("sunsubscribe") {
+		return cOther // longer than every name above
+	}
+	var buf [12]byte
+	l, ok := lower(buf[:], name)
+	if !ok {
+		return cOther
+	}
+	return byNameID[string(l)]
+}
+
 // blockingWait reports whether a command may block on the server, and for
 // how long it asked (negative: forever). Whether it blocks is c.blocks (the
 // "blocking" flag); where its timeout is, COMMAND does not say, so the

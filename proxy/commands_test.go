@@ -229,3 +229,33 @@ func TestFlagsOf(t *testing.T) {
 		t.Error("isScriptCall disagrees with the table")
 	}
 }
+
+// TestIdOf: each command the proxy gives a behaviour of its own is found in
+// any letter case, and is a command valkey-server 8 has (a misspelt name
+// would never match); other names, longer ones among them, are cOther.
+func TestIdOf(t *testing.T) {
+	tab := servertable.Load(t, "valkey-server")
+	seen := map[cmdID]string{}
+	for name, id := range byNameID {
+		if id == cOther {
+			t.Errorf("%s has no id", name)
+		}
+		if other, dup := seen[id]; dup {
+			t.Errorf("%s and %s share id %d", name, other, id)
+		}
+		seen[id] = name
+		if tab.LookupString(name) == nil {
+			t.Errorf("%s is not a command of valkey-server", name)
+		}
+		for _, spelt := range []string{name, strings.ToUpper(name), strings.ToUpper(name[:1]) + name[1:]} {
+			if got := idOf([]byte(spelt)); got != id {
+				t.Errorf("idOf(%q) = %d, want %d", spelt, got, id)
+			}
+		}
+	}
+	for _, name := range []string{"GET", "execx", "exe", "", "sunsubscribes", "a-name-longer-than-any-command"} {
+		if got := idOf([]byte(name)); got != cOther {
+			t.Errorf("idOf(%q) = %d, want cOther", name, got)
+		}
+	}
+}

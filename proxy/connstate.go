@@ -116,9 +116,9 @@ func (s *session) refusedInSubscribe(k kind, args [][]byte) bool {
 	case kQuit, kReset:
 		return false
 	case kStream:
-		return resp.EqualFold(args[0], "monitor")
+		return idOf(args[0]) == cMonitor
 	}
-	return !resp.EqualFold(args[0], "ping")
+	return idOf(args[0]) != cPing
 }
 
 // subscribing applies a subscribe-family command to the session's

@@ -266,7 +266,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			s.goStream(false)
 		}
 		s.subscribing(args)
-		if !s.monitor && resp.EqualFold(args[0], "monitor") {
+		if !s.monitor && idOf(args[0]) == cMonitor {
 			s.monitor = true
 			s.monitorOn.Store(true)
 			s.p.own.monitors.Add(1)
@@ -400,14 +400,14 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	}
 	// Transactions: remember which queued commands need their EXEC element
 	// shaped (lock scripts queued in place of SET NX, DEL, ...).
-	switch {
-	case resp.EqualFold(args[0], "multi"):
+	switch id := idOf(args[0]); {
+	case id == cMulti:
 		if !s.inMulti {
 			s.inMulti, s.multiShape, s.multiDur = true, s.multiShape[:0], nil
 			s.forward(cmd.Raw, nil)
 			return true
 		}
-	case resp.EqualFold(args[0], "exec") && s.inMulti:
+	case id == cExec && s.inMulti:
 		shapers, selects, dur := s.multiShape, s.multiSelect, s.multiDur
 		s.inMulti, s.multiShape, s.multiSelect, s.multiDur = false, nil, false, nil
 		for _, f := range shapers {
@@ -430,7 +430,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 				return true
 			}
 		}
-	case resp.EqualFold(args[0], "discard"):
+	case id == cDiscard:
 		s.inMulti, s.multiShape, s.multiSelect, s.multiDur = false, nil, false, nil
 	case s.inMulti:
 		s.multiShape = append(s.multiShape, nil)
@@ -669,7 +669,7 @@ func validName(b []byte) bool {
 // lockproxy knows the body of (learned from EVAL or SCRIPT LOAD, forgotten
 // at SCRIPT FLUSH) is answered 1, as EVALSHA of it runs through lockproxy.
 func (s *session) scriptExists(args [][]byte) func([]byte) []byte {
-	if len(args) < 3 || !resp.EqualFold(args[0], "script") || !resp.EqualFold(args[1], "exists") {
+	if len(args) < 3 || idOf(args[0]) != cScript || !resp.EqualFold(args[1], "exists") {
 		return nil
 	}
 	c := s.p.decider.Load().Scripts
@@ -705,7 +705,7 @@ func (s *session) scriptExists(args [][]byte) func([]byte) []byte {
 // function by its own name (rewrite.FunctionLoadReply).
 func serverReply(args [][]byte) func([]byte) []byte {
 	switch {
-	case len(args) < 2 || !resp.EqualFold(args[0], "function"):
+	case len(args) < 2 || idOf(args[0]) != cFunction:
 	case resp.EqualFold(args[1], "list"):
 		return rewrite.FunctionList
 	case resp.EqualFold(args[1], "stats"):

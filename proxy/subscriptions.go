@@ -1,10 +1,6 @@
 package proxy
 
-import (
-	"sync"
-
-	"github.com/lockproxy/lockproxy/resp"
-)
+import "sync"
 
 // subscriptions are the channels, patterns and shard channels a session is
 // subscribed to on its dedicated connection, as the client sees them: the
@@ -31,7 +27,7 @@ func subKind(name []byte) (kind int, unsub bool) {
 	switch {
 	case len(name) > 0 && (name[0] == 'p' || name[0] == 'P'):
 		kind = subPattern
-	case len(name) > 0 && (name[0] == 's' || name[0] == 'S') && !resp.EqualFold(name, "subscribe"):
+	case len(name) > 0 && (name[0] == 's' || name[0] == 'S') && idOf(name) != cSubscribe:
 		kind = subShard
 	}
 	return kind, hasSuffixFold(name, "unsubscribe")

@@ -380,10 +380,10 @@ func (s *session) holdForNode(args [][]byte) bool {
 	if s.ded == nil || s.ded.stream.Load() {
 		return false
 	}
-	switch {
-	case resp.EqualFold(args[0], "multi") && len(args) == 1 && !s.inMulti:
+	switch id := idOf(args[0]); {
+	case id == cMulti && len(args) == 1 && !s.inMulti:
 		s.inMulti, s.multiShape, s.multiDur = true, s.multiShape[:0], nil
-	case resp.EqualFold(args[0], "client") && len(args) == 3 && resp.EqualFold(args[1], "caching") && !s.inMulti:
+	case id == cClient && len(args) == 3 && resp.EqualFold(args[1], "caching") && !s.inMulti:
 		yes := resp.EqualFold(args[2], "yes")
 		if !t.on || !(yes && t.has("optin") || resp.EqualFold(args[2], "no") && t.has("optout")) {
 			return false // Valkey's error

@@ -32,7 +32,7 @@ const primeWaitScript = "redis.call('SET', KEYS[1], '') return redis.call('DEL',
 // WAIT or WAITAOF: it sends the prime, and returns the hook for the WAIT's
 // reply (nil when there is no prime to send).
 func (s *session) primeWait(args [][]byte) func([]byte) []byte {
-	if s.ded == nil || !(resp.EqualFold(args[0], "wait") || resp.EqualFold(args[0], "waitaof")) {
+	if s.ded == nil || !(idOf(args[0]) == cWait || idOf(args[0]) == cWaitAOF) {
 		return nil
 	}
 	key := rewrite.WaitKey("wait") // one primary: any slot is on it
