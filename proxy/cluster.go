@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -103,11 +102,10 @@ func (cl *clusterState) refreshSoon() {
 // slotMap returns the map now; nil before the cluster was first reached.
 func (p *Proxy) slotMap() *cluster.Map { return p.cl.m.Load() }
 
-// refreshTopology asks the nodes for the slot map and installs it when it
-// may be believed: a map unchanged from the current one needs one node's
-// word; a new one (or the first) needs a second node that says the same, so
-// one node with a stale or partitioned view cannot move the proxy's traffic
-// (envoy#8099). A cluster of a single node is its own second word.
+// refreshTopology asks the nodes for the slot map (cluster.Agree: the
+// first map two nodes give alike) and installs it when it is not the one
+// the proxy has: one node with a stale or partitioned view can neither
+// move the proxy's traffic nor keep it where the others have left.
 func (p *Proxy) refreshTopology() {
 	cl := p.cl
 	cur := cl.m.Load()
@@ -120,49 +118,23 @@ func (p *Proxy) refreshTopology() {
 			candidates = append(candidates, s)
 		}
 	}
-	var seen []*cluster.Map // maps given so far, none confirmed yet
-	var errs []error
-	for i := 0; i < len(candidates); i++ { // grows: see below
-		addr := candidates[i]
-		m, err := p.readTopology(addr)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-			continue
-		}
-		if cur != nil && m.Equal(cur) {
-			p.setTopologyErr(nil)
-			return
-		}
-		for _, o := range seen {
-			if m.Equal(o) {
-				p.installMap(m)
-				return
-			}
-		}
-		if len(candidates) == 1 && len(m.Nodes) == 1 {
-			p.installMap(m) // a cluster of one node, the only one named
-			return
-		}
-		if len(seen) > 0 {
-			p.log.Warn("cluster nodes disagree on the slot map; waiting for a second node to confirm one", "node", addr)
-		}
-		seen = append(seen, m)
-		// The nodes this map names are asked too, after the ones already
-		// listed: with a single seed (or seeds all of one shard) they are
-		// where the second word comes from.
-		for _, n := range m.Nodes {
-			if !slices.Contains(candidates, n) {
-				candidates = append(candidates, n)
-			}
-		}
+	m, disagreed, errs := cluster.Agree(candidates, p.readTopology)
+	if disagreed {
+		p.log.Warn("cluster nodes disagree on the slot map; believing the first map a second node confirms", "confirmed", m != nil)
 	}
-	if len(seen) > 0 {
-		cl.disagreements.Add(1)
-		errs = append(errs, errors.New("no second node confirmed a slot map"))
-	}
-	p.setTopologyErr(errors.Join(errs...))
-	if cur == nil {
-		p.log.Warn("cannot read the cluster's slot map yet", "seeds", cl.seeds, "err", errors.Join(errs...))
+	switch {
+	case m == nil:
+		if disagreed {
+			cl.disagreements.Add(1)
+		}
+		p.setTopologyErr(errors.Join(errs...))
+		if cur == nil {
+			p.log.Warn("cannot read the cluster's slot map yet", "seeds", cl.seeds, "err", errors.Join(errs...))
+		}
+	case cur != nil && m.Equal(cur):
+		p.setTopologyErr(nil)
+	default:
+		p.installMap(m)
 	}
 }
 
