@@ -11,6 +11,7 @@ import (
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -48,7 +49,7 @@ func (s *session) adminAudit(args [][]byte) []byte {
 			return resp.AppendError(nil, errAuditOption(string(args[i])))
 		}
 	}
-	evs := s.p.events.recent(n, func(e *Event) bool {
+	evs := s.p.events.Recent(n, func(e *Event) bool {
 		return (key == nil || key.Match([]byte(e.Key))) && (outcome == "" || e.Outcome == outcome)
 	})
 	list := make([][]field, len(evs))
@@ -273,7 +274,7 @@ func (s *session) adminLocks(args [][]byte) []byte {
 			{"lease_ms", lease},
 			{"ttl_ms", ttl},
 			{"current", yesNo(l.current)},
-			{"token", mask([]byte(l.value))},
+			{"token", telemetry.Mask([]byte(l.value))},
 		}
 	}
 	return encodeValue(nil, list, s.proto)

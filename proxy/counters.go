@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // counterTable is every number the proxy reports about itself, once: each
@@ -125,11 +127,11 @@ var counterTable = []counterRow{
 		read: perRule(func(rs *ruleStats) int64 { return rs.outcome(OutcomeStaleRefused) })},
 	{metric: "lock_hold_seconds", help: "Time from acquisition to token-checked release.", kind: histogramRow, labels: []string{"rule"}, info: one("hold_time"),
 		hist: func(p *Proxy, e histFn) {
-			p.ops.eachRule(func(label string, rs *ruleStats) { e(rs.hold.snapshot(), label) })
+			p.ops.eachRule(func(label string, rs *ruleStats) { e(rs.hold.Snapshot(), label) })
 		}},
 	{metric: "lock_wait_seconds", help: "Time from an owner's first contended SET NX to its acquisition of the lock (0 when the first try succeeded).", kind: histogramRow, labels: []string{"rule"}, info: one("wait_time"),
 		hist: func(p *Proxy, e histFn) {
-			p.ops.eachRule(func(label string, rs *ruleStats) { e(rs.wait.snapshot(), label) })
+			p.ops.eachRule(func(label string, rs *ruleStats) { e(rs.wait.Snapshot(), label) })
 		}},
 	{metric: "admin_auth_failures_total", help: "LOCKPROXY AUTH attempts with a wrong user or password.", info: one("admin_auth_failures"),
 		read: func(p *Proxy, e emitFn) { e(p.ops.authFailures.Load()) }},
@@ -166,7 +168,7 @@ var counterTable = []counterRow{
 			e(p.ops.logError.Load(), "error")
 		}},
 	{metric: "audit_events_dropped_total", help: "Lock events whose log line and audit-file line were dropped because the writer's queue was full (a slow log or disk); LOCKPROXY AUDIT still has them.", info: one("audit_events_dropped"),
-		read: func(p *Proxy, e emitFn) { e(p.ops.writer.dropped.Load()) }},
+		read: func(p *Proxy, e emitFn) { e(p.ops.writer.Dropped()) }},
 	{metric: "epoch", help: "The epoch this instance mints fencing tokens under (docs/failover.md): a token's high bits; it rises with every change of primary.", kind: gaugeRow, info: one("epoch"),
 		read: func(p *Proxy, e emitFn) { e(p.currentEpoch()) }},
 	{metric: "grants_lost_total", help: "Grants found lost in a change of primary: the holder's release, renewal or LOCKPROXY FENCE found no record of a grant it was given under an older epoch.", info: one("grants_lost"),
@@ -209,7 +211,7 @@ const (
 
 type (
 	emitFn func(v int64, labels ...string)
-	histFn func(h histSnapshot, labels ...string)
+	histFn func(h telemetry.Snapshot, labels ...string)
 )
 
 // counterRow is one number the proxy reports.
@@ -304,24 +306,4 @@ func (p *Proxy) seedRules() {
 // descOf is a row's Prometheus description.
 func (r *counterRow) descOf() *prometheus.Desc {
 	return prometheus.NewDesc("lockproxy_"+r.metric, r.help, r.labels, nil)
-}
-
-// merge adds b's observations to a's (same bounds).
-func (a histSnapshot) merge(b histSnapshot) histSnapshot {
-	if b.count == 0 {
-		return a
-	}
-	if a.count == 0 {
-		return b
-	}
-	out := a
-	out.buckets = append([]uint64(nil), a.buckets...)
-	for i := range b.buckets {
-		out.buckets[i] += b.buckets[i]
-	}
-	out.count += b.count
-	out.sum += b.sum
-	out.max = max(a.max, b.max)
-	out.min = min(a.min, b.min)
-	return out
 }

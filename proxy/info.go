@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // info answers INFO lockproxy. INFO naming lockproxy among other sections
@@ -141,8 +142,8 @@ func (p *Proxy) statsFields() []field {
 		case r.text != nil:
 			f = append(f, field{l.names[0], r.text(p)})
 		case r.kind == histogramRow:
-			var total histSnapshot
-			r.hist(p, func(h histSnapshot, _ ...string) { total = total.merge(h) })
+			var total telemetry.Snapshot
+			r.hist(p, func(h telemetry.Snapshot, _ ...string) { total = total.Merge(h) })
 			f = append(f, histFields(l.names[0], total)...)
 		default:
 			for _, n := range l.names {
@@ -160,14 +161,14 @@ func (p *Proxy) statsFields() []field {
 	return f
 }
 
-func histFields(name string, h histSnapshot) []field {
+func histFields(name string, h telemetry.Snapshot) []field {
 	msf := func(sec float64) string { return strconv.FormatFloat(sec*1000, 'f', 3, 64) }
 	return []field{
-		{name + "_count", int64(h.count)},
-		{name + "_mean_ms", msf(h.mean())},
-		{name + "_p50_ms", msf(h.quantile(0.5))},
-		{name + "_p99_ms", msf(h.quantile(0.99))},
-		{name + "_max_ms", msf(h.max)},
+		{name + "_count", int64(h.Count)},
+		{name + "_mean_ms", msf(h.Mean())},
+		{name + "_p50_ms", msf(h.Quantile(0.5))},
+		{name + "_p99_ms", msf(h.Quantile(0.99))},
+		{name + "_max_ms", msf(h.Max)},
 	}
 }
 

@@ -54,9 +54,9 @@ func (p *Proxy) granted(e *rewrite.Effect, now time.Time) {
 	o.waitMu.Unlock()
 	rs := o.rule(e.Rule)
 	rs.grants.Add(1)
-	rs.wait.observe(wait)
+	rs.wait.Observe(wait)
 	o.all.grants.Add(1)
-	o.all.wait.observe(wait)
+	o.all.wait.Observe(wait)
 }
 
 // released counts a release that ran token-checked: how long the lock was
@@ -71,8 +71,8 @@ func (p *Proxy) released(e *rewrite.Effect) {
 		p.ops.all.lapsed.Add(1)
 	}
 	if e.Held >= 0 {
-		rs.hold.observe(e.Held)
-		p.ops.all.hold.observe(e.Held)
+		rs.hold.Observe(e.Held)
+		p.ops.all.hold.Observe(e.Held)
 	}
 }
 
@@ -80,7 +80,7 @@ func (p *Proxy) released(e *rewrite.Effect) {
 // outcome at once, its log line and audit-file line through the event
 // writer's queue.
 func (p *Proxy) record(ev Event, e *rewrite.Effect) {
-	p.events.add(ev)
+	p.events.Add(ev)
 	rs := p.ops.rule(e.Rule)
 	if i := outcomeIndex(ev.Outcome); i >= 0 {
 		rs.outcomes[i].Add(1)
@@ -101,7 +101,7 @@ func (p *Proxy) record(ev Event, e *rewrite.Effect) {
 		rs.prevented.Add(1)
 		p.ops.all.prevented.Add(1)
 	}
-	p.ops.writer.push(ev)
+	p.ops.writer.Push(ev)
 }
 
 // refusalKind is the code word an error starts with (NOTOWNER, LOCKED, ...).

@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // MetricsHandler serves /metrics (Prometheus text format), /livez (200
@@ -92,7 +94,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		switch {
 		case d == nil:
 		case r.kind == histogramRow:
-			r.hist(p, func(h histSnapshot, labels ...string) { histogramMetric(ch, d, h, labels...) })
+			r.hist(p, func(h telemetry.Snapshot, labels ...string) { histogramMetric(ch, d, h, labels...) })
 		default:
 			vt := prometheus.CounterValue
 			if r.kind == gaugeRow {
@@ -105,12 +107,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func histogramMetric(ch chan<- prometheus.Metric, d *prometheus.Desc, h histSnapshot, labels ...string) {
-	buckets := make(map[float64]uint64, len(h.bounds))
+func histogramMetric(ch chan<- prometheus.Metric, d *prometheus.Desc, h telemetry.Snapshot, labels ...string) {
+	buckets := make(map[float64]uint64, len(h.Bounds))
 	var cum uint64
-	for i, ub := range h.bounds {
-		cum += h.buckets[i]
+	for i, ub := range h.Bounds {
+		cum += h.Buckets[i]
 		buckets[ub] = cum
 	}
-	ch <- prometheus.MustNewConstHistogram(d, h.count, h.sum, buckets, labels...)
+	ch <- prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets, labels...)
 }

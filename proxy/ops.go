@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // ops is the proxy's operational state: what the LOCKPROXY commands, INFO
@@ -65,7 +66,7 @@ type ops struct {
 
 	// writer logs events and appends them to the audit file, off the
 	// reply path.
-	writer *eventWriter
+	writer *telemetry.Writer
 }
 
 type reloadStatus struct {
@@ -77,19 +78,19 @@ func newOps(opts *Options) (*ops, error) {
 	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
 	o.logins.Store(newAdminLogins(opts.Admin.Password, opts.Admin.Users))
 	opts.Logger = slog.New(&countingHandler{h: opts.Logger.Handler(), o: o})
-	var audit *auditFile
+	var audit *telemetry.AuditFile
 	if opts.Log.AuditFile != "" {
-		a, err := openAudit(opts.Log.AuditFile, int64(opts.Log.AuditMaxSize), opts.Log.AuditKeep)
+		a, err := telemetry.OpenAudit(opts.Log.AuditFile, int64(opts.Log.AuditMaxSize), opts.Log.AuditKeep)
 		if err != nil {
 			return nil, err
 		}
 		audit = a
 	}
-	o.writer = newEventWriter(opts.Logger, audit)
+	o.writer = telemetry.NewWriter(opts.Logger, audit)
 	return o, nil
 }
 
-func (o *ops) close() { o.writer.close() }
+func (o *ops) close() { o.writer.Close() }
 
 // sessionEnded forgets a session's admin login and its dedicated connection.
 // It runs on the session's goroutine after serve returned.

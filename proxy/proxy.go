@@ -19,6 +19,7 @@ import (
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
+	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -72,7 +73,7 @@ type Proxy struct {
 	tableTried  time.Time
 	tableErr    error         // why the last load failed
 	side        *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
-	events      *events
+	events      *telemetry.Ring
 	// instance names this process in connection owners (conn:<instance>-<id>):
 	// new at every start, so no two instances, nor two runs of one, share one.
 	instance string
@@ -154,7 +155,7 @@ func New(opts Options) (*Proxy, error) {
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),
 		instance:  newInstanceID(),
-		events:    newEvents(opts.EventRing),
+		events:    telemetry.NewRing(opts.EventRing),
 		epochs:    epochMemory{prev: -1},
 	}
 	p.life, p.endLife = context.WithCancel(context.Background())
@@ -456,4 +457,4 @@ func (p *Proxy) lostErrorText(c *upConn) string {
 }
 
 // Events returns up to n recent lock events, newest first.
-func (p *Proxy) Events(n int) []Event { return p.events.recent(n, nil) }
+func (p *Proxy) Events(n int) []Event { return p.events.Recent(n, nil) }

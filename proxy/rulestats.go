@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // ruleStats counts what happened under one lock rule.
@@ -19,7 +20,7 @@ type ruleStats struct {
 	outcomes   [numOutcomes]atomic.Int64
 	refusalsMu sync.Mutex
 	refusals   map[string]*atomic.Int64 // by the refusal's code word
-	hold, wait histogram
+	hold, wait telemetry.Histogram
 }
 
 // Outcomes in the order they are reported.
