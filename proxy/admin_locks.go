@@ -333,8 +333,8 @@ func (s *session) adminSessions([][]byte) []byte {
 			}
 		}
 		var age int64
-		if cc, ok := x.nc.(*countConn); ok {
-			age = int64(now.Sub(cc.since).Seconds())
+		if cc, ok := x.nc.(*telemetry.CountConn); ok {
+			age = int64(now.Sub(cc.Since()).Seconds())
 		}
 		_, admin := p.ops.authed.Load(x)
 		out[i] = []field{

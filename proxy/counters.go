@@ -64,8 +64,8 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 	{Metric: "client_bytes_total", Help: "Bytes exchanged with clients, by direction: in (commands read) or out (replies written).", Labels: []string{"direction"},
 		Info: telemetry.ByLabel(0, "in", "client_input_bytes", "out", "client_output_bytes"),
 		Read: func(p *Proxy, e telemetry.Emit) {
-			e(p.ops.bytesIn.Load(), "in")
-			e(p.ops.bytesOut.Load(), "out")
+			e(p.ops.traffic.In.Load(), "in")
+			e(p.ops.traffic.Out.Load(), "out")
 		}},
 	{Metric: "commands_total", Help: "Commands handled, by family: forward, lock (decided by a lock rule), dedicated, pubsub, replication, connection, admin or server.", Labels: []string{"family"},
 		Info: telemetry.Prefixed(0, "commands_", familyNames[:]...),
@@ -161,8 +161,8 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 	{Metric: "log_messages_total", Help: "Warnings and errors logged (an unreachable upstream, a client dropped for not reading its replies, a failed reload ...), by level.", Labels: []string{"level"},
 		Info: telemetry.ByLabel(0, "warn", "log_warnings", "error", "log_errors"),
 		Read: func(p *Proxy, e telemetry.Emit) {
-			e(p.ops.logWarn.Load(), "warn")
-			e(p.ops.logError.Load(), "error")
+			e(p.ops.logs.Warn.Load(), "warn")
+			e(p.ops.logs.Error.Load(), "error")
 		}},
 	{Metric: "audit_events_dropped_total", Help: "Lock events whose log line and audit-file line were dropped because the writer's queue was full (a slow log or disk); LOCKPROXY AUDIT still has them.", Info: telemetry.One("audit_events_dropped"),
 		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.writer.Dropped()) }},

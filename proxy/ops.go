@@ -52,8 +52,8 @@ type ops struct {
 	// second, so a flood of contended acquisitions does not sweep it each.
 	waitSwept time.Time
 
-	bytesIn, bytesOut atomic.Int64
-	logWarn, logError atomic.Int64
+	traffic telemetry.Traffic
+	logs    telemetry.LogCounts
 
 	// Configuration, for CONFIG and RELOAD.
 	reloadMu       sync.Mutex
@@ -77,7 +77,7 @@ type reloadStatus struct {
 func newOps(opts *Options) (*ops, error) {
 	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
 	o.logins.Store(newAdminLogins(opts.Admin.Password, opts.Admin.Users))
-	opts.Logger = slog.New(&countingHandler{h: opts.Logger.Handler(), o: o})
+	opts.Logger = slog.New(o.logs.Handler(opts.Logger.Handler()))
 	var audit *telemetry.AuditFile
 	if opts.Log.AuditFile != "" {
 		a, err := telemetry.OpenAudit(opts.Log.AuditFile, int64(opts.Log.AuditMaxSize), opts.Log.AuditKeep)

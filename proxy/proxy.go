@@ -282,7 +282,7 @@ func (p *Proxy) accept(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	s := newSession(p, p.ops.conn(nc), p.nextID.Add(1))
+	s := newSession(p, p.ops.traffic.Conn(nc), p.nextID.Add(1))
 	p.sessions[s] = struct{}{}
 	p.swg.Add(1)
 	lp := p.nextLoop()
