@@ -42,7 +42,7 @@ func (s *session) adminAudit(args [][]byte) []byte {
 			key = policy.CompileAny(string(v))
 		case "OUTCOME":
 			outcome = Outcome(strings.ToLower(string(v)))
-			if outcomeIndex(outcome) < 0 {
+			if telemetry.OutcomeIndex(outcome) < 0 {
 				return resp.AppendError(nil, errAuditOutcome(string(v)))
 			}
 		default:

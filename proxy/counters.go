@@ -84,51 +84,51 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 	{Metric: "lock_rules", Help: "Lock rules in force.", Kind: telemetry.KindGauge, Info: telemetry.One("lock_rules"),
 		Read: func(p *Proxy, e telemetry.Emit) { e(int64(p.decider.Load().Rules.Len())) }},
 	{Metric: "grants_total", Help: "Locks acquired through the proxy (SET NX that took the lock).", Labels: []string{"rule"}, Info: telemetry.One("grants"),
-		Read: perRule(func(rs *ruleStats) int64 { return rs.grants.Load() })},
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Grants.Load() })},
 	{Metric: "contention_total", Help: "SET NX attempts that found the lock taken.", Labels: []string{"rule"}, Info: telemetry.One("contention"),
-		Read: perRule(func(rs *ruleStats) int64 { return rs.contention.Load() })},
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Contention.Load() })},
 	// rewritten is INFO's sum of the two rows after it.
 	{Info: telemetry.One("rewritten"),
-		Read: perRule(func(rs *ruleStats) int64 { return rs.released.Load() + rs.renewed.Load() })},
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Released.Load() + rs.Renewed.Load() })},
 	{Metric: "token_checked_releases_total", Help: "Releases (DEL, UNLINK) that ran token-checked.", Labels: []string{"rule"}, Info: telemetry.One("token_checked_releases"),
-		Read: perRule(func(rs *ruleStats) int64 { return rs.released.Load() })},
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Released.Load() })},
 	{Metric: "token_checked_renewals_total", Help: "Lease changes (PEXPIRE, EXPIRE, GETEX, PERSIST, the holder's SET) that ran token-checked.", Labels: []string{"rule"}, Info: telemetry.One("token_checked_renewals"),
-		Read: perRule(func(rs *ruleStats) int64 { return rs.renewed.Load() })},
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Renewed.Load() })},
 	{Metric: "lock_events_total", Help: "Lock events, as recorded in the audit ring (LOCKPROXY AUDIT), by rule and outcome.", Labels: []string{"rule", "outcome"},
 		Info: telemetry.ByLabel(1, string(OutcomeRefused), "refused", string(OutcomeObserved), "observed"),
 		Read: func(p *Proxy, e telemetry.Emit) {
-			p.ops.eachRule(func(label string, rs *ruleStats) {
-				for i, oc := range outcomes {
-					e(rs.outcomes[i].Load(), label, string(oc))
+			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) {
+				for i, oc := range telemetry.AllOutcomes {
+					e(rs.Outcomes[i].Load(), label, string(oc))
 				}
 			})
 		}},
 	{Metric: "refusals_total", Help: "Commands the proxy refused, by rule and the error's code word (NOTOWNER, TOKENRELEASE, LOCKED, UNFENCED).", Labels: []string{"rule", "kind"},
-		Info: telemetry.LowerPrefixed(1, "refused_", refusalKinds...),
+		Info: telemetry.LowerPrefixed(1, "refused_", telemetry.RefusalKinds...),
 		Read: func(p *Proxy, e telemetry.Emit) {
-			p.ops.eachRule(func(label string, rs *ruleStats) {
-				for _, kc := range rs.refusalCounts() {
-					e(kc.n, label, kc.kind)
+			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) {
+				for _, kc := range rs.RefusalCounts() {
+					e(kc.N, label, kc.Kind)
 				}
 			})
 		}},
 	{Metric: "successor_deletions_prevented_total", Help: "Releases or overwrites that would have removed another owner's lock and did not.", Labels: []string{"rule"}, Info: telemetry.One("successor_deletions_prevented"),
-		Read: perRule(func(rs *ruleStats) int64 { return rs.prevented.Load() })},
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Prevented.Load() })},
 	{Metric: "successor_deletions_total", Help: "Forwarded deletes (release: observe, unknown_owner: forward) that removed another owner's lock.", Labels: []string{"rule"}, Info: telemetry.One("successor_deletions"),
-		Read: perRule(func(rs *ruleStats) int64 { return rs.outcome(OutcomeSuccessorDeleted) })},
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Outcome(OutcomeSuccessorDeleted) })},
 	{Metric: "lapsed_leases_total", Help: "Releases through this instance that came after their grant's lease ran out: late_releases_total summed over rules.", Info: telemetry.One("lapsed_leases"),
 		Read: func(p *Proxy, e telemetry.Emit) { e(p.lapsedTotal()) }},
 	{Metric: "late_releases_total", Help: "Token-checked releases that came after the holder's lease had run out.", Labels: []string{"rule"}, Info: telemetry.One("late_releases"),
-		Read: perRule(func(rs *ruleStats) int64 { return rs.lapsed.Load() })},
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Lapsed.Load() })},
 	{Metric: "stale_fenced_writes_refused_total", Help: "Writes to guarded keys refused by the fence because a newer grant exists.", Labels: []string{"rule"}, Info: telemetry.One("stale_fenced_writes_refused"),
-		Read: perRule(func(rs *ruleStats) int64 { return rs.outcome(OutcomeStaleRefused) })},
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Outcome(OutcomeStaleRefused) })},
 	{Metric: "lock_hold_seconds", Help: "Time from acquisition to token-checked release.", Kind: telemetry.KindHistogram, Labels: []string{"rule"}, Info: telemetry.One("hold_time"),
 		Hist: func(p *Proxy, e telemetry.EmitHist) {
-			p.ops.eachRule(func(label string, rs *ruleStats) { e(rs.hold.Snapshot(), label) })
+			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(rs.Hold.Snapshot(), label) })
 		}},
 	{Metric: "lock_wait_seconds", Help: "Time from an owner's first contended SET NX to its acquisition of the lock (0 when the first try succeeded).", Kind: telemetry.KindHistogram, Labels: []string{"rule"}, Info: telemetry.One("wait_time"),
 		Hist: func(p *Proxy, e telemetry.EmitHist) {
-			p.ops.eachRule(func(label string, rs *ruleStats) { e(rs.wait.Snapshot(), label) })
+			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(rs.Wait.Snapshot(), label) })
 		}},
 	{Metric: "admin_auth_failures_total", Help: "LOCKPROXY AUTH attempts with a wrong user or password.", Info: telemetry.One("admin_auth_failures"),
 		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.authFailures.Load()) }},
@@ -198,10 +198,10 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.shardFollows.Load()) })},
 })
 
-// perRule reads one ruleStats counter for every rule label seen.
-func perRule(get func(*ruleStats) int64) func(*Proxy, telemetry.Emit) {
+// perRule reads one RuleStats counter for every rule label seen.
+func perRule(get func(*telemetry.RuleStats) int64) func(*Proxy, telemetry.Emit) {
 	return func(p *Proxy, e telemetry.Emit) {
-		p.ops.eachRule(func(label string, rs *ruleStats) { e(get(rs), label) })
+		p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(get(rs), label) })
 	}
 }
 

@@ -42,8 +42,8 @@ type ops struct {
 
 	// Per-rule counters, by the rule's pattern (so they survive a reload
 	// that keeps the pattern), and totals across rules.
-	rules sync.Map // string → *ruleStats
-	all   ruleStats
+	rules telemetry.RuleSet
+	all   telemetry.RuleStats
 
 	// First contention of each (owner, key) still waiting to acquire.
 	waitMu sync.Mutex
@@ -126,4 +126,4 @@ func (p *Proxy) upstreamConns() int64 {
 // lapsedTotal is every release through this instance that came after its
 // grant's lease ran out. (A lease that runs out with no release at all is
 // Valkey's to expire: no instance sees it.)
-func (p *Proxy) lapsedTotal() int64 { return p.ops.all.lapsed.Load() }
+func (p *Proxy) lapsedTotal() int64 { return p.ops.all.Lapsed.Load() }

@@ -114,7 +114,7 @@ type Proxy struct {
 }
 
 // stats counts connections. What lock traffic did is counted once, by rule
-// and in total, in ops (rulestats.go, lockcounts.go): INFO, LOCKPROXY STATS and
+// and in total, in ops (telemetry.RuleSet, filled by lockcounts.go): INFO, LOCKPROXY STATS and
 // /metrics all read it there.
 type stats struct {
 	clients   atomic.Int64
