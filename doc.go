@@ -9,7 +9,9 @@
 //     check-config, lint).
 //   - proxy: network and sessions: client connections, shared and dedicated
 //     upstream connections, Sentinel and cluster routing, the replies the
-//     proxy gives itself, audit and metrics.
+//     proxy gives itself, and the rows of the counter table.
+//   - telemetry: counters, histograms, lock events, the audit file, and the
+//     rendering of INFO lockproxy, LOCKPROXY STATS and /metrics.
 //   - resp: the RESP codec (client commands, reply framing), no I/O.
 //   - policy: the configuration file, Valkey glob patterns and the lock rules.
 //   - keyspec: Valkey's command table and key specs: which arguments are keys

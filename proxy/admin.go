@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // The LOCKPROXY command family, answered by the proxy itself and never
@@ -69,8 +70,8 @@ func init() {
 }
 
 func outcomeList() string {
-	names := make([]string, len(outcomes))
-	for i, o := range outcomes {
+	names := make([]string, len(telemetry.AllOutcomes))
+	for i, o := range telemetry.AllOutcomes {
 		names[i] = string(o)
 	}
 	return strings.Join(names, ", ")

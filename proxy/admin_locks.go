@@ -11,6 +11,7 @@ import (
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,14 +42,14 @@ func (s *session) adminAudit(args [][]byte) []byte {
 			key = policy.CompileAny(string(v))
 		case "OUTCOME":
 			outcome = Outcome(strings.ToLower(string(v)))
-			if outcomeIndex(outcome) < 0 {
+			if telemetry.OutcomeIndex(outcome) < 0 {
 				return resp.AppendError(nil, errAuditOutcome(string(v)))
 			}
 		default:
 			return resp.AppendError(nil, errAuditOption(string(args[i])))
 		}
 	}
-	evs := s.p.events.recent(n, func(e *Event) bool {
+	evs := s.p.events.Recent(n, func(e *Event) bool {
 		return (key == nil || key.Match([]byte(e.Key))) && (outcome == "" || e.Outcome == outcome)
 	})
 	list := make([][]field, len(evs))
@@ -273,7 +274,7 @@ func (s *session) adminLocks(args [][]byte) []byte {
 			{"lease_ms", lease},
 			{"ttl_ms", ttl},
 			{"current", yesNo(l.current)},
-			{"token", mask([]byte(l.value))},
+			{"token", telemetry.Mask([]byte(l.value))},
 		}
 	}
 	return encodeValue(nil, list, s.proto)
@@ -332,8 +333,8 @@ func (s *session) adminSessions([][]byte) []byte {
 			}
 		}
 		var age int64
-		if cc, ok := x.nc.(*countConn); ok {
-			age = int64(now.Sub(cc.since).Seconds())
+		if cc, ok := x.nc.(*telemetry.CountConn); ok {
+			age = int64(now.Sub(cc.Since()).Seconds())
 		}
 		_, admin := p.ops.authed.Load(x)
 		out[i] = []field{

@@ -2,10 +2,9 @@ package proxy
 
 import (
 	"context"
-	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // counterTable is every number the proxy reports about itself, once: each
@@ -20,128 +19,128 @@ import (
 // upstream_connections is lockproxy_upstream_connections summed over kind,
 // its grants is lockproxy_grants_total summed over rule). docs/operations.md
 // lists the rows.
-var counterTable = []counterRow{
-	{info: text("lockproxy_version"), text: func(p *Proxy) string { return p.version() }},
-	{metric: "build_info", help: "Always 1; the version label is lockproxy's version.", kind: gaugeRow, labels: []string{"version"},
-		read: func(p *Proxy, e emitFn) { e(1, p.version()) }},
-	{info: one("uptime_in_seconds"), kind: gaugeRow,
-		read: func(p *Proxy, e emitFn) { e(int64(time.Since(p.ops.started).Seconds())) }},
-	{metric: "clients", help: "Client connections open now.", kind: gaugeRow, info: one("connected_clients"),
-		read: func(p *Proxy, e emitFn) { e(p.stats.clients.Load()) }},
-	{metric: "clients_rejected_total", help: "Client connections refused because maxclients was reached.", info: one("rejected_clients"),
-		read: func(p *Proxy, e emitFn) { e(p.stats.rejected.Load()) }},
-	{metric: "maxclients", help: "The maxclients setting: client connections served at once before more are refused.", kind: gaugeRow, info: one("maxclients"),
-		read: func(p *Proxy, e emitFn) { e(int64(p.opts.MaxClients)) }},
-	{metric: "dedicated_sessions", help: "Client connections that have an upstream connection of their own now (MULTI, blocking commands, subscriptions, AUTH as another user).", kind: gaugeRow, info: one("dedicated_sessions"),
-		read: func(p *Proxy, e emitFn) { e(p.stats.dedicated.Load()) }},
-	{metric: "upstream_connections", help: "Open connections to Valkey, by kind: shared (multiplexed) or dedicated (one client's).", kind: gaugeRow, labels: []string{"kind"}, info: one("upstream_connections"),
-		read: func(p *Proxy, e emitFn) {
+var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
+	{Info: telemetry.Text("lockproxy_version"), Text: func(p *Proxy) string { return p.version() }},
+	{Metric: "build_info", Help: "Always 1; the version label is lockproxy's version.", Kind: telemetry.KindGauge, Labels: []string{"version"},
+		Read: func(p *Proxy, e telemetry.Emit) { e(1, p.version()) }},
+	{Info: telemetry.One("uptime_in_seconds"), Kind: telemetry.KindGauge,
+		Read: func(p *Proxy, e telemetry.Emit) { e(int64(time.Since(p.ops.started).Seconds())) }},
+	{Metric: "clients", Help: "Client connections open now.", Kind: telemetry.KindGauge, Info: telemetry.One("connected_clients"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.stats.clients.Load()) }},
+	{Metric: "clients_rejected_total", Help: "Client connections refused because maxclients was reached.", Info: telemetry.One("rejected_clients"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.stats.rejected.Load()) }},
+	{Metric: "maxclients", Help: "The maxclients setting: client connections served at once before more are refused.", Kind: telemetry.KindGauge, Info: telemetry.One("maxclients"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(int64(p.opts.MaxClients)) }},
+	{Metric: "dedicated_sessions", Help: "Client connections that have an upstream connection of their own now (MULTI, blocking commands, subscriptions, AUTH as another user).", Kind: telemetry.KindGauge, Info: telemetry.One("dedicated_sessions"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.stats.dedicated.Load()) }},
+	{Metric: "upstream_connections", Help: "Open connections to Valkey, by Kind: shared (multiplexed) or dedicated (one client's).", Kind: telemetry.KindGauge, Labels: []string{"kind"}, Info: telemetry.One("upstream_connections"),
+		Read: func(p *Proxy, e telemetry.Emit) {
 			e(p.upstreamConns(), "shared")
 			e(p.stats.dedicated.Load(), "dedicated")
 		}},
-	{metric: "upstream_dials_total", help: "Attempts to open a shared connection to Valkey, by result: ok or error. Past the pool's first dials, each one is a reconnect.", labels: []string{"result"},
-		info: byLabel(0, "ok", "upstream_dials", "error", "upstream_dial_failures"),
-		read: func(p *Proxy, e emitFn) {
+	{Metric: "upstream_dials_total", Help: "Attempts to open a shared connection to Valkey, by result: ok or error. Past the pool's first dials, each one is a reconnect.", Labels: []string{"result"},
+		Info: telemetry.ByLabel(0, "ok", "upstream_dials", "error", "upstream_dial_failures"),
+		Read: func(p *Proxy, e telemetry.Emit) {
 			e(p.ops.dials.Load(), "ok")
 			e(p.ops.dialErrors.Load(), "error")
 		}},
-	{metric: "upstream_up", help: "1 while Valkey answers as configured (reason ok), else 0 with the reason: unreachable, timeout, tls_mismatch, certificate, auth, permission or error. Checked at scrape time when no connection was made in the last second.", kind: gaugeRow, labels: []string{"reason"},
-		read: func(p *Proxy, e emitFn) {
+	{Metric: "upstream_up", Help: "1 while Valkey answers as configured (reason ok), else 0 with the reason: unreachable, timeout, tls_mismatch, certificate, auth, permission or error. Checked at scrape time when no connection was made in the last second.", Kind: telemetry.KindGauge, Labels: []string{"reason"},
+		Read: func(p *Proxy, e telemetry.Emit) {
 			if v := p.upstreamVerdict(context.Background(), false); v.up() {
 				e(1, v.reason)
 			} else {
 				e(0, v.reason)
 			}
 		}},
-	{metric: "upstream_errors_total", help: "Failed dials and lost connections to Valkey, by reason: unreachable, timeout (no answer in time, a reply past upstream.reply_timeout included), tls_mismatch, certificate, auth, permission or error.", labels: []string{"reason"},
-		info: prefixed(0, "upstream_errors_", upstreamReasonList[1:]...),
-		read: func(p *Proxy, e emitFn) {
+	{Metric: "upstream_errors_total", Help: "Failed dials and lost connections to Valkey, by reason: unreachable, timeout (no answer in time, a reply past upstream.reply_timeout included), tls_mismatch, certificate, auth, permission or error.", Labels: []string{"reason"},
+		Info: telemetry.Prefixed(0, "upstream_errors_", upstreamReasonList[1:]...),
+		Read: func(p *Proxy, e telemetry.Emit) {
 			for i, r := range upstreamReasonList[1:] {
 				e(p.ops.upErrors[i+1].Load(), r)
 			}
 		}},
-	{metric: "upstream_failed_commands_total", help: "Commands whose connection to Valkey failed or timed out before their reply came: each was answered with an UPSTREAM error.", info: one("upstream_failed_commands"),
-		read: func(p *Proxy, e emitFn) { e(p.ops.upFailedCmds.Load()) }},
-	{metric: "client_bytes_total", help: "Bytes exchanged with clients, by direction: in (commands read) or out (replies written).", labels: []string{"direction"},
-		info: byLabel(0, "in", "client_input_bytes", "out", "client_output_bytes"),
-		read: func(p *Proxy, e emitFn) {
-			e(p.ops.bytesIn.Load(), "in")
-			e(p.ops.bytesOut.Load(), "out")
+	{Metric: "upstream_failed_commands_total", Help: "Commands whose connection to Valkey failed or timed out before their reply came: each was answered with an UPSTREAM error.", Info: telemetry.One("upstream_failed_commands"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.upFailedCmds.Load()) }},
+	{Metric: "client_bytes_total", Help: "Bytes exchanged with clients, by direction: in (commands read) or out (replies written).", Labels: []string{"direction"},
+		Info: telemetry.ByLabel(0, "in", "client_input_bytes", "out", "client_output_bytes"),
+		Read: func(p *Proxy, e telemetry.Emit) {
+			e(p.ops.traffic.In.Load(), "in")
+			e(p.ops.traffic.Out.Load(), "out")
 		}},
-	{metric: "commands_total", help: "Commands handled, by family: forward, lock (decided by a lock rule), dedicated, pubsub, replication, connection, admin or server.", labels: []string{"family"},
-		info: prefixed(0, "commands_", familyNames[:]...),
-		read: func(p *Proxy, e emitFn) {
+	{Metric: "commands_total", Help: "Commands handled, by family: forward, lock (decided by a lock rule), dedicated, pubsub, replication, connection, admin or server.", Labels: []string{"family"},
+		Info: telemetry.Prefixed(0, "commands_", familyNames[:]...),
+		Read: func(p *Proxy, e telemetry.Emit) {
 			for f := range p.ops.commands {
 				e(p.ops.commands[f].Load(), familyNames[f])
 			}
 		}},
-	{metric: "upstream_round_trip_seconds", help: "Time from a command's queueing on a connection to Valkey to its reply's arrival, by the command's family.", kind: histogramRow, labels: []string{"family"},
-		info: one("upstream_round_trip"),
-		hist: func(p *Proxy, e histFn) {
+	{Metric: "upstream_round_trip_seconds", Help: "Time from a command's queueing on a connection to Valkey to its reply's arrival, by the command's family.", Kind: telemetry.KindHistogram, Labels: []string{"family"},
+		Info: telemetry.One("upstream_round_trip"),
+		Hist: func(p *Proxy, e telemetry.EmitHist) {
 			for f := family(0); f < numFamilies; f++ {
 				e(p.ops.roundTrip.snapshot(f), familyNames[f])
 			}
 		}},
-	{metric: "lock_rules", help: "Lock rules in force.", kind: gaugeRow, info: one("lock_rules"),
-		read: func(p *Proxy, e emitFn) { e(int64(p.decider.Load().Rules.Len())) }},
-	{metric: "grants_total", help: "Locks acquired through the proxy (SET NX that took the lock).", labels: []string{"rule"}, info: one("grants"),
-		read: perRule(func(rs *ruleStats) int64 { return rs.grants.Load() })},
-	{metric: "contention_total", help: "SET NX attempts that found the lock taken.", labels: []string{"rule"}, info: one("contention"),
-		read: perRule(func(rs *ruleStats) int64 { return rs.contention.Load() })},
+	{Metric: "lock_rules", Help: "Lock rules in force.", Kind: telemetry.KindGauge, Info: telemetry.One("lock_rules"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(int64(p.decider.Load().Rules.Len())) }},
+	{Metric: "grants_total", Help: "Locks acquired through the proxy (SET NX that took the lock).", Labels: []string{"rule"}, Info: telemetry.One("grants"),
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Grants.Load() })},
+	{Metric: "contention_total", Help: "SET NX attempts that found the lock taken.", Labels: []string{"rule"}, Info: telemetry.One("contention"),
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Contention.Load() })},
 	// rewritten is INFO's sum of the two rows after it.
-	{info: one("rewritten"),
-		read: perRule(func(rs *ruleStats) int64 { return rs.released.Load() + rs.renewed.Load() })},
-	{metric: "token_checked_releases_total", help: "Releases (DEL, UNLINK) that ran token-checked.", labels: []string{"rule"}, info: one("token_checked_releases"),
-		read: perRule(func(rs *ruleStats) int64 { return rs.released.Load() })},
-	{metric: "token_checked_renewals_total", help: "Lease changes (PEXPIRE, EXPIRE, GETEX, PERSIST, the holder's SET) that ran token-checked.", labels: []string{"rule"}, info: one("token_checked_renewals"),
-		read: perRule(func(rs *ruleStats) int64 { return rs.renewed.Load() })},
-	{metric: "lock_events_total", help: "Lock events, as recorded in the audit ring (LOCKPROXY AUDIT), by rule and outcome.", labels: []string{"rule", "outcome"},
-		info: byLabel(1, string(OutcomeRefused), "refused", string(OutcomeObserved), "observed"),
-		read: func(p *Proxy, e emitFn) {
-			p.ops.eachRule(func(label string, rs *ruleStats) {
-				for i, oc := range outcomes {
-					e(rs.outcomes[i].Load(), label, string(oc))
+	{Info: telemetry.One("rewritten"),
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Released.Load() + rs.Renewed.Load() })},
+	{Metric: "token_checked_releases_total", Help: "Releases (DEL, UNLINK) that ran token-checked.", Labels: []string{"rule"}, Info: telemetry.One("token_checked_releases"),
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Released.Load() })},
+	{Metric: "token_checked_renewals_total", Help: "Lease changes (PEXPIRE, EXPIRE, GETEX, PERSIST, the holder's SET) that ran token-checked.", Labels: []string{"rule"}, Info: telemetry.One("token_checked_renewals"),
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Renewed.Load() })},
+	{Metric: "lock_events_total", Help: "Lock events, as recorded in the audit ring (LOCKPROXY AUDIT), by rule and outcome.", Labels: []string{"rule", "outcome"},
+		Info: telemetry.ByLabel(1, string(OutcomeRefused), "refused", string(OutcomeObserved), "observed"),
+		Read: func(p *Proxy, e telemetry.Emit) {
+			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) {
+				for i, oc := range telemetry.AllOutcomes {
+					e(rs.Outcomes[i].Load(), label, string(oc))
 				}
 			})
 		}},
-	{metric: "refusals_total", help: "Commands the proxy refused, by rule and the error's code word (NOTOWNER, TOKENRELEASE, LOCKED, UNFENCED).", labels: []string{"rule", "kind"},
-		info: lowerPrefixed(1, "refused_", refusalKinds...),
-		read: func(p *Proxy, e emitFn) {
-			p.ops.eachRule(func(label string, rs *ruleStats) {
-				for _, kc := range rs.refusalCounts() {
-					e(kc.n, label, kc.kind)
+	{Metric: "refusals_total", Help: "Commands the proxy refused, by rule and the error's code word (NOTOWNER, TOKENRELEASE, LOCKED, UNFENCED).", Labels: []string{"rule", "kind"},
+		Info: telemetry.LowerPrefixed(1, "refused_", telemetry.RefusalKinds...),
+		Read: func(p *Proxy, e telemetry.Emit) {
+			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) {
+				for _, kc := range rs.RefusalCounts() {
+					e(kc.N, label, kc.Kind)
 				}
 			})
 		}},
-	{metric: "successor_deletions_prevented_total", help: "Releases or overwrites that would have removed another owner's lock and did not.", labels: []string{"rule"}, info: one("successor_deletions_prevented"),
-		read: perRule(func(rs *ruleStats) int64 { return rs.prevented.Load() })},
-	{metric: "successor_deletions_total", help: "Forwarded deletes (release: observe, unknown_owner: forward) that removed another owner's lock.", labels: []string{"rule"}, info: one("successor_deletions"),
-		read: perRule(func(rs *ruleStats) int64 { return rs.outcome(OutcomeSuccessorDeleted) })},
-	{metric: "lapsed_leases_total", help: "Releases through this instance that came after their grant's lease ran out: late_releases_total summed over rules.", info: one("lapsed_leases"),
-		read: func(p *Proxy, e emitFn) { e(p.lapsedTotal()) }},
-	{metric: "late_releases_total", help: "Token-checked releases that came after the holder's lease had run out.", labels: []string{"rule"}, info: one("late_releases"),
-		read: perRule(func(rs *ruleStats) int64 { return rs.lapsed.Load() })},
-	{metric: "stale_fenced_writes_refused_total", help: "Writes to guarded keys refused by the fence because a newer grant exists.", labels: []string{"rule"}, info: one("stale_fenced_writes_refused"),
-		read: perRule(func(rs *ruleStats) int64 { return rs.outcome(OutcomeStaleRefused) })},
-	{metric: "lock_hold_seconds", help: "Time from acquisition to token-checked release.", kind: histogramRow, labels: []string{"rule"}, info: one("hold_time"),
-		hist: func(p *Proxy, e histFn) {
-			p.ops.eachRule(func(label string, rs *ruleStats) { e(rs.hold.snapshot(), label) })
+	{Metric: "successor_deletions_prevented_total", Help: "Releases or overwrites that would have removed another owner's lock and did not.", Labels: []string{"rule"}, Info: telemetry.One("successor_deletions_prevented"),
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Prevented.Load() })},
+	{Metric: "successor_deletions_total", Help: "Forwarded deletes (release: observe, unknown_owner: forward) that removed another owner's lock.", Labels: []string{"rule"}, Info: telemetry.One("successor_deletions"),
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Outcome(OutcomeSuccessorDeleted) })},
+	{Metric: "lapsed_leases_total", Help: "Releases through this instance that came after their grant's lease ran out: late_releases_total summed over rules.", Info: telemetry.One("lapsed_leases"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.lapsedTotal()) }},
+	{Metric: "late_releases_total", Help: "Token-checked releases that came after the holder's lease had run out.", Labels: []string{"rule"}, Info: telemetry.One("late_releases"),
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Lapsed.Load() })},
+	{Metric: "stale_fenced_writes_refused_total", Help: "Writes to guarded keys refused by the fence because a newer grant exists.", Labels: []string{"rule"}, Info: telemetry.One("stale_fenced_writes_refused"),
+		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Outcome(OutcomeStaleRefused) })},
+	{Metric: "lock_hold_seconds", Help: "Time from acquisition to token-checked release.", Kind: telemetry.KindHistogram, Labels: []string{"rule"}, Info: telemetry.One("hold_time"),
+		Hist: func(p *Proxy, e telemetry.EmitHist) {
+			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(rs.Hold.Snapshot(), label) })
 		}},
-	{metric: "lock_wait_seconds", help: "Time from an owner's first contended SET NX to its acquisition of the lock (0 when the first try succeeded).", kind: histogramRow, labels: []string{"rule"}, info: one("wait_time"),
-		hist: func(p *Proxy, e histFn) {
-			p.ops.eachRule(func(label string, rs *ruleStats) { e(rs.wait.snapshot(), label) })
+	{Metric: "lock_wait_seconds", Help: "Time from an owner's first contended SET NX to its acquisition of the lock (0 when the first try succeeded).", Kind: telemetry.KindHistogram, Labels: []string{"rule"}, Info: telemetry.One("wait_time"),
+		Hist: func(p *Proxy, e telemetry.EmitHist) {
+			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(rs.Wait.Snapshot(), label) })
 		}},
-	{metric: "admin_auth_failures_total", help: "LOCKPROXY AUTH attempts with a wrong user or password.", info: one("admin_auth_failures"),
-		read: func(p *Proxy, e emitFn) { e(p.ops.authFailures.Load()) }},
-	{metric: "admin_auth_rate_limited_total", help: "LOCKPROXY AUTH attempts refused unchecked because their client address failed too often.", info: one("admin_auth_rate_limited"),
-		read: func(p *Proxy, e emitFn) { e(p.ops.authLimited.Load()) }},
-	{metric: "config_reloads_total", help: "Configuration reloads (SIGHUP, LOCKPROXY RELOAD), by result: ok or error.", labels: []string{"result"},
-		info: byLabel(0, "ok", "config_reloads", "error", "config_reload_failures"),
-		read: func(p *Proxy, e emitFn) {
+	{Metric: "admin_auth_failures_total", Help: "LOCKPROXY AUTH attempts with a wrong user or password.", Info: telemetry.One("admin_auth_failures"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.authFailures.Load()) }},
+	{Metric: "admin_auth_rate_limited_total", Help: "LOCKPROXY AUTH attempts refused unchecked because their client address failed too often.", Info: telemetry.One("admin_auth_rate_limited"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.authLimited.Load()) }},
+	{Metric: "config_reloads_total", Help: "Configuration reloads (SIGHUP, LOCKPROXY RELOAD), by result: ok or error.", Labels: []string{"result"},
+		Info: telemetry.ByLabel(0, "ok", "config_reloads", "error", "config_reload_failures"),
+		Read: func(p *Proxy, e telemetry.Emit) {
 			e(p.ops.reloads.Load(), "ok")
 			e(p.ops.reloadErrors.Load(), "error")
 		}},
-	{info: text("last_reload"), text: func(p *Proxy) string {
+	{Info: telemetry.Text("last_reload"), Text: func(p *Proxy) string {
 		r := p.ops.lastReload.Load()
 		switch {
 		case r == nil:
@@ -151,141 +150,63 @@ var counterTable = []counterRow{
 		}
 		return "ok"
 	}},
-	{metric: "config_last_reload_successful", help: "0 while the last reload failed (the file on disk is not the configuration in force), else 1.", kind: gaugeRow,
-		read: func(p *Proxy, e emitFn) {
+	{Metric: "config_last_reload_successful", Help: "0 while the last reload failed (the file on disk is not the configuration in force), else 1.", Kind: telemetry.KindGauge,
+		Read: func(p *Proxy, e telemetry.Emit) {
 			if r := p.ops.lastReload.Load(); r != nil && r.err != "" {
 				e(0)
 				return
 			}
 			e(1)
 		}},
-	{metric: "log_messages_total", help: "Warnings and errors logged (an unreachable upstream, a client dropped for not reading its replies, a failed reload ...), by level.", labels: []string{"level"},
-		info: byLabel(0, "warn", "log_warnings", "error", "log_errors"),
-		read: func(p *Proxy, e emitFn) {
-			e(p.ops.logWarn.Load(), "warn")
-			e(p.ops.logError.Load(), "error")
+	{Metric: "log_messages_total", Help: "Warnings and errors logged (an unreachable upstream, a client dropped for not reading its replies, a failed reload ...), by level.", Labels: []string{"level"},
+		Info: telemetry.ByLabel(0, "warn", "log_warnings", "error", "log_errors"),
+		Read: func(p *Proxy, e telemetry.Emit) {
+			e(p.ops.logs.Warn.Load(), "warn")
+			e(p.ops.logs.Error.Load(), "error")
 		}},
-	{metric: "audit_events_dropped_total", help: "Lock events whose log line and audit-file line were dropped because the writer's queue was full (a slow log or disk); LOCKPROXY AUDIT still has them.", info: one("audit_events_dropped"),
-		read: func(p *Proxy, e emitFn) { e(p.ops.writer.dropped.Load()) }},
-	{metric: "epoch", help: "The epoch this instance mints fencing tokens under (docs/failover.md): a token's high bits; it rises with every change of primary.", kind: gaugeRow, info: one("epoch"),
-		read: func(p *Proxy, e emitFn) { e(p.currentEpoch()) }},
-	{metric: "grants_lost_total", help: "Grants found lost in a change of primary: the holder's release, renewal or LOCKPROXY FENCE found no record of a grant it was given under an older epoch.", info: one("grants_lost"),
-		read: func(p *Proxy, e emitFn) { e(p.lostGrants.Load()) }},
-	{metric: "grants_undone_total", help: "Acquisitions undone, and answered as not taken, because fewer replicas than the rule's durability asks for acknowledged them in time.", info: one("grants_undone"),
-		read: func(p *Proxy, e emitFn) { e(p.durable.undone.Load()) }},
-	{metric: "durable_writes_short_total", help: "Renewals, fenced writes and scripts under a rule's durability answered NOTDURABLE: fewer replicas than it asks for acknowledged them in time.", info: one("durable_writes_short"),
-		read: func(p *Proxy, e emitFn) { e(p.durable.short.Load()) }},
+	{Metric: "audit_events_dropped_total", Help: "Lock events whose log line and audit-file line were dropped because the writer's queue was full (a slow log or disk); LOCKPROXY AUDIT still has them.", Info: telemetry.One("audit_events_dropped"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.writer.Dropped()) }},
+	{Metric: "epoch", Help: "The epoch this instance mints fencing tokens under (docs/failover.md): a token's high bits; it rises with every change of primary.", Kind: telemetry.KindGauge, Info: telemetry.One("epoch"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.currentEpoch()) }},
+	{Metric: "grants_lost_total", Help: "Grants found lost in a change of primary: the holder's release, renewal or LOCKPROXY FENCE found no record of a grant it was given under an older epoch.", Info: telemetry.One("grants_lost"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.lostGrants.Load()) }},
+	{Metric: "grants_undone_total", Help: "Acquisitions undone, and answered as not taken, because fewer replicas than the rule's durability asks for acknowledged them in time.", Info: telemetry.One("grants_undone"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.durable.undone.Load()) }},
+	{Metric: "durable_writes_short_total", Help: "Renewals, fenced writes and scripts under a rule's durability answered NOTDURABLE: fewer replicas than it asks for acknowledged them in time.", Info: telemetry.One("durable_writes_short"),
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.durable.short.Load()) }},
 
 	// The cluster's rows: no sample and no INFO line for a single primary.
-	{metric: "cluster_primaries", help: "Primaries in the cluster's slot map the proxy uses.", kind: gaugeRow, info: clusterOnly(one("cluster_primaries")),
-		read: ifCluster(func(p *Proxy, cl *clusterState, e emitFn) { n, _ := p.mapSize(); e(n) })},
-	{metric: "cluster_slots_served", help: "Hash slots a primary serves in the proxy's map (16384 when the cluster is whole).", kind: gaugeRow, info: clusterOnly(one("cluster_slots_served")),
-		read: ifCluster(func(p *Proxy, cl *clusterState, e emitFn) { _, n := p.mapSize(); e(n) })},
-	{metric: "cluster_map_changes_total", help: "Slot maps installed (the first, and each change two nodes agreed on).", info: clusterOnly(one("cluster_map_changes")),
-		read: ifCluster(func(p *Proxy, cl *clusterState, e emitFn) { e(cl.refreshes.Load()) })},
-	{metric: "cluster_map_unconfirmed_total", help: "Topology reads after which no second node confirmed the slot map a node gave.", info: clusterOnly(one("cluster_map_unconfirmed")),
-		read: ifCluster(func(p *Proxy, cl *clusterState, e emitFn) { e(cl.disagreements.Load()) })},
-	{metric: "cluster_redirects_followed_total", help: "MOVED and ASK replies the proxy followed for its clients, by kind.", labels: []string{"kind"},
-		info: clusterOnly(byLabel(0, "moved", "cluster_moved_followed", "ask", "cluster_ask_followed")),
-		read: ifCluster(func(p *Proxy, cl *clusterState, e emitFn) {
+	{Metric: "cluster_primaries", Help: "Primaries in the cluster's slot map the proxy uses.", Kind: telemetry.KindGauge, Info: telemetry.ClusterOnly(telemetry.One("cluster_primaries")),
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { n, _ := p.mapSize(); e(n) })},
+	{Metric: "cluster_slots_served", Help: "Hash slots a primary serves in the proxy's map (16384 when the cluster is whole).", Kind: telemetry.KindGauge, Info: telemetry.ClusterOnly(telemetry.One("cluster_slots_served")),
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { _, n := p.mapSize(); e(n) })},
+	{Metric: "cluster_map_changes_total", Help: "Slot maps installed (the first, and each change two nodes agreed on).", Info: telemetry.ClusterOnly(telemetry.One("cluster_map_changes")),
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.refreshes.Load()) })},
+	{Metric: "cluster_map_unconfirmed_total", Help: "Topology reads after which no second node confirmed the slot map a node gave.", Info: telemetry.ClusterOnly(telemetry.One("cluster_map_unconfirmed")),
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.disagreements.Load()) })},
+	{Metric: "cluster_redirects_followed_total", Help: "MOVED and ASK replies the proxy followed for its clients, by kind.", Labels: []string{"kind"},
+		Info: telemetry.ClusterOnly(telemetry.ByLabel(0, "moved", "cluster_moved_followed", "ask", "cluster_ask_followed")),
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) {
 			e(cl.moved.Load(), "moved")
 			e(cl.asked.Load(), "ask")
 		})},
-	{metric: "cluster_tryagain_retries_total", help: "TRYAGAIN replies retried (a multi-key command during a slot's migration).", info: clusterOnly(one("cluster_tryagain_retries")),
-		read: ifCluster(func(p *Proxy, cl *clusterState, e emitFn) { e(cl.tryAgain.Load()) })},
-	{metric: "cluster_split_commands_total", help: "Commands split per slot or fanned out to every primary.", info: clusterOnly(one("cluster_split_commands")),
-		read: ifCluster(func(p *Proxy, cl *clusterState, e emitFn) { e(cl.splits.Load()) })},
-	{metric: "cluster_shard_subscriptions_followed_total", help: "Sharded subscriptions the proxy moved to their slot's new primary.", info: clusterOnly(one("cluster_shard_subscriptions_followed")),
-		read: ifCluster(func(p *Proxy, cl *clusterState, e emitFn) { e(cl.shardFollows.Load()) })},
-}
+	{Metric: "cluster_tryagain_retries_total", Help: "TRYAGAIN replies retried (a multi-key command during a slot's migration).", Info: telemetry.ClusterOnly(telemetry.One("cluster_tryagain_retries")),
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.tryAgain.Load()) })},
+	{Metric: "cluster_split_commands_total", Help: "Commands split per slot or fanned out to every primary.", Info: telemetry.ClusterOnly(telemetry.One("cluster_split_commands")),
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.splits.Load()) })},
+	{Metric: "cluster_shard_subscriptions_followed_total", Help: "Sharded subscriptions the proxy moved to their slot's new primary.", Info: telemetry.ClusterOnly(telemetry.One("cluster_shard_subscriptions_followed")),
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.shardFollows.Load()) })},
+})
 
-type rowKind uint8
-
-const (
-	counterRowKind rowKind = iota // a count that only rises (the zero value)
-	gaugeRow                      // a value now
-	histogramRow                  // a distribution of durations
-)
-
-type (
-	emitFn func(v int64, labels ...string)
-	histFn func(h histSnapshot, labels ...string)
-)
-
-// counterRow is one number the proxy reports.
-type counterRow struct {
-	// metric is the name on /metrics after "lockproxy_"; "" when only INFO
-	// and STATS show the row. Names never change: dashboards and alerts
-	// use them.
-	metric string
-	help   string
-	kind   rowKind
-	labels []string
-	// info maps the row's samples onto INFO / STATS lines; nil: /metrics
-	// only.
-	info *infoLines
-	// read gives the row's samples (counters and gauges), hist its
-	// histograms, text the value of a text line (INFO and STATS only).
-	read func(p *Proxy, e emitFn)
-	hist func(p *Proxy, e histFn)
-	text func(p *Proxy) string
-}
-
-// infoLines says which INFO / STATS line each sample of a row adds to.
-type infoLines struct {
-	// names are always shown, at 0 when no sample adds to them, in order.
-	names []string
-	// line names a sample's line from its labels; nil: names[0]. A sample
-	// whose line is "" is not shown.
-	line func(labels []string) string
-	// cluster: shown only in front of a cluster.
-	cluster bool
-}
-
-func one(name string) *infoLines  { return &infoLines{names: []string{name}} }
-func text(name string) *infoLines { return &infoLines{names: []string{name}} }
-
-func clusterOnly(l *infoLines) *infoLines { l.cluster = true; return l }
-
-// byLabel maps label i's values to lines: pairs of value, line name.
-func byLabel(i int, pairs ...string) *infoLines {
-	m := map[string]string{}
-	l := &infoLines{}
-	for j := 0; j+1 < len(pairs); j += 2 {
-		m[pairs[j]] = pairs[j+1]
-		l.names = append(l.names, pairs[j+1])
-	}
-	l.line = func(labels []string) string { return m[labels[i]] }
-	return l
-}
-
-// prefixed shows label i's value after a prefix: one line per value.
-func prefixed(i int, prefix string, always ...string) *infoLines {
-	l := &infoLines{line: func(labels []string) string { return prefix + labels[i] }}
-	for _, v := range always {
-		l.names = append(l.names, prefix+v)
-	}
-	return l
-}
-
-// lowerPrefixed is prefixed with the value lower-cased (refused_notowner).
-func lowerPrefixed(i int, prefix string, always ...string) *infoLines {
-	l := &infoLines{line: func(labels []string) string { return prefix + strings.ToLower(labels[i]) }}
-	for _, v := range always {
-		l.names = append(l.names, prefix+strings.ToLower(v))
-	}
-	return l
-}
-
-// perRule reads one ruleStats counter for every rule label seen.
-func perRule(get func(*ruleStats) int64) func(*Proxy, emitFn) {
-	return func(p *Proxy, e emitFn) {
-		p.ops.eachRule(func(label string, rs *ruleStats) { e(get(rs), label) })
+// perRule reads one RuleStats counter for every rule label seen.
+func perRule(get func(*telemetry.RuleStats) int64) func(*Proxy, telemetry.Emit) {
+	return func(p *Proxy, e telemetry.Emit) {
+		p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(get(rs), label) })
 	}
 }
 
-func ifCluster(f func(*Proxy, *clusterState, emitFn)) func(*Proxy, emitFn) {
-	return func(p *Proxy, e emitFn) {
+func ifCluster(f func(*Proxy, *clusterState, telemetry.Emit)) func(*Proxy, telemetry.Emit) {
+	return func(p *Proxy, e telemetry.Emit) {
 		if p.cl != nil {
 			f(p, p.cl, e)
 		}
@@ -299,29 +220,4 @@ func (p *Proxy) seedRules() {
 	for i := range rules {
 		p.ops.rule(&rules[i])
 	}
-}
-
-// descOf is a row's Prometheus description.
-func (r *counterRow) descOf() *prometheus.Desc {
-	return prometheus.NewDesc("lockproxy_"+r.metric, r.help, r.labels, nil)
-}
-
-// merge adds b's observations to a's (same bounds).
-func (a histSnapshot) merge(b histSnapshot) histSnapshot {
-	if b.count == 0 {
-		return a
-	}
-	if a.count == 0 {
-		return b
-	}
-	out := a
-	out.buckets = append([]uint64(nil), a.buckets...)
-	for i := range b.buckets {
-		out.buckets[i] += b.buckets[i]
-	}
-	out.count += b.count
-	out.sum += b.sum
-	out.max = max(a.max, b.max)
-	out.min = min(a.min, b.min)
-	return out
 }

@@ -183,15 +183,15 @@ func (s *session) writeCork(b []byte, cork bool) outAction {
 		// socket takes now does not count against the limit, as
 		// without corking.
 		n := s.out.writeTo(s.dw.write)
-		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
-			c.countWrite(n)
+		if c, ok := s.nc.(interface{ CountWrite(int) }); ok && n > 0 {
+			c.CountWrite(n)
 		}
 	}
 	if s.out.len() == 0 && s.writing == 0 && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
 		n := s.dw.write(b)
-		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
-			c.countWrite(n)
+		if c, ok := s.nc.(interface{ CountWrite(int) }); ok && n > 0 {
+			c.CountWrite(n)
 		}
 		b = b[n:]
 		if len(b) == 0 {
@@ -222,8 +222,8 @@ func (s *session) uncorkOut() {
 	}
 	if s.writing == 0 && s.raw != nil {
 		n := s.out.writeTo(s.dw.write)
-		if c, ok := s.nc.(interface{ countWrite(int) }); ok && n > 0 {
-			c.countWrite(n)
+		if c, ok := s.nc.(interface{ CountWrite(int) }); ok && n > 0 {
+			c.CountWrite(n)
 		}
 	}
 	var a outAction
@@ -278,10 +278,10 @@ func (s *session) writeLoop() {
 	var w io.Writer = s.nc
 	count := func(int) {}
 	if u, ok := s.nc.(interface {
-		unwrap() net.Conn
-		countWrite(int)
+		Unwrap() net.Conn
+		CountWrite(int)
 	}); ok {
-		w, count = u.unwrap(), u.countWrite
+		w, count = u.Unwrap(), u.CountWrite
 	}
 	var batch, held [][]byte
 	for {

@@ -13,8 +13,8 @@ import (
 // rawConn returns the socket of a plain TCP connection, or nil (TLS): only a
 // plain socket can be written without ever blocking.
 func rawConn(nc net.Conn) syscall.RawConn {
-	if w, ok := nc.(interface{ unwrap() net.Conn }); ok {
-		nc = w.unwrap()
+	if w, ok := nc.(interface{ Unwrap() net.Conn }); ok {
+		nc = w.Unwrap()
 	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {

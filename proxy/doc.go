@@ -13,8 +13,11 @@
 // (connstate.go), the event loops, the upstream connections and their pools
 // (per protocol, database and login; per primary in front of a cluster),
 // following Sentinel and the cluster's slot map, the replies the proxy gives
-// itself (CLIENT ..., LOCKPROXY, INFO lockproxy), and the lock events,
-// counters, audit file and /metrics that record what happened.
+// itself (CLIENT ..., LOCKPROXY, INFO lockproxy), and the counter table's
+// rows (counters.go): which of its own numbers each reported number reads.
+// Package telemetry owns the counter structs, histograms, lock events, the
+// audit file and the rendering of INFO lockproxy, LOCKPROXY STATS and
+// /metrics from those rows.
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock

@@ -8,6 +8,7 @@ import (
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // apply records what a command's reply meant, in the counters and the
@@ -64,7 +65,7 @@ func (s *session) apply(effects []rewrite.Effect, reply []byte) {
 				}
 			default:
 				p.released(e)
-				ev.Outcome, ev.Token = OutcomeRewritten, maskHead(e.Value, e.ValueLen)
+				ev.Outcome, ev.Token = OutcomeRewritten, telemetry.MaskHead(e.Value, e.ValueLen)
 				ev.Detail = releaseDetail(n)
 				if e.Outcome == rewrite.OutcomeSuperseded && e.Holder != "" {
 					ev.Outcome = OutcomeSuccessorPrevented

@@ -508,7 +508,7 @@ func (f *fdReader) Read(b []byte) (int, error) {
 	f.armed = false
 	n, err := readFd(f.fd, b)
 	if n > 0 {
-		f.o.bytesIn.Add(int64(n))
+		f.o.traffic.In.Add(int64(n))
 	}
 	return n, err
 }

@@ -1,95 +1,20 @@
 package proxy
 
-import (
-	"strconv"
-	"sync"
-	"time"
-)
+import "github.com/lockproxy/lockproxy/telemetry"
 
-// Outcome names what the proxy did, or saw, about a lock.
-type Outcome string
+// Event and Outcome are telemetry's: the proxy's API names them here so that
+// callers of Proxy.Events need not import telemetry.
+type (
+	Event   = telemetry.Event
+	Outcome = telemetry.Outcome
+)
 
 const (
-	OutcomeRewritten          Outcome = "rewritten"                    // a release or renewal ran token-checked
-	OutcomeRefused            Outcome = "refused"                      // the command was refused
-	OutcomeObserved           Outcome = "observed"                     // forwarded as is (release: observe, unknown_owner: forward)
-	OutcomeSuccessorPrevented Outcome = "successor_deletion_prevented" // a release would have deleted another owner's lock
-	OutcomeSuccessorDeleted   Outcome = "successor_deletion"           // a forwarded delete removed another owner's lock
-	OutcomeFlushed            Outcome = "flushed"                      // FLUSHALL/FLUSHDB went through
-	OutcomeStaleRefused       Outcome = "stale_write_refused"          // a fenced write lost to a newer grant
+	OutcomeRewritten          = telemetry.OutcomeRewritten
+	OutcomeRefused            = telemetry.OutcomeRefused
+	OutcomeObserved           = telemetry.OutcomeObserved
+	OutcomeSuccessorPrevented = telemetry.OutcomeSuccessorPrevented
+	OutcomeSuccessorDeleted   = telemetry.OutcomeSuccessorDeleted
+	OutcomeFlushed            = telemetry.OutcomeFlushed
+	OutcomeStaleRefused       = telemetry.OutcomeStaleRefused
 )
-
-// Event is one intervention, kept in a bounded ring and, by the event
-// writer (eventwriter.go), logged as one line. Tokens are never kept or
-// logged whole.
-type Event struct {
-	Time    time.Time
-	Client  string // client address
-	Name    string // client name
-	Command string
-	Key     string
-	Rule    string // the rule's pattern
-	Outcome Outcome
-	Owner   string // the session's owner identity under the rule
-	Holder  string // another owner holding the lock then, if any
-	Token   string // masked value
-	Grant   int64
-	Detail  string
-}
-
-// events is a fixed-size ring of the most recent events. Adding to it is a
-// copy under a mutex, cheap enough for the reply path that records events.
-type events struct {
-	mu   sync.Mutex
-	ring []Event
-	next int
-	full bool
-}
-
-func newEvents(size int) *events {
-	return &events{ring: make([]Event, size)}
-}
-
-func (ev *events) add(e Event) {
-	ev.mu.Lock()
-	ev.ring[ev.next] = e
-	ev.next = (ev.next + 1) % len(ev.ring)
-	if ev.next == 0 {
-		ev.full = true
-	}
-	ev.mu.Unlock()
-}
-
-// recent returns up to n events, newest first, that keep says to keep.
-func (ev *events) recent(n int, keep func(*Event) bool) []Event {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	size := ev.next
-	if ev.full {
-		size = len(ev.ring)
-	}
-	var out []Event
-	for i := 0; i < size && len(out) < n; i++ {
-		e := &ev.ring[(ev.next-1-i+len(ev.ring))%len(ev.ring)]
-		if keep == nil || keep(e) {
-			out = append(out, *e)
-		}
-	}
-	return out
-}
-
-// mask shows enough of a token to tell two apart in a log, never all of it.
-func mask(v []byte) string { return maskHead(v, len(v)) }
-
-// maskHead masks a value of n bytes of which head holds (at least) the
-// first three.
-func maskHead(head []byte, n int) string {
-	switch {
-	case n == 0:
-		return ""
-	case n < 12:
-		return "***(" + strconv.Itoa(n) + " bytes)"
-	default:
-		return string(head[:min(3, len(head))]) + "***(" + strconv.Itoa(n) + " bytes)"
-	}
-}

@@ -3,9 +3,9 @@ package proxy
 import (
 	"bytes"
 	"strconv"
-	"strings"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // info answers INFO lockproxy. INFO naming lockproxy among other sections
@@ -96,79 +96,24 @@ func appendInfo(dst, text []byte, proto int) []byte {
 
 // infoSection is the # Lockproxy section: the STATS counters as name:value
 // lines.
-func (p *Proxy) infoSection() []byte {
-	var b bytes.Buffer
-	b.WriteString("# Lockproxy\r\n")
-	for _, f := range p.statsFields() {
-		b.WriteString(f.k)
-		b.WriteByte(':')
-		switch v := f.v.(type) {
-		case int64:
-			b.WriteString(strconv.FormatInt(v, 10))
-		case string:
-			b.WriteString(strings.NewReplacer("\r", " ", "\n", " ").Replace(v))
-		}
-		b.WriteString("\r\n")
-	}
-	return b.Bytes()
+func (p *Proxy) infoSection() []byte { return telemetry.InfoSection(p.statLines()) }
+
+// statLines are the lines of LOCKPROXY STATS and INFO lockproxy:
+// counterTable's rows in order, each sample added to its line (counters.go's
+// rows say which), every rule in force among them.
+func (p *Proxy) statLines() []telemetry.Line {
+	p.seedRules()
+	return counterTable.Lines(p, p.cl != nil)
 }
 
-// statsFields are the lines of LOCKPROXY STATS and INFO lockproxy:
-// counterTable's rows in order, each sample added to its line (info.go's
-// rows say which). Every value is an int64 or a string.
+// statsFields are statLines as a reply record.
 func (p *Proxy) statsFields() []field {
-	p.seedRules()
-	var f []field
-	at := map[string]int{} // line name → index in f
-	add := func(name string, v int64) {
-		if name == "" {
-			return
-		}
-		if i, ok := at[name]; ok {
-			f[i].v = f[i].v.(int64) + v
-			return
-		}
-		at[name] = len(f)
-		f = append(f, field{name, v})
-	}
-	for i := range counterTable {
-		r := &counterTable[i]
-		l := r.info
-		if l == nil || (l.cluster && p.cl == nil) {
-			continue
-		}
-		switch {
-		case r.text != nil:
-			f = append(f, field{l.names[0], r.text(p)})
-		case r.kind == histogramRow:
-			var total histSnapshot
-			r.hist(p, func(h histSnapshot, _ ...string) { total = total.merge(h) })
-			f = append(f, histFields(l.names[0], total)...)
-		default:
-			for _, n := range l.names {
-				add(n, 0)
-			}
-			r.read(p, func(v int64, labels ...string) {
-				if l.line == nil {
-					add(l.names[0], v)
-				} else {
-					add(l.line(labels), v)
-				}
-			})
-		}
+	lines := p.statLines()
+	f := make([]field, len(lines))
+	for i, l := range lines {
+		f[i] = field{l.Name, l.Value}
 	}
 	return f
-}
-
-func histFields(name string, h histSnapshot) []field {
-	msf := func(sec float64) string { return strconv.FormatFloat(sec*1000, 'f', 3, 64) }
-	return []field{
-		{name + "_count", int64(h.count)},
-		{name + "_mean_ms", msf(h.mean())},
-		{name + "_p50_ms", msf(h.quantile(0.5))},
-		{name + "_p99_ms", msf(h.quantile(0.99))},
-		{name + "_max_ms", msf(h.max)},
-	}
 }
 
 func (p *Proxy) version() string {

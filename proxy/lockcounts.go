@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 type waitKey struct{ owner, key string }
@@ -15,8 +16,8 @@ const maxWaits = 1 << 16
 
 // contended records a SET NX that found the lock taken.
 func (p *Proxy) contended(e *rewrite.Effect, now time.Time) {
-	p.ops.rule(e.Rule).contention.Add(1)
-	p.ops.all.contention.Add(1)
+	p.ops.rule(e.Rule).Contention.Add(1)
+	p.ops.all.Contention.Add(1)
 	o := p.ops
 	k := waitKey{e.Owner, string(e.Key)}
 	o.waitMu.Lock()
@@ -53,10 +54,10 @@ func (p *Proxy) granted(e *rewrite.Effect, now time.Time) {
 	}
 	o.waitMu.Unlock()
 	rs := o.rule(e.Rule)
-	rs.grants.Add(1)
-	rs.wait.observe(wait)
-	o.all.grants.Add(1)
-	o.all.wait.observe(wait)
+	rs.Grants.Add(1)
+	rs.Wait.Observe(wait)
+	o.all.Grants.Add(1)
+	o.all.Wait.Observe(wait)
 }
 
 // released counts a release that ran token-checked: how long the lock was
@@ -64,15 +65,15 @@ func (p *Proxy) granted(e *rewrite.Effect, now time.Time) {
 // Release script read them from the owner's record.
 func (p *Proxy) released(e *rewrite.Effect) {
 	rs := p.ops.rule(e.Rule)
-	rs.released.Add(1)
-	p.ops.all.released.Add(1)
+	rs.Released.Add(1)
+	p.ops.all.Released.Add(1)
 	if e.Lapsed {
-		rs.lapsed.Add(1)
-		p.ops.all.lapsed.Add(1)
+		rs.Lapsed.Add(1)
+		p.ops.all.Lapsed.Add(1)
 	}
 	if e.Held >= 0 {
-		rs.hold.observe(e.Held)
-		p.ops.all.hold.observe(e.Held)
+		rs.Hold.Observe(e.Held)
+		p.ops.all.Hold.Observe(e.Held)
 	}
 }
 
@@ -80,28 +81,28 @@ func (p *Proxy) released(e *rewrite.Effect) {
 // outcome at once, its log line and audit-file line through the event
 // writer's queue.
 func (p *Proxy) record(ev Event, e *rewrite.Effect) {
-	p.events.add(ev)
+	p.events.Add(ev)
 	rs := p.ops.rule(e.Rule)
-	if i := outcomeIndex(ev.Outcome); i >= 0 {
-		rs.outcomes[i].Add(1)
-		p.ops.all.outcomes[i].Add(1)
+	if i := telemetry.OutcomeIndex(ev.Outcome); i >= 0 {
+		rs.Outcomes[i].Add(1)
+		p.ops.all.Outcomes[i].Add(1)
 	}
 	switch e.Kind {
 	case rewrite.Renewed:
-		rs.renewed.Add(1)
-		p.ops.all.renewed.Add(1)
+		rs.Renewed.Add(1)
+		p.ops.all.Renewed.Add(1)
 	case rewrite.Refused:
 		kind := refusalKind(e.Reason)
-		rs.refusal(kind).Add(1)
-		p.ops.all.refusal(kind).Add(1)
+		rs.Refusal(kind).Add(1)
+		p.ops.all.Refusal(kind).Add(1)
 	}
 	// As stats.successorPrevented counts them: a release that found the
 	// lock another owner's, or a refusal while another owner held it.
 	if ev.Outcome == OutcomeSuccessorPrevented || (e.Kind == rewrite.Refused && e.Holder != "") {
-		rs.prevented.Add(1)
-		p.ops.all.prevented.Add(1)
+		rs.Prevented.Add(1)
+		p.ops.all.Prevented.Add(1)
 	}
-	p.ops.writer.push(ev)
+	p.ops.writer.Push(ev)
 }
 
 // refusalKind is the code word an error starts with (NOTOWNER, LOCKED, ...).

@@ -72,16 +72,3 @@ func TestEncodeScriptOneAllocation(t *testing.T) {
 		}
 	}
 }
-
-func TestMask(t *testing.T) {
-	for in, want := range map[string]string{
-		"":                  "",
-		"abc":               "***(3 bytes)",
-		"0123456789ab":      "012***(12 bytes)",
-		"a-much-longer-tok": "a-m***(17 bytes)",
-	} {
-		if got := mask([]byte(in)); got != want {
-			t.Errorf("mask(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -61,56 +61,13 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-// descs are the Prometheus descriptions of counterTable's rows, in order;
-// nil for a row /metrics does not show.
-var descs = func() []*prometheus.Desc {
-	d := make([]*prometheus.Desc, len(counterTable))
-	for i := range counterTable {
-		if counterTable[i].metric != "" {
-			d[i] = counterTable[i].descOf()
-		}
-	}
-	return d
-}()
-
-// collector renders counterTable on /metrics.
+// collector renders counterTable on /metrics, every rule in force among
+// its series.
 type collector struct{ p *Proxy }
 
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range descs {
-		if d != nil {
-			ch <- d
-		}
-	}
-}
+func (c *collector) Describe(ch chan<- *prometheus.Desc) { counterTable.Describe(ch) }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	p := c.p
-	p.seedRules()
-	for i := range counterTable {
-		r, d := &counterTable[i], descs[i]
-		switch {
-		case d == nil:
-		case r.kind == histogramRow:
-			r.hist(p, func(h histSnapshot, labels ...string) { histogramMetric(ch, d, h, labels...) })
-		default:
-			vt := prometheus.CounterValue
-			if r.kind == gaugeRow {
-				vt = prometheus.GaugeValue
-			}
-			r.read(p, func(v int64, labels ...string) {
-				ch <- prometheus.MustNewConstMetric(d, vt, float64(v), labels...)
-			})
-		}
-	}
-}
-
-func histogramMetric(ch chan<- prometheus.Metric, d *prometheus.Desc, h histSnapshot, labels ...string) {
-	buckets := make(map[float64]uint64, len(h.bounds))
-	var cum uint64
-	for i, ub := range h.bounds {
-		cum += h.buckets[i]
-		buckets[ub] = cum
-	}
-	ch <- prometheus.MustNewConstHistogram(d, h.count, h.sum, buckets, labels...)
+	c.p.seedRules()
+	counterTable.Collect(c.p, ch)
 }

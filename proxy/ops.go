@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // ops is the proxy's operational state: what the LOCKPROXY commands, INFO
@@ -41,8 +42,8 @@ type ops struct {
 
 	// Per-rule counters, by the rule's pattern (so they survive a reload
 	// that keeps the pattern), and totals across rules.
-	rules sync.Map // string → *ruleStats
-	all   ruleStats
+	rules telemetry.RuleSet
+	all   telemetry.RuleStats
 
 	// First contention of each (owner, key) still waiting to acquire.
 	waitMu sync.Mutex
@@ -51,8 +52,8 @@ type ops struct {
 	// second, so a flood of contended acquisitions does not sweep it each.
 	waitSwept time.Time
 
-	bytesIn, bytesOut atomic.Int64
-	logWarn, logError atomic.Int64
+	traffic telemetry.Traffic
+	logs    telemetry.LogCounts
 
 	// Configuration, for CONFIG and RELOAD.
 	reloadMu       sync.Mutex
@@ -65,7 +66,7 @@ type ops struct {
 
 	// writer logs events and appends them to the audit file, off the
 	// reply path.
-	writer *eventWriter
+	writer *telemetry.Writer
 }
 
 type reloadStatus struct {
@@ -76,20 +77,20 @@ type reloadStatus struct {
 func newOps(opts *Options) (*ops, error) {
 	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
 	o.logins.Store(newAdminLogins(opts.Admin.Password, opts.Admin.Users))
-	opts.Logger = slog.New(&countingHandler{h: opts.Logger.Handler(), o: o})
-	var audit *auditFile
+	opts.Logger = slog.New(o.logs.Handler(opts.Logger.Handler()))
+	var audit *telemetry.AuditFile
 	if opts.Log.AuditFile != "" {
-		a, err := openAudit(opts.Log.AuditFile, int64(opts.Log.AuditMaxSize), opts.Log.AuditKeep)
+		a, err := telemetry.OpenAudit(opts.Log.AuditFile, int64(opts.Log.AuditMaxSize), opts.Log.AuditKeep)
 		if err != nil {
 			return nil, err
 		}
 		audit = a
 	}
-	o.writer = newEventWriter(opts.Logger, audit)
+	o.writer = telemetry.NewWriter(opts.Logger, audit)
 	return o, nil
 }
 
-func (o *ops) close() { o.writer.close() }
+func (o *ops) close() { o.writer.Close() }
 
 // sessionEnded forgets a session's admin login and its dedicated connection.
 // It runs on the session's goroutine after serve returned.
@@ -125,4 +126,4 @@ func (p *Proxy) upstreamConns() int64 {
 // lapsedTotal is every release through this instance that came after its
 // grant's lease ran out. (A lease that runs out with no release at all is
 // Valkey's to expire: no instance sees it.)
-func (p *Proxy) lapsedTotal() int64 { return p.ops.all.lapsed.Load() }
+func (p *Proxy) lapsedTotal() int64 { return p.ops.all.Lapsed.Load() }

@@ -19,6 +19,7 @@ import (
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
+	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -72,7 +73,7 @@ type Proxy struct {
 	tableTried  time.Time
 	tableErr    error         // why the last load failed
 	side        *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
-	events      *events
+	events      *telemetry.Ring
 	// instance names this process in connection owners (conn:<instance>-<id>):
 	// new at every start, so no two instances, nor two runs of one, share one.
 	instance string
@@ -113,7 +114,7 @@ type Proxy struct {
 }
 
 // stats counts connections. What lock traffic did is counted once, by rule
-// and in total, in ops (rulestats.go, lockcounts.go): INFO, LOCKPROXY STATS and
+// and in total, in ops (telemetry.RuleSet, filled by lockcounts.go): INFO, LOCKPROXY STATS and
 // /metrics all read it there.
 type stats struct {
 	clients   atomic.Int64
@@ -154,7 +155,7 @@ func New(opts Options) (*Proxy, error) {
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),
 		instance:  newInstanceID(),
-		events:    newEvents(opts.EventRing),
+		events:    telemetry.NewRing(opts.EventRing),
 		epochs:    epochMemory{prev: -1},
 	}
 	p.life, p.endLife = context.WithCancel(context.Background())
@@ -281,7 +282,7 @@ func (p *Proxy) accept(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	s := newSession(p, p.ops.conn(nc), p.nextID.Add(1))
+	s := newSession(p, p.ops.traffic.Conn(nc), p.nextID.Add(1))
 	p.sessions[s] = struct{}{}
 	p.swg.Add(1)
 	lp := p.nextLoop()
@@ -456,4 +457,4 @@ func (p *Proxy) lostErrorText(c *upConn) string {
 }
 
 // Events returns up to n recent lock events, newest first.
-func (p *Proxy) Events(n int) []Event { return p.events.recent(n, nil) }
+func (p *Proxy) Events(n int) []Event { return p.events.Recent(n, nil) }

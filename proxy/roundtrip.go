@@ -3,6 +3,8 @@ package proxy
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // roundTripBuckets are upper bounds in seconds for a command's trip to
@@ -87,17 +89,17 @@ func (r *roundTrips) record(ps []pend) {
 }
 
 // snapshot reads family f's histogram.
-func (r *roundTrips) snapshot(f family) histSnapshot {
+func (r *roundTrips) snapshot(f family) telemetry.Snapshot {
 	h := &r.fam[f]
-	s := histSnapshot{bounds: roundTripBuckets[:], buckets: make([]uint64, numRTBuckets+1)}
+	s := telemetry.Snapshot{Bounds: roundTripBuckets[:], Buckets: make([]uint64, numRTBuckets+1)}
 	for j := range h.buckets {
-		s.buckets[j] = h.buckets[j].Load()
-		s.count += s.buckets[j]
+		s.Buckets[j] = h.buckets[j].Load()
+		s.Count += s.Buckets[j]
 	}
-	s.sum = float64(h.sumNs.Load()) / 1e9
-	s.max = float64(h.maxNs.Load()) / 1e9
+	s.Sum = float64(h.sumNs.Load()) / 1e9
+	s.Max = float64(h.maxNs.Load()) / 1e9
 	if v := h.minNs1.Load(); v > 0 {
-		s.min = float64(v-1) / 1e9
+		s.Min = float64(v-1) / 1e9
 	}
 	return s
 }

@@ -16,22 +16,22 @@ func TestRoundTripsRecord(t *testing.T) {
 	}
 	r.record(ps)
 	f := r.snapshot(famForward)
-	if f.count != 2 || f.buckets[numRTBuckets] != 1 || f.min < 0.002 || f.max < 40 {
+	if f.Count != 2 || f.Buckets[numRTBuckets] != 1 || f.Min < 0.002 || f.Max < 40 {
 		t.Errorf("forward: %+v", f)
 	}
 	for i, b := range roundTripBuckets {
-		if b < 0.002 && f.buckets[i] != 0 {
-			t.Errorf("forward: %d in the bucket up to %v s", f.buckets[i], b)
+		if b < 0.002 && f.Buckets[i] != 0 {
+			t.Errorf("forward: %d in the bucket up to %v s", f.Buckets[i], b)
 		}
 	}
 	l := r.snapshot(famLock)
-	if l.count != 1 || l.sum < 0.007 || l.min != l.max {
+	if l.Count != 1 || l.Sum < 0.007 || l.Min != l.Max {
 		t.Errorf("lock: %+v", l)
 	}
-	if a := r.snapshot(famAdmin); a.count != 0 {
+	if a := r.snapshot(famAdmin); a.Count != 0 {
 		t.Errorf("admin: %+v", a)
 	}
-	if q := f.quantile(0.5); q < 0.002 || q > 40 {
+	if q := f.Quantile(0.5); q < 0.002 || q > 40 {
 		t.Errorf("forward p50 %v", q)
 	}
 }

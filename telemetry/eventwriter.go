@@ -1,4 +1,4 @@
-package proxy
+package telemetry
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // and audit-file lines (counted), never replies.
 const eventQueue = 4096
 
-// eventWriter takes the slow half of recording a lock event off the reply
+// Writer takes the slow half of recording a lock event off the reply
 // path: its log line (slog, whose handler may write to a slow pipe) and its
 // audit-file line, with rotation. The reply hook that records an event runs
 // on an event loop or an upstream reader, so a write stalled there would
@@ -20,17 +20,17 @@ const eventQueue = 4096
 // When the queue is full the event's lines are dropped and counted
 // (audit_events_dropped); the ring behind LOCKPROXY AUDIT is kept by the
 // hook itself and misses nothing.
-type eventWriter struct {
+type Writer struct {
 	q       chan Event
 	quit    chan struct{}
 	done    chan struct{}
 	log     *slog.Logger
-	audit   *auditFile // nil when no audit file is configured
-	dropped atomic.Int64
+	audit   *AuditFile   // nil when no audit file is configured
+	dropped atomic.Int64 // events whose lines were dropped: the queue was full
 }
 
-func newEventWriter(log *slog.Logger, audit *auditFile) *eventWriter {
-	w := &eventWriter{
+func NewWriter(log *slog.Logger, audit *AuditFile) *Writer {
+	w := &Writer{
 		q: make(chan Event, eventQueue), quit: make(chan struct{}), done: make(chan struct{}),
 		log: log, audit: audit,
 	}
@@ -48,9 +48,9 @@ func eventLevel(e *Event) slog.Level {
 	return slog.LevelInfo
 }
 
-// push queues e for its log and audit lines without waiting; an event that
+// Push queues e for its log and audit lines without waiting; an event that
 // would be written nowhere is not queued at all.
-func (w *eventWriter) push(e Event) {
+func (w *Writer) Push(e Event) {
 	if w.audit == nil && !w.log.Enabled(context.Background(), eventLevel(&e)) {
 		return
 	}
@@ -61,7 +61,7 @@ func (w *eventWriter) push(e Event) {
 	}
 }
 
-func (w *eventWriter) run() {
+func (w *Writer) run() {
 	defer close(w.done)
 	for {
 		select {
@@ -81,7 +81,7 @@ func (w *eventWriter) run() {
 	}
 }
 
-func (w *eventWriter) write(e Event) {
+func (w *Writer) write(e Event) {
 	if level := eventLevel(&e); w.log.Enabled(context.Background(), level) {
 		w.log.Log(context.Background(), level, "lock event",
 			"outcome", string(e.Outcome), "command", e.Command, "key", e.Key, "rule", e.Rule,
@@ -89,15 +89,19 @@ func (w *eventWriter) write(e Event) {
 			"token", e.Token, "grant", e.Grant, "detail", e.Detail)
 	}
 	if w.audit != nil {
-		w.audit.write(e, w.log)
+		w.audit.Write(e, w.log)
 	}
 }
 
-// close writes what is queued, stops the writer and closes the audit file.
-func (w *eventWriter) close() {
+// Close writes what is queued, stops the writer and closes the audit file.
+func (w *Writer) Close() {
 	close(w.quit)
 	<-w.done
 	if w.audit != nil {
-		w.audit.close()
+		w.audit.Close()
 	}
 }
+
+// Dropped is how many events lost their log and audit-file lines because the
+// queue was full (audit_events_dropped).
+func (w *Writer) Dropped() int64 { return w.dropped.Load() }

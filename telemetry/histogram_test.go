@@ -1,4 +1,4 @@
-package proxy
+package telemetry
 
 import (
 	"testing"
@@ -8,21 +8,21 @@ import (
 // Two holds of 934 ms and 2585 ms: the median is the first, not the 1 s
 // bucket bound (hold_time_p50_ms said 1000 on main).
 func TestQuantileNearestRank(t *testing.T) {
-	var h histogram
-	h.observe(934 * time.Millisecond)
-	h.observe(2585 * time.Millisecond)
-	s := h.snapshot()
-	if got := s.quantile(0.5); got != 0.934 {
+	var h Histogram
+	h.Observe(934 * time.Millisecond)
+	h.Observe(2585 * time.Millisecond)
+	s := h.Snapshot()
+	if got := s.Quantile(0.5); got != 0.934 {
 		t.Errorf("p50 %v, want 0.934", got)
 	}
-	if got := s.quantile(0.99); got != 2.585 {
+	if got := s.Quantile(0.99); got != 2.585 {
 		t.Errorf("p99 %v, want 2.585", got)
 	}
 	for i := 0; i < 98; i++ {
-		h.observe(time.Duration(10+i) * time.Millisecond)
+		h.Observe(time.Duration(10+i) * time.Millisecond)
 	}
-	s = h.snapshot()
-	if got := s.quantile(0.5); got < 0.025 || got > 0.1 {
+	s = h.Snapshot()
+	if got := s.Quantile(0.5); got < 0.025 || got > 0.1 {
 		t.Errorf("p50 of 100 samples %v, want within the 25-100 ms buckets", got)
 	}
 }

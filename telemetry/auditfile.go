@@ -1,4 +1,4 @@
-package proxy
+package telemetry
 
 import (
 	"encoding/json"
@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// auditFile appends each lock event as one JSON line, rotating by size: when
+// AuditFile appends each lock event as one JSON line, rotating by size: when
 // a line would take the file past max bytes, FILE becomes FILE.1, FILE.1
 // becomes FILE.2 and so on; the oldest beyond keep is deleted.
-type auditFile struct {
+type AuditFile struct {
 	mu      sync.Mutex
 	path    string
 	max     int64
@@ -40,21 +40,21 @@ type auditLine struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
-func openAudit(path string, max int64, keep int) (*auditFile, error) {
+func OpenAudit(path string, max int64, keep int) (*AuditFile, error) {
 	if max <= 0 {
 		max = 64 << 20
 	}
 	if keep <= 0 {
 		keep = 5
 	}
-	a := &auditFile{path: path, max: max, keep: keep}
+	a := &AuditFile{path: path, max: max, keep: keep}
 	if err := a.open(); err != nil {
 		return nil, fmt.Errorf("audit file: %w", err)
 	}
 	return a, nil
 }
 
-func (a *auditFile) open() error {
+func (a *AuditFile) open() error {
 	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (a *auditFile) open() error {
 	return nil
 }
 
-func (a *auditFile) write(e Event, log *slog.Logger) {
+func (a *AuditFile) Write(e Event, log *slog.Logger) {
 	line, err := json.Marshal(auditLine{
 		Time: e.Time.UTC().Format(time.RFC3339Nano), Outcome: string(e.Outcome), Command: e.Command,
 		Key: e.Key, Rule: e.Rule, Client: e.Client, Name: e.Name, Owner: e.Owner, Holder: e.Holder,
@@ -104,7 +104,7 @@ func (a *auditFile) write(e Event, log *slog.Logger) {
 	a.failing = false
 }
 
-func (a *auditFile) rotate() error {
+func (a *AuditFile) rotate() error {
 	a.f.Close()
 	a.f = nil
 	_ = os.Remove(fmt.Sprintf("%s.%d", a.path, a.keep))
@@ -117,7 +117,7 @@ func (a *auditFile) rotate() error {
 	return a.open()
 }
 
-func (a *auditFile) close() {
+func (a *AuditFile) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.closed = true
