@@ -1,3 +1,7 @@
+// Package servertable loads a real server's COMMAND table for tests (proxy,
+// scriptcheck): a test kit, like valkeytest, so it takes a *testing.T and
+// skips the test when the server binary is not installed. No non-test code
+// imports it.
 package servertable
 
 import (
