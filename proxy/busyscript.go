@@ -137,7 +137,7 @@ func (s *session) claim(c *upConn) bool {
 	if s.claimed == c {
 		return true
 	}
-	if !c.claimer.CompareAndSwap(nil, s) {
+	if !c.claim(s) {
 		return false
 	}
 	s.unclaim()
@@ -148,7 +148,7 @@ func (s *session) claim(c *upConn) bool {
 // unclaim gives up the session's claim on a spare, if it has one.
 func (s *session) unclaim() {
 	if c := s.claimed; c != nil {
-		c.claimer.CompareAndSwap(s, nil)
+		c.unclaim(s)
 		s.claimed = nil
 	}
 }

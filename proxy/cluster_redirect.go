@@ -26,7 +26,7 @@ type clusterCmd struct {
 
 // clusterPend is the cluster part of a pending command (nil when the proxy
 // is not in front of a cluster).
-func (s *session) clusterPend(raw []byte) *clusterCmd {
+func (s *session) clusterPend(raw []byte) any {
 	if s.p.cl == nil {
 		return nil
 	}
@@ -77,12 +77,12 @@ type redirectJob struct {
 	from string
 }
 
-// redirect queues the redirect fr, which the command of p got from the node
+// Redirect queues the redirect fr, which the command of p got from the node
 // from, for the session's redirect goroutine, starting it when it is not
 // running. One goroutine per session follows them one at a time, in the
 // order they came: two commands of a client redirected to one node reach it
 // in the client's order.
-func (s *session) redirect(p pend, fr []byte, from string) {
+func (s *session) Redirect(p pend, fr []byte, from string) {
 	r := &s.redirects
 	r.mu.Lock()
 	r.q = append(r.q, redirectJob{p: p, fr: bytes.Clone(fr), from: from})
@@ -109,7 +109,7 @@ func (s *session) followRedirects() {
 		r.q[0] = redirectJob{}
 		r.q = r.q[1:]
 		r.mu.Unlock()
-		fr := s.p.redirected(j.p.cluster, j.fr, j.from)
+		fr := s.p.redirected(j.p.route.(*clusterCmd), j.fr, j.from)
 		if j.p.retry != nil && bytes.HasPrefix(fr, noscript) {
 			// The node asked had the script flushed: as after a
 			// NOSCRIPT on the first node, when retrying would reorder.

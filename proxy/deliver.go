@@ -103,12 +103,12 @@ func (p *Proxy) pushIDs(b []byte) []byte {
 	return b
 }
 
-// pushAfter is push for a frame that came on c after the replies c handed
+// PushAfter is push for a frame that came on c after the replies c handed
 // the session before it: in front of a cluster, the last of them may still
 // be held for its turn (another node's reply is due first), and the push
 // then waits with it. An invalidation must not reach the client before the
 // value it invalidates, or the client would cache that value for good.
-func (s *session) pushAfter(c *upConn, b []byte) {
+func (s *session) PushAfter(c *upConn, b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return
 	}
@@ -331,4 +331,31 @@ func (s *session) writeLoop() {
 			}
 		}
 	}
+}
+
+// A session is the replySink of the commands it sends, and the connOwner
+// of its dedicated connection (upseams.go).
+
+func (s *session) Deliver(seq uint64, b []byte, n int) { s.deliverN(seq, b, n) }
+
+func (s *session) DeliverCork(seq uint64, b []byte, n int) int {
+	return s.deliverCork(seq, b, n, true)
+}
+
+func (s *session) Uncork(done int) {
+	s.uncorkOut()
+	s.answered(done)
+}
+
+func (s *session) Alone() bool      { return s.inflight.Load() == 1 }
+func (s *session) Push(b []byte)    { s.push(b) }
+func (s *session) InputEnded() bool { return s.inputEnded.Load() }
+
+// poller is the session's event loop as its connections' poller; nil on a
+// goroutine of its own.
+func (s *session) poller() poller {
+	if s.lp == nil {
+		return nil
+	}
+	return s.lp
 }

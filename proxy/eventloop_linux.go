@@ -192,9 +192,9 @@ func (l *loop) addUp(c *upConn) bool {
 	return true
 }
 
-// detach asks the loop to stop reading the failed connection c and close
+// Detach asks the loop to stop reading the failed connection c and close
 // it. Called from any goroutine, once (upConn.fail).
-func (l *loop) detach(c *upConn) {
+func (l *loop) Detach(c *upConn) {
 	l.mu.Lock()
 	l.closing = append(l.closing, c)
 	l.signalLocked()
@@ -214,10 +214,10 @@ func (l *loop) closeUps(cs []*upConn) {
 
 // readUp reads the upstream connection c once and hands out its replies. A
 // panic there (in a reply hook) fails c, not the loop.
-// corkList is where dispatch puts the sessions it corked replies for, when
+// CorkList is where dispatch puts the sessions it corked replies for, when
 // this loop reads the connection: a client whose replies come from several
 // nodes' connections in one round gets one write for all of them.
-func (l *loop) corkList() *[]touched { return &l.corked }
+func (l *loop) CorkList() *[]touched { return &l.corked }
 
 func (l *loop) readUp(c *upConn) {
 	defer func() {
@@ -278,8 +278,8 @@ func (l *loop) signalLocked() {
 	_, _ = unix.Write(l.evfd, one[:])
 }
 
-// queued notes that this round queued commands on c.
-func (l *loop) queued(c *upConn) {
+// Queued notes that this round queued commands on c.
+func (l *loop) Queued(c *upConn) {
 	for _, d := range l.dirty {
 		if d == c {
 			return

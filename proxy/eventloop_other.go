@@ -20,9 +20,9 @@ func (*loop) remove(*session)        {}
 func (*loop) reading(*session, bool) {}
 func (*loop) resume(*session)        {}
 func (*loop) wake()                  {}
-func (*loop) queued(*upConn)         {}
+func (*loop) Queued(*upConn)         {}
 func (*loop) uncork()                {}
 func (*loop) close()                 {}
 func (*loop) addUp(*upConn) bool     { return false }
-func (*loop) detach(*upConn)         {}
-func (*loop) corkList() *[]touched   { return nil }
+func (*loop) Detach(*upConn)         {}
+func (*loop) CorkList() *[]touched   { return nil }

@@ -6,14 +6,14 @@ package proxy
 // a command in flight before it takes c.mu to send it, so nothing of the
 // session's can slip in between. It reports false when it did not retry.
 func (c *upConn) retry(p pend) bool {
-	eval := evalFromSHA(p.retry)
+	eval := c.h.evalFromSHA(p.retry)
 	if eval == nil {
 		return false
 	}
 	c.mu.Lock()
-	ok := !c.dead.Load() && p.s.inflight.Load() == 1
+	ok := !c.dead.Load() && p.sink.Alone()
 	if ok {
-		c.q.push(pend{s: p.s, hook: p.hook, mute: p.mute, seq: p.seq, fam: p.fam, sent: p.sent})
+		c.q.push(pend{sink: p.sink, hook: p.hook, mute: p.mute, seq: p.seq, fam: p.fam, sent: p.sent})
 		c.wbuf = append(c.wbuf, eval...)
 	}
 	c.mu.Unlock()

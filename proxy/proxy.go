@@ -109,6 +109,9 @@ type Proxy struct {
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState
 
+	// up is what the upstream connections need of the proxy (upseams.go).
+	up upHost
+
 	stats stats
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (ops.go)
 }
@@ -161,6 +164,7 @@ func New(opts Options) (*Proxy, error) {
 	p.life, p.endLife = context.WithCancel(context.Background())
 	p.upTLS.Store(opts.UpstreamTLS)
 	p.tlsGiven = tlsGiven
+	p.up = p.newUpHost()
 	if err := p.loadCertificates(); err != nil {
 		o.close()
 		return nil, err

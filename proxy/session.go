@@ -383,7 +383,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, holds: s.holds, cluster: s.clusterPend(raw), fam: s.family})
+	s.bpend = append(s.bpend, pend{sink: s, hook: hook, retry: retry, mute: s.mute, holds: s.holds, route: s.clusterPend(raw), fam: s.family})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -452,7 +452,7 @@ func (s *session) flush() {
 			s.seqNext++
 		}
 	}
-	if !c.send(s.bbuf, s.bpend, s.lp) {
+	if !c.send(s.bbuf, s.bpend, s.poller()) {
 		// The connection died before this batch left: nothing was sent, so
 		// each command gets the same error its in-flight siblings got.
 		reply := resp.AppendError(nil, s.p.lostErrorText(c))
@@ -544,11 +544,11 @@ func (s *session) owe() uint64 {
 	return seq
 }
 
-// upstreamLost is called when the session's dedicated connection died. The
+// Lost is called when the session's dedicated connection died. The
 // state that lived on it is gone, so the session ends rather than move on
 // silently; the client is told why first (told: commands in flight got the
 // error as their reply already).
-func (s *session) upstreamLost(c *upConn, err error, told bool) {
+func (s *session) Lost(c *upConn, err error, told bool) {
 	if errors.Is(err, errClosed) || s.lost.Swap(true) {
 		return
 	}

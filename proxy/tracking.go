@@ -23,7 +23,7 @@ import (
 // keys take it to, each told CLIENT TRACKING with the client's options as
 // it is opened: every slot is tracked, and the invalidations of every node
 // reach the client, each after the replies that came before it on its
-// connection (session.pushAfter). Commands go to the connection of their
+// connection (session.PushAfter). Commands go to the connection of their
 // slot's node; keyless ones stay where the session's last command went.
 //
 // REDIRECT names a client of the proxy (its CLIENT ID). Valkey knows only

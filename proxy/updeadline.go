@@ -36,7 +36,7 @@ func (c *upConn) armLocked(progress bool) {
 		c.armed = false
 		return
 	}
-	c.setDeadlineLocked(time.Now().Add(c.p.opts.Upstream.ReplyTimeout.D() + time.Duration(wait)))
+	c.setDeadlineLocked(time.Now().Add(c.h.replyTimeout + time.Duration(wait)))
 	c.armed = true
 }
 
@@ -63,7 +63,7 @@ func (c *upConn) expire() {
 	late := c.armed && !c.deadline.IsZero() && !time.Now().Before(c.deadline)
 	c.mu.Unlock()
 	if late {
-		c.fail(replyTimeout(c.p.opts.Upstream.ReplyTimeout.D()))
+		c.fail(replyTimeout(c.h.replyTimeout))
 	}
 }
 

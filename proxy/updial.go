@@ -27,15 +27,15 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 // of its own any other.
 func (p *Proxy) startUp(nc net.Conn, addr string, owner *session, relay func([]byte)) *upConn {
 	c := &upConn{
-		p:     p,
+		h:     &p.up,
 		nc:    nc,
 		addr:  addr,
-		owner: owner,
 		relay: relay,
 		wake:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
 	}
 	if owner != nil {
+		c.owner = owner // never a nil *session in the interface
 		c.unstream = make(chan struct{}, 1)
 	}
 	if c.dw.init(nc) {

@@ -12,12 +12,12 @@ import (
 const readChunk = 64 << 10
 
 func (c *upConn) readLoop() {
-	defer c.p.wg.Done()
+	defer c.h.wg.Done()
 	defer func() {
 		// A panic while handing out replies (in a reply hook) fails this
 		// connection — its clients get errors — not the whole process.
 		if r := recover(); r != nil {
-			c.p.log.Error("closing an upstream connection after an internal error",
+			c.h.log.Error("closing an upstream connection after an internal error",
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			c.fail(fmt.Errorf("internal error: %v", r))
 		}
@@ -42,7 +42,7 @@ type replyReader struct {
 // touched is a session a batch's replies were corked for, and how many of
 // its replies reached its output.
 type touched struct {
-	s    *session
+	s    replySink
 	done int
 }
 
@@ -71,7 +71,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	r.buf = r.buf[:len(r.buf)+n]
 	r.frames = r.frames[:0]
 	if c.pipe.Load() && r.start < len(r.buf) {
-		c.owner.push(r.buf[r.start:])
+		c.owner.Push(r.buf[r.start:])
 		r.start = len(r.buf)
 	}
 	for r.start < len(r.buf) {
@@ -89,7 +89,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	if len(r.frames) > 0 {
 		corked := &r.touched
 		if c.lp != nil {
-			corked = c.lp.corkList() // written at the end of the loop's round
+			corked = c.lp.CorkList() // written at the end of the loop's round
 		}
 		if !c.dispatch(r.frames, &r.ps, corked) {
 			return false
@@ -109,7 +109,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	case err == nil || err == errWouldBlock:
 		return true
 	case isTimeout(err) && !c.dead.Load():
-		err = replyTimeout(c.p.opts.Upstream.ReplyTimeout.D()) // counted as a timeout (uphealth.go)
+		err = replyTimeout(c.h.replyTimeout) // counted as a timeout (uphealth.go)
 	}
 	c.fail(err)
 	return false
@@ -127,7 +127,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 	if c.stream.Load() {
 		for _, fr := range frames {
-			c.owner.push(fr)
+			c.owner.Push(fr)
 			if c.resets.Load() > 0 && string(fr) == "+RESET\r\n" && c.resets.Add(-1) == 0 {
 				c.stream.Store(false)
 				select {
@@ -153,22 +153,22 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 		c.fail(errors.New("a reply came from Valkey that no command was waiting for"))
 		return false
 	}
-	c.p.ops.roundTrip.record(*ps)
+	c.h.roundTrip(*ps)
 	// Consecutive replies for the same session lie next to each other in
 	// the read buffer: hand them over as one run (one write to the client
 	// for a whole pipelined batch, not one per reply). A run's replies
 	// are consecutive in the session's order too.
 	var run []byte
-	var runS *session
+	var runS replySink
 	var runSeq uint64
 	runN := 0
-	cork := c.p.cl != nil
-	deliver := func(s *session, seq uint64, b []byte, n int) {
+	cork := c.h.cork
+	deliver := func(s replySink, seq uint64, b []byte, n int) {
 		if !cork {
-			s.deliverN(seq, b, n)
+			s.Deliver(seq, b, n)
 			return
 		}
-		done := s.deliverCork(seq, b, n, true)
+		done := s.DeliverCork(seq, b, n)
 		if t := *corked; len(t) > 0 && t[len(t)-1].s == s {
 			t[len(t)-1].done += done
 		} else {
@@ -191,11 +191,11 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 			// takes a client's redirected invalidations, to the relay.
 			switch {
 			case c.owner != nil:
-				c.owner.pushAfter(c, fr)
+				c.owner.PushAfter(c, fr)
 			case c.relay != nil:
 				c.relay(fr)
 			default:
-				c.p.log.Warn("dropped a push message on a shared upstream connection", "bytes", len(fr))
+				c.h.log.Warn("dropped a push message on a shared upstream connection", "bytes", len(fr))
 			}
 			continue
 		}
@@ -204,28 +204,28 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 		if c.owner != nil {
 			c.lastSeq, c.haveSeq = p.seq, true
 		}
-		if p.hook == nil && p.retry == nil && !p.mute && (p.cluster == nil || fr[0] != '-') {
-			if runN > 0 && p.s == runS && p.seq == runSeq+uint64(runN) && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
+		if p.hook == nil && p.retry == nil && !p.mute && (p.route == nil || fr[0] != '-') {
+			if runN > 0 && p.sink == runS && p.seq == runSeq+uint64(runN) && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
 				run = run[:len(run)+len(fr)]
 				runN++
 				continue
 			}
 			flushRun()
-			run, runS, runSeq, runN = fr, p.s, p.seq, 1
+			run, runS, runSeq, runN = fr, p.sink, p.seq, 1
 			continue
 		}
 		flushRun()
-		if p.cluster != nil && isRedirect(fr) {
+		if p.route != nil && isRedirect(fr) {
 			// Followed on a goroutine of the session's: this reader
 			// serves other clients, and an event loop must never wait.
-			p.s.redirect(p, fr, c.addr)
+			p.sink.Redirect(p, fr, c.addr)
 			continue
 		}
 		if p.retry != nil && bytes.HasPrefix(fr, noscript) {
 			if c.retry(p) {
 				continue
 			}
-			fr = resp.AppendError(nil, errScriptFlushed)
+			fr = append([]byte(nil), c.h.scriptFlushed...)
 		}
 		if p.hook != nil {
 			fr = p.hook(fr)
@@ -233,7 +233,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 		if p.mute {
 			fr = nil
 		}
-		deliver(p.s, p.seq, fr, 1)
+		deliver(p.sink, p.seq, fr, 1)
 	}
 	flushRun()
 	clear(*ps)
@@ -247,8 +247,7 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 // them as given, and empties the list.
 func uncorkAll(corked *[]touched) {
 	for _, t := range *corked {
-		t.s.uncorkOut()
-		t.s.answered(t.done)
+		t.s.Uncork(t.done)
 	}
 	clear(*corked)
 	*corked = (*corked)[:0]

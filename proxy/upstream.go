@@ -14,7 +14,7 @@ import (
 
 // pend is one command waiting for its reply on an upstream connection.
 type pend struct {
-	s *session
+	sink replySink
 	// hook, when set, sees the reply before the client does and returns what
 	// the client gets. It runs on the upstream reader (after a redirect, on
 	// the session's redirect goroutine): keep it short.
@@ -32,9 +32,10 @@ type pend struct {
 	// mute: the client asked for no reply to this command (CLIENT REPLY
 	// OFF or SKIP): the reply is taken, and its hook run, but not sent.
 	mute bool
-	// cluster, in front of a cluster, is what following a redirect needs
-	// (cluster_redirect.go): error replies go through it.
-	cluster *clusterCmd
+	// route, in front of a cluster, is what following a redirect needs,
+	// for the sink to interpret (a *clusterCmd, cluster_redirect.go):
+	// error replies go through it. nil otherwise.
+	route any
 	// fam is the command's family; sent is when it was queued on the
 	// connection (monoNow), 0 for a command not timed.
 	fam  family
@@ -52,10 +53,10 @@ type pend struct {
 // in the order commands were written, so the queue is all the routing there
 // is.
 type upConn struct {
-	p     *Proxy
+	h     *upHost
 	nc    net.Conn
 	addr  string
-	owner *session // the one session of a dedicated connection; nil when shared
+	owner connOwner // the one session of a dedicated connection; nil when shared
 	// vid is Valkey's id of a dedicated connection (clientids.go).
 	vid int64
 	// spare: set on a pool's side connection, for commands that must not
@@ -63,14 +64,15 @@ type upConn struct {
 	spare *pool
 	// claimer, on a spare, is the session it was handed to for a command
 	// not yet queued there (session.claim): no other session takes it
-	// meanwhile.
-	claimer atomic.Pointer[session]
+	// meanwhile (under claimMu).
+	claimMu sync.Mutex
+	claimer replySink
 	// relay, on a connection Valkey redirects a client's invalidations
 	// to (CLIENT TRACKING ... REDIRECT, tracking.go), takes its pushes.
 	relay func(push []byte)
 	// lastSeq is the sequence number of the last reply the reader handed
 	// its owner (have: one was handed): a push that came after it on this
-	// connection reaches the client after it (session.pushAfter). Only the
+	// connection reaches the client after it (session.PushAfter). Only the
 	// reader touches them.
 	lastSeq uint64
 	haveSeq bool
@@ -104,7 +106,7 @@ type upConn struct {
 
 	// A shared connection read by an event loop rather than a goroutine
 	// of its own: lp reads fd, and the reply deadline is a timer.
-	lp       *loop
+	lp       poller
 	fd       int
 	timer    *time.Timer
 	deadline time.Time // under mu
@@ -190,26 +192,19 @@ func (c *upConn) fail(err error) {
 	ps := c.q.popN(nil, c.q.n)
 	c.mu.Unlock()
 	close(c.quit)
-	c.p.countUpstreamError(c.addr, err)
-	c.p.ops.upFailedCmds.Add(int64(len(ps)))
+	c.h.failed(c.addr, err, len(ps))
 	if c.lp != nil {
 		// The loop may be about to read the descriptor: shut the socket
 		// (a write in progress fails at once) and let the loop close it.
 		c.timer.Stop()
 		_ = c.raw.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
-		c.lp.detach(c)
+		c.lp.Detach(c)
 	} else {
 		c.nc.Close()
 	}
 	if len(ps) > 0 {
-		var msg string
-		if c.owner != nil {
-			msg = errDedicatedLost(c.addr, err)
-		} else {
-			msg = errUpstreamLost(c.addr, err)
-		}
-		reply := resp.AppendError(nil, msg)
-		if c.owner != nil && c.owner.inputEnded.Load() {
+		reply := resp.AppendError(nil, c.h.lostText(c.addr, err, c.owner != nil))
+		if c.owner != nil && c.owner.InputEnded() {
 			// Valkey closed the connection the client half-closed: what
 			// it left unanswered stays so, as it would directly.
 			reply = nil
@@ -219,14 +214,14 @@ func (c *upConn) fail(err error) {
 			if p.mute {
 				r = nil
 			}
-			p.s.deliverN(p.seq, r, 1)
+			p.sink.Deliver(p.seq, r, 1)
 		}
 	}
 	if c.onDead != nil {
 		c.onDead(c)
 	}
 	if c.owner != nil {
-		c.owner.upstreamLost(c, err, len(ps) > 0 && !c.stream.Load())
+		c.owner.Lost(c, err, len(ps) > 0 && !c.stream.Load())
 	}
 }
 
@@ -258,3 +253,24 @@ func (c *upConn) shutWrite() {
 func (c *upConn) close() { c.fail(errClosed) }
 
 var errClosed = errors.New("closed by lockproxy")
+
+// claim hands the spare c to s until s gives it back (unclaim): false when
+// another holds it.
+func (c *upConn) claim(s replySink) bool {
+	c.claimMu.Lock()
+	defer c.claimMu.Unlock()
+	if c.claimer != nil {
+		return false
+	}
+	c.claimer = s
+	return true
+}
+
+// unclaim gives c back, if s holds it.
+func (c *upConn) unclaim(s replySink) {
+	c.claimMu.Lock()
+	if c.claimer == s {
+		c.claimer = nil
+	}
+	c.claimMu.Unlock()
+}

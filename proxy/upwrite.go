@@ -5,7 +5,7 @@ package proxy
 // event loop (lp set) the bytes only queue: the loop writes every connection
 // it queued to once, at the end of its round (uncork), so Valkey gets one
 // batch of all the clients that were ready together.
-func (c *upConn) send(b []byte, ps []pend, lp *loop) bool {
+func (c *upConn) send(b []byte, ps []pend, lp poller) bool {
 	c.mu.Lock()
 	if c.dead.Load() {
 		c.mu.Unlock()
@@ -21,7 +21,7 @@ func (c *upConn) send(b []byte, ps []pend, lp *loop) bool {
 	if lp != nil && c.raw != nil && !c.stream.Load() {
 		c.wbuf = append(c.wbuf, b...)
 		c.mu.Unlock()
-		lp.queued(c)
+		lp.Queued(c)
 		return true
 	}
 	if c.raw != nil && !c.stream.Load() {
@@ -65,7 +65,7 @@ func (c *upConn) uncork() {
 }
 
 func (c *upConn) writeLoop() {
-	defer c.p.wg.Done()
+	defer c.h.wg.Done()
 	var buf []byte
 	for {
 		select {
