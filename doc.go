@@ -7,9 +7,13 @@
 //
 //   - cmd/lockproxy: the program (flags, configuration file, signals,
 //     check-config, lint).
-//   - proxy: network and sessions: client connections, shared and dedicated
-//     upstream connections, Sentinel and cluster routing, the replies the
-//     proxy gives itself, and the rows of the counter table.
+//   - proxy: network and sessions: client connections, opening shared and
+//     dedicated upstream connections and their pools, Sentinel and cluster
+//     routing, the replies the proxy gives itself, and the rows of the
+//     counter table.
+//   - upstream: a connection to Valkey once it is set up: the commands
+//     waiting for replies, batched writes, the reader that hands each reply
+//     to its session, the reply deadline, a connection's death.
 //   - telemetry: counters, histograms, lock events, the audit file, and the
 //     rendering of INFO lockproxy, LOCKPROXY STATS and /metrics.
 //   - resp: the RESP codec (client commands, reply framing), no I/O.

@@ -114,7 +114,7 @@ func (p *Proxy) upstreamConns() int64 {
 		for i := range pl.slots {
 			sl := &pl.slots[i]
 			sl.mu.Lock()
-			if sl.c != nil && !sl.c.dead.Load() {
+			if sl.c != nil && !sl.c.Dead() {
 				n++
 			}
 			sl.mu.Unlock()

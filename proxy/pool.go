@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"github.com/lockproxy/lockproxy/upstream"
 	"sync"
 	"time"
 )
@@ -29,7 +30,7 @@ type pool struct {
 
 type slot struct {
 	mu      sync.Mutex
-	c       *upConn
+	c       *upstream.Conn
 	err     error     // the last dial failure
 	retryAt time.Time // until then, the last failure is answered at once
 	backoff time.Duration
@@ -49,7 +50,7 @@ func (p *Proxy) pool(key poolKey) *pool {
 // conn returns the live connection of slot i, dialling it if needed. A slot
 // whose dial failed answers with that failure until its backoff ends, so a
 // down Valkey costs clients an error, not a pile-up of dials.
-func (pl *pool) conn(i int) (*upConn, error) {
+func (pl *pool) conn(i int) (*upstream.Conn, error) {
 	return pl.slotConn(&pl.slots[i%len(pl.slots)], false)
 }
 
@@ -59,7 +60,7 @@ const spares = 4
 // openSpares opens the pool's spare connections (busyscript.go) that are
 // not open. They log in bare, without loading lockproxy's scripts: Valkey
 // may be running a script, and would answer SCRIPT LOAD with BUSY (the
-// first EVALSHA of a lock script on one loads its script: noscript.go).
+// first EVALSHA of a lock script on one loads its script: upstream/retry.go).
 func (pl *pool) openSpares() {
 	for i := range pl.spares {
 		_, _ = pl.slotConn(&pl.spares[i], true)
@@ -69,7 +70,7 @@ func (pl *pool) openSpares() {
 // freeSpare is an open spare connection where Valkey holds nothing back
 // (with idle, where nothing at all is in flight), claimed for s (no other
 // session takes it until s has queued its command there), else nil.
-func (pl *pool) freeSpare(s *session, idle bool) *upConn {
+func (pl *pool) freeSpare(s *session, idle bool) *upstream.Conn {
 	for i := range pl.spares {
 		sl := &pl.spares[i]
 		if !sl.mu.TryLock() {
@@ -77,10 +78,10 @@ func (pl *pool) freeSpare(s *session, idle bool) *upConn {
 		}
 		c := sl.c
 		sl.mu.Unlock()
-		if c == nil || c.dead.Load() || !s.claim(c) {
+		if c == nil || c.Dead() || !s.claim(c) {
 			continue
 		}
-		if c.q.holds.Load() == 0 && (!idle || c.idle()) {
+		if !c.Holds() && (!idle || c.Idle()) {
 			return c
 		}
 		s.unclaim()
@@ -98,17 +99,17 @@ func (pl *pool) sparesOpen() bool {
 	return true
 }
 
-func (pl *pool) slotConn(sl *slot, spare bool) (*upConn, error) {
+func (pl *pool) slotConn(sl *slot, spare bool) (*upstream.Conn, error) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	if sl.c != nil && !sl.c.dead.Load() {
+	if sl.c != nil && !sl.c.Dead() {
 		return sl.c, nil
 	}
 	if sl.err != nil && time.Now().Before(sl.retryAt) {
 		return nil, sl.err
 	}
 	if pl.p.closed.Load() {
-		return nil, errClosed
+		return nil, upstream.ErrClosed
 	}
 	st := pl.p.sharedState(pl.key)
 	st.bare = spare
@@ -144,7 +145,7 @@ func (pl *pool) slotConn(sl *slot, spare bool) (*upConn, error) {
 	}
 	pl.p.ops.dials.Add(1)
 	if spare {
-		c.spare = pl
+		c.MarkSpare(pl)
 	}
 	sl.c, sl.err, sl.backoff = c, nil, 0
 	return c, nil
@@ -162,7 +163,7 @@ func (pl *pool) slotReady(sl *slot) bool {
 		return false
 	}
 	defer sl.mu.Unlock()
-	return (sl.c != nil && !sl.c.dead.Load()) ||
+	return (sl.c != nil && !sl.c.Dead()) ||
 		(sl.err != nil && time.Now().Before(sl.retryAt)) || pl.p.closed.Load()
 }
 
@@ -203,15 +204,8 @@ func (p *Proxy) closePools() {
 			sl.c = nil
 			sl.mu.Unlock()
 			if c != nil {
-				c.close()
+				c.Close()
 			}
 		}
 	}
-}
-
-// idle reports whether nothing is queued or in flight on c.
-func (c *upConn) idle() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.q.n == 0 && len(c.wbuf) == 0 && !c.writing
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
 	"github.com/lockproxy/lockproxy/telemetry"
+	"github.com/lockproxy/lockproxy/upstream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -109,8 +110,8 @@ type Proxy struct {
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState
 
-	// up is what the upstream connections need of the proxy (upseams.go).
-	up upHost
+	// up is what the upstream connections need of the proxy (uphost.go).
+	up upstream.Host
 
 	stats stats
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (ops.go)
@@ -239,7 +240,7 @@ func (p *Proxy) Serve(l net.Listener) error {
 	p.mu.Lock()
 	if p.shuttingDown.Load() {
 		p.mu.Unlock()
-		return errClosed
+		return upstream.ErrClosed
 	}
 	p.listeners[l] = struct{}{}
 	p.mu.Unlock()
@@ -450,14 +451,12 @@ func (p *Proxy) dialErrorText(err error) string {
 	return errUpstreamDial(name, err)
 }
 
-func (p *Proxy) lostErrorText(c *upConn) string {
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	if c.owner != nil {
-		return errDedicatedLost(c.addr, err)
+func (p *Proxy) lostErrorText(c *upstream.Conn) string {
+	err := c.Err()
+	if c.Dedicated() {
+		return errDedicatedLost(c.Addr(), err)
 	}
-	return errUpstreamLost(c.addr, err)
+	return errUpstreamLost(c.Addr(), err)
 }
 
 // Events returns up to n recent lock events, newest first.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockproxy/lockproxy/upstream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -150,7 +151,7 @@ func (p *Proxy) failover(addr string) {
 // every session's own), so that the next command dials again.
 func (p *Proxy) reopen(err error, dedicated bool) {
 	p.poolMu.Lock()
-	var conns []*upConn
+	var conns []*upstream.Conn
 	for _, pl := range p.pools {
 		for i := range pl.slots {
 			sl := &pl.slots[i]
@@ -172,6 +173,6 @@ func (p *Proxy) reopen(err error, dedicated bool) {
 		p.mu.Unlock()
 	}
 	for _, c := range conns {
-		c.fail(err)
+		c.Fail(err)
 	}
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -140,7 +139,7 @@ func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
 // dial_timeout) must then run off the loop, and a command that needs it is
 // handled once it is done (dialStep).
 func (s *session) needsDial(key poolKey) bool {
-	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
+	if c := s.shared; c != nil && s.sharedKey == key && !c.Dead() {
 		return false
 	}
 	if d := s.learned.dialed; d != nil && d.key == key {
@@ -175,5 +174,3 @@ func (s *session) migrate() {
 	s.waitLE.Store(-1)
 	go s.serveGo()
 }
-
-var errWouldBlock = errors.New("no more input now")

@@ -7,6 +7,7 @@ import (
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // stepProxy is a Proxy with no upstream and no socket: enough for the step
@@ -27,10 +28,10 @@ func stepSession(p *Proxy, open bool) *session {
 	if open {
 		pl := p.pool(s.key())
 		for i := range pl.slots {
-			pl.slots[i].c = &upConn{}
+			pl.slots[i].c = &upstream.Conn{}
 		}
 		for i := range pl.spares {
-			pl.spares[i].c = &upConn{}
+			pl.spares[i].c = &upstream.Conn{}
 		}
 	}
 	return s

@@ -11,10 +11,11 @@ import (
 
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // dial connects to Valkey and replays st on the new connection.
-func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
+func (p *Proxy) dial(st connState, owner *session) (*upstream.Conn, error) {
 	nc, addr, err := p.connect(st)
 	if err != nil {
 		return nil, err
@@ -22,35 +23,21 @@ func (p *Proxy) dial(st connState, owner *session) (*upConn, error) {
 	return p.startUp(nc, addr, owner, nil), nil
 }
 
-// startUp makes an upConn of a connection connect set up, and starts its
-// reader and writer: an event loop reads a shared connection, a goroutine
-// of its own any other.
-func (p *Proxy) startUp(nc net.Conn, addr string, owner *session, relay func([]byte)) *upConn {
-	c := &upConn{
-		h:     &p.up,
-		nc:    nc,
-		addr:  addr,
-		relay: relay,
-		wake:  make(chan struct{}, 1),
-		quit:  make(chan struct{}),
-	}
+// startUp makes a connection connect set up an upstream.Conn, and starts
+// its reader and writer: an event loop reads a shared connection, a
+// goroutine of its own any other.
+func (p *Proxy) startUp(nc net.Conn, addr string, owner *session, relay func([]byte)) *upstream.Conn {
+	var o upstream.Owner
 	if owner != nil {
-		c.owner = owner // never a nil *session in the interface
-		c.unstream = make(chan struct{}, 1)
+		o = owner // never a nil *session in the interface
 	}
-	if c.dw.init(nc) {
-		c.raw = c.dw.rc
-	}
-	if owner == nil && relay == nil && c.raw != nil {
-		if lp := p.upstreamLoop(); lp != nil && lp.addUp(c) {
-			p.wg.Add(1)
-			go c.writeLoop()
-			return c
+	c := upstream.New(&p.up, nc, addr, o, relay)
+	if c.Loopable() {
+		if lp := p.upstreamLoop(); lp != nil {
+			lp.addUp(c)
 		}
 	}
-	p.wg.Add(2)
-	go c.writeLoop()
-	go c.readLoop()
+	c.Start()
 	return c
 }
 
@@ -83,7 +70,7 @@ func (p *Proxy) connect(st connState) (net.Conn, string, error) {
 		case errors.As(err, &re):
 		case p.upstreamTLS() == nil && p.speaksTLS(addr):
 			err = errPlaintextToTLS(addr)
-		case isTimeout(err):
+		case upstream.IsTimeout(err):
 			err = &slowError{wait: max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())}
 		}
 		return nil, "", &nodeError{addr, err}
@@ -211,3 +198,54 @@ func userOrDefault(u string) string {
 	}
 	return u
 }
+
+// connState is what a fresh upstream connection must be told before it can
+// carry a session's commands.
+type connState struct {
+	proto              int
+	db                 int
+	username, password string
+	auth               bool // log in with username/password
+	name               string
+	libName, libVer    string
+	// bare: no lockproxy scripts (a one-off connection for a command that
+	// must run while Valkey is busy, when SCRIPT LOAD would be refused).
+	bare bool
+	node string // in a cluster: the node to connect to
+	// login: username and password are a client's own login, given last,
+	// once the proxy's credentials (proxyUser, proxyPass) set the
+	// connection up (handshake).
+	login                bool
+	proxyUser, proxyPass string
+	// clientID, when set, gets Valkey's id of the connection (CLIENT ID,
+	// asked last).
+	clientID *int64
+	// tracking: CLIENT TRACKING ON and its options, as this connection
+	// must track for its session (tracking.go).
+	tracking []string
+}
+
+// replyError is an error reply Valkey gave during the handshake (for example
+// "ERR DB index is out of range"); the client gets it as it is.
+type replyError struct{ msg string }
+
+func (e *replyError) Error() string { return e.msg }
+
+// slowError: Valkey accepted the connection but did not answer its
+// handshake in time; it is alive, and busy.
+type slowError struct{ wait time.Duration }
+
+func (e *slowError) Error() string {
+	return fmt.Sprintf("connected, but no answer within %s", e.wait)
+}
+
+// nodeError is a failed connect to Valkey with the address it was to: in
+// front of a cluster, the node the command's slot led to, which the client's
+// error must name (the configured upstream is only where the map came from).
+type nodeError struct {
+	addr string
+	err  error
+}
+
+func (e *nodeError) Error() string { return e.err.Error() }
+func (e *nodeError) Unwrap() error { return e.err }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"github.com/lockproxy/lockproxy/upstream"
 	"net"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ var upstreamReasonList = [...]string{reasonOK, reasonUnreachable, reasonTimeout,
 // its reason (lockproxy_upstream_errors_total). Connections lockproxy
 // closed itself, or dropped to follow a failover, are not errors.
 func (p *Proxy) countUpstreamError(addr string, err error) {
-	if err == nil || errors.Is(err, errClosed) || errors.Is(err, errFailover) {
+	if err == nil || errors.Is(err, upstream.ErrClosed) || errors.Is(err, errFailover) {
 		return
 	}
 	v := classifyUpstream(addr, err)
@@ -107,7 +108,7 @@ func classifyUpstream(addr string, err error) upVerdict {
 		v.reason, v.setting = reasonTimeout, "upstream.reply_timeout"
 	case errors.As(err, &ne) && ne.Timeout():
 		v.reason, v.setting = reasonTimeout, "upstream.addr and upstream.dial_timeout"
-	case errors.Is(err, errClosed):
+	case errors.Is(err, upstream.ErrClosed):
 		v.reason = reasonError
 	default:
 		var oe *net.OpError

@@ -1,10 +1,10 @@
-package proxy
+package upstream
 
 import (
 	"testing"
 )
 
-// sinkRecorder is a replySink that keeps what it was handed, in order.
+// sinkRecorder is a Sink that keeps what it was handed, in order.
 type sinkRecorder struct {
 	got   []byte
 	calls int
@@ -21,24 +21,24 @@ func (r *sinkRecorder) DeliverCork(seq uint64, b []byte, n int) int {
 	return n
 }
 func (r *sinkRecorder) Uncork(int)                    {}
-func (r *sinkRecorder) Redirect(pend, []byte, string) {}
+func (r *sinkRecorder) Redirect(Pend, []byte, string) {}
 func (r *sinkRecorder) Alone() bool                   { return true }
 
 // TestDispatchRunsAndNoAlloc: dispatch hands a sink's consecutive replies
 // over as one run, in order, and costs no allocation per batch of replies
 // once its buffers have grown (it runs for every read from Valkey).
 func TestDispatchRunsAndNoAlloc(t *testing.T) {
-	c := &upConn{h: &upHost{roundTrip: func([]pend) {}}}
+	c := &Conn{h: &Host{RoundTrip: func([]Pend) {}}}
 	a, b := &sinkRecorder{}, &sinkRecorder{}
 	buf := []byte("+A1\r\n+A2\r\n+B1\r\n+A3\r\n")
 	frames := [][]byte{buf[0:5], buf[5:10], buf[10:15], buf[15:20]}
 	sinks := []*sinkRecorder{a, a, b, a}
-	var ps []pend
-	var corked []touched
+	var ps []Pend
+	var corked []Touched
 	round := func() {
 		c.mu.Lock()
 		for i, s := range sinks {
-			c.q.push(pend{sink: s, seq: uint64(i)})
+			c.q.push(Pend{Sink: s, Seq: uint64(i)})
 		}
 		c.mu.Unlock()
 		if !c.dispatch(frames, &ps, &corked) {

@@ -1,0 +1,25 @@
+// Package upstream owns lockproxy's connections to Valkey once they are
+// set up: the queue of commands waiting for their replies (Pend), the
+// batched writes (Send, the writer goroutine, direct writes that never
+// block), the reader that frames replies and hands each to whoever waits
+// for it (a Sink) in the order the commands were written, the reply
+// deadline, stream mode for a dedicated connection (SUBSCRIBE, MONITOR,
+// SYNC), the NOSCRIPT retry of the proxy's own scripts, and a connection's
+// death: every command still waiting gets an error reply, once.
+//
+// It reaches the rest of the proxy only through the seams in seams.go: a
+// Sink (a session: Deliver, Redirect, ...), an Owner (the session of a
+// dedicated connection), a Host (goroutine group, logger, reply timeout,
+// counters, the error texts) and a Poller (the event loop that reads a
+// shared connection). A Pend's Route and Fam are the proxy's values,
+// carried and never read here.
+//
+// It must not import package proxy, decide what a command does (the proxy
+// decides, and queues the bytes to send with what to do with each reply),
+// word a client-visible error itself (Host.LostText, Host.ScriptFlushed),
+// or wait for Valkey on an event loop: a loop-read connection is read only
+// when the loop saw it ready (ReadReady), and its reply deadline is a
+// timer. Opening a connection (dial, TLS, handshake), the pools and
+// Sentinel are still package proxy's (updial.go, upconnect.go, pool.go,
+// sentinel.go).
+package upstream
