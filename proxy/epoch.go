@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -245,9 +244,7 @@ func (p *Proxy) sentinelEpoch() int64 {
 	if s.Master == "" {
 		return 0
 	}
-	p.masterMu.Lock()
-	addr := p.master
-	p.masterMu.Unlock()
+	addr := p.sentinel.Known()
 	p.epochs.mu.Lock()
 	if addr != "" && addr == p.epochs.sentinelFor {
 		e := p.epochs.sentinelEpoch
@@ -255,21 +252,7 @@ func (p *Proxy) sentinelEpoch() int64 {
 		return e
 	}
 	p.epochs.mu.Unlock()
-	var best int64
-	answered := false
-	for _, sa := range s.Addrs {
-		sc := p.sentinelClient(sa)
-		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
-		m, err := sc.Master(ctx, s.Master).Result()
-		cancel()
-		sc.Close()
-		if err != nil {
-			continue
-		}
-		if v, err := strconv.ParseInt(m["config-epoch"], 10, 64); err == nil {
-			best, answered = max(best, v), true
-		}
-	}
+	best, answered := p.sentinel.ConfigEpoch()
 	if answered && addr != "" {
 		p.epochs.mu.Lock()
 		p.epochs.sentinelFor, p.epochs.sentinelEpoch = addr, best

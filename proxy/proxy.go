@@ -80,8 +80,7 @@ type Proxy struct {
 	instance string
 
 	// With Sentinel: the primary's address now, and the watcher's stop.
-	masterMu    sync.Mutex
-	master      string
+	sentinel    upstream.Sentinel
 	stopWatcher context.CancelFunc
 	// epochs: what this instance saw of the primary's epoch, and the
 	// clues it passes to the grants (epoch.go).
@@ -170,7 +169,9 @@ func New(opts Options) (*Proxy, error) {
 		o.close()
 		return nil, err
 	}
-	if opts.Upstream.Sentinel.Master != "" {
+	if s := opts.Upstream.Sentinel; s.Master != "" {
+		p.sentinel = upstream.Sentinel{Addrs: s.Addrs, Master: s.Master, Username: s.Username, Password: s.Password,
+			Timeout: opts.Upstream.DialTimeout.D()}
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopWatcher = cancel
 		p.wg.Add(1)

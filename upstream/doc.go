@@ -19,7 +19,10 @@
 // word a client-visible error itself (Host.LostText, Host.ScriptFlushed),
 // or wait for Valkey on an event loop: a loop-read connection is read only
 // when the loop saw it ready (ReadReady), and its reply deadline is a
-// timer. Opening a connection (dial, TLS, handshake), the pools and
-// Sentinel are still package proxy's (updial.go, upconnect.go, pool.go,
-// sentinel.go).
+// timer.
+//
+// Sentinel (sentinel.go) finds the primary of a master and follows its
+// failovers; what a failover does to the connections is the proxy's.
+// Opening a connection (dial, TLS, handshake) and the pools are still
+// package proxy's (updial.go, upconnect.go, pool.go).
 package upstream
