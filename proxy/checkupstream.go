@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,7 +40,7 @@ func (p *Proxy) CheckUpstream(ctx context.Context) []Check {
 	if p.upstreamTLS() != nil {
 		tlsState = "TLS"
 	}
-	user := userOrDefault(p.opts.Upstream.Username)
+	user := upstream.UserOrDefault(p.opts.Upstream.Username)
 	v := classifyUpstream(addr, p.checkUpstream(ctx, addr))
 	if !v.up() {
 		add(false, fmt.Sprintf("connecting to %s (%s) as user %s", addr, tlsState, user), v.String())

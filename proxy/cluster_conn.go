@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // nodeConn is a plain request-reply connection to one cluster node, logged
@@ -78,13 +79,13 @@ func (p *Proxy) nodeDo(addr string, proto int, login string, cmds ...[]byte) ([]
 // nodeDial opens a connection to a node as the shared connections are
 // opened: TLS as configured, then the handshake st asks for (the proxy's
 // login, lockproxy's scripts loaded unless st.bare).
-func (p *Proxy) nodeDial(addr string, st connState) (net.Conn, error) {
-	nc, err := p.dialUpstream(context.Background(), addr)
+func (p *Proxy) nodeDial(addr string, st upstream.State) (net.Conn, error) {
+	nc, err := p.dialer.Dial(context.Background(), addr)
 	if err != nil {
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
-	if err := handshake(nc, st, &p.own); err != nil {
+	if err := p.handshake(nc, st); err != nil {
 		nc.Close()
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // clientState is what Valkey would hold for a client if it had a connection
-// of its own (connState, in updial.go, is what a fresh upstream connection
+// of its own (upstream.State is what a fresh upstream connection
 // is told of it). The proxy keeps it for every session, shared or
 // dedicated, in either client engine, and changes it in one way for each
 // command that changes it: on a shared connection it is the only copy (the

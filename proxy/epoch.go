@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // The epoch a primary mints tokens under (docs/failover.md) is established
@@ -68,11 +69,11 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 		return err
 	}
 	run, dbs, err := parseServerInfo(replies[0])
-	if re, ok := err.(*replyError); ok {
+	if re, ok := err.(*upstream.ReplyError); ok {
 		// A login that may not run INFO: its connection's grants mint
 		// under the clues other connections learned, or under whatever
 		// the hash says (docs/failover.md, Limits).
-		p.log.Warn("cannot learn the primary's run id on this login's connection", "error", re.msg)
+		p.log.Warn("cannot learn the primary's run id on this login's connection", "error", re.Msg)
 		return nil
 	}
 	if err != nil {
@@ -172,7 +173,7 @@ func roundTrip(nc net.Conn, cmds [][]string) ([][]byte, error) {
 // in RESP3), or its error.
 func parseServerInfo(b []byte) (string, []string, error) {
 	if len(b) > 0 && b[0] == '-' {
-		return "", nil, &replyError{msg: strings.TrimRight(string(b[1:]), "\r\n")}
+		return "", nil, &upstream.ReplyError{Msg: strings.TrimRight(string(b[1:]), "\r\n")}
 	}
 	var run string
 	var dbs []string

@@ -8,6 +8,7 @@ import (
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // handle handles one command and returns the step the engine takes next
@@ -643,7 +644,7 @@ func (s *session) matchesProxyCreds(user, pass []byte) bool {
 	if u == "" {
 		u = "default"
 	}
-	userOK := subtle.ConstantTimeCompare([]byte(u), []byte(userOrDefault(o.Username))) == 1
+	userOK := subtle.ConstantTimeCompare([]byte(u), []byte(upstream.UserOrDefault(o.Username))) == 1
 	passOK := subtle.ConstantTimeCompare(pass, []byte(o.Password)) == 1
 	return userOK && passOK
 }

@@ -112,7 +112,7 @@ func (pl *pool) slotConn(sl *slot, spare bool) (*upstream.Conn, error) {
 		return nil, upstream.ErrClosed
 	}
 	st := pl.p.sharedState(pl.key)
-	st.bare = spare
+	st.Bare = spare
 	c, err := pl.p.dial(st, nil)
 	p := pl.p
 	p.countUpstreamError(p.tableAddr(), err)
@@ -121,7 +121,7 @@ func (pl *pool) slotConn(sl *slot, spare bool) (*upstream.Conn, error) {
 		// health (a client's own login is the client's business).
 		pl.p.noteUpstream(pl.p.tableAddr(), err)
 	}
-	var re *replyError
+	var re *upstream.ReplyError
 	if errors.As(err, &re) {
 		// Valkey's answer to the handshake (SELECT of a database it
 		// does not have): the client's error, not a failure to connect.
@@ -168,22 +168,22 @@ func (pl *pool) slotReady(sl *slot) bool {
 }
 
 // sharedState is what every shared connection of key is told at connect.
-func (p *Proxy) sharedState(key poolKey) connState {
-	st := connState{
-		proto:    key.proto,
-		db:       key.db,
-		username: p.opts.Upstream.Username,
-		password: p.opts.Upstream.Password,
-		auth:     p.opts.Upstream.Password != "",
-		node:     key.node,
+func (p *Proxy) sharedState(key poolKey) upstream.State {
+	st := upstream.State{
+		Proto:    key.proto,
+		DB:       key.db,
+		Username: p.opts.Upstream.Username,
+		Password: p.opts.Upstream.Password,
+		Auth:     p.opts.Upstream.Password != "",
+		Node:     key.node,
 	}
 	if key.login != "" {
 		// The client's login, never the proxy's in its place: a login
 		// the registry lost (none is ever removed) would log in with
 		// no password, which Valkey refuses.
 		c, _ := p.logins.creds(key.login)
-		st.proxyUser, st.proxyPass = st.username, st.password
-		st.username, st.password, st.auth, st.login = c.user, c.pass, true, true
+		st.ProxyUser, st.ProxyPass = st.Username, st.Password
+		st.Username, st.Password, st.Auth, st.Login = c.user, c.pass, true, true
 	}
 	return st
 }

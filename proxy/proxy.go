@@ -109,8 +109,10 @@ type Proxy struct {
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState
 
-	// up is what the upstream connections need of the proxy (uphost.go).
-	up upstream.Host
+	// up is what the upstream connections need of the proxy (uphost.go),
+	// dialer how their sockets are opened.
+	up     upstream.Host
+	dialer upstream.Dialer
 
 	stats stats
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (ops.go)
@@ -162,6 +164,8 @@ func New(opts Options) (*Proxy, error) {
 		epochs:    epochMemory{prev: -1},
 	}
 	p.life, p.endLife = context.WithCancel(context.Background())
+	p.dialer = upstream.Dialer{Timeout: opts.Upstream.DialTimeout.D(), TLS: p.upstreamTLS,
+		Alive: func() bool { return p.life.Err() == nil }}
 	p.upTLS.Store(opts.UpstreamTLS)
 	p.tlsGiven = tlsGiven
 	p.up = p.newUpHost()
@@ -194,7 +198,7 @@ func New(opts Options) (*Proxy, error) {
 			if err != nil {
 				return nil, err
 			}
-			nc, err := p.dialUpstream(ctx, addr)
+			nc, err := p.dialer.Dial(ctx, addr)
 			if err != nil {
 				p.forgetMaster()
 			}
@@ -220,7 +224,7 @@ func (p *Proxy) probeAuth() bool {
 	if err != nil {
 		return p.opts.Upstream.Password != ""
 	}
-	nc, err := p.dialUpstream(context.Background(), addr)
+	nc, err := p.dialer.Dial(context.Background(), addr)
 	if err != nil {
 		return p.opts.Upstream.Password != ""
 	}
@@ -436,18 +440,18 @@ func (p *Proxy) Close() error {
 func (p *Proxy) Clients() int64 { return p.stats.clients.Load() }
 
 func (p *Proxy) dialErrorText(err error) string {
-	var re *replyError
+	var re *upstream.ReplyError
 	if errors.As(err, &re) {
-		return re.msg
+		return re.Msg
 	}
 	name := p.upstreamName()
-	var ne *nodeError
+	var ne *upstream.NodeError
 	if p.cl != nil && errors.As(err, &ne) {
-		name = ne.addr
+		name = ne.Addr
 	}
-	var se *slowError
+	var se *upstream.SlowError
 	if errors.As(err, &se) {
-		return errUpstreamSlow(name, se.wait)
+		return errUpstreamSlow(name, se.Wait)
 	}
 	return errUpstreamDial(name, err)
 }

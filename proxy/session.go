@@ -570,10 +570,10 @@ func (s *session) goDedicated(withCreds bool) bool {
 	s.flush()
 	s.waitDrain(0)
 	st := s.p.sharedState(s.key()) // logged in as the session is
-	st.name, st.libName, st.libVer = s.name, s.libName, s.libVer
-	st.auth = withCreds && st.auth
+	st.Name, st.LibName, st.LibVer = s.name, s.libName, s.libVer
+	st.Auth = withCreds && st.Auth
 	var vid int64
-	st.clientID = &vid
+	st.ClientID = &vid
 	c, err := s.p.dial(st, s)
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))

@@ -197,7 +197,7 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 		return r, nil
 	}
 	st := s.p.sharedState(poolKey{proto: 3, db: 0, node: node, login: s.login})
-	st.bare = true
+	st.Bare = true
 	nc, addr, err := s.p.connect(st)
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func clientID(nc net.Conn, wait time.Duration) (int64, error) {
 	if _, err := nc.Write(resp.AppendCommandStrings(nil, "CLIENT", "ID")); err != nil {
 		return 0, err
 	}
-	buf, n, err := readReply(nc, make([]byte, 0, 64))
+	buf, n, err := upstream.ReadReply(nc, make([]byte, 0, 64))
 	if err != nil {
 		return 0, err
 	}
@@ -311,14 +311,14 @@ func (s *session) ownOn(t *tracking, addr string) (*upstream.Conn, error) {
 		return c, nil
 	}
 	st := s.p.sharedState(s.key())
-	st.name, st.libName, st.libVer = s.name, s.libName, s.libVer
-	st.node = addr
+	st.Name, st.LibName, st.LibVer = s.name, s.libName, s.libVer
+	st.Node = addr
 	if t.on {
 		cmd, err := t.command(s, addr)
 		if err != nil {
 			return nil, err
 		}
-		st.tracking = cmd
+		st.Tracking = cmd
 	}
 	nc, err := s.p.dial(st, s)
 	if err != nil {

@@ -20,13 +20,13 @@ import (
 // The reasons, the whole range of the label.
 const (
 	reasonOK          = "ok"
-	reasonUnreachable = "unreachable"  // no TCP connection (refused, no route, DNS)
-	reasonTimeout     = "timeout"      // connected or connecting, but no answer in time
-	reasonTLSMismatch = "tls_mismatch" // TLS on one side, plaintext on the other
-	reasonCertificate = "certificate"  // a certificate either side refused
-	reasonAuth        = "auth"         // Valkey refused the credentials
-	reasonPermission  = "permission"   // the ACL user lacks a right lockproxy needs
-	reasonError       = "error"        // anything else (a LOADING Valkey, a Sentinel without the master ...)
+	reasonUnreachable = "unreachable"              // no TCP connection (refused, no route, DNS)
+	reasonTimeout     = "timeout"                  // connected or connecting, but no answer in time
+	reasonTLSMismatch = upstream.ReasonTLSMismatch // TLS on one side, plaintext on the other
+	reasonCertificate = upstream.ReasonCertificate // a certificate either side refused
+	reasonAuth        = "auth"                     // Valkey refused the credentials
+	reasonPermission  = "permission"               // the ACL user lacks a right lockproxy needs
+	reasonError       = "error"                    // anything else (a LOADING Valkey, a Sentinel without the master ...)
 )
 
 var upstreamReasonList = [...]string{reasonOK, reasonUnreachable, reasonTimeout, reasonTLSMismatch,
@@ -85,15 +85,15 @@ func classifyUpstream(addr string, err error) upVerdict {
 		return v
 	}
 	v.detail = err.Error()
-	var se *setupError
-	var re *replyError
-	var slow *slowError
+	var se *upstream.SetupError
+	var re *upstream.ReplyError
+	var slow *upstream.SlowError
 	var ne net.Error
 	switch {
 	case errors.As(err, &se):
-		v.reason, v.setting, v.detail = se.reason, se.setting, se.msg
+		v.reason, v.setting, v.detail = se.Reason, se.Setting, se.Msg
 	case errors.As(err, &re):
-		switch code, _, _ := strings.Cut(re.msg, " "); code {
+		switch code, _, _ := strings.Cut(re.Msg, " "); code {
 		case "WRONGPASS", "NOAUTH", "AUTH":
 			v.reason, v.setting = reasonAuth, "upstream.username and upstream.password (or password_file)"
 		case "NOPERM":
@@ -103,7 +103,7 @@ func classifyUpstream(addr string, err error) upVerdict {
 			// have ...): the client's error; Valkey itself is up.
 			return upVerdict{reason: reasonOK, at: v.at}
 		}
-		v.detail = "Valkey at " + addr + " answered " + re.msg
+		v.detail = "Valkey at " + addr + " answered " + re.Msg
 	case errors.As(err, &slow):
 		v.reason, v.setting = reasonTimeout, "upstream.reply_timeout"
 	case errors.As(err, &ne) && ne.Timeout():
@@ -167,7 +167,7 @@ func (p *Proxy) upstreamVerdict(ctx context.Context, fresh bool) upVerdict {
 	}
 	addr, err := p.upstreamAddr()
 	if err != nil {
-		return p.noteUpstream(p.upstreamName(), &setupError{reasonError, "upstream.sentinel", err.Error()})
+		return p.noteUpstream(p.upstreamName(), &upstream.SetupError{Reason: reasonError, Setting: "upstream.sentinel", Msg: err.Error()})
 	}
 	return p.noteUpstream(addr, p.checkUpstream(ctx, addr))
 }
@@ -175,37 +175,37 @@ func (p *Proxy) upstreamVerdict(ctx context.Context, fresh bool) upVerdict {
 // checkUpstream connects to addr as a shared connection does (TLS, the
 // proxy's login) and sends PING, within dial_timeout.
 func (p *Proxy) checkUpstream(ctx context.Context, addr string) error {
-	nc, err := p.dialUpstream(ctx, addr)
+	nc, err := p.dialer.Dial(ctx, addr)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
 	st := p.sharedState(poolKey{proto: 2})
-	st.bare = true
-	if err := handshake(nc, st, &p.own); err != nil {
-		if !isReply(err) && p.upstreamTLS() == nil && p.speaksTLS(addr) {
-			return errPlaintextToTLS(addr)
+	st.Bare = true
+	if err := p.handshake(nc, st); err != nil {
+		if !isReply(err) && p.upstreamTLS() == nil && p.dialer.SpeaksTLS(addr) {
+			return upstream.ErrPlaintextToTLS(addr)
 		}
 		return err
 	}
 	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 		return err
 	}
-	buf, n, err := readReply(nc, make([]byte, 0, 512))
+	buf, n, err := upstream.ReadReply(nc, make([]byte, 0, 512))
 	if err != nil {
-		if p.upstreamTLS() == nil && p.speaksTLS(addr) {
-			return errPlaintextToTLS(addr)
+		if p.upstreamTLS() == nil && p.dialer.SpeaksTLS(addr) {
+			return upstream.ErrPlaintextToTLS(addr)
 		}
 		return err
 	}
 	if buf[0] == '-' {
-		return &replyError{msg: strings.TrimRight(string(buf[1:n]), "\r\n")}
+		return &upstream.ReplyError{Msg: strings.TrimRight(string(buf[1:n]), "\r\n")}
 	}
 	return nil
 }
 
 func isReply(err error) bool {
-	var re *replyError
+	var re *upstream.ReplyError
 	return errors.As(err, &re)
 }

@@ -21,8 +21,11 @@
 // when the loop saw it ready (ReadReady), and its reply deadline is a
 // timer.
 //
-// Sentinel (sentinel.go) finds the primary of a master and follows its
-// failovers; what a failover does to the connections is the proxy's.
-// Opening a connection (dial, TLS, handshake) and the pools are still
-// package proxy's (updial.go, upconnect.go, pool.go).
+// Before a Conn: a Dialer opens the socket (TCP and TLS under one
+// deadline, a TLS failure named in the operator's terms: SetupError), and
+// Handshake makes it equal to a session's State (login, database, name,
+// scripts, tracking) in one write. Sentinel (sentinel.go) finds the primary
+// of a master and follows its failovers. What address to dial, what a
+// failover does to the connections, and the pools are the proxy's
+// (updial.go, sentinel.go, pool.go).
 package upstream
