@@ -77,20 +77,20 @@ func (s *session) besideHeld(home *upstream.Conn) *upstream.Conn {
 			// Open the spares before the first command that may be
 			// held (an event loop did that off the loop first:
 			// sparesFirst).
-			pl.openSpares()
+			pl.OpenSpares()
 		}
 		// Valkey may read a script call in one batch with other
 		// clients' commands before it on a shared connection, and
 		// their replies would then wait in its output buffer until the
 		// script ends: it goes on a spare with nothing else in flight.
-		if sp := pl.freeSpare(s, true); sp != nil {
+		if sp := pl.FreeSpare(true, s.claim, s.unclaim); sp != nil {
 			return sp
 		}
 	}
 	if !home.Holds() {
 		return home
 	}
-	if sp := s.p.pool(s.key()).freeSpare(s, false); sp != nil {
+	if sp := s.p.pool(s.key()).FreeSpare(false, s.claim, s.unclaim); sp != nil {
 		return sp
 	}
 	return home
@@ -107,10 +107,10 @@ func (s *session) sparesFirst() bool {
 		return false
 	}
 	pl := s.p.pool(s.key())
-	if pl.sparesOpen() {
+	if pl.SparesOpen() {
 		return false
 	}
-	s.offLoop(pl.openSpares)
+	s.offLoop(pl.OpenSpares)
 	return true
 }
 

@@ -585,7 +585,7 @@ func (s *session) client(cmd resp.Command) bool {
 			return true
 		}
 		if s.lp == nil {
-			s.p.pool(s.key()).openSpares()
+			s.p.pool(s.key()).OpenSpares()
 		}
 	}
 	s.notePause(args)

@@ -129,7 +129,7 @@ func (p *Proxy) checkLogin(raw, user, pass []byte, key poolKey, i int) *loginChe
 	c.login = p.logins.add(string(user), string(pass))
 	if key.node != "" || p.cl == nil {
 		key.login = c.login
-		_, err := p.pool(key).conn(i)
+		_, err := p.pool(key).Conn(i)
 		c.dialed = &dialResult{key: key, err: err}
 	}
 	return c

@@ -41,7 +41,7 @@ type Proxy struct {
 	requireAuth bool
 
 	poolMu sync.Mutex
-	pools  map[poolKey]*pool
+	pools  map[poolKey]*upstream.Pool
 	logins logins // the clients' own logins Valkey accepted (logins.go)
 
 	indexScans sync.Map // server and database → the SCAN cursor where indexOnce stopped (lockindex.go)
@@ -155,7 +155,7 @@ func New(opts Options) (*Proxy, error) {
 		opts:      opts,
 		limits:    limits,
 		log:       opts.Logger,
-		pools:     map[poolKey]*pool{},
+		pools:     map[poolKey]*upstream.Pool{},
 		sessions:  map[*session]struct{}{},
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),

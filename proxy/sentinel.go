@@ -71,14 +71,7 @@ func (p *Proxy) reopen(err error, dedicated bool) {
 	p.poolMu.Lock()
 	var conns []*upstream.Conn
 	for _, pl := range p.pools {
-		for i := range pl.slots {
-			sl := &pl.slots[i]
-			sl.mu.Lock()
-			if sl.c != nil {
-				conns = append(conns, sl.c)
-			}
-			sl.mu.Unlock()
-		}
+		conns = append(conns, pl.Shared()...)
 	}
 	p.poolMu.Unlock()
 	if dedicated {

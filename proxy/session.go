@@ -426,7 +426,7 @@ func (s *session) poolConn(key poolKey) (*upstream.Conn, error) {
 			return nil, d.err
 		}
 	}
-	return s.p.pool(key).conn(int(s.id))
+	return s.p.pool(key).Conn(int(s.id))
 }
 
 // dialResult is what an off-loop dial of a pool's connection gave.

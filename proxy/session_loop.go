@@ -145,14 +145,14 @@ func (s *session) needsDial(key poolKey) bool {
 	if d := s.learned.dialed; d != nil && d.key == key {
 		return false // dialled for this very command
 	}
-	return !s.p.pool(key).ready(int(s.id))
+	return !s.p.pool(key).Ready(int(s.id))
 }
 
 // dialStep is the step that dials the session's slot of the pool key off
 // the loop, keeping the outcome for the command handled again (poolConn).
 func (s *session) dialStep(key poolKey) step {
 	return step{do: stepOffLoop, job: func() {
-		_, err := s.p.pool(key).conn(int(s.id))
+		_, err := s.p.pool(key).Conn(int(s.id))
 		s.learned.dialed = &dialResult{key: key, err: err}
 	}}
 }

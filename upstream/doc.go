@@ -25,7 +25,9 @@
 // deadline, a TLS failure named in the operator's terms: SetupError), and
 // Handshake makes it equal to a session's State (login, database, name,
 // scripts, tracking) in one write. Sentinel (sentinel.go) finds the primary
-// of a master and follows its failovers. What address to dial, what a
-// failover does to the connections, and the pools are the proxy's
-// (updial.go, sentinel.go, pool.go).
+// of a master and follows its failovers. A Pool keeps a set of shared
+// connections and their spares, dialled with the proxy's dial function
+// (PoolConfig.Dial), backing off after a failed dial. What address to dial,
+// what every connection of a pool key is told, and what a failover does to
+// the connections are the proxy's (updial.go, pool.go, sentinel.go).
 package upstream
