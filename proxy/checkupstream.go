@@ -41,8 +41,8 @@ func (p *Proxy) CheckUpstream(ctx context.Context) []Check {
 		tlsState = "TLS"
 	}
 	user := upstream.UserOrDefault(p.opts.Upstream.Username)
-	v := classifyUpstream(addr, p.checkUpstream(ctx, addr))
-	if !v.up() {
+	v := upstream.Classify(addr, p.checkUpstream(ctx, addr))
+	if !v.Up() {
 		add(false, fmt.Sprintf("connecting to %s (%s) as user %s", addr, tlsState, user), v.String())
 		return out
 	}

@@ -2,9 +2,10 @@ package proxy
 
 import (
 	"bytes"
-	"github.com/lockproxy/lockproxy/upstream"
 	"io"
 	"net"
+
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // deliverN hands the client n consecutive replies in b, numbered seq on

@@ -31,7 +31,7 @@ type ops struct {
 	dials, dialErrors atomic.Int64
 	// Failed dials and lost connections to Valkey, by reason (uphealth.go's
 	// upstreamReasons, in order).
-	upErrors [len(upstreamReasonList)]atomic.Int64
+	upErrors [len(upstream.Reasons)]atomic.Int64
 	// upFailedCmds: commands whose connection to Valkey failed before
 	// their reply came (answered with an UPSTREAM error).
 	upFailedCmds atomic.Int64

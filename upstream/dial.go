@@ -31,18 +31,11 @@ type Dialer struct {
 	Alive func() bool
 }
 
-// The reasons of a SetupError: values of lockproxy_upstream_up's reason
-// label (the proxy's upstream health, uphealth.go, has the others).
-const (
-	ReasonTLSMismatch = "tls_mismatch" // TLS on one side, plaintext on the other
-	ReasonCertificate = "certificate"  // a certificate either side refused
-)
-
 // SetupError is a failure of the upstream settings rather than of the
 // network: what happened, the setting to fix, and the reason reported by
 // lockproxy_upstream_up and /readyz.
 type SetupError struct {
-	Reason  string // ReasonTLSMismatch, ReasonCertificate, or the proxy's own
+	Reason  string // one of Reasons (health.go)
 	Setting string // the configuration key to fix
 	Msg     string
 }

@@ -24,7 +24,9 @@
 // Before a Conn: a Dialer opens the socket (TCP and TLS under one
 // deadline, a TLS failure named in the operator's terms: SetupError), and
 // Handshake makes it equal to a session's State (login, database, name,
-// scripts, tracking) in one write. Sentinel (sentinel.go) finds the primary
+// scripts, tracking) in one write. Classify turns the error of any of this
+// into a Verdict: the reason word of lockproxy_upstream_up and /readyz,
+// and the setting to fix. Sentinel (sentinel.go) finds the primary
 // of a master and follows its failovers. A Pool keeps a set of shared
 // connections and their spares, dialled with the proxy's dial function
 // (PoolConfig.Dial), backing off after a failed dial. What address to dial,
