@@ -176,7 +176,7 @@ func (l *loop) addUp(c *upstream.Conn) bool {
 		l.mu.Lock()
 		delete(l.upFd, int32(fd))
 		l.mu.Unlock()
-		c.Detach()
+		c.CancelAttach()
 		return false
 	}
 	return true

@@ -62,9 +62,8 @@ type Conn struct {
 	// at the handshake; 0 otherwise.
 	vid int64
 	// spareOf: set on a pool's side connection, for commands that must
-	// not queue behind a script call; nil on any other. The pool's own
-	// value, compared only.
-	spareOf any
+	// not queue behind a script call; nil on any other.
+	spareOf *Pool
 	// claimer, on a spare, is the sink it was handed to for a command
 	// not yet queued there (Claim): no other takes it meanwhile (under
 	// claimMu).
@@ -163,10 +162,6 @@ func (c *Conn) Start() {
 	go c.readLoop()
 }
 
-// Direct reports whether c's socket can be written without blocking (not
-// TLS): only such a connection can be read by an event loop.
-func (c *Conn) Direct() bool { return c.raw != nil }
-
 // Addr is the address of the Valkey node c is connected to.
 func (c *Conn) Addr() string { return c.addr }
 
@@ -193,19 +188,15 @@ func (c *Conn) Dedicated() bool { return c.owner != nil }
 // queued on c (Pend.Holds).
 func (c *Conn) Holds() bool { return c.q.holds.Load() > 0 }
 
-// Idle reports whether nothing is queued or in flight on c.
-func (c *Conn) Idle() bool {
+// idle reports whether nothing is queued or in flight on c.
+func (c *Conn) idle() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.q.n == 0 && len(c.wbuf) == 0 && !c.writing
 }
 
-// MarkSpare marks c as a side connection of the pool of; before c is
-// shared with anyone.
-func (c *Conn) MarkSpare(of any) { c.spareOf = of }
-
-// SpareOf is the pool c is a spare of (MarkSpare), nil for none.
-func (c *Conn) SpareOf() any { return c.spareOf }
+// SpareOf is the pool c is a spare of, nil for none.
+func (c *Conn) SpareOf() *Pool { return c.spareOf }
 
 // Fail marks the connection dead, answers every command still waiting on it
 // with an error, and closes the socket. Safe to call more than once.

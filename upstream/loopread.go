@@ -20,9 +20,13 @@ func (c *Conn) Loopable() bool { return c.raw != nil && c.owner == nil && c.rela
 // Attach makes lp the reader of c, before Start and before lp can see c:
 // read reads a non-blocking descriptor once (ErrWouldBlock when there is
 // nothing). It returns c's descriptor; false when c has none (TLS), and
-// then c keeps a reader goroutine. Detach undoes it if lp cannot take c.
+// then c keeps a reader goroutine. CancelAttach undoes it if lp cannot
+// take c.
 func (c *Conn) Attach(lp Poller, read func(fd int, b []byte) (int, error)) (int, bool) {
 	fd := -1
+	if c.raw == nil {
+		return -1, false
+	}
 	if err := c.raw.Control(func(f uintptr) { fd = int(f) }); err != nil || fd < 0 {
 		return -1, false
 	}
@@ -41,8 +45,8 @@ func (c *Conn) Attach(lp Poller, read func(fd int, b []byte) (int, error)) (int,
 	return fd, true
 }
 
-// Detach undoes Attach, before Start, when the loop could not take c.
-func (c *Conn) Detach() { c.lp, c.timer = nil, nil }
+// CancelAttach undoes Attach, before Start, when the loop could not take c.
+func (c *Conn) CancelAttach() { c.lp, c.timer = nil, nil }
 
 // Looped reports whether an event loop reads c (Attach).
 func (c *Conn) Looped() bool { return c.lp != nil }

@@ -17,11 +17,11 @@ type Pool struct {
 	slots []slot
 	// spares are the side connections sessions use while Valkey holds a
 	// command back on their own slot's connection (Conn.Holds).
-	spares [Spares]slot
+	spares [spares]slot
 }
 
-// Spares is how many spare connections a pool may have.
-const Spares = 4
+// spares is how many spare connections a pool may have.
+const spares = 4
 
 // PoolConfig is what a Pool needs from the proxy.
 type PoolConfig struct {
@@ -81,7 +81,7 @@ func (pl *Pool) FreeSpare(idle bool, claim func(*Conn) bool, release func()) *Co
 		if c == nil || c.Dead() || !claim(c) {
 			continue
 		}
-		if !c.Holds() && (!idle || c.Idle()) {
+		if !c.Holds() && (!idle || c.idle()) {
 			return c
 		}
 		release()
@@ -130,7 +130,7 @@ func (pl *Pool) slotConn(sl *slot, spare bool) (*Conn, error) {
 		return nil, err
 	}
 	if spare {
-		c.MarkSpare(pl)
+		c.spareOf = pl
 	}
 	sl.c, sl.err, sl.backoff = c, nil, 0
 	return c, nil
@@ -181,7 +181,7 @@ func (pl *Pool) Live() int {
 // CloseAll takes every connection out of the pool, spares too, and
 // closes it.
 func (pl *Pool) CloseAll() {
-	for i := range len(pl.slots) + Spares {
+	for i := range len(pl.slots) + spares {
 		sl := &pl.spares[max(i-len(pl.slots), 0)]
 		if i < len(pl.slots) {
 			sl = &pl.slots[i]

@@ -215,7 +215,7 @@ func (c *Conn) dispatch(frames [][]byte, ps *[]Pend, corked *[]Touched) bool {
 			continue
 		}
 		flushRun()
-		if p.Route != nil && IsRedirect(fr) {
+		if p.Route != nil && isRedirect(fr) {
 			// Followed on a goroutine of the session's: this reader
 			// serves other clients, and an event loop must never wait.
 			p.Sink.Redirect(p, fr, c.addr)
@@ -253,9 +253,9 @@ func UncorkAll(corked *[]Touched) {
 	*corked = (*corked)[:0]
 }
 
-// IsRedirect reports whether an error reply is a cluster redirect the proxy
+// isRedirect reports whether an error reply is a cluster redirect the proxy
 // follows (a Pend's Route, Sink.Redirect): MOVED, ASK or TRYAGAIN.
-func IsRedirect(fr []byte) bool {
+func isRedirect(fr []byte) bool {
 	return bytes.HasPrefix(fr, errMoved) || bytes.HasPrefix(fr, errAsk) || bytes.HasPrefix(fr, errTry)
 }
 
