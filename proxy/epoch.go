@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -64,7 +63,7 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 	}
 	floor := p.sentinelEpoch() * epochPerFailover
 	p.own.add(nc, 1) // kept out of MONITOR, as the handshake is (monitorown.go)
-	replies, err := roundTrip(nc, [][]string{{"INFO", "server", "keyspace"}})
+	replies, err := upstream.RoundTrip(nc, [][]string{{"INFO", "server", "keyspace"}})
 	if err != nil {
 		return err
 	}
@@ -91,7 +90,7 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 		}
 		cmds = append(cmds, []string{"SELECT", strconv.Itoa(db)})
 		p.own.add(nc, len(cmds))
-		replies, err := roundTrip(nc, cmds)
+		replies, err := upstream.RoundTrip(nc, cmds)
 		if err != nil {
 			return err
 		}
@@ -126,46 +125,6 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 		p.log.Info("the primary's run id", "run_id", run, "epoch_above", known)
 	}
 	return nil
-}
-
-// roundTrip sends commands and reads one reply each.
-func roundTrip(nc net.Conn, cmds [][]string) ([][]byte, error) {
-	var out []byte
-	for _, c := range cmds {
-		out = resp.AppendCommandStrings(out, c...)
-	}
-	if _, err := nc.Write(out); err != nil {
-		return nil, err
-	}
-	var (
-		f       resp.Framer
-		replies = make([][]byte, 0, len(cmds))
-		buf     = make([]byte, 0, 4096)
-		at      int
-	)
-	for len(replies) < len(cmds) {
-		n, err := f.Frame(buf[at:])
-		if err != nil {
-			return nil, err
-		}
-		if n > 0 {
-			replies = append(replies, buf[at:at+n])
-			at += n
-			f = resp.Framer{}
-			continue
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, make([]byte, max(len(buf), 4096))...)[:len(buf)]
-			// The replies so far point into the old array: they stay
-			// valid (it is not written again).
-		}
-		m, err := nc.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if err != nil && m == 0 {
-			return nil, err
-		}
-	}
-	return replies, nil
 }
 
 // parseServerInfo reads the run_id and the databases that hold keys from

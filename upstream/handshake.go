@@ -185,3 +185,45 @@ type NodeError struct {
 
 func (e *NodeError) Error() string { return e.Err.Error() }
 func (e *NodeError) Unwrap() error { return e.Err }
+
+// RoundTrip sends cmds in one write on nc, a connection no reader serves,
+// and reads one reply each (the replies share one buffer), within the
+// deadline nc has.
+func RoundTrip(nc net.Conn, cmds [][]string) ([][]byte, error) {
+	var out []byte
+	for _, c := range cmds {
+		out = resp.AppendCommandStrings(out, c...)
+	}
+	if _, err := nc.Write(out); err != nil {
+		return nil, err
+	}
+	var (
+		f       resp.Framer
+		replies = make([][]byte, 0, len(cmds))
+		buf     = make([]byte, 0, 4096)
+		at      int
+	)
+	for len(replies) < len(cmds) {
+		n, err := f.Frame(buf[at:])
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			replies = append(replies, buf[at:at+n])
+			at += n
+			f = resp.Framer{}
+			continue
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, max(len(buf), 4096))...)[:len(buf)]
+			// The replies so far point into the old array: they stay
+			// valid (it is not written again).
+		}
+		m, err := nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil && m == 0 {
+			return nil, err
+		}
+	}
+	return replies, nil
+}
