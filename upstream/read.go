@@ -34,13 +34,13 @@ type replyReader struct {
 	f      resp.Framer
 	frames [][]byte
 	ps     []Pend
-	// Touched: the sessions a batch's replies were queued for (corked,
-	// in front of a cluster), to be written once the batch is out.
-	Touched []Touched
+	// touched: the sinks a batch's replies were queued for (corked, in
+	// front of a cluster), to be written once the batch is out.
+	touched []Touched
 }
 
-// Touched is a session a batch's replies were corked for, and how many of
-// its replies reached its output.
+// Touched is a sink a batch's replies were corked for, and how many of its
+// replies reached its output (Poller.CorkList, UncorkAll).
 type Touched struct {
 	s    Sink
 	done int
@@ -87,7 +87,7 @@ func (c *Conn) readOnce(read func([]byte) (int, error)) bool {
 		r.start += m // the Framer starts afresh by itself
 	}
 	if len(r.frames) > 0 {
-		corked := &r.Touched
+		corked := &r.touched
 		if c.lp != nil {
 			corked = c.lp.CorkList() // written at the end of the loop's round
 		}
@@ -121,7 +121,7 @@ func (c *Conn) readOnce(read func([]byte) (int, error)) bool {
 //
 // In front of a cluster the replies are corked: a session's replies in one
 // batch are rarely consecutive (its pipeline's other replies come from other
-// nodes), so each is queued and every session Touched gets one write at the
+// nodes), so each is queued and every sink touched gets one write at the
 // end, instead of one per reply: the end of this batch, or for a connection
 // an event loop reads, the end of the loop's reading in this round.
 func (c *Conn) dispatch(frames [][]byte, ps *[]Pend, corked *[]Touched) bool {
@@ -243,7 +243,7 @@ func (c *Conn) dispatch(frames [][]byte, ps *[]Pend, corked *[]Touched) bool {
 	return true
 }
 
-// UncorkAll writes the replies corked for each session in corked, counts
+// UncorkAll writes the replies corked for each sink in corked, counts
 // them as given, and empties the list.
 func UncorkAll(corked *[]Touched) {
 	for _, t := range *corked {
