@@ -7,9 +7,14 @@
 //
 //   - cmd/lockproxy: the program (flags, configuration file, signals,
 //     check-config, lint).
-//   - proxy: network and sessions: client connections, shared and dedicated
-//     upstream connections, Sentinel and cluster routing, the replies the
-//     proxy gives itself, and the rows of the counter table.
+//   - proxy: network and sessions: client connections, which upstream
+//     connections a session uses (shared or its own), cluster routing, what
+//     a failover does, the replies the proxy gives itself, and the rows of
+//     the counter table.
+//   - upstream: the connections to Valkey: dialling (TCP, TLS), the
+//     handshake, the pools, Sentinel, and a connection once it is open: the
+//     commands waiting for replies, batched writes, the reader that hands
+//     each reply to its session, the reply deadline, a connection's death.
 //   - telemetry: counters, histograms, lock events, the audit file, and the
 //     rendering of INFO lockproxy, LOCKPROXY STATS and /metrics.
 //   - resp: the RESP codec (client commands, reply framing), no I/O.

@@ -145,7 +145,7 @@ func (s *session) settle() bool {
 		return false
 	}
 	s.flush()
-	if s.ded == nil || !s.ded.stream.Load() {
+	if s.ded == nil || !s.ded.Streaming() {
 		s.waitDrain(0)
 	}
 	return true

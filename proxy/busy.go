@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // Commands for a busy Valkey. While a script or function runs, Valkey reads
@@ -180,7 +181,7 @@ func (p *Proxy) sendBusy(cmd []byte, kill string, proto int, login string) ([]by
 // the connection first).
 func (p *Proxy) sendOneShot(cmd []byte, proto int, login string) ([]byte, error) {
 	st := p.sharedState(poolKey{proto: proto, login: login})
-	st.bare = true
+	st.Bare = true
 	nc, _, err := p.connect(st)
 	if err != nil {
 		return nil, err
@@ -207,13 +208,13 @@ func (p *Proxy) shootStats(nc net.Conn, cmd []byte) ([]byte, error) {
 	if _, err := nc.Write(append(resp.AppendCommandStrings(nil, "FUNCTION", "LIST"), cmd...)); err != nil {
 		return nil, err
 	}
-	buf, n, err := readReply(nc, make([]byte, 0, 4096))
+	buf, n, err := upstream.ReadReply(nc, make([]byte, 0, 4096))
 	if err != nil {
 		return nil, err
 	}
 	list := append([]byte(nil), buf[:n]...)
 	buf = append(buf[:0], buf[n:]...)
-	if buf, n, err = readReply(nc, buf); err != nil {
+	if buf, n, err = upstream.ReadReply(nc, buf); err != nil {
 		return nil, err
 	}
 	return rewrite.FunctionStatsCounted(buf[:n], list), nil
@@ -222,7 +223,7 @@ func (p *Proxy) shootStats(nc net.Conn, cmd []byte) ([]byte, error) {
 // oneShotTo is sendOneShot to one cluster node.
 func (p *Proxy) oneShotTo(addr string, cmd []byte, proto int, login string) ([]byte, error) {
 	st := p.sharedState(poolKey{proto: proto, login: login})
-	st.bare = true // no SCRIPT LOAD: Valkey answers it BUSY
+	st.Bare = true // no SCRIPT LOAD: Valkey answers it BUSY
 	nc, err := p.nodeDial(addr, st)
 	if err != nil {
 		return nil, err
@@ -237,7 +238,7 @@ func (p *Proxy) shoot(nc net.Conn, cmd []byte) ([]byte, error) {
 	if _, err := nc.Write(cmd); err != nil {
 		return nil, err
 	}
-	buf, n, err := readReply(nc, make([]byte, 0, 512))
+	buf, n, err := upstream.ReadReply(nc, make([]byte, 0, 512))
 	switch {
 	case err == nil:
 		return buf[:n], nil

@@ -1,6 +1,10 @@
 package proxy
 
-import "github.com/lockproxy/lockproxy/resp"
+import (
+	"github.com/lockproxy/lockproxy/resp"
+
+	"github.com/lockproxy/lockproxy/upstream"
+)
 
 // Commands Valkey holds back. While a client's script or function runs,
 // Valkey reads no more from that client's connection; after
@@ -15,7 +19,7 @@ import "github.com/lockproxy/lockproxy/resp"
 // never would.
 //
 // So a session does not queue a command behind one that Valkey may hold
-// (pend.holds: a script call, or any command sent while a pause sent through
+// (upstream.Pend.Holds: a script call, or any command sent while a pause sent through
 // this proxy is in force) still unanswered on its slot's connection, unless
 // it is owed replies there itself (as on its own connection on Valkey, its
 // commands wait for its earlier ones): it uses one of the pool's spare
@@ -53,13 +57,13 @@ func isPause(args [][]byte) bool {
 // home, its slot's connection: home, unless Valkey may hold a command back
 // there and the session owes nothing there itself; then a free spare, when
 // one is open.
-func (s *session) besideHeld(home *upConn) *upConn {
+func (s *session) besideHeld(home *upstream.Conn) *upstream.Conn {
 	if s.p.cl != nil {
 		return home
 	}
-	if cur := s.lastConn(); cur != nil && !cur.dead.Load() && (len(s.bpend) > 0 || s.inflight.Load() > 0) &&
-		(cur == home || cur.spare != nil && cur.spare == s.p.pool(s.key())) {
-		if cur.q.holds.Load() == 0 || s.lp != nil {
+	if cur := s.lastConn(); cur != nil && !cur.Dead() && (len(s.bpend) > 0 || s.inflight.Load() > 0) &&
+		(cur == home || cur.SpareOf() != nil && cur.SpareOf() == s.p.pool(s.key())) {
+		if !cur.Holds() || s.lp != nil {
 			return cur // replies owed there come first
 		}
 		// On a goroutine of its own the session waits for them here
@@ -73,20 +77,20 @@ func (s *session) besideHeld(home *upConn) *upConn {
 			// Open the spares before the first command that may be
 			// held (an event loop did that off the loop first:
 			// sparesFirst).
-			pl.openSpares()
+			pl.OpenSpares()
 		}
 		// Valkey may read a script call in one batch with other
 		// clients' commands before it on a shared connection, and
 		// their replies would then wait in its output buffer until the
 		// script ends: it goes on a spare with nothing else in flight.
-		if sp := pl.freeSpare(s, true); sp != nil {
+		if sp := pl.FreeSpare(true, s.claim, s.unclaim); sp != nil {
 			return sp
 		}
 	}
-	if home.q.holds.Load() == 0 {
+	if !home.Holds() {
 		return home
 	}
-	if sp := s.p.pool(s.key()).freeSpare(s, false); sp != nil {
+	if sp := s.p.pool(s.key()).FreeSpare(false, s.claim, s.unclaim); sp != nil {
 		return sp
 	}
 	return home
@@ -103,15 +107,15 @@ func (s *session) sparesFirst() bool {
 		return false
 	}
 	pl := s.p.pool(s.key())
-	if pl.sparesOpen() {
+	if pl.SparesOpen() {
 		return false
 	}
-	s.offLoop(pl.openSpares)
+	s.offLoop(pl.OpenSpares)
 	return true
 }
 
 // lastConn is the connection the session's last command went to.
-func (s *session) lastConn() *upConn {
+func (s *session) lastConn() *upstream.Conn {
 	if len(s.bpend) > 0 {
 		return s.bconn
 	}
@@ -124,7 +128,7 @@ func (s *session) lastConn() *upConn {
 // besideHeld may send it elsewhere without overtaking them.
 func (s *session) behindHeld() bool {
 	c := s.lastConn()
-	return c != nil && c.owner == nil && c.q.holds.Load() > 0 && s.p.cl == nil
+	return c != nil && !c.Dedicated() && c.Holds() && s.p.cl == nil
 }
 
 // claim hands the spare c to the session until its command is queued there
@@ -133,11 +137,11 @@ func (s *session) behindHeld() bool {
 // both send there, and the second would wait behind the first's script or
 // paused write, where Valkey answers it beside them. False when another
 // session holds the claim.
-func (s *session) claim(c *upConn) bool {
+func (s *session) claim(c *upstream.Conn) bool {
 	if s.claimed == c {
 		return true
 	}
-	if !c.claimer.CompareAndSwap(nil, s) {
+	if !c.Claim(s) {
 		return false
 	}
 	s.unclaim()
@@ -148,7 +152,7 @@ func (s *session) claim(c *upConn) bool {
 // unclaim gives up the session's claim on a spare, if it has one.
 func (s *session) unclaim() {
 	if c := s.claimed; c != nil {
-		c.claimer.CompareAndSwap(s, nil)
+		c.Unclaim(s)
 		s.claimed = nil
 	}
 }

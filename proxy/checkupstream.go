@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,9 +40,9 @@ func (p *Proxy) CheckUpstream(ctx context.Context) []Check {
 	if p.upstreamTLS() != nil {
 		tlsState = "TLS"
 	}
-	user := userOrDefault(p.opts.Upstream.Username)
-	v := classifyUpstream(addr, p.checkUpstream(ctx, addr))
-	if !v.up() {
+	user := upstream.UserOrDefault(p.opts.Upstream.Username)
+	v := upstream.Classify(addr, p.checkUpstream(ctx, addr))
+	if !v.Up() {
 		add(false, fmt.Sprintf("connecting to %s (%s) as user %s", addr, tlsState, user), v.String())
 		return out
 	}

@@ -57,8 +57,8 @@ func (s *session) toValkeyIDs(cmd resp.Command) resp.Command {
 	vid := noClient
 	for _, x := range s.p.allSessions() {
 		if x.id == uint64(id) {
-			if c := x.dedicated(); c != nil && c.vid > 0 {
-				vid = strconv.FormatInt(c.vid, 10)
+			if c := x.dedicated(); c != nil && c.ValkeyID() > 0 {
+				vid = strconv.FormatInt(c.ValkeyID(), 10)
 			}
 			break
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // CLIENT ID, INFO, LIST and KILL answer about the proxy's own clients, in
@@ -75,7 +76,7 @@ func (s *session) user() string {
 	if s.loginUser != "" {
 		return s.loginUser
 	}
-	return userOrDefault(s.p.opts.Upstream.Username)
+	return upstream.UserOrDefault(s.p.opts.Upstream.Username)
 }
 
 // noteCommand records the command being handled for CLIENT LIST's cmd.

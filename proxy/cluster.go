@@ -11,6 +11,7 @@ import (
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // clusterState is the proxy's view of the cluster: the slot map now, and
@@ -36,7 +37,7 @@ type clusterState struct {
 	mu      sync.Mutex
 	lastErr error // why the last refresh found no map
 
-	conns nodeConns
+	conns upstream.Plains
 
 	// wrappersSent: the wrappers of clients' scripts sent to each node
 	// (cluster_scripts.go).
@@ -53,7 +54,6 @@ const minRefreshGap = 100 * time.Millisecond
 func (p *Proxy) startCluster() {
 	c := p.opts.Upstream.Cluster
 	cl := &clusterState{seeds: c.Seeds, every: c.Refresh.D(), face: p.opts.ClusterFace, refresh: make(chan struct{}, 1)}
-	cl.conns.idle = map[nodeKey][]*nodeConn{}
 	p.cl = cl
 	p.refreshTopology()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -67,7 +67,7 @@ func (p *Proxy) stopCluster() {
 		return
 	}
 	p.cl.stop()
-	p.cl.conns.closeAll()
+	p.cl.conns.CloseAll()
 }
 
 // refresher reads the topology on request and on a timer.

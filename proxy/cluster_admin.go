@@ -22,7 +22,7 @@ func (p *Proxy) nodeClient(addr string) *redis.Client {
 		DialTimeout: p.opts.Upstream.DialTimeout.D(), Protocol: 2, PoolSize: 1, MaxRetries: 1,
 		DisableIdentity: true,
 		Dialer: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return p.dialUpstream(ctx, addr)
+			return p.dialer.Dial(ctx, addr)
 		},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // The epoch in front of a cluster (docs/failover.md). A grant mints above
@@ -26,7 +27,7 @@ import (
 // new run id at an address seen before raises the epoch clue.
 func (p *Proxy) learnNodeRun(nc net.Conn) error {
 	p.own.add(nc, 2) // kept out of MONITOR, as the handshake is (monitorown.go)
-	replies, err := roundTrip(nc, [][]string{{"INFO", "server"}, {"CLUSTER", "INFO"}})
+	replies, err := upstream.RoundTrip(nc, [][]string{{"INFO", "server"}, {"CLUSTER", "INFO"}})
 	if err != nil {
 		return err
 	}

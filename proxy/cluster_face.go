@@ -125,7 +125,7 @@ func (s *session) clusterFace(cmd resp.Command) {
 			return
 		}
 		if s.ded != nil {
-			s.local(resp.AppendError(nil, errClusterOwnConn(s.ded.addr, "")))
+			s.local(resp.AppendError(nil, errClusterOwnConn(s.ded.Addr(), "")))
 			return
 		}
 		if s.routeSlot(uint16(slot)) {

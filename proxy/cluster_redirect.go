@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // clusterCmd is what following a redirect needs of a command sent to a
@@ -26,7 +27,7 @@ type clusterCmd struct {
 
 // clusterPend is the cluster part of a pending command (nil when the proxy
 // is not in front of a cluster).
-func (s *session) clusterPend(raw []byte) *clusterCmd {
+func (s *session) clusterPend(raw []byte) any {
 	if s.p.cl == nil {
 		return nil
 	}
@@ -52,12 +53,6 @@ var (
 	errTry    = []byte("-TRYAGAIN")
 )
 
-// isRedirect reports whether an error reply is one the proxy follows
-// (MOVED, ASK, TRYAGAIN) rather than the client's as it is.
-func isRedirect(fr []byte) bool {
-	return bytes.HasPrefix(fr, errMoved) || bytes.HasPrefix(fr, errAsk) || bytes.HasPrefix(fr, errTry)
-}
-
 // redirects is a session's queue of replies to follow, and whether its
 // goroutine runs. The upstream reader that received a MOVED hands it over
 // and goes on with other clients' replies; the reply the client gets is
@@ -72,17 +67,17 @@ type redirects struct {
 // redirectJob is one command's redirect: its pending entry, the error reply
 // (a copy: the reader's buffer moves on) and the node that gave it.
 type redirectJob struct {
-	p    pend
+	p    upstream.Pend
 	fr   []byte
 	from string
 }
 
-// redirect queues the redirect fr, which the command of p got from the node
+// Redirect queues the redirect fr, which the command of p got from the node
 // from, for the session's redirect goroutine, starting it when it is not
 // running. One goroutine per session follows them one at a time, in the
 // order they came: two commands of a client redirected to one node reach it
 // in the client's order.
-func (s *session) redirect(p pend, fr []byte, from string) {
+func (s *session) Redirect(p upstream.Pend, fr []byte, from string) {
 	r := &s.redirects
 	r.mu.Lock()
 	r.q = append(r.q, redirectJob{p: p, fr: bytes.Clone(fr), from: from})
@@ -109,19 +104,19 @@ func (s *session) followRedirects() {
 		r.q[0] = redirectJob{}
 		r.q = r.q[1:]
 		r.mu.Unlock()
-		fr := s.p.redirected(j.p.cluster, j.fr, j.from)
-		if j.p.retry != nil && bytes.HasPrefix(fr, noscript) {
+		fr := s.p.redirected(j.p.Route.(*clusterCmd), j.fr, j.from)
+		if j.p.Retry != nil && upstream.IsNoScript(fr) {
 			// The node asked had the script flushed: as after a
 			// NOSCRIPT on the first node, when retrying would reorder.
 			fr = resp.AppendError(nil, errScriptFlushed)
 		}
-		if j.p.hook != nil {
-			fr = j.p.hook(fr)
+		if j.p.Hook != nil {
+			fr = j.p.Hook(fr)
 		}
-		if j.p.mute {
+		if j.p.Mute {
 			fr = nil
 		}
-		s.deliverN(j.p.seq, fr, 1)
+		s.deliverN(j.p.Seq, fr, 1)
 	}
 }
 

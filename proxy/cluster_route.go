@@ -4,6 +4,7 @@ import (
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // clusterRoute runs for every command in front of a cluster, before the lock
@@ -43,7 +44,7 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	if isShardChannelCommand(args[0]) && len(args) > 1 {
 		return s.routeShardChannels(args)
 	}
-	shares := s.ded == nil || s.spreads() && !s.inMulti && !s.ded.stream.Load()
+	shares := s.ded == nil || s.spreads() && !s.inMulti && !s.ded.Streaming()
 	if len(keys) == 0 && shares && idOf(args[0]) == cScan && s.scan(cmd) {
 		return true
 	}
@@ -219,9 +220,9 @@ func (s *session) routeSlot(slot uint16) bool {
 		s.local(resp.AppendError(nil, errClusterDown(slot)))
 		return false
 	}
-	if s.ded != nil && s.ded.addr != addr {
+	if s.ded != nil && s.ded.Addr() != addr {
 		switch {
-		case s.spreads() && !s.ded.stream.Load() && (!s.inMulti || s.trk.multiHeld):
+		case s.spreads() && !s.ded.Streaming() && (!s.inMulti || s.trk.multiHeld):
 			// Tracking: a connection of the session's own on every
 			// node (tracking.go).
 			if !s.spreadTo(addr) {
@@ -230,7 +231,7 @@ func (s *session) routeSlot(slot uint16) bool {
 		case s.ownMovable && s.inMulti && len(s.multiShape) == 0:
 			s.node = addr
 			return s.moveMulti()
-		case s.ownMovable && !s.inMulti && !s.ded.stream.Load():
+		case s.ownMovable && !s.inMulti && !s.ded.Streaming():
 			s.leaveOwnConn()
 		default:
 			s.refuseOwnConn(addr)
@@ -248,12 +249,12 @@ func (s *session) leaveOwnConn() {
 	old := s.takeOwnConn()
 	s.p.stats.dedicated.Add(-1)
 	s.ownMovable = false
-	old.close()
+	old.Close()
 }
 
 // takeOwnConn detaches the session's own connection, after the replies owed
 // on it, and returns it.
-func (s *session) takeOwnConn() *upConn {
+func (s *session) takeOwnConn() *upstream.Conn {
 	s.flush()
 	s.waitDrain(0)
 	old := s.ded
@@ -274,7 +275,7 @@ func (s *session) refuseOwnConn(addr string) {
 			func([]byte) []byte { return resp.AppendError(nil, msg) }, nil)
 		return
 	}
-	s.local(resp.AppendError(nil, errClusterOwnConn(s.ded.addr, addr)))
+	s.local(resp.AppendError(nil, errClusterOwnConn(s.ded.Addr(), addr)))
 }
 
 // moveMulti moves a transaction that has no command queued yet, opened on
@@ -294,7 +295,7 @@ func (s *session) moveMulti() bool {
 		return false
 	}
 	s.p.stats.dedicated.Add(-1) // the same session's, moved
-	old.close()
+	old.Close()
 	s.forward(resp.AppendCommandStrings(nil, "MULTI"), func([]byte) []byte { return nil })
 	return true
 }

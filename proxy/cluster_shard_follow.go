@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // Sharded subscribers are followed when their channel's slot moves. A
@@ -84,7 +85,7 @@ func (s *session) shardUnsubscribed(b []byte) bool {
 	if !s.subs.hasShard(ch) || d == nil {
 		return false
 	}
-	go s.followShard(ch, d.addr)
+	go s.followShard(ch, d.Addr())
 	return true
 }
 
@@ -209,7 +210,7 @@ func (s *session) relayShard(nc net.Conn, ch string) (moved bool) {
 		_ = nc.SetReadDeadline(time.Now().Add(time.Second))
 		n, err := nc.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if err != nil && n == 0 && !isTimeout(err) {
+		if err != nil && n == 0 && !upstream.IsTimeout(err) {
 			return false
 		}
 	}

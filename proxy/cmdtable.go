@@ -36,7 +36,7 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 		}
 		// The side client's error may only say its deadline passed: a
 		// check of its own says why (at ERROR when a setting is wrong).
-		if v := p.upstreamVerdict(p.life, false); !v.up() {
+		if v := p.upstreamVerdict(p.life, false); !v.Up() {
 			p.tableErr = errors.New(v.String())
 		}
 		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.tableAddr(), "err", p.tableErr)

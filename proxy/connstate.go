@@ -7,7 +7,7 @@ import (
 )
 
 // clientState is what Valkey would hold for a client if it had a connection
-// of its own (connState, in upstream.go, is what a fresh upstream connection
+// of its own (upstream.State is what a fresh upstream connection
 // is told of it). The proxy keeps it for every session, shared or
 // dedicated, in either client engine, and changes it in one way for each
 // command that changes it: on a shared connection it is the only copy (the
@@ -43,7 +43,7 @@ type clientState struct {
 	noEvict, noTouch bool
 
 	// CLIENT REPLY: OFF, or SKIP armed for the next command. The proxy
-	// applies it itself, to Valkey's replies and its own alike (pend.mute),
+	// applies it itself, to Valkey's replies and its own alike (upstream.Pend.Mute),
 	// so it costs no dedicated connection and replies keep pairing with
 	// commands; mute is the decision for the command being handled.
 	replyOff, replySkip bool

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/telemetry"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // counterTable is every number the proxy reports about itself, once: each
@@ -46,16 +47,16 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 		}},
 	{Metric: "upstream_up", Help: "1 while Valkey answers as configured (reason ok), else 0 with the reason: unreachable, timeout, tls_mismatch, certificate, auth, permission or error. Checked at scrape time when no connection was made in the last second.", Kind: telemetry.KindGauge, Labels: []string{"reason"},
 		Read: func(p *Proxy, e telemetry.Emit) {
-			if v := p.upstreamVerdict(context.Background(), false); v.up() {
-				e(1, v.reason)
+			if v := p.upstreamVerdict(context.Background(), false); v.Up() {
+				e(1, v.Reason)
 			} else {
-				e(0, v.reason)
+				e(0, v.Reason)
 			}
 		}},
 	{Metric: "upstream_errors_total", Help: "Failed dials and lost connections to Valkey, by reason: unreachable, timeout (no answer in time, a reply past upstream.reply_timeout included), tls_mismatch, certificate, auth, permission or error.", Labels: []string{"reason"},
-		Info: telemetry.Prefixed(0, "upstream_errors_", upstreamReasonList[1:]...),
+		Info: telemetry.Prefixed(0, "upstream_errors_", upstream.Reasons[1:]...),
 		Read: func(p *Proxy, e telemetry.Emit) {
-			for i, r := range upstreamReasonList[1:] {
+			for i, r := range upstream.Reasons[1:] {
 				e(p.ops.upErrors[i+1].Load(), r)
 			}
 		}},

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"net"
+
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // deliverN hands the client n consecutive replies in b, numbered seq on
@@ -103,22 +105,23 @@ func (p *Proxy) pushIDs(b []byte) []byte {
 	return b
 }
 
-// pushAfter is push for a frame that came on c after the replies c handed
+// PushAfter is push for a frame that came on c after the replies c handed
 // the session before it: in front of a cluster, the last of them may still
 // be held for its turn (another node's reply is due first), and the push
 // then waits with it. An invalidation must not reach the client before the
 // value it invalidates, or the client would cache that value for good.
-func (s *session) pushAfter(c *upConn, b []byte) {
+func (s *session) PushAfter(c *upstream.Conn, b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return
 	}
 	b = s.p.pushIDs(b)
-	if !c.haveSeq {
+	last, ok := c.LastDelivered()
+	if !ok {
 		s.write(b)
 		return
 	}
 	s.outMu.Lock()
-	if s.outClosed || s.outSeq > c.lastSeq || !s.held.appendTo(c.lastSeq, b) {
+	if s.outClosed || s.outSeq > last || !s.held.appendTo(last, b) {
 		s.outMu.Unlock()
 		s.write(b) // its reply is out already (or gone with the output)
 		return
@@ -182,14 +185,14 @@ func (s *session) writeCork(b []byte, cork bool) outAction {
 		// Corking must not cut off a client that reads: what the
 		// socket takes now does not count against the limit, as
 		// without corking.
-		n := s.out.writeTo(s.dw.write)
+		n := s.out.writeTo(s.dw.Write)
 		if c, ok := s.nc.(interface{ CountWrite(int) }); ok && n > 0 {
 			c.CountWrite(n)
 		}
 	}
 	if s.out.len() == 0 && s.writing == 0 && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
-		n := s.dw.write(b)
+		n := s.dw.Write(b)
 		if c, ok := s.nc.(interface{ CountWrite(int) }); ok && n > 0 {
 			c.CountWrite(n)
 		}
@@ -221,7 +224,7 @@ func (s *session) uncorkOut() {
 		return
 	}
 	if s.writing == 0 && s.raw != nil {
-		n := s.out.writeTo(s.dw.write)
+		n := s.out.writeTo(s.dw.Write)
 		if c, ok := s.nc.(interface{ CountWrite(int) }); ok && n > 0 {
 			c.CountWrite(n)
 		}
@@ -331,4 +334,31 @@ func (s *session) writeLoop() {
 			}
 		}
 	}
+}
+
+// A session is the upstream.Sink of the commands it sends, and the
+// upstream.Owner of its dedicated connection.
+
+func (s *session) Deliver(seq uint64, b []byte, n int) { s.deliverN(seq, b, n) }
+
+func (s *session) DeliverCork(seq uint64, b []byte, n int) int {
+	return s.deliverCork(seq, b, n, true)
+}
+
+func (s *session) Uncork(done int) {
+	s.uncorkOut()
+	s.answered(done)
+}
+
+func (s *session) Alone() bool      { return s.inflight.Load() == 1 }
+func (s *session) Push(b []byte)    { s.push(b) }
+func (s *session) InputEnded() bool { return s.inputEnded.Load() }
+
+// poller is the session's event loop as its connections' poller; nil on a
+// goroutine of its own.
+func (s *session) poller() upstream.Poller {
+	if s.lp == nil {
+		return nil
+	}
+	return s.lp
 }

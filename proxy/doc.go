@@ -10,14 +10,21 @@
 // throughput (measured: pipelined throughput falls to 0.05 of direct).
 //
 // It owns the client sessions and the state Valkey would keep for each
-// (connstate.go), the event loops, the upstream connections and their pools
-// (per protocol, database and login; per primary in front of a cluster),
-// following Sentinel and the cluster's slot map, the replies the proxy gives
-// itself (CLIENT ..., LOCKPROXY, INFO lockproxy), and the counter table's
-// rows (counters.go): which of its own numbers each reported number reads.
-// Package telemetry owns the counter structs, histograms, lock events, the
-// audit file and the rendering of INFO lockproxy, LOCKPROXY STATS and
-// /metrics from those rows.
+// (connstate.go), the event loops, which upstream connections a session
+// uses (its pool key: protocol, database and login; the primary in front
+// of a cluster) and what they are told at connect, what a Sentinel
+// failover does to them, the cluster's slot map, the replies the
+// proxy gives itself (CLIENT ..., LOCKPROXY, INFO lockproxy), and the
+// counter table's rows (counters.go): which of its own numbers each
+// reported number reads. Package upstream owns the connections
+// themselves: dialling, the handshake, the pools, Sentinel's answers, and a
+// connection once it is open (queueing, writing, reading and handing out
+// replies, the reply deadline, its death): a session is its upstream.Sink,
+// the proxy its upstream.Host (uphost.go) and the dial function of its
+// pools (pool.go), an event loop its upstream.Poller. Package
+// telemetry owns the counter structs, histograms, lock events, the audit
+// file and the rendering of INFO lockproxy, LOCKPROXY STATS and /metrics
+// from those rows.
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // The epoch a primary mints tokens under (docs/failover.md) is established
@@ -64,16 +63,16 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 	}
 	floor := p.sentinelEpoch() * epochPerFailover
 	p.own.add(nc, 1) // kept out of MONITOR, as the handshake is (monitorown.go)
-	replies, err := roundTrip(nc, [][]string{{"INFO", "server", "keyspace"}})
+	replies, err := upstream.RoundTrip(nc, [][]string{{"INFO", "server", "keyspace"}})
 	if err != nil {
 		return err
 	}
 	run, dbs, err := parseServerInfo(replies[0])
-	if re, ok := err.(*replyError); ok {
+	if re, ok := err.(*upstream.ReplyError); ok {
 		// A login that may not run INFO: its connection's grants mint
 		// under the clues other connections learned, or under whatever
 		// the hash says (docs/failover.md, Limits).
-		p.log.Warn("cannot learn the primary's run id on this login's connection", "error", re.msg)
+		p.log.Warn("cannot learn the primary's run id on this login's connection", "error", re.Msg)
 		return nil
 	}
 	if err != nil {
@@ -91,7 +90,7 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 		}
 		cmds = append(cmds, []string{"SELECT", strconv.Itoa(db)})
 		p.own.add(nc, len(cmds))
-		replies, err := roundTrip(nc, cmds)
+		replies, err := upstream.RoundTrip(nc, cmds)
 		if err != nil {
 			return err
 		}
@@ -128,52 +127,12 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 	return nil
 }
 
-// roundTrip sends commands and reads one reply each.
-func roundTrip(nc net.Conn, cmds [][]string) ([][]byte, error) {
-	var out []byte
-	for _, c := range cmds {
-		out = resp.AppendCommandStrings(out, c...)
-	}
-	if _, err := nc.Write(out); err != nil {
-		return nil, err
-	}
-	var (
-		f       resp.Framer
-		replies = make([][]byte, 0, len(cmds))
-		buf     = make([]byte, 0, 4096)
-		at      int
-	)
-	for len(replies) < len(cmds) {
-		n, err := f.Frame(buf[at:])
-		if err != nil {
-			return nil, err
-		}
-		if n > 0 {
-			replies = append(replies, buf[at:at+n])
-			at += n
-			f = resp.Framer{}
-			continue
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, make([]byte, max(len(buf), 4096))...)[:len(buf)]
-			// The replies so far point into the old array: they stay
-			// valid (it is not written again).
-		}
-		m, err := nc.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if err != nil && m == 0 {
-			return nil, err
-		}
-	}
-	return replies, nil
-}
-
 // parseServerInfo reads the run_id and the databases that hold keys from
 // INFO server keyspace's reply (a bulk string in RESP2, a verbatim string
 // in RESP3), or its error.
 func parseServerInfo(b []byte) (string, []string, error) {
 	if len(b) > 0 && b[0] == '-' {
-		return "", nil, &replyError{msg: strings.TrimRight(string(b[1:]), "\r\n")}
+		return "", nil, &upstream.ReplyError{Msg: strings.TrimRight(string(b[1:]), "\r\n")}
 	}
 	var run string
 	var dbs []string
@@ -245,9 +204,7 @@ func (p *Proxy) sentinelEpoch() int64 {
 	if s.Master == "" {
 		return 0
 	}
-	p.masterMu.Lock()
-	addr := p.master
-	p.masterMu.Unlock()
+	addr := p.sentinel.Known()
 	p.epochs.mu.Lock()
 	if addr != "" && addr == p.epochs.sentinelFor {
 		e := p.epochs.sentinelEpoch
@@ -255,21 +212,7 @@ func (p *Proxy) sentinelEpoch() int64 {
 		return e
 	}
 	p.epochs.mu.Unlock()
-	var best int64
-	answered := false
-	for _, sa := range s.Addrs {
-		sc := p.sentinelClient(sa)
-		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
-		m, err := sc.Master(ctx, s.Master).Result()
-		cancel()
-		sc.Close()
-		if err != nil {
-			continue
-		}
-		if v, err := strconv.ParseInt(m["config-epoch"], 10, 64); err == nil {
-			best, answered = max(best, v), true
-		}
-	}
+	best, answered := p.sentinel.ConfigEpoch()
 	if answered && addr != "" {
 		p.epochs.mu.Lock()
 		p.epochs.sentinelFor, p.epochs.sentinelEpoch = addr, best

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockproxy/lockproxy/upstream"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,24 +52,24 @@ type loop struct {
 	// corked: the sessions this round's upstream replies were queued for
 	// (in front of a cluster), written once every upstream connection
 	// ready in the round is read (only the loop touches it).
-	corked []touched
+	corked []upstream.Touched
 
 	mu        sync.Mutex
 	byFd      map[int32]*session
-	upFd      map[int32]*upConn // shared upstream connections this loop reads
-	closing   []*upConn         // failed ones, for the loop to close
-	woken     []*session        // sessions to read again: their replies caught up
-	signalled bool              // an eventfd write is pending
-	wakeAll   bool              // read every session again (shutdown)
+	upFd      map[int32]*upstream.Conn // shared upstream connections this loop reads
+	closing   []*upstream.Conn         // failed ones, for the loop to close
+	woken     []*session               // sessions to read again: their replies caught up
+	signalled bool                     // an eventfd write is pending
+	wakeAll   bool                     // read every session again (shutdown)
 
 	// The loop goroutine's own.
 	evs     []unix.EpollEvent
 	ready   []*session
 	hup     []bool // per ready session: the socket hung up or failed
-	ups     []*upConn
-	toClose []*upConn
+	ups     []*upstream.Conn
+	toClose []*upstream.Conn
 	resumed []*session
-	dirty   []*upConn // connections with commands queued this round
+	dirty   []*upstream.Conn // connections with commands queued this round
 	pollFn  func(fd uintptr) bool
 	waitN   int
 	waitErr error
@@ -115,7 +116,7 @@ func newLoop(p *Proxy) (*loop, error) {
 	l := &loop{
 		p: p, epfd: epfd, evfd: evfd, file: file, rc: rc,
 		byFd: map[int32]*session{},
-		upFd: map[int32]*upConn{},
+		upFd: map[int32]*upstream.Conn{},
 		evs:  make([]unix.EpollEvent, maxEvents),
 		done: make(chan struct{}),
 	}
@@ -161,23 +162,12 @@ func (l *loop) add(s *session) bool {
 // are then handed out in the same rounds that read the clients, with no
 // goroutine hand-off between the two. It reports false when c must have a
 // reader goroutine instead.
-func (l *loop) addUp(c *upConn) bool {
-	fd := -1
-	if err := c.raw.Control(func(f uintptr) { fd = int(f) }); err != nil || fd < 0 {
+func (l *loop) addUp(c *upstream.Conn) bool {
+	// Set up before the loop can see c: it may read c at once.
+	fd, ok := c.Attach(l, readFd)
+	if !ok {
 		return false
 	}
-	// Set up before the loop can see c: it may read c at once.
-	c.fd, c.lp = fd, l
-	// readUp's read, bound once: a closure made per read is allocated per read.
-	c.loopRead = func(b []byte) (int, error) {
-		if !c.loopArmed {
-			return 0, errWouldBlock
-		}
-		c.loopArmed = false
-		return readFd(c.fd, b)
-	}
-	c.timer = time.AfterFunc(time.Hour, c.expire)
-	c.timer.Stop()
 	l.mu.Lock()
 	l.upFd[int32(fd)] = c
 	l.mu.Unlock()
@@ -186,15 +176,15 @@ func (l *loop) addUp(c *upConn) bool {
 		l.mu.Lock()
 		delete(l.upFd, int32(fd))
 		l.mu.Unlock()
-		c.lp, c.timer = nil, nil
+		c.CancelAttach()
 		return false
 	}
 	return true
 }
 
-// detach asks the loop to stop reading the failed connection c and close
-// it. Called from any goroutine, once (upConn.fail).
-func (l *loop) detach(c *upConn) {
+// Detach asks the loop to stop reading the failed connection c and close
+// it. Called from any goroutine, once (upstream.Conn.Fail).
+func (l *loop) Detach(c *upstream.Conn) {
 	l.mu.Lock()
 	l.closing = append(l.closing, c)
 	l.signalLocked()
@@ -202,33 +192,32 @@ func (l *loop) detach(c *upConn) {
 }
 
 // closeUps closes the connections detached from the loop.
-func (l *loop) closeUps(cs []*upConn) {
+func (l *loop) closeUps(cs []*upstream.Conn) {
 	for _, c := range cs {
 		l.mu.Lock()
-		delete(l.upFd, int32(c.fd))
+		delete(l.upFd, int32(c.FD()))
 		l.mu.Unlock()
-		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
-		c.nc.Close()
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.FD(), nil)
+		c.CloseSocket()
 	}
 }
 
 // readUp reads the upstream connection c once and hands out its replies. A
 // panic there (in a reply hook) fails c, not the loop.
-// corkList is where dispatch puts the sessions it corked replies for, when
+// CorkList is where dispatch puts the sessions it corked replies for, when
 // this loop reads the connection: a client whose replies come from several
 // nodes' connections in one round gets one write for all of them.
-func (l *loop) corkList() *[]touched { return &l.corked }
+func (l *loop) CorkList() *[]upstream.Touched { return &l.corked }
 
-func (l *loop) readUp(c *upConn) {
+func (l *loop) readUp(c *upstream.Conn) {
 	defer func() {
 		if r := recover(); r != nil {
 			l.p.log.Error("closing an upstream connection after an internal error",
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			c.fail(fmt.Errorf("internal error: %v", r))
+			c.Fail(fmt.Errorf("internal error: %v", r))
 		}
 	}()
-	c.loopArmed = true
-	c.readOnce(c.loopRead)
+	c.ReadReady()
 }
 
 // remove takes s out of the loop; the loop never touches s's descriptor
@@ -278,8 +267,8 @@ func (l *loop) signalLocked() {
 	_, _ = unix.Write(l.evfd, one[:])
 }
 
-// queued notes that this round queued commands on c.
-func (l *loop) queued(c *upConn) {
+// Queued notes that this round queued commands on c.
+func (l *loop) Queued(c *upstream.Conn) {
 	for _, d := range l.dirty {
 		if d == c {
 			return
@@ -314,13 +303,13 @@ func (l *loop) run() {
 			// failed their connections; any other still here fails
 			// now, so nothing waits on a reader that is gone.
 			l.mu.Lock()
-			var live []*upConn
+			var live []*upstream.Conn
 			for _, c := range l.upFd {
 				live = append(live, c)
 			}
 			l.mu.Unlock()
 			for _, c := range live {
-				c.fail(errClosed)
+				c.Fail(upstream.ErrClosed)
 			}
 			l.mu.Lock()
 			cs := l.closing
@@ -416,12 +405,12 @@ func (l *loop) round(n int) {
 	// commands read below then go out behind the replies' piggy-backed
 	// writes.
 	for _, c := range l.ups {
-		if !c.dead.Load() {
+		if !c.Dead() {
 			l.readUp(c)
 		}
 	}
 	clear(l.ups)
-	uncorkAll(&l.corked)
+	upstream.UncorkAll(&l.corked)
 	var now time.Time
 	if l.p.opts.ClientIdleTimeout.D() > 0 {
 		now = time.Now()
@@ -468,7 +457,7 @@ func (l *loop) round(n int) {
 // uncork writes what this round queued on each upstream connection.
 func (l *loop) uncork() {
 	for _, c := range l.dirty {
-		c.uncork()
+		c.Uncork()
 	}
 	clear(l.dirty)
 	l.dirty = l.dirty[:0]
@@ -503,7 +492,7 @@ type fdReader struct {
 
 func (f *fdReader) Read(b []byte) (int, error) {
 	if !f.armed || len(b) == 0 {
-		return 0, errWouldBlock
+		return 0, upstream.ErrWouldBlock
 	}
 	f.armed = false
 	n, err := readFd(f.fd, b)
@@ -513,7 +502,7 @@ func (f *fdReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// readFd reads a non-blocking socket once: EAGAIN is errWouldBlock, end of
+// readFd reads a non-blocking socket once: EAGAIN is upstream.ErrWouldBlock, end of
 // stream io.EOF.
 func readFd(fd int, b []byte) (int, error) {
 	for {
@@ -522,7 +511,7 @@ func readFd(fd int, b []byte) (int, error) {
 		case errno == unix.EINTR:
 			continue
 		case errno == unix.EAGAIN:
-			return 0, errWouldBlock
+			return 0, upstream.ErrWouldBlock
 		case errno != 0:
 			return 0, errno
 		case n == 0 && len(b) > 0:

@@ -8,6 +8,7 @@ import (
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // handle handles one command and returns the step the engine takes next
@@ -103,7 +104,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	if w := s.p.pauseWait(); w > 0 && forwarded(k) && s.p.cl == nil {
 		s.holds = true // nothing behind it on its connection (busyscript.go)
 		if c := s.target(); c != nil {
-			c.expectBlock(w) // CLIENT PAUSE may hold it back (pause.go)
+			c.ExpectBlock(w) // CLIENT PAUSE may hold it back (pause.go)
 		}
 	}
 	if k == kLong && s.ded == nil {
@@ -114,7 +115,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 			if c == nil {
 				return true
 			}
-			c.expectBlock(wait)
+			c.ExpectBlock(wait)
 		}
 	}
 	if s.lockPlan(cmd) {
@@ -262,7 +263,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kStream:
-		if !s.ded.stream.Load() {
+		if !s.ded.Streaming() {
 			s.goStream(false)
 		}
 		s.subscribing(args)
@@ -283,7 +284,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			s.notePause(args)
 		}
 		if len(args) == 3 && resp.EqualFold(args[1], "reply") && !s.inMulti {
-			if s.ded.stream.Load() {
+			if s.ded.Streaming() {
 				// Replies do not pair with commands here: Valkey
 				// applies it, the proxy only to its own replies.
 				s.forward(cmd.Raw, nil)
@@ -340,7 +341,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	case kAuth:
 		// Valkey decides on this connection; what it accepted is the
 		// login every later connection of the session uses.
-		if (len(args) == 2 || len(args) == 3) && !s.inMulti && !s.ded.stream.Load() {
+		if (len(args) == 2 || len(args) == 3) && !s.inMulti && !s.ded.Streaming() {
 			if s.askDedicated(cmd.Raw) {
 				s.mirror(cmd.Raw) // the session's connections on other nodes (tracking.go)
 				var user []byte
@@ -371,24 +372,24 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		}
 		s.reset()
 		s.resetTracking() // the session's connections on other nodes (tracking.go)
-		if c := s.ded; c.stream.Load() {
+		if c := s.ded; c.Streaming() {
 			// Valkey ends the subscriptions, MONITOR and CLIENT REPLY
 			// OFF: from its +RESET on, replies pair with commands again
-			// (upConn.dispatch), and nothing is sent before it arrives.
-			c.resets.Add(1)
+			// (package upstream's dispatch), and nothing is sent before it arrives.
+			c.ExpectReset()
 			s.forward(cmd.Raw, nil)
 			s.flush()
 			select {
-			case <-c.unstream:
-			case <-c.quit:
+			case <-c.Unstreamed():
+			case <-c.Done():
 			case <-s.p.force:
 			}
 			return true
 		}
 	}
 	if wait, ok := s.p.cmds().blockingWait(args); ok {
-		s.ded.expectBlock(wait)
-		if !s.inMulti && !s.ded.stream.Load() {
+		s.ded.ExpectBlock(wait)
+		if !s.inMulti && !s.ded.Streaming() {
 			// CLIENT LIST's flag b until the reply comes.
 			s.blocked.Store(true)
 			s.forward(cmd.Raw, func(reply []byte) []byte {
@@ -445,7 +446,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 // with commands, it only sends and reports true for the caller to apply what
 // the command asked.
 func (s *session) askDedicated(raw []byte) bool {
-	if s.ded.stream.Load() {
+	if s.ded.Streaming() {
 		s.forward(raw, nil)
 		return true
 	}
@@ -584,7 +585,7 @@ func (s *session) client(cmd resp.Command) bool {
 			return true
 		}
 		if s.lp == nil {
-			s.p.pool(s.key()).openSpares()
+			s.p.pool(s.key()).OpenSpares()
 		}
 	}
 	s.notePause(args)
@@ -643,7 +644,7 @@ func (s *session) matchesProxyCreds(user, pass []byte) bool {
 	if u == "" {
 		u = "default"
 	}
-	userOK := subtle.ConstantTimeCompare([]byte(u), []byte(userOrDefault(o.Username))) == 1
+	userOK := subtle.ConstantTimeCompare([]byte(u), []byte(upstream.UserOrDefault(o.Username))) == 1
 	passOK := subtle.ConstantTimeCompare(pass, []byte(o.Password)) == 1
 	return userOK && passOK
 }

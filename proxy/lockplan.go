@@ -54,7 +54,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		// carries those it was decided with: one decided before a
 		// restart of Valkey and sent on the connection that found it
 		// restarted would mint under the old process's epoch.
-		if c := s.shared; c == nil || s.sharedKey != s.key() || c.dead.Load() {
+		if c := s.shared; c == nil || s.sharedKey != s.key() || c.Dead() {
 			if s.target() == nil {
 				return true // answered with the dial's error
 			}
@@ -152,8 +152,8 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 // lockproxy's scripts when it opens, and a wrapper is loaded by its first
 // use, so NOSCRIPT is rare: after a SCRIPT FLUSH, or for a wrapper a
 // restarted Valkey no longer holds. The command is then sent again as EVAL
-// when nothing of the session's is in flight behind it (upConn.retry, in
-// noscript.go), and answered with an error that says it did not run
+// when nothing of the session's is in flight behind it (package upstream's
+// retry.go), and answered with an error that says it did not run
 // otherwise. Inside MULTI, with more commands of the client's already read
 // behind it, or on a wrapper's first use, it goes as EVAL straight away.
 func (s *session) run(plan rewrite.Plan) {
@@ -166,7 +166,7 @@ func (s *session) run(plan rewrite.Plan) {
 		s.apply(effects, out)
 		return out
 	}
-	if s.ded != nil && s.ded.stream.Load() {
+	if s.ded != nil && s.ded.Streaming() {
 		if sc.Client != "" && len(effects) == 0 {
 			// A script under the monitor: it keeps the records inside
 			// Valkey, so its reply needs nothing of the proxy's and

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // Clients that log in as a user of their own (AUTH, HELLO ... AUTH, with
@@ -108,7 +109,7 @@ func (s *session) loggedIn(user, pass []byte) {
 		s.login, s.loginUser = "", ""
 		return
 	}
-	s.login, s.loginUser = s.p.logins.add(string(user), string(pass)), userOrDefault(string(user))
+	s.login, s.loginUser = s.p.logins.add(string(user), string(pass)), upstream.UserOrDefault(string(user))
 }
 
 // checkLogin asks Valkey whether user and pass log in, on a connection of
@@ -128,7 +129,7 @@ func (p *Proxy) checkLogin(raw, user, pass []byte, key poolKey, i int) *loginChe
 	c.login = p.logins.add(string(user), string(pass))
 	if key.node != "" || p.cl == nil {
 		key.login = c.login
-		_, err := p.pool(key).conn(i)
+		_, err := p.pool(key).Conn(i)
 		c.dialed = &dialResult{key: key, err: err}
 	}
 	return c
@@ -138,7 +139,7 @@ func (p *Proxy) checkLogin(raw, user, pass []byte, key poolKey, i int) *loginChe
 // (raw, sent as the client sent it, so MONITOR shows it as Valkey would),
 // as the client would get it for AUTH: +OK, or its error (WRONGPASS, ...).
 func (p *Proxy) loginReply(raw []byte, node string) []byte {
-	nc, _, err := p.connect(connState{proto: 2, bare: true, node: node})
+	nc, _, err := p.connect(upstream.State{Proto: 2, Bare: true, Node: node})
 	if err != nil {
 		return resp.AppendError(nil, p.dialErrorText(err))
 	}

@@ -31,7 +31,7 @@ func (p *Proxy) MetricsHandler() http.Handler {
 }
 
 func (p *Proxy) healthz(w http.ResponseWriter, r *http.Request) {
-	if v := p.upstreamVerdict(r.Context(), true); !v.up() {
+	if v := p.upstreamVerdict(r.Context(), true); !v.Up() {
 		http.Error(w, "upstream "+p.tableAddr()+" "+v.String(), http.StatusServiceUnavailable)
 		return
 	}
@@ -50,7 +50,7 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not accepting clients yet", http.StatusServiceUnavailable)
 		return
 	}
-	if v := p.upstreamVerdict(r.Context(), true); !v.up() {
+	if v := p.upstreamVerdict(r.Context(), true); !v.Up() {
 		http.Error(w, "upstream "+p.tableAddr()+" "+v.String(), http.StatusServiceUnavailable)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/telemetry"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // ops is the proxy's operational state: what the LOCKPROXY commands, INFO
@@ -30,7 +31,7 @@ type ops struct {
 	dials, dialErrors atomic.Int64
 	// Failed dials and lost connections to Valkey, by reason (uphealth.go's
 	// upstreamReasons, in order).
-	upErrors [len(upstreamReasonList)]atomic.Int64
+	upErrors [len(upstream.Reasons)]atomic.Int64
 	// upFailedCmds: commands whose connection to Valkey failed before
 	// their reply came (answered with an UPSTREAM error).
 	upFailedCmds atomic.Int64
@@ -104,21 +105,14 @@ func (p *Proxy) sessionEnded(s *session) {
 // upstreamConns counts the live shared upstream connections.
 func (p *Proxy) upstreamConns() int64 {
 	p.poolMu.Lock()
-	pools := make([]*pool, 0, len(p.pools))
+	pools := make([]*upstream.Pool, 0, len(p.pools))
 	for _, pl := range p.pools {
 		pools = append(pools, pl)
 	}
 	p.poolMu.Unlock()
 	var n int64
 	for _, pl := range pools {
-		for i := range pl.slots {
-			sl := &pl.slots[i]
-			sl.mu.Lock()
-			if sl.c != nil && !sl.c.dead.Load() {
-				n++
-			}
-			sl.mu.Unlock()
-		}
+		n += int64(pl.Live())
 	}
 	return n
 }

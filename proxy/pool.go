@@ -1,9 +1,9 @@
 package proxy
 
 import (
-	"errors"
-	"sync"
 	"time"
+
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // poolKey names a set of interchangeable shared connections: commands that
@@ -16,173 +16,74 @@ type poolKey struct {
 	login string // a client's own login (logins.go); "": the proxy's
 }
 
-// pool is the shared connections for one poolKey. A session is pinned to one
-// slot (by its id) so its pipelined commands stay in order on one connection.
-type pool struct {
-	p     *Proxy
-	key   poolKey
-	slots []slot
-	// spares are the side connections sessions use while Valkey holds a
-	// command back on their own slot's connection (busyscript.go).
-	spares [spares]slot
-}
-
-type slot struct {
-	mu      sync.Mutex
-	c       *upConn
-	err     error     // the last dial failure
-	retryAt time.Time // until then, the last failure is answered at once
-	backoff time.Duration
-}
-
-func (p *Proxy) pool(key poolKey) *pool {
+// pool is the shared connections for key (upstream.Pool), dialled with the
+// session state every shared connection of key is told.
+func (p *Proxy) pool(key poolKey) *upstream.Pool {
 	p.poolMu.Lock()
 	defer p.poolMu.Unlock()
 	pl := p.pools[key]
 	if pl == nil {
-		pl = &pool{p: p, key: key, slots: make([]slot, p.opts.Upstream.PoolSize)}
+		pl = upstream.NewPool(upstream.PoolConfig{
+			Size:       p.opts.Upstream.PoolSize,
+			Dial:       func(spare bool) (*upstream.Conn, error) { return p.dialShared(key, spare) },
+			Failed:     func(err error, retryIn time.Duration) { p.sharedDialFailed(key, err, retryIn) },
+			Backoff:    p.opts.Upstream.ReconnectBackoff.D(),
+			MaxBackoff: p.opts.Upstream.MaxBackoff.D(),
+			Closed:     p.closed.Load,
+		})
 		p.pools[key] = pl
 	}
 	return pl
 }
 
-// conn returns the live connection of slot i, dialling it if needed. A slot
-// whose dial failed answers with that failure until its backoff ends, so a
-// down Valkey costs clients an error, not a pile-up of dials.
-func (pl *pool) conn(i int) (*upConn, error) {
-	return pl.slotConn(&pl.slots[i%len(pl.slots)], false)
-}
-
-// spares is how many spare connections a pool may have.
-const spares = 4
-
-// openSpares opens the pool's spare connections (busyscript.go) that are
-// not open. They log in bare, without loading lockproxy's scripts: Valkey
-// may be running a script, and would answer SCRIPT LOAD with BUSY (the
-// first EVALSHA of a lock script on one loads its script: noscript.go).
-func (pl *pool) openSpares() {
-	for i := range pl.spares {
-		_, _ = pl.slotConn(&pl.spares[i], true)
-	}
-}
-
-// freeSpare is an open spare connection where Valkey holds nothing back
-// (with idle, where nothing at all is in flight), claimed for s (no other
-// session takes it until s has queued its command there), else nil.
-func (pl *pool) freeSpare(s *session, idle bool) *upConn {
-	for i := range pl.spares {
-		sl := &pl.spares[i]
-		if !sl.mu.TryLock() {
-			continue
-		}
-		c := sl.c
-		sl.mu.Unlock()
-		if c == nil || c.dead.Load() || !s.claim(c) {
-			continue
-		}
-		if c.q.holds.Load() == 0 && (!idle || c.idle()) {
-			return c
-		}
-		s.unclaim()
-	}
-	return nil
-}
-
-// sparesOpen reports whether openSpares would dial nothing.
-func (pl *pool) sparesOpen() bool {
-	for i := range pl.spares {
-		if !pl.slotReady(&pl.spares[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func (pl *pool) slotConn(sl *slot, spare bool) (*upConn, error) {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if sl.c != nil && !sl.c.dead.Load() {
-		return sl.c, nil
-	}
-	if sl.err != nil && time.Now().Before(sl.retryAt) {
-		return nil, sl.err
-	}
-	if pl.p.closed.Load() {
-		return nil, errClosed
-	}
-	st := pl.p.sharedState(pl.key)
-	st.bare = spare
-	c, err := pl.p.dial(st, nil)
-	p := pl.p
+// dialShared opens a shared connection of key (spare: bare, without
+// lockproxy's scripts: Valkey may be running a script, and would answer
+// SCRIPT LOAD with BUSY; the first EVALSHA of a lock script on one loads
+// its script: upstream/retry.go), and counts what the dial showed.
+func (p *Proxy) dialShared(key poolKey, spare bool) (*upstream.Conn, error) {
+	st := p.sharedState(key)
+	st.Bare = spare
+	c, err := p.dial(st, nil)
 	p.countUpstreamError(p.tableAddr(), err)
-	if pl.key.login == "" && pl.key.node == "" {
+	if key.login == "" && key.node == "" {
 		// The proxy's own login: what the dial showed is the upstream's
 		// health (a client's own login is the client's business).
-		pl.p.noteUpstream(pl.p.tableAddr(), err)
+		p.noteUpstream(p.tableAddr(), err)
 	}
-	var re *replyError
-	if errors.As(err, &re) {
-		// Valkey's answer to the handshake (SELECT of a database it
-		// does not have): the client's error, not a failure to connect.
-		return nil, err
+	if err == nil {
+		p.ops.dials.Add(1)
 	}
-	if err != nil {
-		pl.p.ops.dialErrors.Add(1)
-		if sl.backoff == 0 {
-			sl.backoff = pl.p.opts.Upstream.ReconnectBackoff.D()
-		} else {
-			sl.backoff = min(2*sl.backoff, pl.p.opts.Upstream.MaxBackoff.D())
-		}
-		sl.err = err
-		sl.retryAt = time.Now().Add(sl.backoff)
-		name := pl.p.upstreamName()
-		if pl.key.node != "" {
-			name = pl.key.node // a cluster node's pool
-		}
-		pl.p.log.Warn("cannot open a shared upstream connection", "upstream", name, "err", err, "retry_in", sl.backoff)
-		return nil, err
-	}
-	pl.p.ops.dials.Add(1)
-	if spare {
-		c.spare = pl
-	}
-	sl.c, sl.err, sl.backoff = c, nil, 0
-	return c, nil
+	return c, err
 }
 
-// ready reports whether conn(i) would answer without dialling: the slot
-// has a live connection, or a dial failure still in its backoff. A slot
-// being dialled by someone else is not ready.
-func (pl *pool) ready(i int) bool {
-	return pl.slotReady(&pl.slots[i%len(pl.slots)])
-}
-
-func (pl *pool) slotReady(sl *slot) bool {
-	if !sl.mu.TryLock() {
-		return false
+// sharedDialFailed counts and logs a failed dial of a shared connection of
+// key, which its slot answers with for retryIn.
+func (p *Proxy) sharedDialFailed(key poolKey, err error, retryIn time.Duration) {
+	p.ops.dialErrors.Add(1)
+	name := p.upstreamName()
+	if key.node != "" {
+		name = key.node // a cluster node's pool
 	}
-	defer sl.mu.Unlock()
-	return (sl.c != nil && !sl.c.dead.Load()) ||
-		(sl.err != nil && time.Now().Before(sl.retryAt)) || pl.p.closed.Load()
+	p.log.Warn("cannot open a shared upstream connection", "upstream", name, "err", err, "retry_in", retryIn)
 }
 
 // sharedState is what every shared connection of key is told at connect.
-func (p *Proxy) sharedState(key poolKey) connState {
-	st := connState{
-		proto:    key.proto,
-		db:       key.db,
-		username: p.opts.Upstream.Username,
-		password: p.opts.Upstream.Password,
-		auth:     p.opts.Upstream.Password != "",
-		node:     key.node,
+func (p *Proxy) sharedState(key poolKey) upstream.State {
+	st := upstream.State{
+		Proto:    key.proto,
+		DB:       key.db,
+		Username: p.opts.Upstream.Username,
+		Password: p.opts.Upstream.Password,
+		Auth:     p.opts.Upstream.Password != "",
+		Node:     key.node,
 	}
 	if key.login != "" {
 		// The client's login, never the proxy's in its place: a login
 		// the registry lost (none is ever removed) would log in with
 		// no password, which Valkey refuses.
 		c, _ := p.logins.creds(key.login)
-		st.proxyUser, st.proxyPass = st.username, st.password
-		st.username, st.password, st.auth, st.login = c.user, c.pass, true, true
+		st.ProxyUser, st.ProxyPass = st.Username, st.Password
+		st.Username, st.Password, st.Auth, st.Login = c.user, c.pass, true, true
 	}
 	return st
 }
@@ -190,28 +91,9 @@ func (p *Proxy) sharedState(key poolKey) connState {
 func (p *Proxy) closePools() {
 	p.poolMu.Lock()
 	pools := p.pools
-	p.pools = map[poolKey]*pool{}
+	p.pools = map[poolKey]*upstream.Pool{}
 	p.poolMu.Unlock()
 	for _, pl := range pools {
-		for i := range len(pl.slots) + spares {
-			sl := &pl.spares[max(i-len(pl.slots), 0)]
-			if i < len(pl.slots) {
-				sl = &pl.slots[i]
-			}
-			sl.mu.Lock()
-			c := sl.c
-			sl.c = nil
-			sl.mu.Unlock()
-			if c != nil {
-				c.close()
-			}
-		}
+		pl.CloseAll()
 	}
-}
-
-// idle reports whether nothing is queued or in flight on c.
-func (c *upConn) idle() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.q.n == 0 && len(c.wbuf) == 0 && !c.writing
 }

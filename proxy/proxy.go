@@ -20,6 +20,7 @@ import (
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
 	"github.com/lockproxy/lockproxy/telemetry"
+	"github.com/lockproxy/lockproxy/upstream"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,7 +41,7 @@ type Proxy struct {
 	requireAuth bool
 
 	poolMu sync.Mutex
-	pools  map[poolKey]*pool
+	pools  map[poolKey]*upstream.Pool
 	logins logins // the clients' own logins Valkey accepted (logins.go)
 
 	indexScans sync.Map // server and database → the SCAN cursor where indexOnce stopped (lockindex.go)
@@ -79,8 +80,7 @@ type Proxy struct {
 	instance string
 
 	// With Sentinel: the primary's address now, and the watcher's stop.
-	masterMu    sync.Mutex
-	master      string
+	sentinel    upstream.Sentinel
 	stopWatcher context.CancelFunc
 	// epochs: what this instance saw of the primary's epoch, and the
 	// clues it passes to the grants (epoch.go).
@@ -108,6 +108,11 @@ type Proxy struct {
 
 	// cl is the cluster behind the proxy (cluster.go); nil for one primary.
 	cl *clusterState
+
+	// up is what the upstream connections need of the proxy (uphost.go),
+	// dialer how their sockets are opened.
+	up     upstream.Host
+	dialer upstream.Dialer
 
 	stats stats
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (ops.go)
@@ -150,7 +155,7 @@ func New(opts Options) (*Proxy, error) {
 		opts:      opts,
 		limits:    limits,
 		log:       opts.Logger,
-		pools:     map[poolKey]*pool{},
+		pools:     map[poolKey]*upstream.Pool{},
 		sessions:  map[*session]struct{}{},
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),
@@ -159,13 +164,18 @@ func New(opts Options) (*Proxy, error) {
 		epochs:    epochMemory{prev: -1},
 	}
 	p.life, p.endLife = context.WithCancel(context.Background())
+	p.dialer = upstream.Dialer{Timeout: opts.Upstream.DialTimeout.D(), TLS: p.upstreamTLS,
+		Alive: func() bool { return p.life.Err() == nil }}
 	p.upTLS.Store(opts.UpstreamTLS)
 	p.tlsGiven = tlsGiven
+	p.up = p.newUpHost()
 	if err := p.loadCertificates(); err != nil {
 		o.close()
 		return nil, err
 	}
-	if opts.Upstream.Sentinel.Master != "" {
+	if s := opts.Upstream.Sentinel; s.Master != "" {
+		p.sentinel = upstream.Sentinel{Addrs: s.Addrs, Master: s.Master, Username: s.Username, Password: s.Password,
+			Timeout: opts.Upstream.DialTimeout.D()}
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopWatcher = cancel
 		p.wg.Add(1)
@@ -188,7 +198,7 @@ func New(opts Options) (*Proxy, error) {
 			if err != nil {
 				return nil, err
 			}
-			nc, err := p.dialUpstream(ctx, addr)
+			nc, err := p.dialer.Dial(ctx, addr)
 			if err != nil {
 				p.forgetMaster()
 			}
@@ -214,7 +224,7 @@ func (p *Proxy) probeAuth() bool {
 	if err != nil {
 		return p.opts.Upstream.Password != ""
 	}
-	nc, err := p.dialUpstream(context.Background(), addr)
+	nc, err := p.dialer.Dial(context.Background(), addr)
 	if err != nil {
 		return p.opts.Upstream.Password != ""
 	}
@@ -235,7 +245,7 @@ func (p *Proxy) Serve(l net.Listener) error {
 	p.mu.Lock()
 	if p.shuttingDown.Load() {
 		p.mu.Unlock()
-		return errClosed
+		return upstream.ErrClosed
 	}
 	p.listeners[l] = struct{}{}
 	p.mu.Unlock()
@@ -430,30 +440,28 @@ func (p *Proxy) Close() error {
 func (p *Proxy) Clients() int64 { return p.stats.clients.Load() }
 
 func (p *Proxy) dialErrorText(err error) string {
-	var re *replyError
+	var re *upstream.ReplyError
 	if errors.As(err, &re) {
-		return re.msg
+		return re.Msg
 	}
 	name := p.upstreamName()
-	var ne *nodeError
+	var ne *upstream.NodeError
 	if p.cl != nil && errors.As(err, &ne) {
-		name = ne.addr
+		name = ne.Addr
 	}
-	var se *slowError
+	var se *upstream.SlowError
 	if errors.As(err, &se) {
-		return errUpstreamSlow(name, se.wait)
+		return errUpstreamSlow(name, se.Wait)
 	}
 	return errUpstreamDial(name, err)
 }
 
-func (p *Proxy) lostErrorText(c *upConn) string {
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	if c.owner != nil {
-		return errDedicatedLost(c.addr, err)
+func (p *Proxy) lostErrorText(c *upstream.Conn) string {
+	err := c.Err()
+	if c.Dedicated() {
+		return errDedicatedLost(c.Addr(), err)
 	}
-	return errUpstreamLost(c.addr, err)
+	return errUpstreamLost(c.Addr(), err)
 }
 
 // Events returns up to n recent lock events, newest first.

@@ -26,15 +26,6 @@ func sysRead(fd int, b []byte) (int, syscall.Errno) {
 	return int(n), e
 }
 
-// sysWrite writes b to fd once.
-func sysWrite(fd int, b []byte) (int, syscall.Errno) {
-	if len(b) == 0 {
-		return 0, 0
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	return int(n), e
-}
-
 // epollPoll returns the events ready now, never waiting.
 func epollPoll(epfd int, evs []unix.EpollEvent) (int, syscall.Errno) {
 	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)

@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/lockproxy/lockproxy/telemetry"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // roundTripBuckets are upper bounds in seconds for a command's trip to
@@ -47,17 +47,17 @@ type roundTripBatch struct {
 
 // record adds the round trips of replies just read: from when each command
 // was queued on the connection to now (one clock read for the batch).
-func (r *roundTrips) record(ps []pend) {
+func (r *roundTrips) record(ps []upstream.Pend) {
 	if len(ps) == 0 {
 		return
 	}
-	now := monoNow()
+	now := upstream.MonoNow()
 	var b roundTripBatch
 	for i := range ps {
-		if ps[i].sent == 0 {
+		if ps[i].Sent == 0 {
 			continue
 		}
-		f, d := ps[i].fam, now-ps[i].sent
+		f, d := family(ps[i].Fam), now-ps[i].Sent
 		j := 0
 		for j < numRTBuckets && d > rtBoundsNs[j] {
 			j++
@@ -103,9 +103,3 @@ func (r *roundTrips) snapshot(f family) telemetry.Snapshot {
 	}
 	return s
 }
-
-// clockBase anchors monoNow: Go's monotonic clock, read as nanoseconds.
-var clockBase = time.Now()
-
-// monoNow is nanoseconds on the monotonic clock, never 0.
-func monoNow() int64 { return int64(time.Since(clockBase)) + 1 }

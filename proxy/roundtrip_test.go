@@ -1,18 +1,22 @@
 package proxy
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lockproxy/lockproxy/upstream"
+)
 
 // A batch's replies land in their family's buckets, with the sum, the
 // smallest and the largest round trip.
 func TestRoundTripsRecord(t *testing.T) {
 	var r roundTrips
-	now := monoNow()
+	now := upstream.MonoNow()
 	// Sent long enough ago that the clock read in record is later still.
-	ps := []pend{
-		{fam: famForward, sent: now - 2e6}, // 2 ms ago: past the 1 ms bound
-		{fam: famForward, sent: now - 40e9},
-		{fam: famLock, sent: now - 7e6},
-		{fam: famLock, sent: 0}, // not timed
+	ps := []upstream.Pend{
+		{Fam: uint8(famForward), Sent: now - 2e6}, // 2 ms ago: past the 1 ms bound
+		{Fam: uint8(famForward), Sent: now - 40e9},
+		{Fam: uint8(famLock), Sent: now - 7e6},
+		{Fam: uint8(famLock), Sent: 0}, // not timed
 	}
 	r.record(ps)
 	f := r.snapshot(famForward)

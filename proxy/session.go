@@ -14,6 +14,7 @@ import (
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // session is one client connection. Its goroutine reads commands, decides
@@ -53,23 +54,23 @@ type session struct {
 	// (cluster_redirect.go).
 	redirects redirects
 
-	ded       *upConn                     // the session's own upstream connection, once it needs one
+	ded       *upstream.Conn              // the session's own upstream connection, once it needs one
 	trk       *tracking                   // client-side caching, once turned on (tracking.go)
 	redirTo   redirectedHere              // relays of other sessions' REDIRECT to this one (tracking.go)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
-	shared    *upConn // cached shared connection for key()
+	shared    *upstream.Conn // cached shared connection for key()
 	sharedKey poolKey
 
 	// Commands read but not yet handed to their upstream connection: a whole
 	// pipelined batch goes over in one locked append.
-	bconn *upConn
+	bconn *upstream.Conn
 	bbuf  []byte
-	bpend []pend
+	bpend []upstream.Pend
 	// last is the connection the session's last batch went to. In front
 	// of one primary, switching to another one waits for the replies owed
 	// on it first (see forwardRetry).
-	last *upConn
+	last *upstream.Conn
 	// seqNext is the sequence number the next reply owed gets (reorder.go;
 	// only the session's goroutine or loop touches it).
 	seqNext uint64
@@ -92,7 +93,7 @@ type session struct {
 	// costs no goroutine.
 	writer    bool
 	raw       syscall.RawConn
-	dw        directWriter // writes to raw; under outMu
+	dw        upstream.DirectWriter // writes to raw; under outMu
 	wake      chan struct{}
 	stopW     chan struct{}
 	writerEnd chan struct{}
@@ -116,11 +117,11 @@ type session struct {
 	// touches it).
 	readOff bool
 	// holds: Valkey may hold the command being handled back for long
-	// (pend.holds, busyscript.go).
+	// (upstream.Pend.Holds, busyscript.go).
 	holds bool
 	// claimed is the spare connection handed to the session for its
 	// command (busyscript.go), until the command is queued there.
-	claimed *upConn
+	claimed *upstream.Conn
 	// family is the command being handled's family (commands.go), which its
 	// pending entries carry for the round-trip histogram.
 	family family
@@ -174,8 +175,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	s.waitLE.Store(-1)
 	s.host, _, _ = net.SplitHostPort(s.addr)
 	s.sockFd = -1
-	if s.dw.init(nc) {
-		s.raw = s.dw.rc
+	if s.raw = s.dw.Init(nc); s.raw != nil {
 		_ = s.raw.Control(func(fd uintptr) { s.sockFd = int(fd) })
 	}
 	s.since, s.laddr = time.Now(), localAddr(nc)
@@ -200,7 +200,7 @@ func (s *session) beforeFill() {
 	case s.p.shuttingDown.Load() || s.lost.Load():
 		_ = s.nc.SetReadDeadline(time.Now())
 	case idle <= 0:
-	case s.inflight.Load() == 0 && (s.ded == nil || !s.ded.stream.Load()):
+	case s.inflight.Load() == 0 && (s.ded == nil || !s.ded.Streaming()):
 		_ = s.nc.SetReadDeadline(time.Now().Add(idle))
 	default:
 		_ = s.nc.SetReadDeadline(time.Time{})
@@ -231,9 +231,9 @@ func (s *session) finish(graceful bool) {
 			// Pass the end of input on: Valkey answers what it read,
 			// then closes, as it would for the client itself (a blocked
 			// BLPOP, a subscription end there, unanswered).
-			c.closeWrite()
+			c.CloseWrite()
 			select {
-			case <-c.quit:
+			case <-c.Done():
 			case <-s.p.force:
 			}
 		}
@@ -252,7 +252,7 @@ func (s *session) finish(graceful bool) {
 	s.redirTo.end()
 	s.closeTracking()
 	if s.ded != nil {
-		s.ded.close()
+		s.ded.Close()
 	}
 	s.p.sessionDone(s)
 }
@@ -291,7 +291,7 @@ func (s *session) loop() (graceful bool) {
 			return st.graceful
 		}
 		s.carryHere(cmd, st)
-		if s.ded != nil && s.ded.pipe.Load() {
+		if s.ded != nil && s.ded.Piped() {
 			s.pipeClient()
 			return true
 		}
@@ -330,13 +330,13 @@ func (s *session) carryHere(cmd resp.Command, st step) {
 func (s *session) pipeClient() {
 	c := s.ded
 	_ = s.nc.SetReadDeadline(time.Time{})
-	if b := s.rd.Take(); len(b) > 0 && !c.send(b, nil, nil) {
+	if b := s.rd.Take(); len(b) > 0 && !c.Send(b, nil, nil) {
 		return
 	}
 	buf := make([]byte, 16<<10)
 	for {
 		n, err := s.nc.Read(buf)
-		if n > 0 && !c.send(buf[:n], nil, nil) {
+		if n > 0 && !c.Send(buf[:n], nil, nil) {
 			return
 		}
 		if err != nil {
@@ -370,7 +370,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 	}
 	if c != s.bconn {
 		s.flush()
-		if s.last != nil && s.last != c && (s.p.cl == nil || s.last.addr == c.addr && !s.last.dead.Load()) {
+		if s.last != nil && s.last != c && (s.p.cl == nil || s.last.Addr() == c.Addr() && !s.last.Dead()) {
 			// Two connections to one server (another protocol or
 			// database, or the session's own): commands sent on the new
 			// one could run before those still in flight on the old.
@@ -383,7 +383,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 		s.bconn = c
 	}
 	s.bbuf = append(s.bbuf, raw...)
-	s.bpend = append(s.bpend, pend{s: s, hook: hook, retry: retry, mute: s.mute, holds: s.holds, cluster: s.clusterPend(raw), fam: s.family})
+	s.bpend = append(s.bpend, upstream.Pend{Sink: s, Hook: hook, Retry: retry, Mute: s.mute, Holds: s.holds, Route: s.clusterPend(raw), Fam: uint8(s.family)})
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -399,12 +399,12 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 
 // target returns the upstream connection for the session's next command,
 // answering the client with an error when there is none.
-func (s *session) target() *upConn {
+func (s *session) target() *upstream.Conn {
 	if s.ded != nil {
 		return s.ded
 	}
 	c := s.shared
-	if c == nil || s.sharedKey != s.key() || c.dead.Load() {
+	if c == nil || s.sharedKey != s.key() || c.Dead() {
 		var err error
 		if c, err = s.poolConn(s.key()); err != nil {
 			s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
@@ -419,14 +419,14 @@ func (s *session) target() *upConn {
 // the event loop for the command being handled answers in its place when it
 // failed: the loop must not dial again (a handshake Valkey refuses, SELECT of
 // a database it does not have, is not remembered by the pool).
-func (s *session) poolConn(key poolKey) (*upConn, error) {
+func (s *session) poolConn(key poolKey) (*upstream.Conn, error) {
 	if d := s.learned.dialed; d != nil {
 		s.learned.dialed = nil
 		if d.key == key && d.err != nil {
 			return nil, d.err
 		}
 	}
-	return s.p.pool(key).conn(int(s.id))
+	return s.p.pool(key).Conn(int(s.id))
 }
 
 // dialResult is what an off-loop dial of a pool's connection gave.
@@ -444,25 +444,25 @@ func (s *session) flush() {
 	n := int64(len(s.bpend))
 	// A connection in stream mode pairs no reply with a command: nothing
 	// is counted, and what comes goes to the client as it comes.
-	counted := !c.stream.Load()
+	counted := !c.Streaming()
 	if counted {
 		s.inflight.Add(n)
 		for i := range s.bpend {
-			s.bpend[i].seq = s.seqNext
+			s.bpend[i].Seq = s.seqNext
 			s.seqNext++
 		}
 	}
-	if !c.send(s.bbuf, s.bpend, s.lp) {
+	if !c.Send(s.bbuf, s.bpend, s.poller()) {
 		// The connection died before this batch left: nothing was sent, so
 		// each command gets the same error its in-flight siblings got.
 		reply := resp.AppendError(nil, s.p.lostErrorText(c))
 		for _, p := range s.bpend {
 			r := reply
-			if p.mute {
+			if p.Mute {
 				r = nil
 			}
 			if counted {
-				s.deliverN(p.seq, r, 1)
+				s.deliverN(p.Seq, r, 1)
 			} else {
 				s.write(r)
 			}
@@ -485,7 +485,7 @@ func (s *session) flush() {
 // loop that stalls the loop's other clients: only rare paths wait there.
 func (s *session) waitDrain(le int64) {
 	if s.lp != nil && s.inflight.Load() > le {
-		if c := s.last; c != nil && c.lp != nil && !c.dead.Load() {
+		if c := s.last; c != nil && c.Looped() && !c.Dead() {
 			// The replies would come through an event loop, maybe this
 			// very one: waiting here could stall it for good. Such
 			// commands ask for stepSettle first, so this is a
@@ -528,7 +528,7 @@ func (s *session) local(reply []byte) {
 		s.sendHeld() // CLIENT CACHING or MULTI held for this command's node (tracking.go)
 	}
 	s.flush()
-	if s.ded != nil && s.ded.stream.Load() {
+	if s.ded != nil && s.ded.Streaming() {
 		s.write(reply) // nothing pairs with commands there: no order to keep
 		return
 	}
@@ -544,19 +544,19 @@ func (s *session) owe() uint64 {
 	return seq
 }
 
-// upstreamLost is called when the session's dedicated connection died. The
+// Lost is called when the session's dedicated connection died. The
 // state that lived on it is gone, so the session ends rather than move on
 // silently; the client is told why first (told: commands in flight got the
 // error as their reply already).
-func (s *session) upstreamLost(c *upConn, err error, told bool) {
-	if errors.Is(err, errClosed) || s.lost.Swap(true) {
+func (s *session) Lost(c *upstream.Conn, err error, told bool) {
+	if errors.Is(err, upstream.ErrClosed) || s.lost.Swap(true) {
 		return
 	}
-	if !told && !c.pipe.Load() && !s.inputEnded.Load() {
+	if !told && !c.Piped() && !s.inputEnded.Load() {
 		// Nothing was in flight to carry the news (or the replies do not
 		// pair): say it before closing, rather than let the client meet
 		// a closed connection on its next command.
-		s.push(resp.AppendError(nil, errDedicatedLost(c.addr, err)))
+		s.push(resp.AppendError(nil, errDedicatedLost(c.Addr(), err)))
 	}
 	_ = s.nc.SetReadDeadline(time.Now())
 }
@@ -570,16 +570,16 @@ func (s *session) goDedicated(withCreds bool) bool {
 	s.flush()
 	s.waitDrain(0)
 	st := s.p.sharedState(s.key()) // logged in as the session is
-	st.name, st.libName, st.libVer = s.name, s.libName, s.libVer
-	st.auth = withCreds && st.auth
+	st.Name, st.LibName, st.LibVer = s.name, s.libName, s.libVer
+	st.Auth = withCreds && st.Auth
 	var vid int64
-	st.clientID = &vid
+	st.ClientID = &vid
 	c, err := s.p.dial(st, s)
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return false
 	}
-	c.vid = vid
+	c.SetValkeyID(vid)
 	s.p.vids.add(vid, s.id)
 	s.dedMu.Lock()
 	s.ded = c
@@ -593,8 +593,7 @@ func (s *session) goDedicated(withCreds bool) bool {
 func (s *session) goStream(pipe bool) {
 	s.flush()
 	s.waitDrain(0)
-	s.ded.pipe.Store(pipe)
-	s.ded.stream.Store(true)
+	s.ded.StartStream(pipe)
 }
 
 // setName changes the client name (CLIENT SETNAME, HELLO SETNAME): under
@@ -617,7 +616,7 @@ func (s *session) nameSnapshot() string {
 
 // dedicated returns the session's own upstream connection, if any. It is
 // read from other goroutines (Sentinel failover), hence the lock.
-func (s *session) dedicated() *upConn {
+func (s *session) dedicated() *upstream.Conn {
 	s.dedMu.Lock()
 	defer s.dedMu.Unlock()
 	return s.ded

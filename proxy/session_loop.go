@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -140,20 +139,20 @@ func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
 // dial_timeout) must then run off the loop, and a command that needs it is
 // handled once it is done (dialStep).
 func (s *session) needsDial(key poolKey) bool {
-	if c := s.shared; c != nil && s.sharedKey == key && !c.dead.Load() {
+	if c := s.shared; c != nil && s.sharedKey == key && !c.Dead() {
 		return false
 	}
 	if d := s.learned.dialed; d != nil && d.key == key {
 		return false // dialled for this very command
 	}
-	return !s.p.pool(key).ready(int(s.id))
+	return !s.p.pool(key).Ready(int(s.id))
 }
 
 // dialStep is the step that dials the session's slot of the pool key off
 // the loop, keeping the outcome for the command handled again (poolConn).
 func (s *session) dialStep(key poolKey) step {
 	return step{do: stepOffLoop, job: func() {
-		_, err := s.p.pool(key).conn(int(s.id))
+		_, err := s.p.pool(key).Conn(int(s.id))
 		s.learned.dialed = &dialResult{key: key, err: err}
 	}}
 }
@@ -175,5 +174,3 @@ func (s *session) migrate() {
 	s.waitLE.Store(-1)
 	go s.serveGo()
 }
-
-var errWouldBlock = errors.New("no more input now")

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // A step is what handling a command (handle) asks of the engine that serves
@@ -71,7 +72,7 @@ func (s *session) read() (resp.Command, step) {
 	}
 	var pe *resp.ProtocolError
 	switch {
-	case err == errWouldBlock:
+	case err == upstream.ErrWouldBlock:
 		return cmd, step{do: stepIdle}
 	case errors.As(err, &pe):
 		// Valkey answers a protocol error and closes; so do we, after

@@ -1,18 +1,21 @@
 package proxy
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // stepProxy is a Proxy with no upstream and no socket: enough for the step
 // decisions, which read the session's state and its pools' slots only.
 func stepProxy() *Proxy {
-	p := &Proxy{pools: map[poolKey]*pool{}}
+	p := &Proxy{pools: map[poolKey]*upstream.Pool{}}
 	p.opts.Config = policy.Config{}
 	p.opts.Upstream.PoolSize = 2
 	p.decider.Store(&rewrite.Decider{})
@@ -25,15 +28,36 @@ func stepSession(p *Proxy, open bool) *session {
 	s := &session{p: p, id: 1, clientState: clientState{proto: 2, authed: true}}
 	s.lp = &loop{}
 	if open {
-		pl := p.pool(s.key())
-		for i := range pl.slots {
-			pl.slots[i].c = &upConn{}
-		}
-		for i := range pl.spares {
-			pl.spares[i].c = &upConn{}
-		}
+		openPool(p, s.key(), 0)
 	}
 	return s
+}
+
+// openPool puts a pool of key into p whose connections and spares are open
+// (connections with no socket: the step decisions only ask whether they
+// are), but for spare number closed (from 1; 0: none), whose dial failed.
+func openPool(p *Proxy, key poolKey, closed int) {
+	spares := 0
+	pl := upstream.NewPool(upstream.PoolConfig{
+		Size:   p.opts.Upstream.PoolSize,
+		Closed: func() bool { return false },
+		Failed: func(error, time.Duration) {},
+		Dial: func(spare bool) (*upstream.Conn, error) {
+			if spare {
+				if spares++; spares == closed {
+					return nil, errors.New("not open, for the test")
+				}
+			}
+			return &upstream.Conn{}, nil
+		},
+	})
+	for i := range p.opts.Upstream.PoolSize {
+		if _, err := pl.Conn(i); err != nil {
+			panic(err)
+		}
+	}
+	pl.OpenSpares()
+	p.pools[key] = pl
 }
 
 func argsOf(line string) [][]byte {
@@ -138,9 +162,8 @@ func TestOwnConnAsked(t *testing.T) {
 // them off the loop first.
 func TestLoopStepSparesOffLoop(t *testing.T) {
 	p := stepProxy()
-	s := stepSession(p, true)
-	pl := p.pool(s.key())
-	pl.spares[2].c = nil
+	s := stepSession(p, false)
+	openPool(p, s.key(), 3)
 	for _, cmd := range []string{"EVAL x 0", "FCALL f 0", "CLIENT PAUSE 10"} {
 		args := argsOf(cmd)
 		k := p.cmds().kind(args[0])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // Client-side caching (CLIENT TRACKING) through the proxy.
@@ -23,7 +24,7 @@ import (
 // keys take it to, each told CLIENT TRACKING with the client's options as
 // it is opened: every slot is tracked, and the invalidations of every node
 // reach the client, each after the replies that came before it on its
-// connection (session.pushAfter). Commands go to the connection of their
+// connection (session.PushAfter). Commands go to the connection of their
 // slot's node; keyless ones stay where the session's last command went.
 //
 // REDIRECT names a client of the proxy (its CLIENT ID). Valkey knows only
@@ -50,7 +51,7 @@ type tracking struct {
 
 	// own: in front of a cluster, the session's own connection on each
 	// node, the current one (s.ded) included.
-	own map[string]*upConn
+	own map[string]*upstream.Conn
 	// relays: per node, the connection Valkey redirects invalidations to.
 	relays map[string]*relay
 
@@ -64,7 +65,7 @@ type tracking struct {
 // relay is a connection of the proxy's own that takes a client's
 // redirected invalidations on one node, and its id there.
 type relay struct {
-	c           *upConn
+	c           *upstream.Conn
 	id          int64
 	node, login string
 }
@@ -78,7 +79,7 @@ func (s *session) spreads() bool { return s.p.cl != nil && s.trk != nil }
 func (s *session) clientTracking(cmd resp.Command) bool {
 	args := cmd.Args
 	on := resp.EqualFold(args[2], "on")
-	if !on && !resp.EqualFold(args[2], "off") || s.ded.stream.Load() {
+	if !on && !resp.EqualFold(args[2], "off") || s.ded.Streaming() {
 		s.forward(cmd.Raw, nil) // Valkey's error, or a subscriber's
 		return true
 	}
@@ -114,14 +115,14 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 		}
 	}
 	if t.own == nil && s.p.cl != nil {
-		t.own = map[string]*upConn{s.ded.addr: s.ded}
+		t.own = map[string]*upstream.Conn{s.ded.Addr(): s.ded}
 	}
-	st, err := t.command(s, s.ded.addr)
+	st, err := t.command(s, s.ded.Addr())
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return true
 	}
-	fresh := map[*upConn]bool{}
+	fresh := map[*upstream.Conn]bool{}
 	if on && s.p.cl != nil && t.has("bcast") {
 		had := maps.Clone(t.own)
 		if !s.bcastEverywhere(t) {
@@ -149,12 +150,12 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 	// (those just opened for BCAST do already).
 	cur := s.ded
 	for addr, c := range t.own {
-		if c == cur || c.dead.Load() || fresh[c] {
+		if c == cur || c.Dead() || fresh[c] {
 			continue
 		}
 		st, err := t.command(s, addr)
 		if err != nil {
-			c.fail(err) // cannot track there as asked: the session ends, told why
+			c.Fail(err) // cannot track there as asked: the session ends, told why
 			continue
 		}
 		s.sendMuted(c, resp.AppendCommandStrings(nil, st...))
@@ -184,7 +185,7 @@ func (t *tracking) command(s *session, node string) ([]string, error) {
 // opening it first: a RESP3 connection logged in as the session's are
 // (only its CLIENT ID is asked), whose pushes go to the target.
 func (t *tracking) relayOn(s *session, node string) (*relay, error) {
-	if r := t.relays[node]; r != nil && !r.c.dead.Load() {
+	if r := t.relays[node]; r != nil && !r.c.Dead() {
 		return r, nil
 	}
 	target := t.target
@@ -196,7 +197,7 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 		return r, nil
 	}
 	st := s.p.sharedState(poolKey{proto: 3, db: 0, node: node, login: s.login})
-	st.bare = true
+	st.Bare = true
 	nc, addr, err := s.p.connect(st)
 	if err != nil {
 		return nil, err
@@ -209,7 +210,7 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 	c := s.p.startUp(nc, addr, nil, func(push []byte) { target.invalidated(push) })
 	r := &relay{c: c, id: id, node: node, login: s.login}
 	if !target.redirTo.add(r) {
-		c.close() // the target quit meanwhile: the redirect is broken
+		c.Close() // the target quit meanwhile: the redirect is broken
 	}
 	t.setRelay(node, r)
 	// TRACKINGINFO, GETREDIR and a broken redirect's push name the relay
@@ -225,7 +226,7 @@ func (t *tracking) setRelay(node string, r *relay) {
 		t.relays = map[string]*relay{}
 	}
 	if old := t.relays[node]; old != nil && old != r && t.target.redirTo.release(old) {
-		old.c.close()
+		old.c.Close()
 	}
 	t.relays[node] = r
 }
@@ -236,7 +237,7 @@ func clientID(nc net.Conn, wait time.Duration) (int64, error) {
 	if _, err := nc.Write(resp.AppendCommandStrings(nil, "CLIENT", "ID")); err != nil {
 		return 0, err
 	}
-	buf, n, err := readReply(nc, make([]byte, 0, 64))
+	buf, n, err := upstream.ReadReply(nc, make([]byte, 0, 64))
 	if err != nil {
 		return 0, err
 	}
@@ -304,20 +305,20 @@ func (s *session) spreadTo(addr string) bool {
 
 // ownOn returns the session's own connection on addr, opening it first,
 // tracking as t says.
-func (s *session) ownOn(t *tracking, addr string) (*upConn, error) {
+func (s *session) ownOn(t *tracking, addr string) (*upstream.Conn, error) {
 	c := t.own[addr]
-	if c != nil && !c.dead.Load() {
+	if c != nil && !c.Dead() {
 		return c, nil
 	}
 	st := s.p.sharedState(s.key())
-	st.name, st.libName, st.libVer = s.name, s.libName, s.libVer
-	st.node = addr
+	st.Name, st.LibName, st.LibVer = s.name, s.libName, s.libVer
+	st.Node = addr
 	if t.on {
 		cmd, err := t.command(s, addr)
 		if err != nil {
 			return nil, err
 		}
-		st.tracking = cmd
+		st.Tracking = cmd
 	}
 	nc, err := s.p.dial(st, s)
 	if err != nil {
@@ -342,7 +343,7 @@ func (s *session) bcastEverywhere(t *tracking) bool {
 		return true
 	}
 	for _, addr := range m.Primaries {
-		if addr == s.ded.addr {
+		if addr == s.ded.Addr() {
 			continue
 		}
 		if _, err := s.ownOn(t, addr); err != nil {
@@ -354,7 +355,7 @@ func (s *session) bcastEverywhere(t *tracking) bool {
 }
 
 // setDed makes c the session's current own connection.
-func (s *session) setDed(c *upConn) {
+func (s *session) setDed(c *upstream.Conn) {
 	s.dedMu.Lock()
 	s.ded = c
 	s.dedMu.Unlock()
@@ -362,7 +363,7 @@ func (s *session) setDed(c *upConn) {
 
 // sendMuted sends raw on c as the session's, its reply not given to the
 // client; the current connection stays what it was.
-func (s *session) sendMuted(c *upConn, raw []byte) {
+func (s *session) sendMuted(c *upstream.Conn, raw []byte) {
 	cur, mute := s.ded, s.mute
 	s.setDed(c)
 	s.mute = true
@@ -377,7 +378,7 @@ func (s *session) sendMuted(c *upConn, raw []byte) {
 // where they are sent is only known then. It reports whether it did.
 func (s *session) holdForNode(args [][]byte) bool {
 	t := s.trk
-	if s.ded == nil || s.ded.stream.Load() {
+	if s.ded == nil || s.ded.Streaming() {
 		return false
 	}
 	switch id := idOf(args[0]); {
@@ -439,7 +440,7 @@ func (s *session) closeTracking() {
 	for _, c := range t.own {
 		if c != s.ded {
 			s.p.stats.dedicated.Add(-1)
-			c.close()
+			c.Close()
 		}
 	}
 	t.closeRelays()
@@ -448,7 +449,7 @@ func (s *session) closeTracking() {
 func (t *tracking) closeRelays() {
 	for _, r := range t.relays {
 		if t.target == nil || t.target.redirTo.release(r) {
-			r.c.close()
+			r.c.Close()
 		}
 	}
 }
@@ -486,7 +487,7 @@ func (h *redirectedHere) take(node, login string) *relay {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for r, n := range h.relays {
-		if r.node == node && r.login == login && !r.c.dead.Load() {
+		if r.node == node && r.login == login && !r.c.Dead() {
 			h.relays[r] = n + 1
 			return r
 		}
@@ -517,7 +518,7 @@ func (h *redirectedHere) end() {
 	h.relays, h.ended = nil, true
 	h.mu.Unlock()
 	for r := range relays {
-		r.c.close()
+		r.c.Close()
 	}
 }
 
@@ -541,7 +542,7 @@ func (s *session) mirror(raw []byte) {
 		return
 	}
 	for _, c := range s.trk.own {
-		if c != s.ded && !c.dead.Load() {
+		if c != s.ded && !c.Dead() {
 			s.sendMuted(c, raw)
 		}
 	}

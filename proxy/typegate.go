@@ -15,7 +15,7 @@ import (
 // to the caller, for other commands, inside MULTI (a refusal there must
 // abort the transaction at EXEC, as today) and in subscribe or MONITOR mode.
 func (s *session) refuseTyped(cmd resp.Command, d *rewrite.Decider, plan rewrite.Plan) bool {
-	if s.ded != nil && (s.inMulti || s.ded.stream.Load()) {
+	if s.ded != nil && (s.inMulti || s.ded.Streaming()) {
 		return false
 	}
 	keys, types, ok := d.TypeCheck(cmd.Args)

@@ -37,7 +37,7 @@ func (s *session) primeWait(args [][]byte) func([]byte) []byte {
 	}
 	key := rewrite.WaitKey("wait") // one primary: any slot is on it
 	if s.p.cl != nil {
-		if key = s.p.waitKey(s.ded.addr); key == "" {
+		if key = s.p.waitKey(s.ded.Addr()); key == "" {
 			return nil
 		}
 	}

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"io"
@@ -29,13 +29,13 @@ func TestDirectWriterNoAlloc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w directWriter
-	if !w.init(nc) {
+	var w DirectWriter
+	if w.Init(nc) == nil {
 		t.Fatal("a TCP connection has no raw socket")
 	}
 	msg := []byte("+OK\r\n")
 	sent := 0
-	allocs := testing.AllocsPerRun(1000, func() { sent += w.write(msg) })
+	allocs := testing.AllocsPerRun(1000, func() { sent += w.Write(msg) })
 	nc.Close()
 	if raceEnabled {
 		t.Log("allocations not checked under the race detector")

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -11,15 +11,15 @@ import (
 
 const readChunk = 64 << 10
 
-func (c *upConn) readLoop() {
-	defer c.p.wg.Done()
+func (c *Conn) readLoop() {
+	defer c.h.WG.Done()
 	defer func() {
 		// A panic while handing out replies (in a reply hook) fails this
 		// connection — its clients get errors — not the whole process.
 		if r := recover(); r != nil {
-			c.p.log.Error("closing an upstream connection after an internal error",
+			c.h.Log.Error("closing an upstream connection after an internal error",
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			c.fail(fmt.Errorf("internal error: %v", r))
+			c.Fail(fmt.Errorf("internal error: %v", r))
 		}
 	}()
 	for c.readOnce(c.nc.Read) {
@@ -33,23 +33,23 @@ type replyReader struct {
 	start  int // buf[start:] is a reply not yet complete
 	f      resp.Framer
 	frames [][]byte
-	ps     []pend
-	// touched: the sessions a batch's replies were queued for (corked,
-	// in front of a cluster), to be written once the batch is out.
-	touched []touched
+	ps     []Pend
+	// touched: the sinks a batch's replies were queued for (corked, in
+	// front of a cluster), to be written once the batch is out.
+	touched []Touched
 }
 
-// touched is a session a batch's replies were corked for, and how many of
-// its replies reached its output.
-type touched struct {
-	s    *session
+// Touched is a sink a batch's replies were corked for, and how many of its
+// replies reached its output (Poller.CorkList, UncorkAll).
+type Touched struct {
+	s    Sink
 	done int
 }
 
 // readOnce reads once with read, frames the complete replies and hands them
 // out. It reports false once the connection has failed. read may answer
-// errWouldBlock (an event loop's socket with nothing more to read).
-func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
+// ErrWouldBlock (an event loop's socket with nothing more to read).
+func (c *Conn) readOnce(read func([]byte) (int, error)) bool {
 	r := &c.rr
 	if r.buf == nil {
 		r.buf = make([]byte, 0, readChunk)
@@ -71,13 +71,13 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	r.buf = r.buf[:len(r.buf)+n]
 	r.frames = r.frames[:0]
 	if c.pipe.Load() && r.start < len(r.buf) {
-		c.owner.push(r.buf[r.start:])
+		c.owner.Push(r.buf[r.start:])
 		r.start = len(r.buf)
 	}
 	for r.start < len(r.buf) {
 		m, ferr := r.f.Frame(r.buf[r.start:])
 		if ferr != nil {
-			c.fail(fmt.Errorf("unreadable reply from Valkey: %w", ferr))
+			c.Fail(fmt.Errorf("unreadable reply from Valkey: %w", ferr))
 			return false
 		}
 		if m == 0 {
@@ -89,7 +89,7 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 	if len(r.frames) > 0 {
 		corked := &r.touched
 		if c.lp != nil {
-			corked = c.lp.corkList() // written at the end of the loop's round
+			corked = c.lp.CorkList() // written at the end of the loop's round
 		}
 		if !c.dispatch(r.frames, &r.ps, corked) {
 			return false
@@ -106,28 +106,28 @@ func (c *upConn) readOnce(read func([]byte) (int, error)) bool {
 		}
 	}
 	switch {
-	case err == nil || err == errWouldBlock:
+	case err == nil || err == ErrWouldBlock:
 		return true
-	case isTimeout(err) && !c.dead.Load():
-		err = replyTimeout(c.p.opts.Upstream.ReplyTimeout.D()) // counted as a timeout (uphealth.go)
+	case IsTimeout(err) && !c.dead.Load():
+		err = replyTimeout(c.h.ReplyTimeout) // a net.Error timeout, as the proxy counts it
 	}
-	c.fail(err)
+	c.Fail(err)
 	return false
 }
 
-// dispatch hands each frame to its session. Pending entries are popped for
+// dispatch hands each frame to its sink. Pending entries are popped for
 // the whole read at once, so the queue lock is taken once per read, not once
 // per reply.
 //
 // In front of a cluster the replies are corked: a session's replies in one
 // batch are rarely consecutive (its pipeline's other replies come from other
-// nodes), so each is queued and every session touched gets one write at the
+// nodes), so each is queued and every sink touched gets one write at the
 // end, instead of one per reply: the end of this batch, or for a connection
 // an event loop reads, the end of the loop's reading in this round.
-func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
+func (c *Conn) dispatch(frames [][]byte, ps *[]Pend, corked *[]Touched) bool {
 	if c.stream.Load() {
 		for _, fr := range frames {
-			c.owner.push(fr)
+			c.owner.Push(fr)
 			if c.resets.Load() > 0 && string(fr) == "+RESET\r\n" && c.resets.Add(-1) == 0 {
 				c.stream.Store(false)
 				select {
@@ -150,29 +150,29 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 	c.flushLocked()
 	c.mu.Unlock()
 	if len(*ps) < want {
-		c.fail(errors.New("a reply came from Valkey that no command was waiting for"))
+		c.Fail(errors.New("a reply came from Valkey that no command was waiting for"))
 		return false
 	}
-	c.p.ops.roundTrip.record(*ps)
+	c.h.RoundTrip(*ps)
 	// Consecutive replies for the same session lie next to each other in
 	// the read buffer: hand them over as one run (one write to the client
 	// for a whole pipelined batch, not one per reply). A run's replies
 	// are consecutive in the session's order too.
 	var run []byte
-	var runS *session
+	var runS Sink
 	var runSeq uint64
 	runN := 0
-	cork := c.p.cl != nil
-	deliver := func(s *session, seq uint64, b []byte, n int) {
+	cork := c.h.Cork
+	deliver := func(s Sink, seq uint64, b []byte, n int) {
 		if !cork {
-			s.deliverN(seq, b, n)
+			s.Deliver(seq, b, n)
 			return
 		}
-		done := s.deliverCork(seq, b, n, true)
+		done := s.DeliverCork(seq, b, n)
 		if t := *corked; len(t) > 0 && t[len(t)-1].s == s {
 			t[len(t)-1].done += done
 		} else {
-			*corked = append(t, touched{s, done})
+			*corked = append(t, Touched{s, done})
 		}
 	}
 	flushRun := func() {
@@ -191,65 +191,76 @@ func (c *upConn) dispatch(frames [][]byte, ps *[]pend, corked *[]touched) bool {
 			// takes a client's redirected invalidations, to the relay.
 			switch {
 			case c.owner != nil:
-				c.owner.pushAfter(c, fr)
+				c.owner.PushAfter(c, fr)
 			case c.relay != nil:
 				c.relay(fr)
 			default:
-				c.p.log.Warn("dropped a push message on a shared upstream connection", "bytes", len(fr))
+				c.h.Log.Warn("dropped a push message on a shared upstream connection", "bytes", len(fr))
 			}
 			continue
 		}
 		p := (*ps)[i]
 		i++
 		if c.owner != nil {
-			c.lastSeq, c.haveSeq = p.seq, true
+			c.lastSeq, c.haveSeq = p.Seq, true
 		}
-		if p.hook == nil && p.retry == nil && !p.mute && (p.cluster == nil || fr[0] != '-') {
-			if runN > 0 && p.s == runS && p.seq == runSeq+uint64(runN) && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
+		if p.Hook == nil && p.Retry == nil && !p.Mute && (p.Route == nil || fr[0] != '-') {
+			if runN > 0 && p.Sink == runS && p.Seq == runSeq+uint64(runN) && len(run) < cap(run) && &run[:len(run)+1][len(run)] == &fr[0] {
 				run = run[:len(run)+len(fr)]
 				runN++
 				continue
 			}
 			flushRun()
-			run, runS, runSeq, runN = fr, p.s, p.seq, 1
+			run, runS, runSeq, runN = fr, p.Sink, p.Seq, 1
 			continue
 		}
 		flushRun()
-		if p.cluster != nil && isRedirect(fr) {
+		if p.Route != nil && isRedirect(fr) {
 			// Followed on a goroutine of the session's: this reader
 			// serves other clients, and an event loop must never wait.
-			p.s.redirect(p, fr, c.addr)
+			p.Sink.Redirect(p, fr, c.addr)
 			continue
 		}
-		if p.retry != nil && bytes.HasPrefix(fr, noscript) {
+		if p.Retry != nil && bytes.HasPrefix(fr, noscript) {
 			if c.retry(p) {
 				continue
 			}
-			fr = resp.AppendError(nil, errScriptFlushed)
+			fr = append([]byte(nil), c.h.ScriptFlushed...)
 		}
-		if p.hook != nil {
-			fr = p.hook(fr)
+		if p.Hook != nil {
+			fr = p.Hook(fr)
 		}
-		if p.mute {
+		if p.Mute {
 			fr = nil
 		}
-		deliver(p.s, p.seq, fr, 1)
+		deliver(p.Sink, p.Seq, fr, 1)
 	}
 	flushRun()
 	clear(*ps)
 	if c.lp == nil {
-		uncorkAll(corked)
+		UncorkAll(corked)
 	}
 	return true
 }
 
-// uncorkAll writes the replies corked for each session in corked, counts
+// UncorkAll writes the replies corked for each sink in corked, counts
 // them as given, and empties the list.
-func uncorkAll(corked *[]touched) {
+func UncorkAll(corked *[]Touched) {
 	for _, t := range *corked {
-		t.s.uncorkOut()
-		t.s.answered(t.done)
+		t.s.Uncork(t.done)
 	}
 	clear(*corked)
 	*corked = (*corked)[:0]
 }
+
+// isRedirect reports whether an error reply is a cluster redirect the proxy
+// follows (a Pend's Route, Sink.Redirect): MOVED, ASK or TRYAGAIN.
+func isRedirect(fr []byte) bool {
+	return bytes.HasPrefix(fr, errMoved) || bytes.HasPrefix(fr, errAsk) || bytes.HasPrefix(fr, errTry)
+}
+
+var (
+	errMoved = []byte("-MOVED ")
+	errAsk   = []byte("-ASK ")
+	errTry   = []byte("-TRYAGAIN")
+)

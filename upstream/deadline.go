@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 //
 // Called with c.mu held: by writers after a write (progress false) and by the
 // reader after taking replies (progress true).
-func (c *upConn) armLocked(progress bool) {
+func (c *Conn) armLocked(progress bool) {
 	if c.stream.Load() || c.q.n == 0 {
 		if c.armed {
 			c.setDeadlineLocked(time.Time{})
@@ -36,14 +36,14 @@ func (c *upConn) armLocked(progress bool) {
 		c.armed = false
 		return
 	}
-	c.setDeadlineLocked(time.Now().Add(c.p.opts.Upstream.ReplyTimeout.D() + time.Duration(wait)))
+	c.setDeadlineLocked(time.Now().Add(c.h.ReplyTimeout + time.Duration(wait)))
 	c.armed = true
 }
 
 // setDeadlineLocked sets (or, with the zero time, clears) the time by which
 // the next reply must arrive. A connection an event loop reads has no
 // blocking read to time out: a timer fails it instead.
-func (c *upConn) setDeadlineLocked(t time.Time) {
+func (c *Conn) setDeadlineLocked(t time.Time) {
 	if c.lp == nil {
 		_ = c.nc.SetReadDeadline(t)
 		return
@@ -58,12 +58,12 @@ func (c *upConn) setDeadlineLocked(t time.Time) {
 
 // expire runs when a loop-read connection's reply timer fires: the
 // connection fails if the deadline it was set for still stands.
-func (c *upConn) expire() {
+func (c *Conn) expire() {
 	c.mu.Lock()
 	late := c.armed && !c.deadline.IsZero() && !time.Now().Before(c.deadline)
 	c.mu.Unlock()
 	if late {
-		c.fail(replyTimeout(c.p.opts.Upstream.ReplyTimeout.D()))
+		c.Fail(replyTimeout(c.h.ReplyTimeout))
 	}
 }
 
@@ -77,9 +77,9 @@ func (e replyTimeout) Error() string {
 func (replyTimeout) Timeout() bool   { return true }
 func (replyTimeout) Temporary() bool { return true }
 
-// expectBlock records that a command about to be sent may block for wait
+// ExpectBlock records that a command about to be sent may block for wait
 // (negative: forever), so the reply deadline allows for it.
-func (c *upConn) expectBlock(wait time.Duration) {
+func (c *Conn) ExpectBlock(wait time.Duration) {
 	for {
 		old := c.blockWait.Load()
 		if old < 0 || (wait >= 0 && int64(wait) <= old) {
@@ -91,7 +91,7 @@ func (c *upConn) expectBlock(wait time.Duration) {
 	}
 }
 
-func isTimeout(err error) bool {
+func IsTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"net"
@@ -30,7 +30,7 @@ func rawConn(nc net.Conn) syscall.RawConn {
 	return rc
 }
 
-// directWriter writes what the socket takes now, never waiting: Go keeps
+// DirectWriter writes what the socket takes now, never waiting: Go keeps
 // its sockets non-blocking, so a full send buffer answers EAGAIN and the
 // caller queues the rest for its writer goroutine. Any other error is left
 // for that goroutine to meet on its own write.
@@ -40,26 +40,25 @@ func rawConn(nc net.Conn) syscall.RawConn {
 // closure made per call escapes into RawConn.Write and cost two allocations
 // on every reply and every upstream batch. Callers serialise their writes
 // (the session's outMu, the connection's mu), which also guards b and n.
-type directWriter struct {
+type DirectWriter struct {
 	rc syscall.RawConn
 	fn func(fd uintptr) bool // w.do
 	b  []byte
 	n  int
 }
 
-// init sets w up for nc's socket; it reports false when nc has none that
-// can be written directly (TLS).
-func (w *directWriter) init(nc net.Conn) bool {
+// Init sets w up for nc's socket and returns it; nil when nc has none that
+// can be written directly (TLS), and w must not be used then.
+func (w *DirectWriter) Init(nc net.Conn) syscall.RawConn {
 	w.rc = rawConn(nc)
-	if w.rc == nil {
-		return false
+	if w.rc != nil {
+		w.fn = w.do
 	}
-	w.fn = w.do
-	return true
+	return w.rc
 }
 
-// write writes what the socket takes of b now and returns how much.
-func (w *directWriter) write(b []byte) int {
+// Write writes what the socket takes of b now and returns how much.
+func (w *DirectWriter) Write(b []byte) int {
 	w.b, w.n = b, 0
 	_ = w.rc.Write(w.fn)
 	n := w.n
@@ -67,7 +66,7 @@ func (w *directWriter) write(b []byte) int {
 	return n
 }
 
-func (w *directWriter) do(fd uintptr) bool {
+func (w *DirectWriter) do(fd uintptr) bool {
 	for w.n < len(w.b) {
 		m, errno := sysWrite(int(fd), w.b[w.n:])
 		if errno == syscall.EINTR {

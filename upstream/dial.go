@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bufio"
@@ -15,47 +15,57 @@ import (
 // Opening a socket to Valkey: TCP and, with upstream TLS, the TLS
 // handshake, together under one deadline (upstream.dial_timeout). Every
 // connection lockproxy makes to Valkey — shared, dedicated, the side
-// client's, the start-up probe's — comes through dialUpstream, so none can
+// client's, the start-up probe's — comes through a Dialer, so none can
 // wait on a handshake without a deadline, and a TLS failure is named in the
 // operator's terms: a TLS/plaintext mismatch, a certificate Valkey or
 // lockproxy refused.
 
-// setupError is a failure of the upstream settings rather than of the
-// network: what happened, the setting to fix, and the reason reported by
-// lockproxy_upstream_up and /readyz (uphealth.go).
-type setupError struct {
-	reason  string // one of the reason* constants
-	setting string // the configuration key to fix
-	msg     string
+// Dialer opens sockets to Valkey.
+type Dialer struct {
+	// Timeout bounds a dial with its TLS handshake, and each probe.
+	Timeout time.Duration
+	// TLS is the TLS configuration for Valkey now; nil for plaintext.
+	TLS func() *tls.Config
+	// Alive reports false once lockproxy shuts down: a failed TLS
+	// handshake is then not probed further.
+	Alive func() bool
 }
 
-func (e *setupError) Error() string { return e.msg + "; check " + e.setting }
+// SetupError is a failure of the upstream settings rather than of the
+// network: what happened, the setting to fix, and the reason reported by
+// lockproxy_upstream_up and /readyz.
+type SetupError struct {
+	Reason  string // one of Reasons (health.go)
+	Setting string // the configuration key to fix
+	Msg     string
+}
 
-// dialUpstream connects to addr; with upstream TLS it completes the
-// handshake before returning. Both together take at most dial_timeout.
-func (p *Proxy) dialUpstream(ctx context.Context, addr string) (net.Conn, error) {
-	timeout := p.opts.Upstream.DialTimeout.D()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (e *SetupError) Error() string { return e.Msg + "; check " + e.Setting }
+
+// Dial connects to addr; with TLS it completes the handshake before
+// returning. Both together take at most Timeout.
+func (d *Dialer) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
-	d := net.Dialer{KeepAlive: 30 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nd := net.Dialer{KeepAlive: 30 * time.Second}
+	nc, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	tc := p.upstreamTLS()
+	tc := d.TLS()
 	if tc == nil {
 		return nc, nil
 	}
 	c := tls.Client(nc, tc)
 	if err := c.HandshakeContext(ctx); err != nil {
 		nc.Close()
-		return nil, p.tlsFailure(addr, err)
+		return nil, d.tlsFailure(addr, err)
 	}
 	return c, nil
 }
 
 // tlsFailure names why the TLS handshake with addr failed.
-func (p *Proxy) tlsFailure(addr string, err error) error {
+func (d *Dialer) tlsFailure(addr string, err error) error {
 	var rh tls.RecordHeaderError
 	var hostErr x509.HostnameError
 	var unknown x509.UnknownAuthorityError
@@ -66,38 +76,40 @@ func (p *Proxy) tlsFailure(addr string, err error) error {
 	case errors.As(err, &rh):
 		return errTLSToPlaintext(addr)
 	case errors.As(err, &hostErr):
-		return &setupError{reasonCertificate, "upstream.tls.server_name",
+		return &SetupError{ReasonCertificate, "upstream.tls.server_name",
 			fmt.Sprintf("Valkey at %s presented a certificate for another name (%v)", addr, hostErr)}
 	case errors.As(err, &unknown), errors.As(err, &invalid), errors.As(err, &verify):
-		return &setupError{reasonCertificate, "upstream.tls.ca_file",
+		return &SetupError{ReasonCertificate, "upstream.tls.ca_file",
 			fmt.Sprintf("lockproxy does not trust the certificate of Valkey at %s (%v)", addr, err)}
 	case errors.As(err, &alert):
-		return &setupError{reasonCertificate, "upstream.tls.cert_file and upstream.tls.key_file",
+		return &SetupError{ReasonCertificate, "upstream.tls.cert_file and upstream.tls.key_file",
 			fmt.Sprintf("Valkey at %s refused the TLS handshake (%v): it wants a client certificate it trusts", addr, err)}
 	}
 	// No answer, or the connection closed: a plaintext Valkey waits for a
 	// line the TLS hello never ends, or drops it. Ask it in plaintext
 	// (unless lockproxy is shutting down).
-	if p.life.Err() == nil && p.speaksPlaintext(addr) {
+	if d.Alive() && d.speaksPlaintext(addr) {
 		return errTLSToPlaintext(addr)
 	}
 	return fmt.Errorf("TLS handshake with %s: %w", addr, err)
 }
 
 func errTLSToPlaintext(addr string) error {
-	return &setupError{reasonTLSMismatch, "upstream.tls.enabled",
+	return &SetupError{ReasonTLSMismatch, "upstream.tls.enabled",
 		fmt.Sprintf("upstream.tls.enabled is true but Valkey at %s does not speak TLS on that port (it answers in plaintext)", addr)}
 }
 
-func errPlaintextToTLS(addr string) error {
-	return &setupError{reasonTLSMismatch, "upstream.tls.enabled",
+// ErrPlaintextToTLS is the error of a plaintext connection to addr, which
+// speaks TLS (SpeaksTLS).
+func ErrPlaintextToTLS(addr string) error {
+	return &SetupError{ReasonTLSMismatch, "upstream.tls.enabled",
 		fmt.Sprintf("Valkey at %s speaks TLS on that port, but upstream.tls.enabled is false", addr)}
 }
 
 // speaksPlaintext reports whether addr answers a plaintext PING with a RESP
 // reply (+PONG, or an error such as -NOAUTH), within dial_timeout.
-func (p *Proxy) speaksPlaintext(addr string) bool {
-	timeout := p.opts.Upstream.DialTimeout.D()
+func (d *Dialer) speaksPlaintext(addr string) bool {
+	timeout := d.Timeout
 	nc, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return false
@@ -111,14 +123,14 @@ func (p *Proxy) speaksPlaintext(addr string) bool {
 	return err == nil && (strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-"))
 }
 
-// speaksTLS reports whether addr completes a TLS handshake (certificates
-// unchecked: only the protocol is asked), within dial_timeout.
-func (p *Proxy) speaksTLS(addr string) bool {
-	timeout := p.opts.Upstream.DialTimeout.D()
+// SpeaksTLS reports whether addr completes a TLS handshake (certificates
+// unchecked: only the protocol is asked), within Timeout.
+func (d *Dialer) SpeaksTLS(addr string) bool {
+	timeout := d.Timeout
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return false
 	}

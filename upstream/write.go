@@ -1,27 +1,27 @@
-package proxy
+package upstream
 
-// send queues a batch of raw commands with their pending entries. It reports
+// Send queues a batch of raw commands with their pending entries. It reports
 // false when the connection is already dead (nothing was queued). From an
 // event loop (lp set) the bytes only queue: the loop writes every connection
 // it queued to once, at the end of its round (uncork), so Valkey gets one
 // batch of all the clients that were ready together.
-func (c *upConn) send(b []byte, ps []pend, lp *loop) bool {
+func (c *Conn) Send(b []byte, ps []Pend, lp Poller) bool {
 	c.mu.Lock()
 	if c.dead.Load() {
 		c.mu.Unlock()
 		return false
 	}
 	if !c.stream.Load() {
-		now := monoNow() // one clock read for the batch
+		now := MonoNow() // one clock read for the batch
 		for _, p := range ps {
-			p.sent = now
+			p.Sent = now
 			c.q.push(p)
 		}
 	}
 	if lp != nil && c.raw != nil && !c.stream.Load() {
 		c.wbuf = append(c.wbuf, b...)
 		c.mu.Unlock()
-		lp.queued(c)
+		lp.Queued(c)
 		return true
 	}
 	if c.raw != nil && !c.stream.Load() {
@@ -29,7 +29,7 @@ func (c *upConn) send(b []byte, ps []pend, lp *loop) bool {
 		case len(c.wbuf) == 0 && !c.writing && c.q.n <= len(ps):
 			// An idle connection: nothing queued or in flight before these
 			// bytes, so write them now, saving a hand-off to the writer.
-			n := c.dw.write(b)
+			n := c.dw.Write(b)
 			b = b[n:]
 			c.armLocked(false)
 			if len(b) == 0 {
@@ -57,15 +57,15 @@ func (c *upConn) send(b []byte, ps []pend, lp *loop) bool {
 	return true
 }
 
-// uncork writes what an event loop queued on c during its round.
-func (c *upConn) uncork() {
+// Uncork writes what an event loop queued on c during its round.
+func (c *Conn) Uncork() {
 	c.mu.Lock()
 	c.flushLocked()
 	c.mu.Unlock()
 }
 
-func (c *upConn) writeLoop() {
-	defer c.p.wg.Done()
+func (c *Conn) writeLoop() {
+	defer c.h.WG.Done()
 	var buf []byte
 	for {
 		select {
@@ -83,7 +83,7 @@ func (c *upConn) writeLoop() {
 		}
 		if len(buf) > 0 {
 			if _, err := c.nc.Write(buf); err != nil {
-				c.fail(err)
+				c.Fail(err)
 				return
 			}
 			c.mu.Lock()
@@ -109,11 +109,11 @@ func (c *upConn) writeLoop() {
 // reader calls it after taking replies, so commands queued behind in-flight
 // ones go out as soon as those are answered. What the socket does not take
 // at once is left to the writer goroutine.
-func (c *upConn) flushLocked() {
+func (c *Conn) flushLocked() {
 	if len(c.wbuf) == 0 || c.writing || c.raw == nil {
 		return
 	}
-	n := c.dw.write(c.wbuf)
+	n := c.dw.Write(c.wbuf)
 	c.wbuf = c.wbuf[:copy(c.wbuf, c.wbuf[n:])]
 	c.armLocked(false)
 	if len(c.wbuf) > 0 {

@@ -1,0 +1,96 @@
+package upstream
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"time"
+)
+
+// The upstream's health as an operator needs it: up or not, and when not,
+// why, as one word of a bounded set (the reason label of
+// lockproxy_upstream_up, the first word of /readyz's answer) and the
+// setting to fix, from the error of a connection to Valkey (Classify).
+
+// The reasons, the whole range of the label.
+const (
+	ReasonOK          = "ok"
+	ReasonUnreachable = "unreachable"  // no TCP connection (refused, no route, DNS)
+	ReasonTimeout     = "timeout"      // connected or connecting, but no answer in time
+	ReasonTLSMismatch = "tls_mismatch" // TLS on one side, plaintext on the other
+	ReasonCertificate = "certificate"  // a certificate either side refused
+	ReasonAuth        = "auth"         // Valkey refused the credentials
+	ReasonPermission  = "permission"   // the ACL user lacks a right lockproxy needs
+	ReasonError       = "error"        // anything else (a LOADING Valkey, a Sentinel without the master ...)
+)
+
+// Reasons is every reason, ReasonOK first (lockproxy_upstream_errors_total
+// counts the others).
+var Reasons = [...]string{ReasonOK, ReasonUnreachable, ReasonTimeout, ReasonTLSMismatch,
+	ReasonCertificate, ReasonAuth, ReasonPermission, ReasonError}
+
+// Verdict is the upstream's health at one moment.
+type Verdict struct {
+	Reason  string // one of Reasons
+	Setting string // what to fix; empty when up
+	Detail  string // what happened; empty when up
+	At      time.Time
+}
+
+// Up reports whether Valkey was reachable and usable.
+func (v Verdict) Up() bool { return v.Reason == ReasonOK }
+
+// String is /readyz's text: the reason word first.
+func (v Verdict) String() string {
+	if v.Up() {
+		return "ok"
+	}
+	s := v.Reason + ": " + v.Detail
+	if v.Setting != "" && !strings.Contains(v.Detail, v.Setting) {
+		s += " (check " + v.Setting + ")"
+	}
+	return s
+}
+
+// Classify turns the error of a connection to Valkey into a verdict.
+func Classify(addr string, err error) Verdict {
+	v := Verdict{Reason: ReasonOK, At: time.Now()}
+	if err == nil {
+		return v
+	}
+	v.Detail = err.Error()
+	var se *SetupError
+	var re *ReplyError
+	var slow *SlowError
+	var ne net.Error
+	switch {
+	case errors.As(err, &se):
+		v.Reason, v.Setting, v.Detail = se.Reason, se.Setting, se.Msg
+	case errors.As(err, &re):
+		switch code, _, _ := strings.Cut(re.Msg, " "); code {
+		case "WRONGPASS", "NOAUTH", "AUTH":
+			v.Reason, v.Setting = ReasonAuth, "upstream.username and upstream.password (or password_file)"
+		case "NOPERM":
+			v.Reason, v.Setting = ReasonPermission, "the ACL of upstream.username (see docs/operations.md, ACL recipes)"
+		default:
+			// Valkey answered (a SELECT of a database it does not
+			// have ...): the client's error; Valkey itself is up.
+			return Verdict{Reason: ReasonOK, At: v.At}
+		}
+		v.Detail = "Valkey at " + addr + " answered " + re.Msg
+	case errors.As(err, &slow):
+		v.Reason, v.Setting = ReasonTimeout, "upstream.reply_timeout"
+	case errors.As(err, &ne) && ne.Timeout():
+		v.Reason, v.Setting = ReasonTimeout, "upstream.addr and upstream.dial_timeout"
+	case errors.Is(err, ErrClosed):
+		v.Reason = ReasonError
+	default:
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			v.Reason, v.Setting = ReasonUnreachable, "upstream.addr"
+		} else {
+			v.Reason = ReasonError
+		}
+	}
+	return v
+}

@@ -1,0 +1,151 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel finds the primary of a master through Valkey Sentinel and
+// follows its failovers (+switch-master). The zero value with Master empty
+// is no Sentinel. Ask only within Timeout: every question goes to each
+// Sentinel in turn, each within Timeout.
+type Sentinel struct {
+	Addrs              []string
+	Master             string
+	Username, Password string
+	Timeout            time.Duration // upstream.dial_timeout
+
+	mu      sync.Mutex
+	primary string // the primary's address as last learnt; "" to ask again
+}
+
+// Primary is the primary's address: as last learnt, else asked of the
+// Sentinels now.
+func (s *Sentinel) Primary() (string, error) {
+	if addr := s.Known(); addr != "" {
+		return addr, nil
+	}
+	addr, err := s.resolve()
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.primary = addr
+	s.mu.Unlock()
+	return addr, nil
+}
+
+// Known is the primary's address as last learnt, "" when unknown.
+func (s *Sentinel) Known() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.primary
+}
+
+// Forget makes the next Primary ask the Sentinels again (after a dial
+// failed: the primary may have moved before Sentinel announced it).
+func (s *Sentinel) Forget() {
+	s.mu.Lock()
+	s.primary = ""
+	s.mu.Unlock()
+}
+
+// switchTo records addr as the primary and returns the one before.
+func (s *Sentinel) switchTo(addr string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.primary
+	s.primary = addr
+	return old
+}
+
+func (s *Sentinel) client(addr string) *redis.SentinelClient {
+	return redis.NewSentinelClient(&redis.Options{
+		Addr: addr, Username: s.Username, Password: s.Password,
+		DialTimeout: s.Timeout, ReadTimeout: s.Timeout, MaxRetries: -1,
+	})
+}
+
+// resolve asks each Sentinel in turn for the primary's address.
+func (s *Sentinel) resolve() (string, error) {
+	var errs []error
+	for _, sa := range s.Addrs {
+		sc := s.client(sa)
+		ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+		hp, err := sc.GetMasterAddrByName(ctx, s.Master).Result()
+		cancel()
+		sc.Close()
+		if err == nil && len(hp) == 2 {
+			return net.JoinHostPort(hp[0], hp[1]), nil
+		}
+		errs = append(errs, fmt.Errorf("sentinel %s: %v", sa, err))
+	}
+	return "", fmt.Errorf("no Sentinel knows master %q: %w", s.Master, errors.Join(errs...))
+}
+
+// ConfigEpoch is the master's failover epoch as the Sentinels report it
+// (SENTINEL MASTER's config-epoch, the highest of those that answer);
+// false when none answers.
+func (s *Sentinel) ConfigEpoch() (int64, bool) {
+	var best int64
+	answered := false
+	for _, sa := range s.Addrs {
+		sc := s.client(sa)
+		ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+		m, err := sc.Master(ctx, s.Master).Result()
+		cancel()
+		sc.Close()
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.ParseInt(m["config-epoch"], 10, 64); err == nil {
+			best, answered = max(best, v), true
+		}
+	}
+	return best, answered
+}
+
+// Watch follows +switch-master announcements until ctx ends, from one
+// Sentinel at a time (the next after backoff when one goes away). For an
+// announced primary other than the one known, it records it and calls
+// switched with the primary before and after.
+func (s *Sentinel) Watch(ctx context.Context, backoff time.Duration, switched func(from, to string)) {
+	for i := 0; ctx.Err() == nil; i++ {
+		sc := s.client(s.Addrs[i%len(s.Addrs)])
+		sub := sc.Subscribe(ctx, "+switch-master")
+		ch := sub.Channel()
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case msg, ok := <-ch:
+				if !ok {
+					break loop
+				}
+				// "<master> <old-ip> <old-port> <new-ip> <new-port>"
+				f := strings.Fields(msg.Payload)
+				if len(f) == 5 && f[0] == s.Master {
+					to := net.JoinHostPort(f[3], f[4])
+					if from := s.switchTo(to); from != to {
+						switched(from, to)
+					}
+				}
+			}
+		}
+		sub.Close()
+		sc.Close()
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+	}
+}
