@@ -74,15 +74,25 @@ func (s *Sentinel) client(addr string) *redis.SentinelClient {
 	})
 }
 
+// ask runs one request against the Sentinel at addr, on a connection of
+// its own, within the Sentinel timeout.
+func (s *Sentinel) ask(addr string, req func(context.Context, *redis.SentinelClient) error) error {
+	sc := s.client(addr)
+	defer sc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	defer cancel()
+	return req(ctx, sc)
+}
+
 // resolve asks each Sentinel in turn for the primary's address.
 func (s *Sentinel) resolve() (string, error) {
 	var errs []error
 	for _, sa := range s.Addrs {
-		sc := s.client(sa)
-		ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
-		hp, err := sc.GetMasterAddrByName(ctx, s.Master).Result()
-		cancel()
-		sc.Close()
+		var hp []string
+		err := s.ask(sa, func(ctx context.Context, sc *redis.SentinelClient) (err error) {
+			hp, err = sc.GetMasterAddrByName(ctx, s.Master).Result()
+			return err
+		})
 		if err == nil && len(hp) == 2 {
 			return net.JoinHostPort(hp[0], hp[1]), nil
 		}
@@ -98,11 +108,11 @@ func (s *Sentinel) ConfigEpoch() (int64, bool) {
 	var best int64
 	answered := false
 	for _, sa := range s.Addrs {
-		sc := s.client(sa)
-		ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
-		m, err := sc.Master(ctx, s.Master).Result()
-		cancel()
-		sc.Close()
+		var m map[string]string
+		err := s.ask(sa, func(ctx context.Context, sc *redis.SentinelClient) (err error) {
+			m, err = sc.Master(ctx, s.Master).Result()
+			return err
+		})
 		if err != nil {
 			continue
 		}
