@@ -18,7 +18,11 @@
 //   - telemetry: counters, histograms, lock events, the audit file, and the
 //     rendering of INFO lockproxy, LOCKPROXY STATS and /metrics.
 //   - resp: the RESP codec (client commands, reply framing), no I/O.
-//   - policy: the configuration file, Valkey glob patterns and the lock rules.
+//   - config: the configuration file and the process settings it gives
+//     (listen, upstream, TLS, limits, event loops, admin, metrics, log):
+//     YAML decoding and errors with file and line.
+//   - policy: lock policy: Valkey glob patterns, the lock rules, fence
+//     templates and their checks, built by config and read by rewrite.
 //   - keyspec: Valkey's command table and key specs: which arguments are keys
 //     and what a command does to each.
 //   - rewrite: what to do with a command on a lock key, as a pure Plan, and

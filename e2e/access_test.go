@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
@@ -27,7 +27,7 @@ func TestAdminNeedsCredentialsOffLoopback(t *testing.T) {
 		{"0.0.0.0:6380", true, "", "NOAUTH LOCKPROXY RELOAD needs an admin login"},
 		{"127.0.0.1:6380", false, "", "ERR lockproxy reload failed"}, // allowed; no config file to read
 	} {
-		e := newEnv(t, proxy.Options{Config: policy.Config{Listen: tc.listen, Admin: policy.AdminConfig{OpenRead: tc.openRead}}})
+		e := newEnv(t, proxy.Options{Config: config.Config{Listen: tc.listen, Admin: config.AdminConfig{OpenRead: tc.openRead}}})
 		c := e.client()
 		for what, want := range map[string]string{"STATS": tc.stats, "RELOAD": tc.reload} {
 			err := c.Do(ctx, "LOCKPROXY", what).Err()
@@ -64,7 +64,7 @@ func TestHelpLocksMatchesReadme(t *testing.T) {
 // their lease (on main it could not be configured: 10 minutes always).
 func TestKeepLapsedConfigurable(t *testing.T) {
 	opts := rulesOptions(t, rule("rewrite"))
-	opts.Config.KeepLapsed = policy.Duration(3 * time.Second)
+	opts.Config.KeepLapsed = config.Duration(3 * time.Second)
 	e := newEnv(t, opts)
 	r := dialRaw(t, e.addr)
 	eq(t, r.do("SET", "k:lock", "tok", "NX", "PX", "1000"), "+OK\r\n")

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/redis/go-redis/v9"
 )
@@ -584,7 +584,7 @@ func TestReloadNeedsRestart(t *testing.T) {
 	eq(t, strings.Join(res.Restart, " "), "listen maxclients metrics.listen")
 	eq(t, res.Rules, 2)
 	cfg := rec(t, admin(t, e.client(), "CONFIG"))
-	eq(t, cfg["listen"], policy.DefaultListen) // still the running one
+	eq(t, cfg["listen"], config.DefaultListen) // still the running one
 	eq(t, cfg["locks[1].pattern"], "*:mutex")
 	eq(t, cfg["pending_restart"], "listen maxclients metrics.listen")
 

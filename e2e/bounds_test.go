@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -119,7 +119,7 @@ func waitClients(t *testing.T, e *env, n int64, within time.Duration) time.Durat
 // maxclients, and gives the memory back when they leave.
 func TestBoundSlowLorisClients(t *testing.T) {
 	const n = 1000
-	e := newEnv(t, proxy.Options{Config: policy.Config{MaxClients: n + 1}})
+	e := newEnv(t, proxy.Options{Config: config.Config{MaxClients: n + 1}})
 	warm := dialRaw(t, e.addr)
 	eq(t, warm.do("PING"), "+PONG\r\n") // the pool's connections are open
 	warm.nc.Close()
@@ -183,7 +183,7 @@ func TestBoundSlowLorisClients(t *testing.T) {
 func TestBoundSlowLorisIdleTimeout(t *testing.T) {
 	const n = 200
 	const idle = 300 * time.Millisecond
-	e := newEnv(t, proxy.Options{Config: policy.Config{ClientIdleTimeout: policy.Duration(idle)}})
+	e := newEnv(t, proxy.Options{Config: config.Config{ClientIdleTimeout: config.Duration(idle)}})
 	type loris struct {
 		nc     net.Conn
 		dialed time.Time
@@ -327,7 +327,7 @@ func TestBoundHugeBulkAnnounced(t *testing.T) {
 func TestBoundOutputBufferLimit(t *testing.T) {
 	const limit = 16 << 20
 	const gets = 128
-	e := newEnv(t, proxy.Options{Config: policy.Config{ClientOutputBufferLimit: policy.Size(limit), Upstream: policy.UpstreamConfig{PoolSize: 1}}})
+	e := newEnv(t, proxy.Options{Config: config.Config{ClientOutputBufferLimit: config.Size(limit), Upstream: config.UpstreamConfig{PoolSize: 1}}})
 	value := make([]byte, 1<<20)
 	rand.Read(value)
 	d := e.direct()
@@ -497,7 +497,7 @@ func TestBoundMaxPipeline(t *testing.T) {
 	const maxPipeline, total = 64, 5000
 	f := startFakeUpstream(t)
 	e := &env{t: t, srv: nil}
-	p, err := proxy.New(proxy.Options{Config: policy.Config{MaxPipeline: maxPipeline, Upstream: policy.UpstreamConfig{Addr: f.l.Addr().String(), PoolSize: 1}}, Logger: quietLogger()})
+	p, err := proxy.New(proxy.Options{Config: config.Config{MaxPipeline: maxPipeline, Upstream: config.UpstreamConfig{Addr: f.l.Addr().String(), PoolSize: 1}}, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestClusterMigratingSlotLockScripts(t *testing.T) {
 	e, cl := clusterEnv(t, func() proxy.Options {
 		o := rulesOptions(t, rule("rewrite"))
-		o.Upstream.Cluster.Refresh = policy.Duration(time.Hour)
+		o.Upstream.Cluster.Refresh = config.Duration(time.Hour)
 		return o
 	}())
 	m := slotMap(t, cl)

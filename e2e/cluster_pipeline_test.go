@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -210,7 +210,7 @@ func TestClusterPipelineDuringMigration(t *testing.T) {
 // reply comes, in order.
 func TestClusterHeldRepliesCountAgainstOutputLimit(t *testing.T) {
 	const limit = 1 << 20
-	e, cl := clusterEnv(t, proxy.Options{Config: policy.Config{ClientOutputBufferLimit: policy.Size(limit)}})
+	e, cl := clusterEnv(t, proxy.Options{Config: config.Config{ClientOutputBufferLimit: config.Size(limit)}})
 	m := slotMap(t, cl)
 	slowKey := keysOn(m, m.Primaries[0], "held:slow:", 1)[0]
 	bigKey := keysOn(m, m.Primaries[1], "held:big:", 1)[0]

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
@@ -42,7 +42,7 @@ func tagsInSlots(slots []int) []string {
 func TestClusterReshardUnderTraffic(t *testing.T) {
 	e, cl := clusterEnv(t, func() proxy.Options {
 		o := rulesOptions(t, "locks:\n  - pattern: \"{*}:mutex\"\n    fence:\n      counter: \"{base}:fence\"\n      guards: [\"{base}:data\"]\n      unfenced_writes: reject\n")
-		o.Upstream.Cluster.Refresh = policy.Duration(time.Hour) // only redirects tell the proxy
+		o.Upstream.Cluster.Refresh = config.Duration(time.Hour) // only redirects tell the proxy
 		return o
 	}())
 	m := slotMap(t, cl)

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/redis/go-redis/v9"
@@ -187,7 +187,7 @@ func TestClusterSeedStoryEveryShard(t *testing.T) {
 func TestClusterSlotMigrationWithLocks(t *testing.T) {
 	e, cl := clusterEnv(t, func() proxy.Options {
 		o := rulesOptions(t, rule("rewrite"))
-		o.Upstream.Cluster.Refresh = policy.Duration(time.Hour) // only redirects tell the proxy the slot moved
+		o.Upstream.Cluster.Refresh = config.Duration(time.Hour) // only redirects tell the proxy the slot moved
 		return o
 	}())
 	m := slotMap(t, cl)
@@ -261,7 +261,7 @@ func TestClusterSlotMigrationWithLocks(t *testing.T) {
 // address, finds one node owning every slot there and sends everything to
 // the proxy; the nodes see only lockproxy's connections.
 func TestClusterSingleNodeFace(t *testing.T) {
-	e, cl := clusterEnv(t, proxy.Options{Config: policy.Config{ClusterFace: policy.ClusterFaceSingleNode}})
+	e, cl := clusterEnv(t, proxy.Options{Config: config.Config{ClusterFace: config.ClusterFaceSingleNode}})
 	m := slotMap(t, cl)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{e.addr}, MaxRedirects: 0})
 	defer cc.Close()
@@ -414,7 +414,7 @@ func TestClusterOneSeed(t *testing.T) {
 // not the proxy's. HELLO 3 AUTH too, and go-redis's ClusterClient with a
 // user and password through the single_node face.
 func TestClusterOwnLogin(t *testing.T) {
-	e, cl := clusterEnv(t, proxy.Options{Config: policy.Config{ClusterFace: policy.ClusterFaceSingleNode}})
+	e, cl := clusterEnv(t, proxy.Options{Config: config.Config{ClusterFace: config.ClusterFaceSingleNode}})
 	m := slotMap(t, cl)
 	for _, n := range cl.Nodes {
 		if n.Process() == nil {
@@ -527,7 +527,7 @@ func TestClusterFanOut(t *testing.T) {
 func TestClusterFailover(t *testing.T) {
 	e, cl := clusterEnv(t, func() proxy.Options {
 		o := rulesOptions(t, rule("rewrite"))
-		o.Upstream.Cluster.Refresh = policy.Duration(time.Hour) // only the redirect tells the proxy
+		o.Upstream.Cluster.Refresh = config.Duration(time.Hour) // only the redirect tells the proxy
 		return o
 	}())
 	m := slotMap(t, cl)
@@ -722,8 +722,8 @@ func TestClusterPrimaryStopped(t *testing.T) {
 		o := rulesOptions(t, rule("rewrite"))
 		// 5 s: in a loaded whole run the 3-minute wait below ended on
 		// "UPSTREAM ... did not answer within 1s" from a healthy node.
-		o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = policy.Duration(5*time.Second), policy.Duration(time.Second)
-		o.Upstream.Cluster.Refresh = policy.Duration(500 * time.Millisecond)
+		o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = config.Duration(5*time.Second), config.Duration(time.Second)
+		o.Upstream.Cluster.Refresh = config.Duration(500 * time.Millisecond)
 		return o
 	}())
 	m := slotMap(t, cl)
@@ -802,7 +802,7 @@ func TestClusterUpstreamErrorNamesNode(t *testing.T) {
 	m := slotMap(t, cl)
 	var o proxy.Options
 	o.Upstream.Cluster.Seeds = cl.Seeds()
-	o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = policy.Duration(time.Second), policy.Duration(time.Second)
+	o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = config.Duration(time.Second), config.Duration(time.Second)
 	upstream, paused := cl.ByAddr(m.Primaries[0]), cl.ByAddr(m.Primaries[1])
 	home, away := keysOn(m, upstream.Addr, "named:", 1)[0], keysOn(m, paused.Addr, "named:", 1)[0]
 	// CLIENT UNPAUSE waits behind PAUSE ALL too: each pause runs out by
@@ -848,7 +848,7 @@ func TestClusterRedirectKeepsOrder(t *testing.T) {
 	slot := int(cluster.Slot([]byte(k)))
 	var o proxy.Options
 	o.Upstream.Cluster.Seeds = cl.Seeds()
-	o.Upstream.Cluster.Refresh = policy.Duration(50 * time.Millisecond)
+	o.Upstream.Cluster.Refresh = config.Duration(50 * time.Millisecond)
 	e := &env{t: t, srv: src}
 	e.startProxy(o)
 	c, watch := dialRaw(t, e.addr), dialRaw(t, e.addr)

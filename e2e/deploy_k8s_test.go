@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"gopkg.in/yaml.v3"
 )
 
@@ -139,7 +139,7 @@ func TestKubernetesManifests(t *testing.T) {
 					t.Fatalf("no %s", k)
 				}
 			}
-			cfg, err := policy.Parse(file+" (ConfigMap)", []byte(str(at(kinds["ConfigMap"], "data", "lockproxy.yaml"))))
+			cfg, err := config.Parse(file+" (ConfigMap)", []byte(str(at(kinds["ConfigMap"], "data", "lockproxy.yaml"))))
 			if err != nil {
 				t.Fatalf("the ConfigMap's lockproxy.yaml: %v", err)
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 )
 
 // The systemd unit is Type=notify and waits longer for a stop than any
@@ -39,7 +39,7 @@ func TestUnitOutlastsShutdown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := time.Duration(policy.DefaultShutdownTimeout)
+		d := time.Duration(config.DefaultShutdownTimeout)
 		if m := re.FindSubmatch(b); m != nil {
 			if d, err = time.ParseDuration(string(m[1])); err != nil {
 				t.Fatalf("%s: %v", f, err)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
@@ -46,10 +46,10 @@ func startClusterProxy(t *testing.T, rules, lock string) *clusterFailoverEnv {
 	t.Cleanup(cl.Stop)
 	opts := rulesOptions(t, rules)
 	opts.Upstream.Cluster.Seeds = cl.Seeds()
-	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
-	opts.Upstream.MaxBackoff = policy.Duration(200 * time.Millisecond)
-	opts.Upstream.DialTimeout = policy.Duration(time.Second)
-	opts.Upstream.ReplyTimeout = policy.Duration(time.Second)
+	opts.Upstream.ReconnectBackoff = config.Duration(20 * time.Millisecond)
+	opts.Upstream.MaxBackoff = config.Duration(200 * time.Millisecond)
+	opts.Upstream.DialTimeout = config.Duration(time.Second)
+	opts.Upstream.ReplyTimeout = config.Duration(time.Second)
 	e := &env{t: t, srv: cl.Nodes[0]}
 	e.startProxy(opts)
 	primary, err := cl.Primary(int(cluster.Slot([]byte(lock))))

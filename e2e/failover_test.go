@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
@@ -134,11 +134,11 @@ func TestTokensRiseAcrossSentinelFailover(t *testing.T) {
 	waitFor(t, 15*time.Second, "sentinel sees the replica", func() bool { ok, _ := sentinelKnows(ss[0], replica.Port); return ok })
 	waitFor(t, 15*time.Second, "sentinels know each other", func() bool { _, others := sentinelKnows(ss[0], replica.Port); return others == 2 })
 	opts := rulesOptions(t, failoverFenceRule)
-	opts.Upstream.Sentinel = policy.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}
-	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
-	opts.Upstream.MaxBackoff = policy.Duration(200 * time.Millisecond)
-	opts.Upstream.DialTimeout = policy.Duration(time.Second)
-	opts.Upstream.ReplyTimeout = policy.Duration(time.Second)
+	opts.Upstream.Sentinel = config.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}
+	opts.Upstream.ReconnectBackoff = config.Duration(20 * time.Millisecond)
+	opts.Upstream.MaxBackoff = config.Duration(200 * time.Millisecond)
+	opts.Upstream.DialTimeout = config.Duration(time.Second)
+	opts.Upstream.ReplyTimeout = config.Duration(time.Second)
 	e := &env{t: t, srv: primary}
 	e.startProxy(opts)
 	a, b, c := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
@@ -357,11 +357,11 @@ func TestDurableDelayedAcrossSentinelFailover(t *testing.T) {
 	waitFor(t, 15*time.Second, "sentinel sees the replica", func() bool { ok, _ := sentinelKnows(ss[0], replica.Port); return ok })
 	waitFor(t, 15*time.Second, "sentinels know each other", func() bool { _, others := sentinelKnows(ss[0], replica.Port); return others == 2 })
 	opts := rulesOptions(t, "locks:\n  - pattern: \"*:mutex\"\n    max_lease: 3s\n    durability: {replicas: 1, timeout: 300ms}\n")
-	opts.Upstream.Sentinel = policy.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}
-	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
-	opts.Upstream.MaxBackoff = policy.Duration(200 * time.Millisecond)
-	opts.Upstream.DialTimeout = policy.Duration(time.Second)
-	opts.Upstream.ReplyTimeout = policy.Duration(time.Second)
+	opts.Upstream.Sentinel = config.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}
+	opts.Upstream.ReconnectBackoff = config.Duration(20 * time.Millisecond)
+	opts.Upstream.MaxBackoff = config.Duration(200 * time.Millisecond)
+	opts.Upstream.DialTimeout = config.Duration(time.Second)
+	opts.Upstream.ReplyTimeout = config.Duration(time.Second)
 	e := &env{t: t, srv: primary}
 	e.startProxy(opts)
 	a, b, c := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
@@ -468,10 +468,10 @@ func TestTokensRiseAcrossClusterFailover(t *testing.T) {
 	defer cl.Stop()
 	opts := rulesOptions(t, failoverFenceRule)
 	opts.Upstream.Cluster.Seeds = cl.Seeds()
-	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
-	opts.Upstream.MaxBackoff = policy.Duration(200 * time.Millisecond)
-	opts.Upstream.DialTimeout = policy.Duration(time.Second)
-	opts.Upstream.ReplyTimeout = policy.Duration(time.Second)
+	opts.Upstream.ReconnectBackoff = config.Duration(20 * time.Millisecond)
+	opts.Upstream.MaxBackoff = config.Duration(200 * time.Millisecond)
+	opts.Upstream.DialTimeout = config.Duration(time.Second)
+	opts.Upstream.ReplyTimeout = config.Duration(time.Second)
 	e := &env{t: t, srv: cl.Nodes[0]}
 	e.startProxy(opts)
 	a, b, c := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -38,7 +38,7 @@ const settle = 2 * time.Second
 // faultOptions are the proxy options of the fault tests: a small reply
 // timeout and a quick reconnect, so each test takes a second or two.
 func faultOptions() proxy.Options {
-	return proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{ReplyTimeout: policy.Duration(faultReplyTimeout), ReconnectBackoff: policy.Duration(20 * time.Millisecond), MaxBackoff: policy.Duration(200 * time.Millisecond), DialTimeout: policy.Duration(time.Second)}}}
+	return proxy.Options{Config: config.Config{Upstream: config.UpstreamConfig{ReplyTimeout: config.Duration(faultReplyTimeout), ReconnectBackoff: config.Duration(20 * time.Millisecond), MaxBackoff: config.Duration(200 * time.Millisecond), DialTimeout: config.Duration(time.Second)}}}
 }
 
 // trafficStats is what the traffic of one fault test saw.
@@ -454,7 +454,7 @@ func cachedScripts(t *testing.T, e *env) int {
 // dials' spacing is a lower bound (a loaded machine only spreads them out).
 func TestFaultReconnectBackoff(t *testing.T) {
 	lc := &logRecorder{msg: "cannot open a shared upstream connection", attr: "retry_in"}
-	opts := proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 1, ReconnectBackoff: policy.Duration(50 * time.Millisecond), MaxBackoff: policy.Duration(400 * time.Millisecond), ReplyTimeout: policy.Duration(faultReplyTimeout)}}, Logger: slog.New(lc)}
+	opts := proxy.Options{Config: config.Config{Upstream: config.UpstreamConfig{PoolSize: 1, ReconnectBackoff: config.Duration(50 * time.Millisecond), MaxBackoff: config.Duration(400 * time.Millisecond), ReplyTimeout: config.Duration(faultReplyTimeout)}}, Logger: slog.New(lc)}
 	e := newEnv(t, opts)
 	r := dialRaw(t, e.addr)
 	eq(t, r.do("PING"), "+PONG\r\n")

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/redis/go-redis/v9"
@@ -85,8 +85,8 @@ func fileEnv(t *testing.T, yaml string, mod ...func(*proxy.Options)) (*env, stri
 	path := writeFile(t, filepath.Join(t.TempDir(), "lockproxy.yaml"), yaml)
 	srv := valkeytest.Start(t)
 	// As --upstream overrides the file, at start and on every reload.
-	override := func(c *policy.Config) { c.Upstream.Addr = srv.Addr }
-	cfg, err := policy.Load(path)
+	override := func(c *config.Config) { c.Upstream.Addr = srv.Addr }
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func rulesOptions(t *testing.T, locksYAML string, mod ...func(*proxy.Options)) p
 // and on_flush:).
 func withRules(t *testing.T, locksYAML string, o proxy.Options) proxy.Options {
 	t.Helper()
-	cfg, err := policy.Parse("test.yaml", []byte(locksYAML))
+	cfg, err := config.Parse("test.yaml", []byte(locksYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +132,9 @@ func withRules(t *testing.T, locksYAML string, o proxy.Options) proxy.Options {
 // subtests, with options that select it: a loop that sleeps at once
 // (EventLoops 1), and one that polls before it sleeps (BusyPoll).
 func eachEngine(t *testing.T, f func(t *testing.T, o proxy.Options)) {
-	t.Run("loops", func(t *testing.T) { f(t, proxy.Options{Config: policy.Config{EventLoops: 1}}) })
+	t.Run("loops", func(t *testing.T) { f(t, proxy.Options{Config: config.Config{EventLoops: 1}}) })
 	t.Run("loops-busy-poll", func(t *testing.T) {
-		f(t, proxy.Options{Config: policy.Config{EventLoops: 1, BusyPoll: policy.Duration(50 * time.Microsecond)}})
+		f(t, proxy.Options{Config: config.Config{EventLoops: 1, BusyPoll: config.Duration(50 * time.Microsecond)}})
 	})
 }
 

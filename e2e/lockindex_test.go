@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/redis/go-redis/v9"
 )
@@ -186,7 +186,7 @@ func TestLocksIndexOlderRecords(t *testing.T) {
 // are gone leaves it; a reader takes out those it finds gone.
 func TestLocksIndexPrunesExpired(t *testing.T) {
 	opts := rulesOptions(t, abRules)
-	opts.Config.KeepLapsed = policy.Duration(50 * time.Millisecond)
+	opts.Config.KeepLapsed = config.Duration(50 * time.Millisecond)
 	e := newEnv(t, opts)
 	c, d := e.client(), e.direct()
 	a := dialRaw(t, e.addr)
@@ -306,7 +306,7 @@ func TestClusterLocksIndex(t *testing.T) {
 // a faster one may list them at once.)
 func TestLocksIndexScanResumes(t *testing.T) {
 	opts := rulesOptions(t, abRules)
-	opts.Upstream.DialTimeout = policy.Duration(150 * time.Millisecond)
+	opts.Upstream.DialTimeout = config.Duration(150 * time.Millisecond)
 	e := newEnv(t, opts)
 	c, d := e.client(), e.direct()
 	populate(t, e, 1000000)

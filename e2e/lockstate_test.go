@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/redis/go-redis/v9"
 )
@@ -227,7 +227,7 @@ func TestLocksWithoutExpiryHaveNoTableCap(t *testing.T) {
 // mutex was released, while the reply path wrote them (setValue): a data
 // race -race reports here.
 func TestSiblingsConcurrentLockChangesRaceFree(t *testing.T) {
-	e := newEnv(t, withRules(t, sessionRule("client_name"), proxy.Options{Config: policy.Config{EventLoops: 3}}))
+	e := newEnv(t, withRules(t, sessionRule("client_name"), proxy.Options{Config: config.Config{EventLoops: 3}}))
 	const per = 300
 	conns := []*raw{dialNamed(t, e.addr, "sib"), dialNamed(t, e.addr, "sib"), dialNamed(t, e.addr, "sib")}
 	eq(t, conns[0].do("SET", "race:lock", "v0", "NX", "PX", "60000"), "+OK\r\n")

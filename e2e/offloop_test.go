@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
@@ -110,7 +110,7 @@ func TestSlowDialStallsOnlyItsClient(t *testing.T) {
 		srv := valkeytest.Start(t)
 		g := newGate(t, srv.Addr)
 		e := &env{t: t, srv: srv, upstream: g.addr()}
-		o.Upstream.DialTimeout = policy.Duration(30 * time.Second)
+		o.Upstream.DialTimeout = config.Duration(30 * time.Second)
 		e.startProxy(o)
 
 		b := dialRaw(t, e.addr)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestClientPauseThroughProxy(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
 		o.Upstream.PoolSize = 1
-		o.Upstream.ReplyTimeout = policy.Duration(300 * time.Millisecond)
+		o.Upstream.ReplyTimeout = config.Duration(300 * time.Millisecond)
 		e := newEnv(t, o)
 		pauser, writer, reader := dialRaw(t, e.addr), dialRaw(t, e.addr), dialRaw(t, e.addr)
 		eq(t, writer.do("SET", "p", "0"), "+OK\r\n")

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/redis/go-redis/v9"
@@ -205,7 +205,7 @@ func TestPipelineSwitchesPools(t *testing.T) {
 // Many clients pipelining at once share upstream connections; each gets its
 // own replies, in its own order.
 func TestConcurrentClientsGetOwnReplies(t *testing.T) {
-	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 2}}})
+	e := newEnv(t, proxy.Options{Config: config.Config{Upstream: config.UpstreamConfig{PoolSize: 2}}})
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)
 	for w := 0; w < 40; w++ {
@@ -331,7 +331,7 @@ func TestClientNameAndInfo(t *testing.T) {
 // HELLO 3 and the handshake go-redis sends (HELLO, CLIENT SETINFO) must not
 // cost a dedicated upstream connection: count Valkey's clients.
 func TestHandshakeStaysShared(t *testing.T) {
-	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 1}}})
+	e := newEnv(t, proxy.Options{Config: config.Config{Upstream: config.UpstreamConfig{PoolSize: 1}}})
 	var clients []*redis.Client
 	for i := 0; i < 20; i++ {
 		c := e.client(func(o *redis.Options) { o.Protocol = 3; o.ClientName = fmt.Sprint("c", i) })
@@ -371,7 +371,7 @@ func TestHelloOnTheWire(t *testing.T) {
 }
 
 func TestAuthPassword(t *testing.T) {
-	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{Password: "s3cret"}}}, "requirepass s3cret")
+	e := newEnv(t, proxy.Options{Config: config.Config{Upstream: config.UpstreamConfig{Password: "s3cret"}}}, "requirepass s3cret")
 	r := dialRaw(t, e.addr)
 	eq(t, r.do("GET", "k"), "-NOAUTH Authentication required.\r\n")
 	mustContain(t, r.do("HELLO", "3"), "-NOAUTH HELLO must be called")
@@ -500,7 +500,7 @@ func TestPubSub(t *testing.T) {
 // A blocked BLPOP holds a dedicated connection; clients on the shared ones go
 // on meanwhile.
 func TestBlockingCommands(t *testing.T) {
-	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{PoolSize: 1}}})
+	e := newEnv(t, proxy.Options{Config: config.Config{Upstream: config.UpstreamConfig{PoolSize: 1}}})
 	blocker := e.client()
 	other := e.client()
 	got := make(chan []string, 1)
@@ -606,7 +606,7 @@ func TestBulkLimit(t *testing.T) {
 }
 
 func TestMaxClients(t *testing.T) {
-	e := newEnv(t, proxy.Options{Config: policy.Config{MaxClients: 2}})
+	e := newEnv(t, proxy.Options{Config: config.Config{MaxClients: 2}})
 	a := dialRaw(t, e.addr)
 	b := dialRaw(t, e.addr)
 	eq(t, a.do("PING"), "+PONG\r\n")
@@ -644,7 +644,7 @@ func TestClientCloseReleasesDedicated(t *testing.T) {
 // Valkey restarts: in-flight commands get an error (never a hang, never
 // another client's reply), and the next commands work again.
 func TestUpstreamRestart(t *testing.T) {
-	e := newEnv(t, proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{ReconnectBackoff: policy.Duration(10 * time.Millisecond)}}})
+	e := newEnv(t, proxy.Options{Config: config.Config{Upstream: config.UpstreamConfig{ReconnectBackoff: config.Duration(10 * time.Millisecond)}}})
 	c := e.client()
 	eq(t, c.Set(ctx, "before", "1", 0).Val(), "OK")
 	blocked := dialRaw(t, e.addr)
@@ -673,7 +673,7 @@ func TestUpstreamRestart(t *testing.T) {
 func TestDialFailureNamesUpstream(t *testing.T) {
 	port := valkeytest.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p, err := proxy.New(proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{Addr: addr}}, Logger: quietLogger()})
+	p, err := proxy.New(proxy.Options{Config: config.Config{Upstream: config.UpstreamConfig{Addr: addr}}, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

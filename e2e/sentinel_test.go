@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/redis/go-redis/v9"
 )
@@ -161,7 +161,7 @@ func newSentinelSetup(t *testing.T) *sentinelSetup {
 	ss := startSentinels(t, 3, 2, primary)
 	waitFor(t, 15*time.Second, "sentinel sees the replica", func() bool { ok, _ := sentinelKnows(ss[0], replica.Port); return ok })
 	e := &env{t: t, srv: primary} // Upstream (the fallback) is the first primary
-	e.startProxy(proxy.Options{Config: policy.Config{Upstream: policy.UpstreamConfig{Sentinel: policy.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}, ReplyTimeout: policy.Duration(time.Second), ReconnectBackoff: policy.Duration(20 * time.Millisecond), MaxBackoff: policy.Duration(200 * time.Millisecond), DialTimeout: policy.Duration(time.Second)}}})
+	e.startProxy(proxy.Options{Config: config.Config{Upstream: config.UpstreamConfig{Sentinel: config.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr, ss[1].addr, ss[2].addr}}, ReplyTimeout: config.Duration(time.Second), ReconnectBackoff: config.Duration(20 * time.Millisecond), MaxBackoff: config.Duration(200 * time.Millisecond), DialTimeout: config.Duration(time.Second)}}})
 	r := dialRaw(t, e.addr)
 	port, role := answeredBy(r)
 	t.Logf("before failover: answered by port %s, role %s (primary %d, replica %d)", port, role, primary.Port, replica.Port)
@@ -285,8 +285,8 @@ func TestSentinelLockRulesFollowPrimary(t *testing.T) {
 	primary := valkeytest.Start(t)
 	ss := startSentinels(t, 1, 1, primary)
 	opts := rulesOptions(t, rule("rewrite"))
-	opts.Upstream.Sentinel = policy.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr}}
-	opts.Upstream.ReconnectBackoff = policy.Duration(20 * time.Millisecond)
+	opts.Upstream.Sentinel = config.SentinelConfig{Master: sentinelMaster, Addrs: []string{ss[0].addr}}
+	opts.Upstream.ReconnectBackoff = config.Duration(20 * time.Millisecond)
 	// The fallback address answers nothing.
 	nothing := &valkeytest.Server{Addr: fmt.Sprintf("127.0.0.1:%d", valkeytest.FreePort(t))}
 	e := &env{t: t, srv: nothing}

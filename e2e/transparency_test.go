@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -326,14 +326,14 @@ func TestDedicatedLostIsTold(t *testing.T) {
 // dial_timeout is: Valkey is there, only busy.
 func TestLongCommandIsNotUnreachable(t *testing.T) {
 	eachEngine(t, func(t *testing.T, o proxy.Options) {
-		o.Upstream.ReplyTimeout = policy.Duration(300 * time.Millisecond)
+		o.Upstream.ReplyTimeout = config.Duration(300 * time.Millisecond)
 		e := newEnv(t, o, "enable-debug-command yes")
 		a := dialRaw(t, e.addr)
 		eq(t, a.do("DEBUG", "SLEEP", "1"), "+OK\r\n")
 		eq(t, a.do("FLUSHALL", "SYNC"), "+OK\r\n")
 		eq(t, a.do("PING"), "+PONG\r\n")
 
-		o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = policy.Duration(10*time.Second), policy.Duration(200*time.Millisecond)
+		o.Upstream.ReplyTimeout, o.Upstream.DialTimeout = config.Duration(10*time.Second), config.Duration(200*time.Millisecond)
 		e = newEnv(t, o, "enable-debug-command yes")
 		direct := dialRaw(t, e.srv.Addr)
 		direct.send(string(redisCmd("DEBUG", "SLEEP", "1")))

@@ -8,7 +8,7 @@ import (
 	"github.com/lockproxy/lockproxy/cluster"
 )
 
-// validateClusterLocks checks, in front of a cluster, that each rule's locks
+// clusterLocks checks, in front of a cluster, that each rule's locks
 // can keep their state beside them: a lock script touches the lock, its
 // grant counter (or fence counter and its mark) and its owner records at
 // once, and a cluster runs a script only when all its keys hash to one
@@ -19,7 +19,7 @@ import (
 // wildcard filled with brace-free text). A key whose wildcards themselves
 // hold a '}' outside a hash tag (a}b:lock under *:lock) may still fail; the
 // proxy refuses such a key at first use, with the same reason (CROSSSLOT).
-func validateClusterLocks(v *validator, locks []LockRule, pats []*Pattern) {
+func (c *checker) clusterLocks(locks []LockRule, pats []*Pattern) {
 	for i, r := range locks {
 		pat := pats[i]
 		if pat == nil {
@@ -28,7 +28,7 @@ func validateClusterLocks(v *validator, locks []LockRule, pats []*Pattern) {
 		p := fmt.Sprintf("locks[%d]", i)
 		lock := sample(pat.src)
 		if !recordsShareSlot(lock) {
-			v.errf(p+".pattern", "%s: in a cluster the lock records of its keys (e.g. %q) cannot share the key's hash slot: the key has a '}' and no hash tag before it, so lockproxy would refuse every lock of this rule (CROSSSLOT); put the name in a hash tag, e.g. %q",
+			c.errf(p+".pattern", "%s: in a cluster the lock records of its keys (e.g. %q) cannot share the key's hash slot: the key has a '}' and no hash tag before it, so lockproxy would refuse every lock of this rule (CROSSSLOT); put the name in a hash tag, e.g. %q",
 				strconv.Quote(pat.src), lock, suggestTag(pat.src))
 			continue
 		}
@@ -37,7 +37,7 @@ func validateClusterLocks(v *validator, locks []LockRule, pats []*Pattern) {
 		}
 		f, err := compileFence(pat, r.Fence)
 		if err != nil {
-			continue // reported by validateLocks
+			continue // reported by locks
 		}
 		rule := &Rule{Pattern: pat}
 		base := rule.FenceBase([]byte(lock))
@@ -45,7 +45,7 @@ func validateClusterLocks(v *validator, locks []LockRule, pats []*Pattern) {
 		counter := string(f.Counter.Expand(nil, []byte(lock), base, false))
 		for _, k := range []string{counter, counter + HighSuffix} {
 			if cluster.Slot([]byte(k)) != slot {
-				v.errf(p+".fence.counter", "%q puts the fence counter of lock %q at %q, in another hash slot (%d, the lock's is %d): a cluster cannot run lockproxy's lock script over both; give the lock a hash tag (\"{*}:lock\") and start the counter with {base}, or wrap the key: \"{{key}}:fence\"",
+				c.errf(p+".fence.counter", "%q puts the fence counter of lock %q at %q, in another hash slot (%d, the lock's is %d): a cluster cannot run lockproxy's lock script over both; give the lock a hash tag (\"{*}:lock\") and start the counter with {base}, or wrap the key: \"{{key}}:fence\"",
 					r.Fence.Counter, lock, k, cluster.Slot([]byte(k)), slot)
 				break
 			}
@@ -57,7 +57,7 @@ func validateClusterLocks(v *validator, locks []LockRule, pats []*Pattern) {
 				if one {
 					where = fmt.Sprintf("keys in hash slot %d", gslot)
 				}
-				v.errf(fmt.Sprintf("%s.fence.guards[%d]", p, j), "%q guards, for lock %q, %s (%q), and the lock is in slot %d: a cluster cannot check a guarded key against the lock's records in one script; keep guards in the lock's hash tag, e.g. \"{base}:*\" with a pattern like \"{*}:lock\", or wrap the key: \"{{key}}:*\"",
+				c.errf(fmt.Sprintf("%s.fence.guards[%d]", p, j), "%q guards, for lock %q, %s (%q), and the lock is in slot %d: a cluster cannot check a guarded key against the lock's records in one script; keep guards in the lock's hash tag, e.g. \"{base}:*\" with a pattern like \"{*}:lock\", or wrap the key: \"{{key}}:*\"",
 					g.src, lock, where, glob, slot)
 			}
 		}

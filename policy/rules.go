@@ -1,6 +1,9 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Rule is one compiled lock rule: the decision the proxy applies to a key
 // its pattern matches. Enum fields always hold a valid value (defaults
@@ -17,7 +20,7 @@ type Rule struct {
 	Fence        *FenceConfig      // nil when the rule has no fence section
 	Fencing      *Fencing          // the fence section compiled; nil without one
 	Durability   *DurabilityConfig // nil: acquisitions are answered at once
-	MaxLease     Duration          // 0: no limit on leases, no lock delay
+	MaxLease     time.Duration     // 0: no limit on leases, no lock delay
 }
 
 // Rules is the ordered set of lock rules. It is immutable after NewRules and
@@ -54,17 +57,14 @@ const (
 )
 
 // NewRules compiles the lock rules, in order. Empty enum fields take their
-// defaults. It checks the rules as [Parse] does and returns every problem
-// found, naming the rule by index (locks[i]).
+// defaults. It checks the rules as [Check] does (without the cluster's
+// checks) and returns every problem found, each a [*RuleError] naming the
+// rule by index (locks[i]).
 func NewRules(locks []LockRule) (*Rules, error) {
-	rs := make([]LockRule, len(locks))
-	for i, l := range locks {
-		rs[i] = l.clone()
-		rs[i].applyDefaults()
-	}
-	v := &validator{}
-	pats := validateLocks(v, rs)
-	if err := joinErrors(v.errs); err != nil {
+	rs := withDefaults(locks)
+	c := &checker{}
+	pats := c.locks(rs)
+	if err := c.err(); err != nil {
 		return nil, err
 	}
 	r := &Rules{rules: make([]Rule, len(rs))}

@@ -92,8 +92,10 @@ func TestRulesEmpty(t *testing.T) {
 func TestNewRulesErrors(t *testing.T) {
 	_, err := NewRules([]LockRule{{Pattern: "*:lock"}, {Pattern: ""}, {Pattern: "x[", Release: "drop"}})
 	var got []string
-	for _, e := range ConfigErrors(err) {
-		got = append(got, e.Error())
+	if err != nil {
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			got = append(got, e.(*RuleError).Error())
+		}
 	}
 	want := []string{
 		`locks[1].pattern: is required: the glob of the keys this rule protects, e.g. "*:lock"`,
@@ -102,6 +104,23 @@ func TestNewRulesErrors(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// In front of a cluster, Check also refuses a rule whose lock records
+// cannot share the lock's hash slot; NewRules, which does not know where it
+// runs, and Check without a cluster accept it.
+func TestCheckCluster(t *testing.T) {
+	locks := []LockRule{{Pattern: "{*}:lock"}, {Pattern: "*}:lock"}}
+	got := Check(locks, true)
+	if len(got) != 1 || got[0].Path != "locks[1].pattern" || !strings.Contains(got[0].Msg, "CROSSSLOT") {
+		t.Errorf("Check in a cluster: %v", got)
+	}
+	if got := Check(locks, false); len(got) != 0 {
+		t.Errorf("Check without a cluster: %v", got)
+	}
+	if _, err := NewRules(locks); err != nil {
+		t.Errorf("NewRules: %v", err)
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/telemetry"
 )
@@ -165,7 +165,7 @@ func (s *session) adminDenied(what string, private, operate bool) string {
 	}
 	if v, ok := s.p.ops.authed.Load(s); ok {
 		login := v.(adminLogin)
-		if operate && login.role != policy.AdminOperate {
+		if operate && login.role != config.AdminOperate {
 			return errAdminNoPerm(what, login.user, login.role)
 		}
 		return ""
@@ -206,7 +206,7 @@ func (s *session) adminAuth(args [][]byte) []byte {
 	if l.open() {
 		return resp.AppendError(nil, errAdminNoPassword)
 	}
-	user, pass := policy.DefaultAdminUser, args[0]
+	user, pass := config.DefaultAdminUser, args[0]
 	if len(args) == 2 {
 		user, pass = string(args[0]), args[1]
 	}

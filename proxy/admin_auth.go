@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"reflect"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 )
 
 // adminLogins is the set of admin credentials in force, built from
@@ -21,25 +21,25 @@ type adminLogins struct {
 	// changed them.
 	from struct {
 		password string
-		users    []policy.AdminUser
+		users    []config.AdminUser
 	}
 }
 
 type adminUser struct {
 	hash [sha256.Size]byte
-	role policy.AdminRole
+	role config.AdminRole
 }
 
-func newAdminLogins(password string, users []policy.AdminUser) *adminLogins {
+func newAdminLogins(password string, users []config.AdminUser) *adminLogins {
 	l := &adminLogins{users: map[string]adminUser{}, named: len(users) > 0}
 	l.from.password, l.from.users = password, users
 	if password != "" {
-		l.users[policy.DefaultAdminUser] = adminUser{hash: sha256.Sum256([]byte(password)), role: policy.AdminOperate}
+		l.users[config.DefaultAdminUser] = adminUser{hash: sha256.Sum256([]byte(password)), role: config.AdminOperate}
 	}
 	for _, u := range users {
 		au := adminUser{role: u.Role}
 		if au.role == "" {
-			au.role = policy.AdminRead
+			au.role = config.AdminRead
 		}
 		if u.PasswordSHA256 != "" {
 			// Validated as 64 hex digits; a hash that does not decode
@@ -57,14 +57,14 @@ func newAdminLogins(password string, users []policy.AdminUser) *adminLogins {
 func (l *adminLogins) open() bool { return len(l.users) == 0 }
 
 // same reports whether l was built from the same settings.
-func (l *adminLogins) same(password string, users []policy.AdminUser) bool {
+func (l *adminLogins) same(password string, users []config.AdminUser) bool {
 	return l.from.password == password && reflect.DeepEqual(l.from.users, users)
 }
 
 // check returns the role of user when password is its password. It does the
 // same work for a name that does not exist, so the time taken does not tell
 // which names do.
-func (l *adminLogins) check(user string, password []byte) (policy.AdminRole, bool) {
+func (l *adminLogins) check(user string, password []byte) (config.AdminRole, bool) {
 	u, known := l.users[user]
 	h := sha256.Sum256(password)
 	match := subtle.ConstantTimeCompare(h[:], u.hash[:]) == 1
@@ -77,5 +77,5 @@ func (l *adminLogins) check(user string, password []byte) (policy.AdminRole, boo
 // adminLogin is what an authenticated session is logged in as.
 type adminLogin struct {
 	user string
-	role policy.AdminRole
+	role config.AdminRole
 }

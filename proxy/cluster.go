@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -17,10 +17,10 @@ import (
 // clusterState is the proxy's view of the cluster: the slot map now, and
 // what keeps it current.
 type clusterState struct {
-	// What upstream.cluster and cluster_face say (policy.ClusterConfig).
+	// What upstream.cluster and cluster_face say (config.ClusterConfig).
 	seeds []string
 	every time.Duration // the timer's period
-	face  policy.ClusterFace
+	face  config.ClusterFace
 	m     atomic.Pointer[cluster.Map]
 
 	// refresh asks the refresher to read the topology again soon.

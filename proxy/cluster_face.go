@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lockproxy/lockproxy/cluster"
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -33,7 +33,7 @@ func isClusterFaceCommand(name []byte) bool {
 // clusterFace answers CLUSTER, READONLY, READWRITE and ASKING.
 func (s *session) clusterFace(cmd resp.Command) {
 	args := cmd.Args
-	single := s.p.cl.face == policy.ClusterFaceSingleNode
+	single := s.p.cl.face == config.ClusterFaceSingleNode
 	switch id := idOf(args[0]); {
 	case id == cReadonly, id == cReadwrite:
 		// Reads go to primaries whatever the client asks (a standalone

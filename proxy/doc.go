@@ -28,10 +28,11 @@
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock
-// is decided by the scripts inside Valkey. Configuration is package policy's,
-// RESP parsing package resp's, a key's hash slot package cluster's. Nothing on
-// an event loop may wait for Valkey: handling a command returns the step
-// that waits instead (step.go), and the engine carries it out.
+// is decided by the scripts inside Valkey. Configuration is package
+// config's, the lock rules package policy's, RESP parsing package resp's, a
+// key's hash slot package cluster's. Nothing on an event loop may wait for
+// Valkey: handling a command returns the step that waits instead (step.go),
+// and the engine carries it out.
 //
 // What the proxy decides about a command's connection state lives in
 // commands.go (the command table) and handle.go. The error texts this

@@ -99,7 +99,7 @@ func (s *session) runDurableWrite(plan rewrite.Plan, d *policy.DurabilityConfig)
 
 // waitCommand is the WAIT that follows a durable command.
 func waitCommand(d *policy.DurabilityConfig) []byte {
-	return resp.AppendCommandStrings(nil, "WAIT", strconv.Itoa(d.Replicas), strconv.FormatInt(d.Timeout.D().Milliseconds(), 10))
+	return resp.AppendCommandStrings(nil, "WAIT", strconv.Itoa(d.Replicas), strconv.FormatInt(d.Timeout.Milliseconds(), 10))
 }
 
 // durableStats counts acquisitions undone because their replicas did not
@@ -211,7 +211,7 @@ func notTaken(shape rewrite.Shape, key string, d *policy.DurabilityConfig, proto
 func (p *Proxy) undoGrantLater(keys []string, db int, owner string, grant int64, value string, d *policy.DurabilityConfig, acked int64) {
 	p.durable.undone.Add(1)
 	p.log.Warn("an acquisition was not acknowledged by enough replicas in time: undone, answered as not taken",
-		"key", keys[0], "replicas", d.Replicas, "acknowledged", acked, "timeout", d.Timeout.D())
+		"key", keys[0], "replicas", d.Replicas, "acknowledged", acked, "timeout", d.Timeout)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/policy"
 )
 
@@ -142,7 +143,7 @@ func errAdminNoCredentials(what, listen string) string {
 	return fmt.Sprintf("NOAUTH %s needs an admin login, and none is configured: lockproxy listens on %s, which is not loopback; set admin.password or admin.users in the lockproxy config (admin.open_read: true opens the read-only subcommands)", what, listen)
 }
 
-func errAdminNoPerm(what, user string, role policy.AdminRole) string {
+func errAdminNoPerm(what, user string, role config.AdminRole) string {
 	return fmt.Sprintf("NOPERM %s needs an admin user with role operate; %q has role %s: log in as an operate user of admin.users", what, user, role)
 }
 
@@ -255,23 +256,23 @@ func errWaitUnprimed(key, why string) string {
 // replicas acknowledged it in time (durable.go). Its "not taken" answer
 // would have to name a holder's value, so it is this error instead.
 func errNotDurable(key string, d *policy.DurabilityConfig) string {
-	return fmt.Sprintf("NOTDURABLE lockproxy undid the acquisition of %q: fewer than %d replicas acknowledged it within %s (durability); the lock is not yours, retry later", key, d.Replicas, d.Timeout.D())
+	return fmt.Sprintf("NOTDURABLE lockproxy undid the acquisition of %q: fewer than %d replicas acknowledged it within %s (durability); the lock is not yours, retry later", key, d.Replicas, d.Timeout)
 }
 
 // errNotDurableScript: a client's script under a rule's durability that
 // too few replicas acknowledged in time (durable_script.go).
 func errNotDurableScript(key string, d *policy.DurabilityConfig) string {
-	return fmt.Sprintf("NOTDURABLE fewer than %d replicas acknowledged the script's changes within %s (durability, lock %q): lockproxy undid every lock the script took (they are not yours), and its renewals and fenced writes were made on the primary only, where a failover may lose them; retry later", d.Replicas, d.Timeout.D(), key)
+	return fmt.Sprintf("NOTDURABLE fewer than %d replicas acknowledged the script's changes within %s (durability, lock %q): lockproxy undid every lock the script took (they are not yours), and its renewals and fenced writes were made on the primary only, where a failover may lose them; retry later", d.Replicas, d.Timeout, key)
 }
 
 // errNotDurableTxn: a durable transaction whose EXEC reply was not seen
 // before its WAIT's (durable_multi.go).
 func errNotDurableTxn(d *policy.DurabilityConfig) string {
-	return fmt.Sprintf("NOTDURABLE lockproxy could not tell whether %d replicas acknowledged the transaction within %s (durability): its reply was lost; check the locks it took, and retry", d.Replicas, d.Timeout.D())
+	return fmt.Sprintf("NOTDURABLE lockproxy could not tell whether %d replicas acknowledged the transaction within %s (durability): its reply was lost; check the locks it took, and retry", d.Replicas, d.Timeout)
 }
 
 // errNotDurableWrite: a renewal or fenced write under a rule's durability
 // that too few replicas acknowledged in time (durable.go).
 func errNotDurableWrite(key string, d *policy.DurabilityConfig) string {
-	return fmt.Sprintf("NOTDURABLE lockproxy made the change to %q on the primary, but fewer than %d replicas acknowledged it within %s (durability): a failover may lose it; retry, or renew the lock again", key, d.Replicas, d.Timeout.D())
+	return fmt.Sprintf("NOTDURABLE lockproxy made the change to %q on the primary, but fewer than %d replicas acknowledged it within %s (durability): a failover may lose it; retry, or renew the lock again", key, d.Replicas, d.Timeout)
 }

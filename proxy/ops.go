@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -58,8 +58,8 @@ type ops struct {
 
 	// Configuration, for CONFIG and RELOAD.
 	reloadMu       sync.Mutex
-	boot           *policy.Config                // as the process started: listener/upstream settings
-	current        atomic.Pointer[policy.Config] // as last loaded
+	boot           *config.Config                // as the process started: listener/upstream settings
+	current        atomic.Pointer[config.Config] // as last loaded
 	reloads        atomic.Int64
 	reloadErrors   atomic.Int64
 	lastReload     atomic.Pointer[reloadStatus]

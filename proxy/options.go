@@ -5,15 +5,15 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 )
 
 // Options configure a Proxy: the configuration file's settings, as
-// policy.Config (embedded: what the file says is what the proxy runs with,
+// config.Config (embedded: what the file says is what the proxy runs with,
 // field for field), and what a file cannot say. Zero values are the
-// defaults of policy.Default, except Upstream.Addr, which is required.
+// defaults of config.Default, except Upstream.Addr, which is required.
 type Options struct {
-	policy.Config
+	config.Config
 
 	// Logger receives operational events. Default slog.Default().
 	Logger *slog.Logger
@@ -28,7 +28,7 @@ type Options struct {
 	// ConfigOverride, when set, is applied to every configuration reload
 	// reads, before it is compared and applied (the command line's
 	// --listen and --upstream, which override the file).
-	ConfigOverride func(*policy.Config)
+	ConfigOverride func(*config.Config)
 
 	// UpstreamTLS, when set, is the TLS configuration for Valkey, used
 	// instead of one built from Upstream.TLS's files (for certificates

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
@@ -138,7 +137,7 @@ func New(opts Options) (*Proxy, error) {
 	if opts.Upstream.Sentinel.Master != "" && len(opts.Upstream.Sentinel.Addrs) == 0 {
 		return nil, errors.New("proxy: sentinel master without sentinel addresses")
 	}
-	rules, err := policy.NewRules(opts.Locks)
+	rules, err := opts.Config.Rules()
 	if err != nil {
 		return nil, err
 	}

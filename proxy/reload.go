@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
@@ -67,14 +67,14 @@ func (p *Proxy) Reload() (ReloadResult, error) {
 	if path == "" {
 		return fail(errors.New("no configuration file to reload: lockproxy was started without --config"))
 	}
-	cfg, err := policy.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		return fail(err)
 	}
 	if p.opts.ConfigOverride != nil {
 		p.opts.ConfigOverride(cfg)
 	}
-	rules, err := policy.NewRules(cfg.Locks)
+	rules, err := cfg.Rules()
 	if err != nil {
 		return fail(err)
 	}
@@ -134,7 +134,7 @@ func oneLine(err error) string {
 
 // restartNeeded lists the settings that differ between the running and the
 // new configuration and cannot change live.
-func restartNeeded(running, next *policy.Config, logLevelLive bool) []string {
+func restartNeeded(running, next *config.Config, logLevelLive bool) []string {
 	a := map[string]string{}
 	for _, f := range configFields(running, false) {
 		a[f.k] = f.v.(string)
@@ -157,7 +157,7 @@ func restartNeeded(running, next *policy.Config, logLevelLive bool) []string {
 
 // effectiveConfig is what runs now: the process's start-up settings with
 // what reloads applied live.
-func (p *Proxy) effectiveConfig() *policy.Config {
+func (p *Proxy) effectiveConfig() *config.Config {
 	o := p.ops
 	cur := o.current.Load()
 	eff := *o.boot
@@ -172,7 +172,7 @@ func (p *Proxy) effectiveConfig() *policy.Config {
 // order: "upstream.addr", "locks[0].pattern", ... Values are strings; sizes
 // and durations as the file writes them. With redact, every non-empty
 // secret reads "(redacted)".
-func configFields(c *policy.Config, redact bool) []field {
+func configFields(c *config.Config, redact bool) []field {
 	if redact {
 		c = c.Redacted()
 	}
@@ -206,7 +206,7 @@ func flattenValue(path string, v reflect.Value, redact bool, out *[]field) {
 			}
 			fv := v.Field(i)
 			if redact && fv.Kind() == reflect.String && fv.String() != "" && secretName(sf.Name) {
-				*out = append(*out, field{name, policy.Redacted})
+				*out = append(*out, field{name, config.Redacted})
 				continue
 			}
 			flattenValue(name, fv, redact, out)

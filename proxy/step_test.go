@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -16,7 +16,7 @@ import (
 // decisions, which read the session's state and its pools' slots only.
 func stepProxy() *Proxy {
 	p := &Proxy{pools: map[poolKey]*upstream.Pool{}}
-	p.opts.Config = policy.Config{}
+	p.opts.Config = config.Config{}
 	p.opts.Upstream.PoolSize = 2
 	p.decider.Store(&rewrite.Decider{})
 	return p

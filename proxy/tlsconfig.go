@@ -7,7 +7,7 @@ import (
 	"net"
 	"os"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 )
 
 // upstreamTLS is the TLS configuration for Valkey now; nil for plaintext.
@@ -15,7 +15,7 @@ func (p *Proxy) upstreamTLS() *tls.Config { return p.upTLS.Load() }
 
 // loadUpstreamTLS builds the TLS configuration for Valkey from the upstream
 // section's files.
-func loadUpstreamTLS(u policy.UpstreamConfig) (*tls.Config, error) {
+func loadUpstreamTLS(u config.UpstreamConfig) (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         u.TLS.ServerName,
@@ -86,7 +86,7 @@ func (p *Proxy) loadCertificates() error {
 // loadListenerTLS builds the client listener's TLS configuration from the tls
 // section's files: the proxy's certificate, and client certificates
 // required when a client CA is set.
-func loadListenerTLS(t policy.ListenerTLS) (*tls.Config, error) {
+func loadListenerTLS(t config.ListenerTLS) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("tls.cert_file %s and key_file %s: %w", t.CertFile, t.KeyFile, err)

@@ -438,7 +438,7 @@ func (d *Decider) acquireFlags(get []byte, r *policy.Rule) []byte {
 	}
 	out := append([]byte(nil), get...)
 	if r.MaxLease > 0 {
-		out = strconv.AppendInt(append(out, ':'), r.MaxLease.D().Milliseconds(), 10)
+		out = strconv.AppendInt(append(out, ':'), r.MaxLease.Milliseconds(), 10)
 	}
 	if d.Cluster {
 		out = append(out, '!')

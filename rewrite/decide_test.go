@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -48,13 +49,13 @@ locks:
 
 // testDecider builds the Decider of testConfig with the golden command
 // table; onFlush overrides the file's on_flush when not empty.
-func testDecider(tb testing.TB, config string, onFlush policy.FlushPolicy) *rewrite.Decider {
+func testDecider(tb testing.TB, yamlText string, onFlush policy.FlushPolicy) *rewrite.Decider {
 	tb.Helper()
-	cfg, err := policy.Parse("test.yaml", []byte(config))
+	cfg, err := config.Parse("test.yaml", []byte(yamlText))
 	if err != nil {
 		tb.Fatalf("config: %v", err)
 	}
-	rules, err := policy.NewRules(cfg.Locks)
+	rules, err := cfg.Rules()
 	if err != nil {
 		tb.Fatalf("rules: %v", err)
 	}

@@ -104,9 +104,9 @@ func (d *Decider) leaseRefusal(name string, args [][]byte, r *policy.Rule) *Plan
 	if d.Clock != nil {
 		now = d.Clock
 	}
-	if !leaseOver(name, args, r.MaxLease.D(), now()) {
+	if !leaseOver(name, args, r.MaxLease, now()) {
 		return nil
 	}
-	reason := errLeaseChange(name, args[1], r.MaxLease.D().Milliseconds())
+	reason := errLeaseChange(name, args[1], r.MaxLease.Milliseconds())
 	return &Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: name, Key: clone(args[1]), Rule: r, Reason: reason}}}
 }

@@ -482,7 +482,7 @@ func monitorMode(r *policy.Rule) []byte {
 	if r.MaxLease <= 0 {
 		return m
 	}
-	return strconv.AppendInt(append(append([]byte(nil), m...), '/'), r.MaxLease.D().Milliseconds(), 10)
+	return strconv.AppendInt(append(append([]byte(nil), m...), '/'), r.MaxLease.Milliseconds(), 10)
 }
 
 // monitorClue is where a monitored call's epoch clue is in its arguments

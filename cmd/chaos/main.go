@@ -21,8 +21,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/internal/valkeytest"
-	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/redis/go-redis/v9"
 )
@@ -51,7 +51,7 @@ func rulesYAML(session string) string {
 // With sentinels, it follows the primary Sentinel names (upstream is the
 // first one).
 func proxyOptions(upstream string, seeds, sentinels []string, session string) (proxy.Options, error) {
-	cfg, err := policy.Parse("chaos.yaml", []byte(rulesYAML(session)))
+	cfg, err := config.Parse("chaos.yaml", []byte(rulesYAML(session)))
 	if err != nil {
 		return proxy.Options{}, err
 	}
@@ -61,10 +61,10 @@ func proxyOptions(upstream string, seeds, sentinels []string, session string) (p
 		u.Addr, u.Cluster.Seeds = "", seeds
 	}
 	if len(sentinels) > 0 {
-		u.Sentinel = policy.SentinelConfig{Master: sentinelMaster, Addrs: sentinels}
+		u.Sentinel = config.SentinelConfig{Master: sentinelMaster, Addrs: sentinels}
 	}
-	u.ReplyTimeout, u.DialTimeout = policy.Duration(time.Second), policy.Duration(time.Second)
-	u.ReconnectBackoff, u.MaxBackoff = policy.Duration(20*time.Millisecond), policy.Duration(200*time.Millisecond)
+	u.ReplyTimeout, u.DialTimeout = config.Duration(time.Second), config.Duration(time.Second)
+	u.ReconnectBackoff, u.MaxBackoff = config.Duration(20*time.Millisecond), config.Duration(200*time.Millisecond)
 	return proxy.Options{Config: *cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, nil
 }
 

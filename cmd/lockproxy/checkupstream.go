@@ -6,7 +6,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
@@ -14,7 +14,7 @@ import (
 // as FILE says and prints one line per check (proxy.CheckUpstream), then
 // FILE: ok, or FILE: N problem(s) and exit status 1.
 func checkUpstream(path string, stdout, stderr io.Writer) int {
-	cfg, err := policy.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

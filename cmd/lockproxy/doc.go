@@ -11,5 +11,5 @@
 // signals (SIGHUP reloads, SIGTERM drains within shutdown_timeout), the
 // metrics listener and systemd's readiness notice. It must not decide
 // anything about commands or locks: that is package proxy's (serving)
-// and policy's (the configuration it loads and checks).
+// and config's (the configuration it loads and checks).
 package main

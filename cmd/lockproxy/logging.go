@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -15,7 +15,7 @@ import (
 // are written as Go writes them (1.5s, 100ms), in both formats, not as
 // nanoseconds. The go-redis client lockproxy uses for its side requests
 // logs through the same logger.
-func newLogger(c policy.LogConfig, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+func newLogger(c config.LogConfig, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	lv := new(slog.LevelVar)

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockproxy/lockproxy/policy"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
@@ -125,10 +125,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			f.Close()
 		}()
 	}
-	cfg := policy.Default()
+	cfg := config.Default()
 	if *configPath != "" {
 		var err error
-		if cfg, err = policy.Load(*configPath); err != nil {
+		if cfg, err = config.Load(*configPath); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
@@ -137,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			cfg.Listen, cfg.Upstream.Addr)
 	}
 	// The flags override the file, at start and on every reload.
-	override := func(c *policy.Config) {
+	override := func(c *config.Config) {
 		if *listen != "" {
 			c.Listen = *listen
 		}
@@ -160,7 +160,7 @@ var (
 )
 
 // upstreamName is what the start-up line names as the upstream.
-func upstreamName(cfg *policy.Config) string {
+func upstreamName(cfg *config.Config) string {
 	u := cfg.Upstream
 	switch {
 	case u.Sentinel.Master != "":
@@ -220,7 +220,7 @@ func editDistance(a, b string) int {
 }
 
 func checkConfig(path string, stdout, stderr io.Writer) int {
-	cfg, err := policy.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -228,7 +228,7 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 	}
-	if rules, err := policy.NewRules(cfg.Locks); err == nil {
+	if rules, err := cfg.Rules(); err == nil {
 		for _, n := range rules.Notes() {
 			fmt.Fprintf(stdout, "%s: note: %s\n", path, n)
 		}
@@ -237,7 +237,7 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func serve(cfg *policy.Config, configPath string, override func(*policy.Config), stderr io.Writer) error {
+func serve(cfg *config.Config, configPath string, override func(*config.Config), stderr io.Writer) error {
 	log, level := newLogger(cfg.Log, stderr)
 	for _, w := range cfg.Warnings() {
 		log.Warn("configuration: " + w)

@@ -1,10 +1,12 @@
-package policy
+package config
 
 import (
 	"net"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/lockproxy/lockproxy/policy"
 )
 
 // Defaults. A zero or omitted value in the file means the default below
@@ -90,7 +92,7 @@ type Config struct {
 
 	// on_flush: what to do with FLUSHALL/FLUSHDB, which delete every lock
 	// without checking owners. Default allow.
-	OnFlush FlushPolicy `yaml:"on_flush"`
+	OnFlush policy.FlushPolicy `yaml:"on_flush"`
 
 	// locks: the lock rules, tried in order; the first whose pattern matches a
 	// key decides for it. A key no rule matches is passed through untouched.
@@ -234,65 +236,15 @@ type MetricsConfig struct {
 	Listen string `yaml:"listen"` // host:port; empty (the default) = no metrics endpoint
 }
 
-// LockRule is one entry of the locks list, as written in the file. Empty
-// enum fields mean the defaults noted on each type.
-type LockRule struct {
-	// Pattern is a Valkey glob (see [Compile]); required.
-	Pattern      string           `yaml:"pattern"`
-	Release      ReleaseMode      `yaml:"release"`       // default rewrite
-	Session      SessionMode      `yaml:"session"`       // default connection
-	UnknownOwner UnknownOwnerMode `yaml:"unknown_owner"` // default refuse
-	Scripts      ScriptsMode      `yaml:"scripts"`       // "" = default by script class
-	UnknownSHA   UnknownSHAMode   `yaml:"unknown_sha"`   // default allow
-	Fence        *FenceConfig     `yaml:"fence,omitempty"`
-	// Durability: acquisitions answered only once that many replicas have
-	// them (docs/failover.md); nil (the default) answers at once.
-	Durability *DurabilityConfig `yaml:"durability,omitempty"`
-	// MaxLease: acquisitions and lease changes that leave a longer lease (or
-	// none) are refused (rewrite/lease.go), and
-	// after a change of primary the rule's locks are not granted for this
-	// long (the lock delay, docs/failover.md); 0 (the default): neither.
-	MaxLease Duration `yaml:"max_lease"`
-}
-
-// DurabilityConfig is a lock rule's durability section: an acquisition is
-// answered only after Replicas replicas acknowledged it (WAIT), and is
-// undone, and answered as not taken, when they do not within Timeout.
-type DurabilityConfig struct {
-	Replicas int      `yaml:"replicas"`
-	Timeout  Duration `yaml:"timeout"`
-}
-
-// FenceConfig is a lock rule's optional fencing section. Only its shape is
-// checked for now; the templates' placeholders are interpreted by the
-// fencing feature.
-type FenceConfig struct {
-	Counter        string         `yaml:"counter"`         // key template of the fencing counter; required
-	Guards         []string       `yaml:"guards"`          // key templates of the keys the lock guards
-	Check          FenceCheck     `yaml:"check"`           // default current
-	UnfencedWrites UnfencedWrites `yaml:"unfenced_writes"` // default reject
-	// Mark: where check: highest keeps the highest token accepted: one
-	// mark per lock (every key the lock guards refuses a token below the
-	// highest any of them accepted), or one per guarded key.
-	Mark FenceMark `yaml:"mark"` // default lock
-}
-
-// Enumerations. Each is a string type so the file's word is the value and
-// messages can quote it; the constants list every accepted word.
+// Enumerations of process settings. Each is a string type so the file's
+// word is the value and messages can quote it; the constants list every
+// accepted word. The words of lock policy (release, session, on_flush ...)
+// are package policy's.
 type (
-	LogLevel         string
-	LogFormat        string
-	FlushPolicy      string
-	ReleaseMode      string
-	SessionMode      string
-	UnknownOwnerMode string
-	ScriptsMode      string
-	UnknownSHAMode   string
-	FenceCheck       string
-	FenceMark        string
-	UnfencedWrites   string
-	AdminRole        string
-	ClusterFace      string
+	LogLevel    string
+	LogFormat   string
+	AdminRole   string
+	ClusterFace string
 )
 
 const (
@@ -303,38 +255,6 @@ const (
 
 	LogText LogFormat = "text"
 	LogJSON LogFormat = "json"
-
-	FlushAllow  FlushPolicy = "allow"  // forward FLUSHALL/FLUSHDB
-	FlushReject FlushPolicy = "reject" // refuse them: they would drop every lock unchecked
-
-	ReleaseRewrite ReleaseMode = "rewrite" // a blind DEL becomes a token-checked delete
-	ReleaseReject  ReleaseMode = "reject"  // a blind DEL is refused
-	ReleaseObserve ReleaseMode = "observe" // forwarded as is, but logged and counted
-
-	SessionConnection SessionMode = "connection"  // the owner is the client connection
-	SessionClientName SessionMode = "client_name" // ... the CLIENT SETNAME name, surviving reconnects
-	SessionClientAddr SessionMode = "client_addr" // ... the client's IP address
-
-	UnknownOwnerRefuse  UnknownOwnerMode = "refuse"  // release of a lock the proxy did not see taken is refused
-	UnknownOwnerForward UnknownOwnerMode = "forward" // ... is forwarded unchanged
-
-	ScriptsDefault ScriptsMode = ""        // decided by script class
-	ScriptsReject  ScriptsMode = "reject"  // scripts touching the lock are refused
-	ScriptsObserve ScriptsMode = "observe" // ... are forwarded and logged
-
-	UnknownSHAAllow   UnknownSHAMode = "allow"
-	UnknownSHAReject  UnknownSHAMode = "reject"
-	UnknownSHAObserve UnknownSHAMode = "observe"
-
-	FenceCheckCurrent FenceCheck = "current"
-	FenceCheckHighest FenceCheck = "highest"
-
-	FenceMarkLock FenceMark = "lock"
-	FenceMarkKey  FenceMark = "key"
-
-	UnfencedReject  UnfencedWrites = "reject"
-	UnfencedAllow   UnfencedWrites = "allow"
-	UnfencedObserve UnfencedWrites = "observe"
 
 	// What an admin user may run: read = every LOCKPROXY subcommand that
 	// only reports (and INFO lockproxy); operate = those and RELOAD.
@@ -347,19 +267,10 @@ const (
 
 // The accepted words of each enumeration, in the order messages list them.
 var (
-	logLevels      = []LogLevel{LogDebug, LogInfo, LogWarn, LogError}
-	logFormats     = []LogFormat{LogText, LogJSON}
-	clusterFaces   = []ClusterFace{ClusterFaceHidden, ClusterFaceSingleNode}
-	flushPolicies  = []FlushPolicy{FlushAllow, FlushReject}
-	releaseModes   = []ReleaseMode{ReleaseRewrite, ReleaseReject, ReleaseObserve}
-	sessionModes   = []SessionMode{SessionConnection, SessionClientName, SessionClientAddr}
-	unknownOwners  = []UnknownOwnerMode{UnknownOwnerRefuse, UnknownOwnerForward}
-	scriptsModes   = []ScriptsMode{ScriptsReject, ScriptsObserve} // "" is allowed too
-	unknownSHAs    = []UnknownSHAMode{UnknownSHAAllow, UnknownSHAReject, UnknownSHAObserve}
-	fenceChecks    = []FenceCheck{FenceCheckCurrent, FenceCheckHighest}
-	fenceMarks     = []FenceMark{FenceMarkLock, FenceMarkKey}
-	unfencedWrites = []UnfencedWrites{UnfencedReject, UnfencedAllow, UnfencedObserve}
-	adminRoles     = []AdminRole{AdminRead, AdminOperate}
+	logLevels    = []LogLevel{LogDebug, LogInfo, LogWarn, LogError}
+	logFormats   = []LogFormat{LogText, LogJSON}
+	clusterFaces = []ClusterFace{ClusterFaceHidden, ClusterFaceSingleNode}
+	adminRoles   = []AdminRole{AdminRead, AdminOperate}
 )
 
 // Default returns the configuration an empty file gives: every default
@@ -397,7 +308,7 @@ func (c *Config) ApplyDefaults() {
 	setZero(&u.ReconnectBackoff, DefaultReconnectBackoff)
 	setZero(&u.MaxBackoff, DefaultMaxBackoff)
 	setZero(&u.Cluster.Refresh, DefaultClusterRefresh)
-	setZero(&c.OnFlush, FlushAllow)
+	setZero(&c.OnFlush, policy.FlushAllow)
 	// A list written empty ([]) is the same as none.
 	if len(u.Sentinel.Addrs) == 0 {
 		u.Sentinel.Addrs = nil
@@ -416,21 +327,6 @@ func (c *Config) ApplyDefaults() {
 	}
 	for i := range c.Admin.Users {
 		setZero(&c.Admin.Users[i].Role, AdminRead)
-	}
-}
-
-func (r *LockRule) applyDefaults() {
-	setZero(&r.Release, ReleaseRewrite)
-	setZero(&r.Session, SessionConnection)
-	setZero(&r.UnknownOwner, UnknownOwnerRefuse)
-	setZero(&r.UnknownSHA, UnknownSHAAllow)
-	if r.Fence != nil {
-		if len(r.Fence.Guards) == 0 {
-			r.Fence.Guards = nil
-		}
-		setZero(&r.Fence.Check, FenceCheckCurrent)
-		setZero(&r.Fence.Mark, FenceMarkLock)
-		setZero(&r.Fence.UnfencedWrites, UnfencedReject)
 	}
 }
 
@@ -503,17 +399,4 @@ func (c *Config) clone() *Config {
 		r.Locks[i] = r.Locks[i].clone()
 	}
 	return &r
-}
-
-func (r LockRule) clone() LockRule {
-	if r.Durability != nil {
-		d := *r.Durability
-		r.Durability = &d
-	}
-	if r.Fence != nil {
-		f := *r.Fence
-		f.Guards = slices.Clone(f.Guards)
-		r.Fence = &f
-	}
-	return r
 }

@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"bytes"
@@ -328,7 +328,7 @@ func expected(p *placed, into string) string {
 	return fmt.Sprintf("expected %s, got %s", into, got)
 }
 
-// configTypes maps the Go name of every type in Config ("policy.LogConfig")
+// configTypes maps the Go name of every type in Config ("config.LogConfig")
 // to the type, as yaml.v3's messages name them.
 var configTypes = sync.OnceValue(func() map[string]reflect.Type {
 	types := map[string]reflect.Type{}

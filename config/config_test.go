@@ -1,7 +1,8 @@
-package policy
+package config
 
 import (
 	"errors"
+	"github.com/lockproxy/lockproxy/policy"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,10 +22,10 @@ func TestExampleConfigParses(t *testing.T) {
 	if c.Listen != "127.0.0.1:6380" || c.Upstream.Addr != "127.0.0.1:6379" {
 		t.Errorf("listen %q upstream %q", c.Listen, c.Upstream.Addr)
 	}
-	if len(c.Locks) != 2 || c.Locks[0].Pattern != "*:lock" || c.Locks[0].Release != ReleaseRewrite {
+	if len(c.Locks) != 2 || c.Locks[0].Pattern != "*:lock" || c.Locks[0].Release != policy.ReleaseRewrite {
 		t.Fatalf("locks = %+v, want a *:lock rewrite rule first", c.Locks)
 	}
-	if f := c.Locks[1].Fence; f == nil || f.Counter != "{base}:fence" || f.Check != FenceCheckHighest {
+	if f := c.Locks[1].Fence; f == nil || f.Counter != "{base}:fence" || f.Check != policy.FenceCheckHighest {
 		t.Fatalf("locks[1] = %+v, want the fenced example", c.Locks[1])
 	}
 	// The commented-out lines claim to be the defaults; with them all
@@ -122,7 +123,7 @@ func TestDefault(t *testing.T) {
 		{"upstream.reply_timeout", c.Upstream.ReplyTimeout, Duration(30 * time.Second)},
 		{"upstream.reconnect_backoff", c.Upstream.ReconnectBackoff, Duration(100 * time.Millisecond)},
 		{"upstream.max_backoff", c.Upstream.MaxBackoff, Duration(5 * time.Second)},
-		{"on_flush", c.OnFlush, FlushAllow},
+		{"on_flush", c.OnFlush, policy.FlushAllow},
 		{"locks", len(c.Locks), 0},
 	}
 	for _, ch := range checks {
@@ -211,14 +212,14 @@ func TestParseFull(t *testing.T) {
 		},
 		Admin:   AdminConfig{Password: "s3cret"},
 		Metrics: MetricsConfig{Listen: ":9100"},
-		OnFlush: FlushReject,
+		OnFlush: policy.FlushReject,
 		Locks: []LockRule{
-			{Pattern: "*:lock", Release: ReleaseReject, Session: SessionClientName,
-				UnknownOwner: UnknownOwnerForward, Scripts: ScriptsObserve, UnknownSHA: UnknownSHAReject,
+			{Pattern: "*:lock", Release: policy.ReleaseReject, Session: policy.SessionClientName,
+				UnknownOwner: policy.UnknownOwnerForward, Scripts: policy.ScriptsObserve, UnknownSHA: policy.UnknownSHAReject,
 				Fence: &FenceConfig{Counter: "{base}:fence", Guards: []string{"{base}:a", "{base}:b"},
-					Check: FenceCheckHighest, Mark: FenceMarkLock, UnfencedWrites: UnfencedObserve}},
-			{Pattern: "lock:*", Release: ReleaseRewrite, Session: SessionConnection,
-				UnknownOwner: UnknownOwnerRefuse, UnknownSHA: UnknownSHAAllow},
+					Check: policy.FenceCheckHighest, Mark: policy.FenceMarkLock, UnfencedWrites: policy.UnfencedObserve}},
+			{Pattern: "lock:*", Release: policy.ReleaseRewrite, Session: policy.SessionConnection,
+				UnknownOwner: policy.UnknownOwnerRefuse, UnknownSHA: policy.UnknownSHAAllow},
 		},
 	}
 	if !reflect.DeepEqual(c, want) {

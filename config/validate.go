@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"crypto/tls"
@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/lockproxy/lockproxy/policy"
 )
 
 // validator collects the problems that need the whole decoded Config to see
@@ -156,11 +158,8 @@ func (c *Config) validate(v *validator) {
 	if c.Metrics.Listen != "" {
 		checkAddr(v, "metrics.listen", c.Metrics.Listen, true)
 	}
-	oneOf(v, "on_flush", c.OnFlush, flushPolicies)
-	pats := validateLocks(v, c.Locks)
-	if len(u.Cluster.Seeds) > 0 {
-		validateClusterLocks(v, c.Locks, pats)
-	}
+	oneOf(v, "on_flush", c.OnFlush, policy.FlushPolicies())
+	validateLocks(v, c)
 }
 
 // validateCluster checks upstream.cluster and cluster_face. A cluster is
@@ -187,78 +186,6 @@ func validateCluster(v *validator, c *Config) {
 	if u.DB != 0 {
 		v.errf("upstream.db", "%d cannot be used with upstream.cluster: a cluster has database 0 only", u.DB)
 	}
-}
-
-// validateLocks checks the lock rules and returns their compiled patterns
-// (nil where a pattern is invalid).
-func validateLocks(v *validator, locks []LockRule) []*Pattern {
-	pats := make([]*Pattern, len(locks))
-	firstIndex := map[string]int{}
-	catchAll := -1 // first rule whose pattern matches every non-empty key
-	for i, r := range locks {
-		p := fmt.Sprintf("locks[%d]", i)
-		switch {
-		case r.Pattern == "":
-			v.errf(p+".pattern", `is required: the glob of the keys this rule protects, e.g. "*:lock"`)
-		default:
-			pat, err := Compile(r.Pattern)
-			if err != nil {
-				v.errf(p+".pattern", "%s: %s", strconv.Quote(r.Pattern), err.(*PatternError).Msg)
-				break
-			}
-			pats[i] = pat
-			if j, dup := firstIndex[r.Pattern]; dup {
-				v.errf(p+".pattern", "%s repeats locks[%d]; the first matching rule wins, so this one is never used",
-					strconv.Quote(r.Pattern), j)
-			} else if catchAll >= 0 {
-				v.errf(p+".pattern", "is never used: locks[%d] (%s) matches every key first",
-					catchAll, strconv.Quote(locks[catchAll].Pattern))
-			} else {
-				firstIndex[r.Pattern] = i
-			}
-			if catchAll < 0 && (pat.kind == kindAll || pat.kind == kindNonEmpty) {
-				catchAll = i
-			}
-		}
-		oneOf(v, p+".release", r.Release, releaseModes)
-		oneOf(v, p+".session", r.Session, sessionModes)
-		oneOf(v, p+".unknown_owner", r.UnknownOwner, unknownOwners)
-		if r.Scripts != ScriptsDefault {
-			oneOf(v, p+".scripts", r.Scripts, scriptsModes)
-		}
-		oneOf(v, p+".unknown_sha", r.UnknownSHA, unknownSHAs)
-		if r.MaxLease < 0 {
-			v.errf(p+".max_lease", "must not be negative: the longest lease an acquisition may ask for (0: no limit, no lock delay)")
-		}
-		if d := r.Durability; d != nil {
-			if d.Replicas < 1 {
-				v.errf(p+".durability.replicas", "must be at least 1: the number of replicas that must have an acquisition before it is answered")
-			}
-			if d.Timeout <= 0 {
-				v.errf(p+".durability.timeout", "must be above 0: how long to wait for the replicas (e.g. 100ms) before the acquisition is undone")
-			}
-		}
-		if f := r.Fence; f != nil {
-			fp := p + ".fence"
-			if f.Counter == "" {
-				v.errf(fp+".counter", "is required when fence is set: the key template of the fencing counter")
-			}
-			for j, g := range f.Guards {
-				if g == "" {
-					v.errf(fmt.Sprintf("%s.guards[%d]", fp, j), "is empty; each guard is a key template")
-				}
-			}
-			oneOf(v, fp+".check", f.Check, fenceChecks)
-			oneOf(v, fp+".mark", f.Mark, fenceMarks)
-			oneOf(v, fp+".unfenced_writes", f.UnfencedWrites, unfencedWrites)
-			if pats[i] != nil && f.Counter != "" {
-				if _, err := compileFence(pats[i], f); err != nil {
-					v.errf(fp, "%v", err)
-				}
-			}
-		}
-	}
-	return pats
 }
 
 // validateAdminUsers checks admin.users: each user can log in with
