@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -148,7 +149,7 @@ func (p *Proxy) sendBusy(cmd []byte, kill string, proto int, login string) ([]by
 			return resp.AppendError(nil, errClusterNoMap(p.topologyErr())), nil
 		}
 	}
-	rp := fanOneOK // Valkey 8's and Redis 7's tips for both, until the table says
+	rp := cluster.FoldOneOK // Valkey 8's and Redis 7's tips for both, until the table says
 	if t := p.decider.Load().Table; t != nil {
 		if c := t.LookupString(kill); c != nil {
 			if r, fan := fanOutPolicy(c); fan {
@@ -173,7 +174,7 @@ func (p *Proxy) sendBusy(cmd []byte, kill string, proto int, login string) ([]by
 		}()
 	}
 	wg.Wait()
-	return foldFan(rp, replies), nil
+	return cluster.Fold(rp, replies), nil
 }
 
 // sendOneShot opens a connection logged in as the proxy (or as login, a

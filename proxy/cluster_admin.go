@@ -46,19 +46,12 @@ func (p *Proxy) lockServers() (servers []lockServer, done func()) {
 	if m == nil {
 		return []lockServer{{c: p.side, indexes: []string{rewrite.StandaloneIndexKey}}}, func() {}
 	}
-	at := make(map[string]int, len(m.Primaries))
-	for slot := range uint16(cluster.SlotCount) {
-		a, ok := m.Primary(slot)
-		if !ok {
-			continue
+	for _, sv := range m.Served() {
+		ls := lockServer{c: p.nodeClient(sv.Primary), cluster: true}
+		for _, slot := range sv.Slots {
+			ls.indexes = append(ls.indexes, rewrite.SlotIndexKey(slot))
 		}
-		i, seen := at[a]
-		if !seen {
-			i = len(servers)
-			at[a] = i
-			servers = append(servers, lockServer{c: p.nodeClient(a), cluster: true})
-		}
-		servers[i].indexes = append(servers[i].indexes, rewrite.SlotIndexKey(slot))
+		servers = append(servers, ls)
 	}
 	return servers, func() {
 		for _, s := range servers {

@@ -2,11 +2,10 @@ package proxy
 
 import (
 	"bytes"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -46,12 +45,7 @@ const (
 	tryAgainPause = 10 * time.Millisecond
 )
 
-var (
-	askingCmd = resp.AppendCommandStrings(nil, "ASKING")
-	errMoved  = []byte("-MOVED ")
-	errAsk    = []byte("-ASK ")
-	errTry    = []byte("-TRYAGAIN")
-)
+var askingCmd = resp.AppendCommandStrings(nil, "ASKING")
 
 // redirects is a session's queue of replies to follow, and whether its
 // goroutine runs. The upstream reader that received a MOVED hands it over
@@ -131,17 +125,16 @@ func (p *Proxy) redirected(cc *clusterCmd, fr []byte, from string) []byte {
 	hops, tries := 0, 0
 	for {
 		var cmds [][]byte
-		to := from
+		kind, to := cluster.ParseRedirect(fr, from)
 		switch {
-		case bytes.HasPrefix(fr, errMoved), bytes.HasPrefix(fr, errAsk):
-			moved := fr[1] == 'M'
+		case kind == cluster.Moved, kind == cluster.Ask:
+			moved := kind == cluster.Moved
 			if moved {
 				p.cl.moved.Add(1)
 				p.cl.refreshSoon()
 			} else {
 				p.cl.asked.Add(1)
 			}
-			to = redirectTarget(fr, from)
 			if cc.own {
 				return resp.AppendError(nil, errClusterOwnMoved(to))
 			}
@@ -152,7 +145,7 @@ func (p *Proxy) redirected(cc *clusterCmd, fr []byte, from string) []byte {
 			if !moved {
 				cmds = [][]byte{askingCmd, cc.raw}
 			}
-		case bytes.HasPrefix(fr, errTry) && !cc.own && tries < maxTryAgain:
+		case kind == cluster.TryAgain && !cc.own && tries < maxTryAgain:
 			// Valkey's own TRYAGAIN once the retries are spent: the
 			// client may retry it later, as cluster clients do.
 			tries++
@@ -172,28 +165,4 @@ func (p *Proxy) redirected(cc *clusterCmd, fr []byte, from string) []byte {
 			return fr
 		}
 	}
-}
-
-// redirectTarget reads host:port from "-MOVED 3999 host:port\r\n" (or ASK).
-// A node that announces no hostname sends ":port": the host is then the
-// one of the node that answered.
-func redirectTarget(fr []byte, from string) string {
-	line := bytes.TrimRight(fr, "\r\n")
-	f := bytes.Fields(line)
-	if len(f) < 3 {
-		return from
-	}
-	addr := string(f[2])
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return from
-	}
-	if host == "" {
-		host, _, _ = net.SplitHostPort(from)
-		return net.JoinHostPort(host, port)
-	}
-	if _, err := strconv.Atoi(port); err != nil {
-		return from
-	}
-	return addr
 }

@@ -77,7 +77,7 @@ func (s *session) shardUnsubscribed(b []byte) bool {
 	if f == nil {
 		return false
 	}
-	ch, ok := sunsubscribeChannel(b)
+	ch, ok := cluster.SUnsubscribed(b)
 	if !ok {
 		return false
 	}
@@ -87,19 +87,6 @@ func (s *session) shardUnsubscribed(b []byte) bool {
 	}
 	go s.followShard(ch, d.Addr())
 	return true
-}
-
-// sunsubscribeChannel returns the channel of an sunsubscribe message (a
-// RESP2 array or a RESP3 push).
-func sunsubscribeChannel(b []byte) (string, bool) {
-	if len(b) == 0 || (b[0] != '*' && b[0] != '>') {
-		return "", false
-	}
-	v, n, err := resp.Parse(b)
-	if err != nil || n != len(b) || len(v.Elems) != 3 || !resp.EqualFold(v.Elems[0].Str, "sunsubscribe") || v.Elems[1].Null {
-		return "", false
-	}
-	return string(v.Elems[1].Str), true
 }
 
 // followShard subscribes to ch on its slot's primary once the proxy's map
@@ -190,7 +177,7 @@ func (s *session) relayShard(nc net.Conn, ch string) (moved bool) {
 				}
 				confirmed = true
 			default:
-				if c, ok := sunsubscribeChannel(fr); ok && c == ch {
+				if c, ok := cluster.SUnsubscribed(fr); ok && c == ch {
 					return !s.shardGone(ch)
 				}
 				if s.shardGone(ch) {
@@ -234,7 +221,7 @@ func (s *session) giveUpShard(ch string) {
 	if !had {
 		return
 	}
-	s.write(appendShardUnsubscribed(nil, s.proto, ch, n))
+	s.write(cluster.AppendSUnsubscribed(nil, s.proto, ch, n))
 }
 
 // unsubscribeFollowed answers a client's SUNSUBSCRIBE of channels that are
@@ -261,22 +248,9 @@ func (s *session) unsubscribeFollowed(args [][]byte) bool {
 			delete(f.followed, string(ch))
 		}
 		left, _ := s.subs.dropShard(string(ch))
-		out = appendShardUnsubscribed(out, s.proto, string(ch), left)
+		out = cluster.AppendSUnsubscribed(out, s.proto, string(ch), left)
 	}
 	f.mu.Unlock()
 	s.local(out)
 	return true
-}
-
-// appendShardUnsubscribed encodes Valkey's sunsubscribe message: an array
-// in RESP2, a push in RESP3.
-func appendShardUnsubscribed(dst []byte, proto int, ch string, left int) []byte {
-	if proto >= 3 {
-		dst = append(dst, ">3\r\n"...)
-	} else {
-		dst = append(dst, "*3\r\n"...)
-	}
-	dst = resp.AppendBulk(dst, []byte("sunsubscribe"))
-	dst = resp.AppendBulk(dst, []byte(ch))
-	return resp.AppendInt(dst, int64(left))
 }
