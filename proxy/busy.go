@@ -142,11 +142,11 @@ func (p *Proxy) sendBusy(cmd []byte, kill string, proto int, login string) ([]by
 	if kill == "" || p.cl == nil {
 		return p.sendOneShot(cmd, proto, login)
 	}
-	m := p.slotMap()
+	m := p.cl.Map()
 	if m == nil || len(m.Primaries) == 0 {
-		p.refreshTopology()
-		if m = p.slotMap(); m == nil || len(m.Primaries) == 0 {
-			return resp.AppendError(nil, errClusterNoMap(p.topologyErr())), nil
+		p.cl.Refresh()
+		if m = p.cl.Map(); m == nil || len(m.Primaries) == 0 {
+			return p.cl.NoMap(), nil
 		}
 	}
 	rp := cluster.FoldOneOK // Valkey 8's and Redis 7's tips for both, until the table says

@@ -41,7 +41,7 @@ type lockServer struct {
 func (p *Proxy) lockServers() (servers []lockServer, done func()) {
 	m := (*cluster.Map)(nil)
 	if p.cl != nil {
-		m = p.slotMap()
+		m = p.cl.Map()
 	}
 	if m == nil {
 		return []lockServer{{c: p.side, indexes: []string{rewrite.StandaloneIndexKey}}}, func() {}
@@ -64,7 +64,7 @@ func (p *Proxy) lockServers() (servers []lockServer, done func()) {
 // or the primary of key's slot.
 func (p *Proxy) keyClient(key []byte) (*redis.Client, func()) {
 	if p.cl != nil {
-		if m := p.slotMap(); m != nil {
+		if m := p.cl.Map(); m != nil {
 			if a, ok := m.Primary(cluster.Slot(key)); ok {
 				c := p.nodeClient(a)
 				return c, func() { c.Close() }

@@ -137,7 +137,7 @@ func (s *session) raiseBeforeFlush(cmd resp.Command) (int64, bool) {
 		return f.top, true
 	}
 	var nodes []string
-	if m := s.p.slotMap(); m != nil {
+	if m := s.p.cl.Map(); m != nil {
 		nodes = m.Primaries
 	}
 	proto, login := s.proto, s.login

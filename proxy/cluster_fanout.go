@@ -47,9 +47,9 @@ func (s *session) fanOut(cmd resp.Command, rp cluster.FoldKind, d *rewrite.Decid
 			return
 		}
 	}
-	m := s.p.slotMap()
+	m := s.p.cl.Map()
 	if m == nil || len(m.Primaries) == 0 {
-		s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
+		s.local(s.p.cl.NoMap())
 		return
 	}
 	nodes := m.Primaries
@@ -59,7 +59,7 @@ func (s *session) fanOut(cmd resp.Command, rp cluster.FoldKind, d *rewrite.Decid
 	raw, proto, login := bytes.Clone(cmd.Raw), s.proto, s.login
 	flush := len(plan.Effects) > 0 && plan.Effects[0].Kind == rewrite.Flushed
 	s.aside(func() []byte {
-		s.p.cl.splits.Add(1)
+		s.p.cl.Stats.Splits.Add(1)
 		if flush {
 			s.p.raiseClusterEpoch(s.p.clusterEpochs(nodes, proto, login, nil))
 		}
@@ -72,7 +72,7 @@ func (s *session) fanOut(cmd resp.Command, rp cluster.FoldKind, d *rewrite.Decid
 		for _, addr := range nodes {
 			r, err := s.p.nodeDo(addr, proto, login, cmds...)
 			if err != nil {
-				s.p.cl.refreshSoon()
+				s.p.cl.RefreshSoon()
 				if len(infos) > 0 {
 					s.p.raiseClusterEpoch(s.p.clusterEpochs(nodes, proto, login, nil))
 				}

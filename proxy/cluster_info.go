@@ -18,9 +18,9 @@ import (
 // after them when mine. It waits for the replies, after every reply the
 // session is owed, as fanOut does.
 func (s *session) clusterInfo(rest [][]byte, mine bool) {
-	m := s.p.slotMap()
+	m := s.p.cl.Map()
 	if m == nil || len(m.Primaries) == 0 {
-		s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
+		s.local(s.p.cl.NoMap())
 		return
 	}
 	if !s.settle() {
@@ -32,7 +32,7 @@ func (s *session) clusterInfo(rest [][]byte, mine bool) {
 	for i, addr := range m.Primaries {
 		r, err := s.p.nodeDo(addr, s.proto, s.login, raw)
 		if err != nil {
-			s.p.cl.refreshSoon()
+			s.p.cl.RefreshSoon()
 			s.local(resp.AppendError(nil, errUpstreamLost(addr, err)))
 			return
 		}

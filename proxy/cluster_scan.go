@@ -18,12 +18,12 @@ func (s *session) scan(cmd resp.Command) bool {
 		return false // Valkey's arity error
 	}
 	cur, err := strconv.ParseUint(string(args[1]), 10, 64)
-	m := s.p.slotMap()
+	m := s.p.cl.Map()
 	switch {
 	case err != nil:
 		return false // Valkey's "invalid cursor"
 	case m == nil || len(m.Primaries) == 0:
-		s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
+		s.local(s.p.cl.NoMap())
 		return true
 	}
 	idx, nodeCur, ok := cluster.ScanCursor(cur, len(m.Primaries))

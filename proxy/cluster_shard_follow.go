@@ -100,7 +100,7 @@ func (s *session) followShard(ch, from string) {
 	deadline := time.Now().Add(followTimeout)
 	for !s.shardGone(ch) {
 		to := ""
-		if m := s.p.slotMap(); m != nil {
+		if m := s.p.cl.Map(); m != nil {
 			if a, ok := m.Primary(slot); ok && a != from {
 				to = a
 			}
@@ -110,13 +110,13 @@ func (s *session) followShard(ch, from string) {
 				s.giveUpShard(ch)
 				return
 			}
-			s.p.refreshTopology()
+			s.p.cl.Refresh()
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
 		nc, err := s.p.nodeDial(to, s.p.sharedState(poolKey{proto: s.proto, login: s.login}))
 		if err != nil {
-			s.p.cl.refreshSoon()
+			s.p.cl.RefreshSoon()
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
@@ -128,7 +128,7 @@ func (s *session) followShard(ch, from string) {
 		}
 		f.followed[ch] = nc
 		f.mu.Unlock()
-		s.p.cl.shardFollows.Add(1)
+		s.p.cl.Stats.ShardFollows.Add(1)
 		moved := s.relayShard(nc, ch)
 		f.mu.Lock()
 		if f.followed[ch] == nc {
@@ -172,7 +172,7 @@ func (s *session) relayShard(nc net.Conn, ch string) (moved bool) {
 			case !confirmed:
 				// The reply to the proxy's SSUBSCRIBE: not the client's.
 				if fr[0] == '-' {
-					s.p.cl.refreshSoon()
+					s.p.cl.RefreshSoon()
 					return false
 				}
 				confirmed = true

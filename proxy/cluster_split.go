@@ -64,8 +64,8 @@ func (s *session) crossSlot(cmd resp.Command, keys []keyspec.Key, d *rewrite.Dec
 	parts := cluster.Split(args, keyAt(keys), sk)
 	proto, login, nkeys := s.proto, s.login, len(keys)
 	s.aside(func() []byte {
-		s.p.cl.splits.Add(1)
-		return s.p.runSplit(parts, sk, proto, login, nkeys)
+		s.p.cl.Stats.Splits.Add(1)
+		return s.p.cl.RunSplit(parts, sk, proto, login, nkeys)
 	})
 }
 
@@ -76,33 +76,4 @@ func keyAt(keys []keyspec.Key) []int {
 		at[i] = k.Index
 	}
 	return at
-}
-
-// runSplit runs each slot's part on its primary and combines the replies.
-// It waits for them: see aside, which calls it once every earlier reply of
-// the session is in (its parts must not overtake earlier commands).
-func (p *Proxy) runSplit(parts []*cluster.Part, sk cluster.SplitKind, proto int, login string, nkeys int) []byte {
-	m := p.slotMap()
-	if m == nil {
-		return resp.AppendError(nil, errClusterNoMap(p.topologyErr()))
-	}
-	replies := make([][]byte, len(parts))
-	for i, pt := range parts {
-		addr, ok := m.Primary(pt.Slot)
-		if !ok {
-			return resp.AppendError(nil, errClusterDown(pt.Slot))
-		}
-		raw := resp.AppendCommand(nil, pt.Cmd...)
-		r, err := p.nodeDo(addr, proto, login, raw)
-		if err != nil {
-			p.cl.refreshSoon()
-			return resp.AppendError(nil, errUpstreamLost(addr, err))
-		}
-		fr := r[0]
-		if len(fr) > 0 && fr[0] == '-' {
-			fr = p.redirected(&clusterCmd{raw: raw, proto: proto, login: login}, fr, addr)
-		}
-		replies[i] = fr
-	}
-	return cluster.Combine(sk, parts, replies, nkeys)
 }
