@@ -167,3 +167,31 @@ func replaceSection(text, head, sec []byte) []byte {
 	out := append(append([]byte(nil), text[:start]...), sec...)
 	return append(out, text[end:]...)
 }
+
+// SumInfo sends the INFO command raw to every primary of m (in protocol
+// proto, logged in as login) and returns the text of the one at node (the
+// first primary when node is none of them) with its Keyspace section
+// summed over all (SumKeyspace). When a primary cannot be asked, or
+// answers with anything but INFO's text, ok is false and out is the reply
+// the client gets: the host's LostText, or the node's own error as it is.
+// It waits for each primary in turn.
+func (v *View) SumInfo(m *Map, raw []byte, proto int, login, node string) (out []byte, ok bool) {
+	texts := make([][]byte, 0, len(m.Primaries))
+	first := 0
+	for i, addr := range m.Primaries {
+		r, err := v.host.Do(addr, proto, login, raw)
+		if err != nil {
+			v.RefreshSoon()
+			return resp.AppendError(nil, v.host.LostText(addr, err)), false
+		}
+		text, ok := InfoText(r[0])
+		if !ok {
+			return r[0], false
+		}
+		if addr == node {
+			first = i
+		}
+		texts = append(texts, text)
+	}
+	return SumKeyspace(texts, first), true
+}

@@ -177,3 +177,61 @@ func TestRunSplit(t *testing.T) {
 		t.Errorf("DEL = %q", got)
 	}
 }
+
+// INFO's Keyspace section summed over the primaries counts every key the
+// primaries hold; the other sections are the named node's.
+func TestSumInfo(t *testing.T) {
+	cl := valkeytest.SharedCluster(t)
+	var wg sync.WaitGroup
+	v := NewView(testHost(t, &wg), cl.Seeds(), time.Hour)
+	v.Refresh()
+	m := v.Map()
+	for _, k := range []string{"{i1}a", "{i2}a", "{i3}a", "{i4}a"} {
+		at, _ := m.Primary(Slot([]byte(k)))
+		if _, err := v.host.Do(at, 2, "", resp.AppendCommandStrings(nil, "SET", k, "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want int64
+	for _, p := range m.Primaries {
+		r, err := v.host.Do(p, 2, "", resp.AppendCommandStrings(nil, "DBSIZE"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := resp.ReplyInt(r[0])
+		want += n
+	}
+	node := m.Primaries[2]
+	out, ok := v.SumInfo(m, resp.AppendCommandStrings(nil, "INFO", "server", "keyspace"), 2, "", node)
+	if !ok {
+		t.Fatalf("SumInfo: %q", out)
+	}
+	_, port, _ := net.SplitHostPort(node)
+	if !strings.Contains(string(out), fmt.Sprintf("db0:keys=%d,", want)) || !strings.Contains(string(out), "tcp_port:"+port+"\r\n") {
+		t.Errorf("SumInfo = %q; want db0:keys=%d and the server section of %s", out, want, node)
+	}
+	// A node's error is the client's, as it is.
+	if out, ok := v.SumInfo(m, resp.AppendCommandStrings(nil, "INFOX"), 2, "", node); ok || !strings.HasPrefix(string(out), "-ERR unknown command") {
+		t.Errorf("SumInfo of an unknown command = %q, %v", out, ok)
+	}
+	for _, p := range m.Primaries {
+		_, _ = v.host.Do(p, 2, "", resp.AppendCommandStrings(nil, "DEL", "{i1}a", "{i2}a", "{i3}a", "{i4}a"))
+	}
+}
+
+func TestTopEpoch(t *testing.T) {
+	cl := valkeytest.SharedCluster(t)
+	var wg sync.WaitGroup
+	v := NewView(testHost(t, &wg), cl.Seeds(), time.Hour)
+	v.Refresh()
+	if e := v.TopEpoch(v.Map().Primaries, 2, "", nil); e < 0 {
+		t.Errorf("TopEpoch of the primaries = %d", e)
+	}
+	if e := v.TopEpoch([]string{"127.0.0.1:1"}, 2, "", nil); e != -1 {
+		t.Errorf("TopEpoch of no node answering = %d", e)
+	}
+	infos := [][]byte{[]byte("cluster_my_epoch:4\r\n"), []byte("-ERR x\r\n"), []byte("cluster_my_epoch:9\r\n")}
+	if e := v.TopEpoch(nil, 2, "", infos); e != 9 {
+		t.Errorf("TopEpoch(infos) = %d", e)
+	}
+}

@@ -83,27 +83,6 @@ func (s *session) reclue(args [][]byte, at int) bool {
 // flush (the grants that race it mint above every earlier one) and once
 // every primary answered it.
 
-// clusterEpochs is the highest cluster_my_epoch in infos (CLUSTER INFO
-// replies), or, with infos nil, asked of the nodes; -1 when none answers.
-func (p *Proxy) clusterEpochs(nodes []string, proto int, login string, infos [][]byte) int64 {
-	if infos == nil {
-		for _, addr := range nodes {
-			if r, err := p.nodeDo(addr, proto, login, cluster.InfoCommand); err == nil {
-				infos = append(infos, r[0])
-			}
-		}
-	}
-	top := int64(-1)
-	for _, b := range infos {
-		if e, ok := cluster.MyEpoch(b); ok {
-			top = max(top, e)
-		} else {
-			p.log.Warn("cannot learn a cluster node's config epoch around a flush", "reply", string(b))
-		}
-	}
-	return top
-}
-
 // raiseClusterEpoch raises the epoch clue above every epoch in use: one
 // above the clue in force, the config epoch top × 256, and every epoch
 // this instance saw in a token.
@@ -144,13 +123,13 @@ func (s *session) raiseBeforeFlush(cmd resp.Command) (int64, bool) {
 	if s.lp != nil {
 		raw := bytes.Clone(cmd.Raw)
 		s.offLoop(func() {
-			top := s.p.clusterEpochs(nodes, proto, login, nil)
+			top := s.p.cl.TopEpoch(nodes, proto, login, nil)
 			s.p.raiseClusterEpoch(top)
 			s.learned.flushTop = &flushTop{raw: raw, top: top}
 		})
 		return 0, false
 	}
-	top := s.p.clusterEpochs(nodes, proto, login, nil)
+	top := s.p.cl.TopEpoch(nodes, proto, login, nil)
 	s.p.raiseClusterEpoch(top)
 	return top, true
 }

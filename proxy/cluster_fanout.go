@@ -61,7 +61,7 @@ func (s *session) fanOut(cmd resp.Command, rp cluster.FoldKind, d *rewrite.Decid
 	s.aside(func() []byte {
 		s.p.cl.Stats.Splits.Add(1)
 		if flush {
-			s.p.raiseClusterEpoch(s.p.clusterEpochs(nodes, proto, login, nil))
+			s.p.raiseClusterEpoch(s.p.cl.TopEpoch(nodes, proto, login, nil))
 		}
 		replies := make([][]byte, 0, len(nodes))
 		cmds := [][]byte{raw}
@@ -74,7 +74,7 @@ func (s *session) fanOut(cmd resp.Command, rp cluster.FoldKind, d *rewrite.Decid
 			if err != nil {
 				s.p.cl.RefreshSoon()
 				if len(infos) > 0 {
-					s.p.raiseClusterEpoch(s.p.clusterEpochs(nodes, proto, login, nil))
+					s.p.raiseClusterEpoch(s.p.cl.TopEpoch(nodes, proto, login, nil))
 				}
 				return resp.AppendError(nil, errUpstreamLost(addr, err))
 			}
@@ -84,7 +84,7 @@ func (s *session) fanOut(cmd resp.Command, rp cluster.FoldKind, d *rewrite.Decid
 			}
 		}
 		if flush {
-			s.p.raiseClusterEpoch(s.p.clusterEpochs(nil, proto, login, infos))
+			s.p.raiseClusterEpoch(s.p.cl.TopEpoch(nil, proto, login, infos))
 		}
 		out := cluster.Fold(rp, replies)
 		if len(plan.Effects) > 0 {

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 
-	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -26,27 +25,11 @@ func (s *session) clusterInfo(rest [][]byte, mine bool) {
 	if !s.settle() {
 		return
 	}
-	raw := resp.AppendCommand(nil, rest...)
-	texts := make([][]byte, 0, len(m.Primaries))
-	first := 0
-	for i, addr := range m.Primaries {
-		r, err := s.p.nodeDo(addr, s.proto, s.login, raw)
-		if err != nil {
-			s.p.cl.RefreshSoon()
-			s.local(resp.AppendError(nil, errUpstreamLost(addr, err)))
-			return
-		}
-		text, ok := cluster.InfoText(r[0])
-		if !ok {
-			s.local(r[0]) // an error, from Valkey: as it is
-			return
-		}
-		if addr == s.node {
-			first = i
-		}
-		texts = append(texts, text)
+	out, ok := s.p.cl.SumInfo(m, resp.AppendCommand(nil, rest...), s.proto, s.login, s.node)
+	if !ok {
+		s.local(out) // a node not reached, or its error as it is
+		return
 	}
-	out := cluster.SumKeyspace(texts, first)
 	if mine {
 		out = append(append(bytes.TrimRight(out, "\r\n"), "\r\n\r\n"...), s.p.infoSection()...)
 	}
