@@ -127,3 +127,41 @@ func Fold(k FoldKind, replies [][]byte) []byte {
 	}
 	return AppendArray(nil, all)
 }
+
+// FanOut sends raw to each of nodes in turn (in protocol proto, logged in
+// as login) and folds their replies (Fold). With raise set the command is
+// a flush, which deletes every node's counters: raise is given the highest
+// config epoch before it is sent, and again once every node answered it
+// (read from a CLUSTER INFO sent after it on each node), or when a node
+// failed after others ran it (TopEpoch). ok is false when a node could not
+// be reached: out is then the host's LostText. It waits for the nodes.
+func (v *View) FanOut(nodes []string, raw []byte, k FoldKind, proto int, login string, raise func(top int64)) (out []byte, ok bool) {
+	flush := raise != nil
+	if flush {
+		raise(v.TopEpoch(nodes, proto, login, nil))
+	}
+	replies := make([][]byte, 0, len(nodes))
+	cmds := [][]byte{raw}
+	if flush {
+		cmds = append(cmds, InfoCommand)
+	}
+	var infos [][]byte
+	for _, addr := range nodes {
+		r, err := v.host.Do(addr, proto, login, cmds...)
+		if err != nil {
+			v.RefreshSoon()
+			if len(infos) > 0 {
+				raise(v.TopEpoch(nodes, proto, login, nil))
+			}
+			return resp.AppendError(nil, v.host.LostText(addr, err)), false
+		}
+		replies = append(replies, r[0])
+		if flush {
+			infos = append(infos, r[1])
+		}
+	}
+	if flush {
+		raise(v.TopEpoch(nil, proto, login, infos))
+	}
+	return Fold(k, replies), true
+}

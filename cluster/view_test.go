@@ -235,3 +235,38 @@ func TestTopEpoch(t *testing.T) {
 		t.Errorf("TopEpoch(infos) = %d", e)
 	}
 }
+
+// A fan-out folds the primaries' replies; a flush has its epoch raised
+// before it is sent and once every primary answered; a node not reached
+// makes the host's text the reply.
+func TestFanOut(t *testing.T) {
+	cl := valkeytest.SharedCluster(t)
+	var wg sync.WaitGroup
+	v := NewView(testHost(t, &wg), cl.Seeds(), time.Hour)
+	v.Refresh()
+	m := v.Map()
+	for _, k := range []string{"{f1}a", "{f2}a", "{f3}a"} {
+		at, _ := m.Primary(Slot([]byte(k)))
+		if _, err := v.host.Do(at, 2, "", resp.AppendCommandStrings(nil, "SET", k, "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, ok := v.FanOut(m.Primaries, resp.AppendCommandStrings(nil, "DBSIZE"), FoldSum, 2, "", nil)
+	if n, isInt := resp.ReplyInt(out); !ok || !isInt || n < 3 {
+		t.Errorf("DBSIZE = %q, %v", out, ok)
+	}
+	var tops []int64
+	out, ok = v.FanOut(m.Primaries, resp.AppendCommandStrings(nil, "FLUSHDB"), FoldAllOK, 2, "", func(top int64) { tops = append(tops, top) })
+	if !ok || string(out) != "+OK\r\n" || len(tops) != 2 || tops[0] < 0 || tops[1] != tops[0] {
+		t.Errorf("FLUSHDB = %q, %v; epochs raised to %v", out, ok, tops)
+	}
+	out, _ = v.FanOut(m.Primaries, resp.AppendCommandStrings(nil, "DBSIZE"), FoldSum, 2, "", nil)
+	if string(out) != ":0\r\n" {
+		t.Errorf("DBSIZE after FLUSHDB = %q", out)
+	}
+	tops = nil
+	out, ok = v.FanOut([]string{m.Primaries[0], "127.0.0.1:1"}, resp.AppendCommandStrings(nil, "FLUSHDB"), FoldAllOK, 2, "", func(top int64) { tops = append(tops, top) })
+	if ok || string(out) != "-LOST 127.0.0.1:1\r\n" || len(tops) != 2 {
+		t.Errorf("a node not reached: %q, %v; epochs raised to %v", out, ok, tops)
+	}
+}

@@ -57,36 +57,16 @@ func (s *session) fanOut(cmd resp.Command, rp cluster.FoldKind, d *rewrite.Decid
 		nodes = []string{nodes[rand.IntN(len(nodes))]}
 	}
 	raw, proto, login := bytes.Clone(cmd.Raw), s.proto, s.login
-	flush := len(plan.Effects) > 0 && plan.Effects[0].Kind == rewrite.Flushed
+	var raise func(int64) // a flush: the epoch clue rises around it (cluster_epoch.go)
+	if len(plan.Effects) > 0 && plan.Effects[0].Kind == rewrite.Flushed {
+		raise = s.p.raiseClusterEpoch
+	}
 	s.aside(func() []byte {
 		s.p.cl.Stats.Splits.Add(1)
-		if flush {
-			s.p.raiseClusterEpoch(s.p.cl.TopEpoch(nodes, proto, login, nil))
+		out, ok := s.p.cl.FanOut(nodes, raw, rp, proto, login, raise)
+		if !ok {
+			return out
 		}
-		replies := make([][]byte, 0, len(nodes))
-		cmds := [][]byte{raw}
-		if flush {
-			cmds = append(cmds, cluster.InfoCommand)
-		}
-		var infos [][]byte
-		for _, addr := range nodes {
-			r, err := s.p.nodeDo(addr, proto, login, cmds...)
-			if err != nil {
-				s.p.cl.RefreshSoon()
-				if len(infos) > 0 {
-					s.p.raiseClusterEpoch(s.p.cl.TopEpoch(nodes, proto, login, nil))
-				}
-				return resp.AppendError(nil, errUpstreamLost(addr, err))
-			}
-			replies = append(replies, r[0])
-			if flush {
-				infos = append(infos, r[1])
-			}
-		}
-		if flush {
-			s.p.raiseClusterEpoch(s.p.cl.TopEpoch(nil, proto, login, infos))
-		}
-		out := cluster.Fold(rp, replies)
 		if len(plan.Effects) > 0 {
 			s.apply(plan.Effects, out)
 		}
