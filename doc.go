@@ -8,9 +8,9 @@
 //   - cmd/lockproxy: the program (flags, configuration file, signals,
 //     check-config, lint).
 //   - proxy: network and sessions: client connections, which upstream
-//     connections a session uses (shared or its own), cluster routing, what
-//     a failover does, the replies the proxy gives itself, and the rows of
-//     the counter table.
+//     connections a session uses (shared or its own), which cluster node a
+//     session's command goes to, what a failover does, the replies the
+//     proxy gives itself, and the rows of the counter table.
 //   - upstream: the connections to Valkey: dialling (TCP, TLS), the
 //     handshake, the pools, Sentinel, and a connection once it is open: the
 //     commands waiting for replies, batched writes, the reader that hands
@@ -28,7 +28,11 @@
 //   - rewrite: what to do with a command on a lock key, as a pure Plan, and
 //     every Lua script lockproxy sends.
 //   - scriptcheck: what a client's Lua script does to each key it touches.
-//   - cluster: hash slots and the cluster's slot map, no I/O.
+//   - cluster: Valkey Cluster: hash slots, the slot map and keeping it
+//     current, splitting multi-key commands by slot and folding fan-out
+//     replies, SCAN's cursor, the single_node face's answers, following
+//     redirects and sharded subscribers; it asks the nodes through the
+//     proxy's function.
 //   - internal/luaeval: runs lockproxy's scripts offline, for rewrite's tests.
 //   - internal/valkeytest, internal/servertable: real servers and their
 //     command tables for tests; internal/valkeynum: Valkey's integer parsing;

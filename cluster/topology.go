@@ -213,3 +213,29 @@ func nodeAddr(nf map[string]resp.Value, tls bool, self string) string {
 	}
 	return net.JoinHostPort(host, strconv.FormatInt(port, 10))
 }
+
+// Served is a primary and the slots it serves, ascending.
+type Served struct {
+	Primary string
+	Slots   []uint16
+}
+
+// Served lists the primaries that serve slots, in the order of the lowest
+// slot each serves.
+func (m *Map) Served() []Served {
+	var out []Served
+	at := make(map[int16]int, len(m.Primaries))
+	for slot, o := range m.owner {
+		if o < 0 {
+			continue
+		}
+		i, seen := at[o]
+		if !seen {
+			i = len(out)
+			at[o] = i
+			out = append(out, Served{Primary: m.Primaries[o]})
+		}
+		out[i].Slots = append(out[i].Slots, uint16(slot))
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,5 +114,29 @@ func TestMapFromShardsFailedPrimary(t *testing.T) {
 	}
 	if _, err := FromShards(parse(t, []byte("-ERR This instance has cluster support disabled\r\n")), false, ""); err == nil {
 		t.Error("an error reply gave a map")
+	}
+}
+
+// Served lists each primary once, ordered by its lowest slot, with its
+// slots in order; slots no primary serves are in no list.
+func TestServed(t *testing.T) {
+	b := newBuilder()
+	for _, r := range []struct {
+		p      string
+		lo, hi int
+	}{{"b:1", 0, 2}, {"a:1", 3, 4}, {"b:1", 10, 10}} {
+		if err := b.add(r.p, r.lo, r.hi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := b.build().Served()
+	want := []Served{{"b:1", []uint16{0, 1, 2, 10}}, {"a:1", []uint16{3, 4}}}
+	if len(got) != len(want) {
+		t.Fatalf("Served = %v", got)
+	}
+	for i := range want {
+		if got[i].Primary != want[i].Primary || !slices.Equal(got[i].Slots, want[i].Slots) {
+			t.Errorf("Served[%d] = %v, want %v", i, got[i], want[i])
+		}
 	}
 }

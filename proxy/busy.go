@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -141,14 +142,14 @@ func (p *Proxy) sendBusy(cmd []byte, kill string, proto int, login string) ([]by
 	if kill == "" || p.cl == nil {
 		return p.sendOneShot(cmd, proto, login)
 	}
-	m := p.slotMap()
+	m := p.cl.Map()
 	if m == nil || len(m.Primaries) == 0 {
-		p.refreshTopology()
-		if m = p.slotMap(); m == nil || len(m.Primaries) == 0 {
-			return resp.AppendError(nil, errClusterNoMap(p.topologyErr())), nil
+		p.cl.Refresh()
+		if m = p.cl.Map(); m == nil || len(m.Primaries) == 0 {
+			return p.cl.NoMap(), nil
 		}
 	}
-	rp := fanOneOK // Valkey 8's and Redis 7's tips for both, until the table says
+	rp := cluster.FoldOneOK // Valkey 8's and Redis 7's tips for both, until the table says
 	if t := p.decider.Load().Table; t != nil {
 		if c := t.LookupString(kill); c != nil {
 			if r, fan := fanOutPolicy(c); fan {
@@ -173,7 +174,7 @@ func (p *Proxy) sendBusy(cmd []byte, kill string, proto int, login string) ([]by
 		}()
 	}
 	wg.Wait()
-	return foldFan(rp, replies), nil
+	return cluster.Fold(rp, replies), nil
 }
 
 // sendOneShot opens a connection logged in as the proxy (or as login, a

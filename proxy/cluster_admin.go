@@ -41,24 +41,17 @@ type lockServer struct {
 func (p *Proxy) lockServers() (servers []lockServer, done func()) {
 	m := (*cluster.Map)(nil)
 	if p.cl != nil {
-		m = p.slotMap()
+		m = p.cl.Map()
 	}
 	if m == nil {
 		return []lockServer{{c: p.side, indexes: []string{rewrite.StandaloneIndexKey}}}, func() {}
 	}
-	at := make(map[string]int, len(m.Primaries))
-	for slot := range uint16(cluster.SlotCount) {
-		a, ok := m.Primary(slot)
-		if !ok {
-			continue
+	for _, sv := range m.Served() {
+		ls := lockServer{c: p.nodeClient(sv.Primary), cluster: true}
+		for _, slot := range sv.Slots {
+			ls.indexes = append(ls.indexes, rewrite.SlotIndexKey(slot))
 		}
-		i, seen := at[a]
-		if !seen {
-			i = len(servers)
-			at[a] = i
-			servers = append(servers, lockServer{c: p.nodeClient(a), cluster: true})
-		}
-		servers[i].indexes = append(servers[i].indexes, rewrite.SlotIndexKey(slot))
+		servers = append(servers, ls)
 	}
 	return servers, func() {
 		for _, s := range servers {
@@ -71,7 +64,7 @@ func (p *Proxy) lockServers() (servers []lockServer, done func()) {
 // or the primary of key's slot.
 func (p *Proxy) keyClient(key []byte) (*redis.Client, func()) {
 	if p.cl != nil {
-		if m := p.slotMap(); m != nil {
+		if m := p.cl.Map(); m != nil {
 			if a, ok := m.Primary(cluster.Slot(key)); ok {
 				c := p.nodeClient(a)
 				return c, func() { c.Close() }

@@ -3,9 +3,8 @@ package proxy
 import (
 	"bytes"
 	"net"
-	"strconv"
-	"strings"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -36,7 +35,7 @@ func (p *Proxy) learnNodeRun(nc net.Conn) error {
 		p.log.Warn("cannot learn the cluster node's run id on this connection", "error", err)
 		return nil
 	}
-	myEpoch, ok := clusterMyEpoch(replies[1])
+	myEpoch, ok := cluster.MyEpoch(replies[1])
 	if !ok {
 		p.log.Warn("cannot learn the cluster node's config epoch on this connection", "reply", string(replies[1]))
 		return nil
@@ -59,17 +58,6 @@ func (p *Proxy) learnNodeRun(nc net.Conn) error {
 	return nil
 }
 
-// clusterMyEpoch reads cluster_my_epoch from CLUSTER INFO's reply.
-func clusterMyEpoch(b []byte) (int64, bool) {
-	_, v, ok := strings.Cut(string(b), "cluster_my_epoch:")
-	if !ok {
-		return 0, false
-	}
-	v, _, _ = strings.Cut(v, "\r\n")
-	e, err := strconv.ParseInt(v, 10, 64)
-	return e, err == nil
-}
-
 // reclue puts the epoch clue in force now into a plan that mints a token,
 // in front of a cluster: the plan was decided before the session reached
 // the node, and the connection that reaches it may be the first since it
@@ -87,8 +75,6 @@ func (s *session) reclue(args [][]byte, at int) bool {
 	return true
 }
 
-var clusterInfoCmd = resp.AppendCommandStrings(nil, "CLUSTER", "INFO")
-
 // An allowed FLUSHALL or FLUSHDB in front of a cluster (fanOut) deletes
 // every node's counters: the grants after it must mint above every epoch
 // used before it. The flush is sent to each primary followed by CLUSTER
@@ -96,27 +82,6 @@ var clusterInfoCmd = resp.AppendCommandStrings(nil, "CLUSTER", "INFO")
 // 256 and one above the clue in force (raiseClusterEpoch), before the
 // flush (the grants that race it mint above every earlier one) and once
 // every primary answered it.
-
-// clusterEpochs is the highest cluster_my_epoch in infos (CLUSTER INFO
-// replies), or, with infos nil, asked of the nodes; -1 when none answers.
-func (p *Proxy) clusterEpochs(nodes []string, proto int, login string, infos [][]byte) int64 {
-	if infos == nil {
-		for _, addr := range nodes {
-			if r, err := p.nodeDo(addr, proto, login, clusterInfoCmd); err == nil {
-				infos = append(infos, r[0])
-			}
-		}
-	}
-	top := int64(-1)
-	for _, b := range infos {
-		if e, ok := clusterMyEpoch(b); ok {
-			top = max(top, e)
-		} else {
-			p.log.Warn("cannot learn a cluster node's config epoch around a flush", "reply", string(b))
-		}
-	}
-	return top
-}
 
 // raiseClusterEpoch raises the epoch clue above every epoch in use: one
 // above the clue in force, the config epoch top × 256, and every epoch
@@ -151,20 +116,20 @@ func (s *session) raiseBeforeFlush(cmd resp.Command) (int64, bool) {
 		return f.top, true
 	}
 	var nodes []string
-	if m := s.p.slotMap(); m != nil {
+	if m := s.p.cl.Map(); m != nil {
 		nodes = m.Primaries
 	}
 	proto, login := s.proto, s.login
 	if s.lp != nil {
 		raw := bytes.Clone(cmd.Raw)
 		s.offLoop(func() {
-			top := s.p.clusterEpochs(nodes, proto, login, nil)
+			top := s.p.cl.TopEpoch(nodes, proto, login, nil)
 			s.p.raiseClusterEpoch(top)
 			s.learned.flushTop = &flushTop{raw: raw, top: top}
 		})
 		return 0, false
 	}
-	top := s.p.clusterEpochs(nodes, proto, login, nil)
+	top := s.p.cl.TopEpoch(nodes, proto, login, nil)
 	s.p.raiseClusterEpoch(top)
 	return top, true
 }

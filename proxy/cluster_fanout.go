@@ -3,33 +3,17 @@ package proxy
 import (
 	"bytes"
 	"math/rand/v2"
-	"strings"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // Keyless commands that concern the whole keyspace (DBSIZE, KEYS,
-// FLUSHALL, SCRIPT LOAD, FUNCTION LOAD, ...) go to every primary, and their
-// replies are folded into one, as Valkey's command tips tell cluster
-// clients to: request_policy all_shards or all_nodes, then response_policy
-// agg_sum, all_succeeded, one_succeeded, agg_logical_and/or, or (none) the
-// arrays concatenated. Replicas are not asked: the proxy sends every
-// command to primaries, and scripts and functions reach replicas by
-// replication of their effects.
-
-type fanReply uint8
-
-const (
-	fanConcat fanReply = iota // no response_policy: arrays concatenated
-	fanSum
-	fanAllOK
-	fanOneOK
-	fanAnd
-	fanOr
-	fanAny // special (RANDOMKEY): one primary's answer, chosen at random
-)
+// FLUSHALL, SCRIPT LOAD, ...) go to every primary, as their command tips
+// say, and the replies are folded into one (cluster.FanOutPolicy,
+// cluster.Fold).
 
 // notFannedOut names the commands whose tips say all_shards but whose
 // answer from one primary is what a client of the proxy asks: PING (the
@@ -40,40 +24,17 @@ func notFannedOut(name []byte) bool {
 	return flagsOf(name)&fOneServer != 0
 }
 
-// fanOutPolicy reads a command's tips: ok is false for a command that goes
-// to one node.
-func fanOutPolicy(c *keyspec.Command) (fanReply, bool) {
-	fan, rp := false, fanConcat
-	special := false
-	for _, tip := range c.Tips {
-		switch {
-		case tip == "request_policy:all_shards", tip == "request_policy:all_nodes":
-			fan = true
-		case tip == "response_policy:agg_sum":
-			rp = fanSum
-		case tip == "response_policy:all_succeeded":
-			rp = fanAllOK
-		case tip == "response_policy:one_succeeded":
-			rp = fanOneOK
-		case tip == "response_policy:agg_logical_and":
-			rp = fanAnd
-		case tip == "response_policy:agg_logical_or":
-			rp = fanOr
-		case strings.HasPrefix(tip, "response_policy:special"):
-			special = true
-		}
-	}
-	if special {
-		rp = fanAny
-	}
-	return rp, fan
+// fanOutPolicy reads a command's tips: fan is false for a command that
+// goes to one node.
+func fanOutPolicy(c *keyspec.Command) (k cluster.FoldKind, fan bool) {
+	return cluster.FanOutPolicy(c.Tips)
 }
 
 // fanOut runs a keyless command on every primary and answers with the
 // folded reply. A FLUSHALL or FLUSHDB is first put to the lock rules'
 // on_flush, as on a single primary. It waits for the replies, once every
 // reply the session is owed before it is in (aside).
-func (s *session) fanOut(cmd resp.Command, rp fanReply, d *rewrite.Decider) {
+func (s *session) fanOut(cmd resp.Command, rp cluster.FoldKind, d *rewrite.Decider) {
 	if s.asideFirst() {
 		return // handled again once the earlier replies are in
 	}
@@ -86,119 +47,29 @@ func (s *session) fanOut(cmd resp.Command, rp fanReply, d *rewrite.Decider) {
 			return
 		}
 	}
-	m := s.p.slotMap()
+	m := s.p.cl.Map()
 	if m == nil || len(m.Primaries) == 0 {
-		s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
+		s.local(s.p.cl.NoMap())
 		return
 	}
 	nodes := m.Primaries
-	if rp == fanAny {
+	if rp == cluster.FoldAny {
 		nodes = []string{nodes[rand.IntN(len(nodes))]}
 	}
 	raw, proto, login := bytes.Clone(cmd.Raw), s.proto, s.login
-	flush := len(plan.Effects) > 0 && plan.Effects[0].Kind == rewrite.Flushed
+	var raise func(int64) // a flush: the epoch clue rises around it (cluster_epoch.go)
+	if len(plan.Effects) > 0 && plan.Effects[0].Kind == rewrite.Flushed {
+		raise = s.p.raiseClusterEpoch
+	}
 	s.aside(func() []byte {
-		s.p.cl.splits.Add(1)
-		if flush {
-			s.p.raiseClusterEpoch(s.p.clusterEpochs(nodes, proto, login, nil))
+		s.p.cl.Stats.Splits.Add(1)
+		out, ok := s.p.cl.FanOut(nodes, raw, rp, proto, login, raise)
+		if !ok {
+			return out
 		}
-		replies := make([][]byte, 0, len(nodes))
-		cmds := [][]byte{raw}
-		if flush {
-			cmds = append(cmds, clusterInfoCmd)
-		}
-		var infos [][]byte
-		for _, addr := range nodes {
-			r, err := s.p.nodeDo(addr, proto, login, cmds...)
-			if err != nil {
-				s.p.cl.refreshSoon()
-				if len(infos) > 0 {
-					s.p.raiseClusterEpoch(s.p.clusterEpochs(nodes, proto, login, nil))
-				}
-				return resp.AppendError(nil, errUpstreamLost(addr, err))
-			}
-			replies = append(replies, r[0])
-			if flush {
-				infos = append(infos, r[1])
-			}
-		}
-		if flush {
-			s.p.raiseClusterEpoch(s.p.clusterEpochs(nil, proto, login, infos))
-		}
-		out := foldFan(rp, replies)
 		if len(plan.Effects) > 0 {
 			s.apply(plan.Effects, out)
 		}
 		return out
 	})
-}
-
-// foldFan folds the primaries' replies as the response policy says.
-func foldFan(rp fanReply, replies [][]byte) []byte {
-	firstErr := func() []byte {
-		for _, r := range replies {
-			if len(r) > 0 && r[0] == '-' {
-				return r
-			}
-		}
-		return nil
-	}
-	switch rp {
-	case fanAny:
-		return replies[0]
-	case fanOneOK:
-		for _, r := range replies {
-			if len(r) > 0 && r[0] != '-' {
-				return r
-			}
-		}
-		return replies[0]
-	}
-	if e := firstErr(); e != nil {
-		return e
-	}
-	switch rp {
-	case fanAllOK:
-		return replies[0]
-	case fanSum:
-		var sum int64
-		for _, r := range replies {
-			n, ok := resp.ReplyInt(r)
-			if !ok {
-				return r
-			}
-			sum += n
-		}
-		return resp.AppendInt(nil, sum)
-	case fanAnd, fanOr:
-		var acc [][]byte
-		for i, r := range replies {
-			els, ok := elements(r)
-			if !ok || (i > 0 && len(els) != len(acc)) {
-				return r
-			}
-			if i == 0 {
-				acc = els
-				continue
-			}
-			for j, el := range els {
-				a, _ := resp.ReplyInt(acc[j])
-				b, _ := resp.ReplyInt(el)
-				if (rp == fanAnd && a != 0 && b == 0) || (rp == fanOr && a == 0 && b != 0) {
-					acc[j] = el
-				}
-			}
-		}
-		return appendArray(nil, acc)
-	}
-	// Concatenated: every reply an array (KEYS), else the first as it is.
-	var all [][]byte
-	for _, r := range replies {
-		els, ok := elements(r)
-		if !ok {
-			return replies[0]
-		}
-		all = append(all, els...)
-	}
-	return appendArray(nil, all)
 }

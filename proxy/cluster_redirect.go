@@ -2,28 +2,12 @@ package proxy
 
 import (
 	"bytes"
-	"net"
-	"strconv"
 	"sync"
-	"time"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
-
-// clusterCmd is what following a redirect needs of a command sent to a
-// cluster node: its bytes (a copy: the client's read buffer moves on) and
-// the protocol its reply must be in.
-type clusterCmd struct {
-	raw   []byte
-	proto int
-	login string // the client's own login, if any: the retry logs in as it
-	// own: the command went on the client's own connection (a
-	// transaction, a blocking wait, an AUTH sent on it), whose state another
-	// node does not have: a redirect is not followed there but answered
-	// with an error, so the client never sees MOVED or ASK.
-	own bool
-}
 
 // clusterPend is the cluster part of a pending command (nil when the proxy
 // is not in front of a cluster).
@@ -32,26 +16,10 @@ func (s *session) clusterPend(raw []byte) any {
 		return nil
 	}
 	if s.ded != nil {
-		return &clusterCmd{proto: s.proto, own: true}
+		return &cluster.Cmd{Proto: s.proto, Own: true}
 	}
-	return &clusterCmd{raw: bytes.Clone(raw), proto: s.proto, login: s.login}
+	return &cluster.Cmd{Raw: bytes.Clone(raw), Proto: s.proto, Login: s.login}
 }
-
-// Bounds on following one command: redirects in a row (a map that keeps
-// moving), and TRYAGAIN retries (a multi-key command during a slot's
-// migration, its keys on both nodes until the last batch moves).
-const (
-	maxRedirects  = 5
-	maxTryAgain   = 8
-	tryAgainPause = 10 * time.Millisecond
-)
-
-var (
-	askingCmd = resp.AppendCommandStrings(nil, "ASKING")
-	errMoved  = []byte("-MOVED ")
-	errAsk    = []byte("-ASK ")
-	errTry    = []byte("-TRYAGAIN")
-)
 
 // redirects is a session's queue of replies to follow, and whether its
 // goroutine runs. The upstream reader that received a MOVED hands it over
@@ -104,7 +72,7 @@ func (s *session) followRedirects() {
 		r.q[0] = redirectJob{}
 		r.q = r.q[1:]
 		r.mu.Unlock()
-		fr := s.p.redirected(j.p.Route.(*clusterCmd), j.fr, j.from)
+		fr := s.p.cl.Follow(j.p.Route.(*cluster.Cmd), j.fr, j.from)
 		if j.p.Retry != nil && upstream.IsNoScript(fr) {
 			// The node asked had the script flushed: as after a
 			// NOSCRIPT on the first node, when retrying would reorder.
@@ -118,82 +86,4 @@ func (s *session) followRedirects() {
 		}
 		s.deliverN(j.p.Seq, fr, 1)
 	}
-}
-
-// redirected is the reply the client gets for the error reply fr, which a
-// command sent to the node from received: a MOVED is followed to the node it
-// names (and the map read again), an ASK with ASKING to the importing node,
-// a TRYAGAIN is retried where the command first went, a few times; any other
-// error is the client's as it is. It waits for the node it asks, on the
-// session's redirect goroutine (or its own, for a split's parts): never on
-// an upstream reader or an event loop.
-func (p *Proxy) redirected(cc *clusterCmd, fr []byte, from string) []byte {
-	hops, tries := 0, 0
-	for {
-		var cmds [][]byte
-		to := from
-		switch {
-		case bytes.HasPrefix(fr, errMoved), bytes.HasPrefix(fr, errAsk):
-			moved := fr[1] == 'M'
-			if moved {
-				p.cl.moved.Add(1)
-				p.cl.refreshSoon()
-			} else {
-				p.cl.asked.Add(1)
-			}
-			to = redirectTarget(fr, from)
-			if cc.own {
-				return resp.AppendError(nil, errClusterOwnMoved(to))
-			}
-			if hops++; hops > maxRedirects {
-				return resp.AppendError(nil, errClusterRedirects(maxRedirects))
-			}
-			cmds = [][]byte{cc.raw}
-			if !moved {
-				cmds = [][]byte{askingCmd, cc.raw}
-			}
-		case bytes.HasPrefix(fr, errTry) && !cc.own && tries < maxTryAgain:
-			// Valkey's own TRYAGAIN once the retries are spent: the
-			// client may retry it later, as cluster clients do.
-			tries++
-			p.cl.tryAgain.Add(1)
-			time.Sleep(time.Duration(tries) * tryAgainPause)
-			cmds = [][]byte{cc.raw}
-		default:
-			return fr
-		}
-		r, err := p.nodeDo(to, cc.proto, cc.login, cmds...)
-		if err != nil {
-			p.cl.refreshSoon()
-			return resp.AppendError(nil, errUpstreamLost(to, err))
-		}
-		fr = r[len(r)-1]
-		if len(fr) == 0 || fr[0] != '-' {
-			return fr
-		}
-	}
-}
-
-// redirectTarget reads host:port from "-MOVED 3999 host:port\r\n" (or ASK).
-// A node that announces no hostname sends ":port": the host is then the
-// one of the node that answered.
-func redirectTarget(fr []byte, from string) string {
-	line := bytes.TrimRight(fr, "\r\n")
-	f := bytes.Fields(line)
-	if len(f) < 3 {
-		return from
-	}
-	addr := string(f[2])
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return from
-	}
-	if host == "" {
-		host, _, _ = net.SplitHostPort(from)
-		return net.JoinHostPort(host, port)
-	}
-	if _, err := strconv.Atoi(port); err != nil {
-		return from
-	}
-	return addr
 }

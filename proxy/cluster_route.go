@@ -59,8 +59,8 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	if len(keys) == 0 {
 		// Keyless (PING, INFO, SCRIPT LOAD, ...): where the session's last
 		// command went, so it need not switch connections.
-		if s.node == "" || s.ded == nil && !s.p.isPrimary(s.node) {
-			s.node = s.p.keylessNode(s.id)
+		if s.node == "" || s.ded == nil && !s.p.cl.IsPrimary(s.node) {
+			s.node = s.p.cl.KeylessNode(s.id)
 		}
 		if s.ded == nil && k == kDedicated && s.statelessOwn(k, args) {
 			s.ownMovable = true // MULTI: the transaction's first key may move it
@@ -176,23 +176,23 @@ func (s *session) routeScript(keys [][]byte) bool {
 // answered the client, when there is none, or when the session's own
 // connection is on another node.
 func (s *session) routeSlot(slot uint16) bool {
-	m := s.p.slotMap()
+	m := s.p.cl.Map()
 	if m == nil {
 		if s.lp != nil && !s.learned.mapRead {
 			// Reading the map waits for the nodes: off the loop, then
 			// the command is handled again (offLoop).
 			s.offLoop(func() {
-				s.p.refreshTopology()
+				s.p.cl.Refresh()
 				s.learned.mapRead = true
 			})
 			return false
 		}
 		if !s.learned.mapRead {
-			s.p.refreshTopology()
+			s.p.cl.Refresh()
 		}
 		s.learned.mapRead = false
-		if m = s.p.slotMap(); m == nil {
-			s.local(resp.AppendError(nil, errClusterNoMap(s.p.topologyErr())))
+		if m = s.p.cl.Map(); m == nil {
+			s.local(s.p.cl.NoMap())
 			return false
 		}
 	}
@@ -216,7 +216,7 @@ func (s *session) routeSlot(slot uint16) bool {
 	}
 	addr, ok := m.Primary(slot)
 	if !ok {
-		s.p.cl.refreshSoon()
+		s.p.cl.RefreshSoon()
 		s.local(resp.AppendError(nil, errClusterDown(slot)))
 		return false
 	}
@@ -298,29 +298,6 @@ func (s *session) moveMulti() bool {
 	old.Close()
 	s.forward(resp.AppendCommandStrings(nil, "MULTI"), func([]byte) []byte { return nil })
 	return true
-}
-
-// isPrimary reports whether addr serves slots in the map now.
-func (p *Proxy) isPrimary(addr string) bool {
-	m := p.slotMap()
-	if m == nil {
-		return true // nothing better known
-	}
-	for _, a := range m.Primaries {
-		if a == addr {
-			return true
-		}
-	}
-	return false
-}
-
-// keylessNode spreads sessions' keyless commands over the primaries.
-func (p *Proxy) keylessNode(id uint64) string {
-	if m := p.slotMap(); m != nil && len(m.Primaries) > 0 {
-		return m.Primaries[id%uint64(len(m.Primaries))]
-	}
-	addr, _ := p.clusterAddr()
-	return addr
 }
 
 // clusterKeys is the keys of a command found by the table, as byte slices.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"sync"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -42,7 +43,7 @@ func locksOnly(args [][]byte, keys []keyspec.Key, d *rewrite.Decider) bool {
 // the counts added up. The session runs on a goroutine of its own
 // (crossSlot asks an event loop for one). Each part's reply is taken (capture) instead of given.
 func (s *session) splitLocks(args [][]byte, keys []keyspec.Key) {
-	parts := splitParts(args, keys, splitSum)
+	parts := cluster.Split(args, keyAt(keys), cluster.SplitSum)
 	replies := make([][]byte, len(parts))
 	var mu sync.Mutex
 	mute := s.mute
@@ -54,8 +55,8 @@ func (s *session) splitLocks(args [][]byte, keys []keyspec.Key) {
 			replies[i] = append([]byte(nil), r...)
 			mu.Unlock()
 		}
-		cmd := resp.Command{Raw: resp.AppendCommand(nil, pt.cmd...), Args: pt.cmd}
-		if s.routeSlot(pt.slot) && !s.lockPlan(cmd) {
+		cmd := resp.Command{Raw: resp.AppendCommand(nil, pt.Cmd...), Args: pt.Cmd}
+		if s.routeSlot(pt.Slot) && !s.lockPlan(cmd) {
 			s.forward(cmd.Raw, nil)
 		}
 	}
@@ -65,5 +66,5 @@ func (s *session) splitLocks(args [][]byte, keys []keyspec.Key) {
 	s.mute = mute
 	mu.Lock()
 	defer mu.Unlock()
-	s.local(foldFan(fanSum, replies))
+	s.local(cluster.Fold(cluster.FoldSum, replies))
 }

@@ -178,25 +178,25 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 
 	// The cluster's rows: no sample and no INFO line for a single primary.
 	{Metric: "cluster_primaries", Help: "Primaries in the cluster's slot map the proxy uses.", Kind: telemetry.KindGauge, Info: telemetry.ClusterOnly(telemetry.One("cluster_primaries")),
-		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { n, _ := p.mapSize(); e(n) })},
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { n, _ := cl.Size(); e(n) })},
 	{Metric: "cluster_slots_served", Help: "Hash slots a primary serves in the proxy's map (16384 when the cluster is whole).", Kind: telemetry.KindGauge, Info: telemetry.ClusterOnly(telemetry.One("cluster_slots_served")),
-		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { _, n := p.mapSize(); e(n) })},
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { _, n := cl.Size(); e(n) })},
 	{Metric: "cluster_map_changes_total", Help: "Slot maps installed (the first, and each change two nodes agreed on).", Info: telemetry.ClusterOnly(telemetry.One("cluster_map_changes")),
-		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.refreshes.Load()) })},
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.Stats.Refreshes.Load()) })},
 	{Metric: "cluster_map_unconfirmed_total", Help: "Topology reads after which no second node confirmed the slot map a node gave.", Info: telemetry.ClusterOnly(telemetry.One("cluster_map_unconfirmed")),
-		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.disagreements.Load()) })},
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.Stats.Disagreements.Load()) })},
 	{Metric: "cluster_redirects_followed_total", Help: "MOVED and ASK replies the proxy followed for its clients, by kind.", Labels: []string{"kind"},
 		Info: telemetry.ClusterOnly(telemetry.ByLabel(0, "moved", "cluster_moved_followed", "ask", "cluster_ask_followed")),
 		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) {
-			e(cl.moved.Load(), "moved")
-			e(cl.asked.Load(), "ask")
+			e(cl.Stats.Moved.Load(), "moved")
+			e(cl.Stats.Asked.Load(), "ask")
 		})},
 	{Metric: "cluster_tryagain_retries_total", Help: "TRYAGAIN replies retried (a multi-key command during a slot's migration).", Info: telemetry.ClusterOnly(telemetry.One("cluster_tryagain_retries")),
-		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.tryAgain.Load()) })},
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.Stats.TryAgain.Load()) })},
 	{Metric: "cluster_split_commands_total", Help: "Commands split per slot or fanned out to every primary.", Info: telemetry.ClusterOnly(telemetry.One("cluster_split_commands")),
-		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.splits.Load()) })},
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.Stats.Splits.Load()) })},
 	{Metric: "cluster_shard_subscriptions_followed_total", Help: "Sharded subscriptions the proxy moved to their slot's new primary.", Info: telemetry.ClusterOnly(telemetry.One("cluster_shard_subscriptions_followed")),
-		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.shardFollows.Load()) })},
+		Read: ifCluster(func(p *Proxy, cl *clusterState, e telemetry.Emit) { e(cl.Stats.ShardFollows.Load()) })},
 })
 
 // perRule reads one RuleStats counter for every rule label seen.

@@ -13,10 +13,18 @@
 // (connstate.go), the event loops, which upstream connections a session
 // uses (its pool key: protocol, database and login; the primary in front
 // of a cluster) and what they are told at connect, what a Sentinel
-// failover does to them, the cluster's slot map, the replies the
-// proxy gives itself (CLIENT ..., LOCKPROXY, INFO lockproxy), and the
-// counter table's rows (counters.go): which of its own numbers each
-// reported number reads. Package upstream owns the connections
+// failover does to them, the replies the proxy gives itself (CLIENT ...,
+// LOCKPROXY, INFO lockproxy), and the counter table's rows (counters.go):
+// which of its own numbers each reported number reads. In front of a
+// cluster it owns which node a session's command goes to (cluster_route.go),
+// what a session's own connection allows there, when a command is split,
+// fanned out or refused (the command table's families), the face's
+// gatekeeping and the connections to the nodes (cluster_conn.go); package
+// cluster owns the slot map and keeping it current, splitting and folding,
+// SCAN's cursor, the face's answers, following redirects and sharded
+// subscribers: its View asks the nodes through nodeDo (cluster.Host,
+// cluster.go) and sees a session as a cluster.ShardClient (shardClient,
+// cluster_shard_follow.go). Package upstream owns the connections
 // themselves: dialling, the handshake, the pools, Sentinel's answers, and a
 // connection once it is open (queueing, writing, reading and handing out
 // replies, the reply deadline, its death): a session is its upstream.Sink,
@@ -29,8 +37,8 @@
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock
 // is decided by the scripts inside Valkey. Configuration is package
-// config's, the lock rules package policy's, RESP parsing package resp's, a
-// key's hash slot package cluster's. Nothing on an event loop may wait for
+// config's, the lock rules package policy's, RESP parsing package resp's,
+// cluster knowledge package cluster's. Nothing on an event loop may wait for
 // Valkey: handling a command returns the step that waits instead (step.go),
 // and the engine carries it out.
 //

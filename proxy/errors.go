@@ -183,7 +183,9 @@ func clip(s string, n int) string {
 	return s
 }
 
-// Errors in front of a cluster (cluster*.go).
+// Errors in front of a cluster (cluster*.go). Package cluster words none
+// of its own: its View is given errUpstreamLost, errClusterNoMap,
+// errClusterDown, errClusterRedirects and errClusterOwnMoved (cluster.go).
 
 const (
 	// Same text as Valkey, so clients that match on it keep working.

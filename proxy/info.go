@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/telemetry"
 )
@@ -26,7 +27,7 @@ func (s *session) info(cmd resp.Command) bool {
 			rest = append(rest, a)
 		}
 	}
-	if s.p.cl != nil && s.ded == nil && !(mine && len(rest) == 1) && infoWantsKeyspace(rest[1:]) {
+	if s.p.cl != nil && s.ded == nil && !(mine && len(rest) == 1) && cluster.WantsKeyspace(rest[1:]) {
 		if msg := s.infoDenied(); mine && msg != "" {
 			s.local(resp.AppendError(nil, msg))
 			return true

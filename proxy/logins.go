@@ -120,7 +120,7 @@ func (p *Proxy) checkLogin(raw, user, pass []byte, key poolKey, i int) *loginChe
 	c := &loginCheck{user: user, pass: pass}
 	node := key.node
 	if p.cl != nil && node == "" {
-		node = p.keylessNode(uint64(i))
+		node = p.cl.KeylessNode(uint64(i))
 	}
 	c.reply = p.loginReply(raw, node)
 	if c.reply[0] != '+' {

@@ -12,7 +12,7 @@ import (
 // or with Sentinel the primary it names now.
 func (p *Proxy) upstreamAddr() (string, error) {
 	if p.cl != nil {
-		return p.clusterAddr()
+		return p.cl.AnyNode()
 	}
 	if p.opts.Upstream.Sentinel.Master == "" {
 		return p.opts.Upstream.Addr, nil
@@ -42,7 +42,7 @@ func (p *Proxy) upstreamName() string {
 // the primary may have moved before Sentinel announced it).
 func (p *Proxy) forgetMaster() {
 	if p.cl != nil {
-		p.cl.refreshSoon() // in a cluster: the node may have failed over
+		p.cl.RefreshSoon() // in a cluster: the node may have failed over
 		return
 	}
 	if p.opts.Upstream.Sentinel.Master == "" {

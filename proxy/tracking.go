@@ -338,7 +338,7 @@ func (s *session) ownOn(t *tracking, addr string) (*upstream.Conn, error) {
 // client (Valkey's refusal of the options, or why a node cannot be
 // reached), when one fails.
 func (s *session) bcastEverywhere(t *tracking) bool {
-	m := s.p.slotMap()
+	m := s.p.cl.Map()
 	if m == nil {
 		return true
 	}

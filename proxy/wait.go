@@ -64,7 +64,7 @@ func (s *session) primeWait(args [][]byte) func([]byte) []byte {
 // waitKey returns a key in a slot the node at addr serves, in the proxy's
 // map, or "" when it serves none.
 func (p *Proxy) waitKey(addr string) string {
-	m := p.slotMap()
+	m := p.cl.Map()
 	if m == nil {
 		return ""
 	}
