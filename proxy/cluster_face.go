@@ -128,7 +128,7 @@ func (s *session) clusterFace(cmd resp.Command) {
 			s.local(resp.AppendError(nil, errClusterOwnConn(s.ded.Addr(), "")))
 			return
 		}
-		if s.routeSlot(uint16(slot)) {
+		if s.routeSlot(uint16(slot)) && !s.dialFirst() {
 			s.forward(cmd.Raw, nil)
 		}
 	default:
