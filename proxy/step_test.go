@@ -259,10 +259,10 @@ func TestOwnConnAsked(t *testing.T) {
 	}
 }
 
-// TestLoopStepSparesOffLoop: a script call or CLIENT PAUSE through a pool
+// TestSparesFirst: a script call or CLIENT PAUSE through a pool
 // whose spare connections are not open asks, where it is handled, to open
 // them off the loop first.
-func TestLoopStepSparesOffLoop(t *testing.T) {
+func TestSparesFirst(t *testing.T) {
 	p := stepProxy()
 	s := stepSession(p, false)
 	openPool(p, s.key(), 3)
