@@ -57,6 +57,11 @@ func (s *session) busyCommand(cmd resp.Command) bool {
 	if s.ded != nil && s.inMulti {
 		return s.handleDedicated(cmd)
 	}
+	if s.heldFirst() {
+		// On an event loop, behind the session's own script call:
+		// Valkey reads nothing more from a client whose script runs.
+		return true
+	}
 	r, ok := s.oneShot(cmd)
 	if !ok {
 		return true

@@ -67,7 +67,8 @@ func (s *session) besideHeld(home *upstream.Conn) *upstream.Conn {
 			return cur // replies owed there come first
 		}
 		// On a goroutine of its own the session waits for them here
-		// (an event loop did before handling the command: behindHeld).
+		// (an event loop asked for them before anything was done for
+		// the command: heldFirst).
 		s.flush()
 		s.waitDrain(0)
 	}
@@ -123,12 +124,26 @@ func (s *session) lastConn() *upstream.Conn {
 }
 
 // behindHeld reports whether the session's last command went to a shared
-// connection where Valkey may hold a command back: an event loop handles
-// the next command only once the session's replies are in, so that
-// besideHeld may send it elsewhere without overtaking them.
+// connection where Valkey may hold a command back.
 func (s *session) behindHeld() bool {
 	c := s.lastConn()
 	return c != nil && !c.Dedicated() && c.Holds() && s.p.cl == nil
+}
+
+// heldFirst, on an event loop, asks for stepSettle when the session's last
+// command went where Valkey may hold it back (behindHeld) with replies
+// still owed, and reports whether it asked. It is asked before anything is
+// done for a command sent on a shared connection (connFirst: besideHeld may
+// then send it elsewhere without overtaking them), for a busy server
+// (busyCommand) or CLIENT's (client): Valkey reads nothing more from a
+// client whose script runs. On a goroutine of its own the session waits in
+// besideHeld, for a command sent on a shared connection only.
+func (s *session) heldFirst() bool {
+	if s.lp == nil || !s.behindHeld() || s.inflight.Load()+int64(len(s.bpend)) == 0 {
+		return false
+	}
+	s.asked = step{do: stepSettle}
+	return true
 }
 
 // claim hands the spare c to the session until its command is queued there

@@ -74,7 +74,7 @@ func (s *session) clusterFace(cmd resp.Command) {
 			s.local(resp.AppendError(nil, errClusterOwnConn(s.ded.Addr(), "")))
 			return
 		}
-		if s.routeSlot(slot) {
+		if s.routeSlot(slot) && !s.dialFirst() {
 			s.forward(cmd.Raw, nil)
 		}
 	default:

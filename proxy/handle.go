@@ -18,9 +18,6 @@ import (
 // again later (offLoop, settle) keeps an armed SKIP for then.
 func (s *session) handle(cmd resp.Command) step {
 	k := s.p.cmds().kind(cmd.Args[0])
-	if st := s.loopStep(k, cmd.Args); st.do != stepNext {
-		return st
-	}
 	skip := s.replySkip
 	s.mute, s.replySkip, s.asked = s.replyOff || skip, false, step{}
 	s.noteCommand(cmd.Args)
@@ -44,11 +41,8 @@ func (s *session) handle(cmd resp.Command) step {
 		s.publish()
 	}
 	s.publishDue = false
-	switch {
-	case !ok:
+	if !ok {
 		return ended(true)
-	case st.do == stepNext && s.lp != nil && s.ded != nil:
-		return step{do: stepMoved}
 	}
 	return st
 }
@@ -99,6 +93,12 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		return true
 	}
 	if s.p.cl != nil && s.clusterRoute(cmd, k) {
+		return true
+	}
+	if (forwarded(k) || k == kXRead) && s.connFirst(s.key()) {
+		// Before the pause and the lock rules do anything for it: on an
+		// event loop its connection is dialled off the loop, or the
+		// replies owed behind a held command come in, first.
 		return true
 	}
 	if w := s.p.pauseWait(); w > 0 && forwarded(k) && s.p.cl == nil {
@@ -235,8 +235,8 @@ func helloVersion(args [][]byte) (int, bool) {
 }
 
 // poolAfter is the pool the session's commands use once a SELECT or HELLO
-// has switched them: selectDB and hello switch to it, and an event loop asks
-// it beforehand, to dial that pool off the loop (willDial).
+// has switched them: selectDB and hello switch to it, and on an event loop
+// dial it off the loop first (connFirst).
 func (s *session) poolAfter(k kind, args [][]byte) poolKey {
 	key := s.key()
 	switch k {
@@ -476,7 +476,7 @@ func (s *session) hello(cmd resp.Command) {
 			s.local(resp.AppendError(nil, errHelloNoAuth))
 			return
 		}
-		s.forward(cmd.Raw, nil)
+		s.forwardReady(cmd.Raw)
 		return
 	}
 	_, ok := valkeynum.String2ll(args[1])
@@ -496,7 +496,7 @@ func (s *session) hello(cmd resp.Command) {
 	}
 	if !ok {
 		// Valkey rejects it before changing anything; let it say how.
-		s.forward(cmd.Raw, nil)
+		s.forwardReady(cmd.Raw)
 		return
 	}
 	// Valkey's order: the version, the options as it reads them (a name
@@ -504,7 +504,7 @@ func (s *session) hello(cmd resp.Command) {
 	// HELLO at all; nothing changes before the credentials pass.
 	v, vok := helloVersion(args)
 	if !vok {
-		s.forward(cmd.Raw, nil) // NOPROTO, from Valkey
+		s.forwardReady(cmd.Raw) // NOPROTO, from Valkey
 		return
 	}
 	if hasName && !validName(name) {
@@ -530,6 +530,9 @@ func (s *session) hello(cmd resp.Command) {
 		return
 	}
 	key := s.poolAfter(kHello, args)
+	if s.connFirst(key) {
+		return // handled again once the new pool is dialled
+	}
 	s.proto = key.proto
 	if hasName {
 		s.setName(string(name))
@@ -543,6 +546,9 @@ func (s *session) hello(cmd resp.Command) {
 func (s *session) selectDB(cmd resp.Command) {
 	if s.switchFirst() {
 		return
+	}
+	if s.connFirst(s.poolAfter(kSelect, cmd.Args)) {
+		return // handled again once the new pool (or, refused, its own) is dialled
 	}
 	if _, ok := selectArg(cmd.Args); !ok {
 		s.forward(cmd.Raw, nil) // Valkey's error, and no switch
@@ -579,6 +585,9 @@ func (s *session) selectDB(cmd resp.Command) {
 func (s *session) client(cmd resp.Command) bool {
 	cmd = s.toValkeyIDs(cmd)
 	args := cmd.Args
+	if s.heldFirst() {
+		return true // the session's state is Valkey's to change after its held command
+	}
 	if isPause(args) && s.p.cl == nil {
 		// Before the pause holds anything (busyscript.go).
 		if s.sparesFirst() {
@@ -587,6 +596,9 @@ func (s *session) client(cmd resp.Command) bool {
 		if s.lp == nil {
 			s.p.pool(s.key()).OpenSpares()
 		}
+	}
+	if isPause(args) && s.connFirst(s.key()) {
+		return true // dialled before the pause is noted (pause.go)
 	}
 	s.notePause(args)
 	if handled, keep := s.clientSelf(args); handled {
@@ -598,7 +610,7 @@ func (s *session) client(cmd resp.Command) bool {
 	case len(args) == 2 && resp.EqualFold(args[1], "unpause"):
 		return s.busyCommand(cmd)
 	case len(args) < 2 || lookup(clientKinds, args[1]) == kForward:
-		s.forward(cmd.Raw, nil)
+		s.forwardReady(cmd.Raw)
 		return true
 	}
 	if s.goDedicated(true) {
@@ -622,7 +634,7 @@ func (s *session) auth(cmd resp.Command) {
 	case 3:
 		user, pass = args[1], args[2]
 	default:
-		s.forward(cmd.Raw, nil) // arity error, from Valkey
+		s.forwardReady(cmd.Raw) // arity error, from Valkey
 		return
 	}
 	if s.matchesProxyCreds(user, pass) {

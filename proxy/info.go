@@ -40,7 +40,7 @@ func (s *session) info(cmd resp.Command) bool {
 			return false
 		}
 		// handle routes only kForward commands on shared connections.
-		s.forward(cmd.Raw, nil)
+		s.forwardReady(cmd.Raw)
 		return true
 	}
 	// With admin users set, the section is theirs to read, as STATS is.
@@ -54,6 +54,9 @@ func (s *session) info(cmd resp.Command) bool {
 		}
 		s.local(appendInfo(nil, s.p.infoSection(), s.proto))
 		return true
+	}
+	if s.connFirst(s.key()) {
+		return true // handled again once its connection is dialled
 	}
 	p := s.p
 	proto := s.proto

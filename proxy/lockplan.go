@@ -48,8 +48,8 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 	}
 	if s.lp == nil && s.ded == nil && s.p.cl == nil {
 		// A client on a goroutine of its own (TLS): connect before
-		// deciding, as the event loops do (off the loop, before the
-		// command is handled). A new
+		// deciding, as an event loop does (off the loop, before the
+		// lock rules: route's connFirst). A new
 		// connection learns the epoch's clues (epoch.go), and a plan
 		// carries those it was decided with: one decided before a
 		// restart of Valkey and sent on the connection that found it

@@ -481,18 +481,15 @@ func (s *session) flush() {
 	s.bpend = s.bpend[:0]
 }
 
-// waitDrain blocks until at most le replies are outstanding. In an event
-// loop that stalls the loop's other clients: only rare paths wait there.
+// waitDrain blocks until at most le replies are outstanding. An event loop
+// does not wait here for replies it reads itself: where a command would
+// wait for them, it asks for a step instead (stepSettle: settle,
+// asideFirst, switchFirst, heldFirst; stepOwnConn: route, before
+// goDedicated), and forwardRetry pauses the loop's reading of the client
+// at max_pipeline. What is left there is a switch away from a connection
+// that died, whose replies its failure answers.
 func (s *session) waitDrain(le int64) {
 	if s.lp != nil && s.inflight.Load() > le {
-		if c := s.last; c != nil && c.Looped() && !c.Dead() {
-			// The replies would come through an event loop, maybe this
-			// very one: waiting here could stall it for good. Such
-			// commands ask for stepSettle first, so this is a
-			// bug; it ends this client (pump recovers), not every
-			// client of the loop.
-			panic("lockproxy: a session waited for its replies inside the event loop that reads them")
-		}
 		s.lp.uncork() // what this round queued must leave before any reply can come
 	}
 	for s.inflight.Load() > le {

@@ -75,8 +75,6 @@ func (s *session) carry(cmd resp.Command, st step) bool {
 	case stepOwnConn:
 		s.putBack(cmd)
 		s.migrate()
-	case stepMoved:
-		s.migrate()
 	}
 	return false
 }
@@ -115,23 +113,35 @@ func (s *session) park(job func()) {
 	}()
 }
 
-// willDial reports whether handling a command of kind k would dial a shared
-// connection, and for which pool: SELECT and HELLO switch pools, so they
-// are asked about the pool they switch to.
-func (s *session) willDial(k kind, args [][]byte) (poolKey, bool) {
-	if s.ded != nil || !s.authed || s.ownConnFor(k, args) {
-		return poolKey{}, false // no shared connection: route asks for its own (stepOwnConn)
+// connFirst is asked, on an event loop, before anything is done for a
+// command the session sends on its shared connection of the pool key (the
+// pool it switches to, for SELECT and HELLO), and reports whether it asked
+// for a step instead: stepSettle behind a command Valkey may hold back
+// (heldFirst), or the dial of the session's slot of the pool off the loop
+// (dialStep) when it has none; the command is handled again after. On a
+// goroutine of its own the session waits and dials where it needs the
+// connection (target).
+func (s *session) connFirst(key poolKey) bool {
+	if s.lp == nil || s.ded != nil {
+		return false
 	}
-	switch k {
-	case kAdmin, kQuit, kReset, kAuth:
-		return s.key(), false // answered by the proxy (an AUTH's check dials its own: logins.go)
-	case kHello:
-		if i := helloAuthAt(args); i > 0 && !s.matchesProxyCreds(args[i+1], args[i+2]) {
-			return s.key(), false // the login's check dials its pool (logins.go)
-		}
+	if s.heldFirst() {
+		return true
 	}
-	key := s.poolAfter(k, args)
-	return key, s.needsDial(key)
+	if !s.needsDial(key) {
+		return false
+	}
+	s.asked = s.dialStep(key)
+	return true
+}
+
+// forwardReady forwards raw, as it is, on the session's shared connection,
+// once it is dialled (connFirst): on an event loop the command may be
+// handled again first.
+func (s *session) forwardReady(raw []byte) {
+	if !s.connFirst(s.key()) {
+		s.forward(raw, nil)
+	}
 }
 
 // needsDial reports whether the session's slot of the pool key has no live

@@ -35,8 +35,9 @@ const (
 	// stepIdle: no complete command has arrived; wait for the client.
 	stepIdle
 	// stepSettle: handle the command again once every reply owed before
-	// it is in (it answers about them, or moves the session to another
-	// connection, which must not overtake them).
+	// it is in (it answers about them, moves the session to another
+	// connection, which must not overtake them, or comes after one of its
+	// commands Valkey may hold back: heldFirst).
 	stepSettle
 	// stepOffLoop: run job on a goroutine while only this client waits,
 	// then handle the command again (a dial, a round trip on the side
@@ -50,9 +51,6 @@ const (
 	// own: it needs a connection of its own, whose dial and waits would
 	// stall the loop's other clients.
 	stepOwnConn
-	// stepMoved: the command was handled and the session now has a
-	// connection of its own: it goes on on a goroutine of its own.
-	stepMoved
 )
 
 func ended(graceful bool) step { return step{do: stepEnd, graceful: graceful} }
@@ -127,32 +125,6 @@ func (s *session) putBack(cmd resp.Command) {
 		c.Args[i] = buf[at:len(buf):len(buf)]
 	}
 	s.again = &c
-}
-
-// loopStep is the step a command takes on an event loop before anything
-// else is done for it, or stepNext: what handling it would wait for must
-// not be waited for on the loop. Two waits are still foreseen here, not
-// asked for where they happen: besideHeld's wait behind a held command
-// (behindHeld) and the dial of a shared connection (willDial; target dials
-// deep in the path, after the lock rules). The others are asked for by
-// the code that needs them: settle and switchFirst (stepSettle), route's
-// and crossSlot's stepOwnConn, sparesFirst, dialFirst and offLoop
-// (stepOffLoop), aside (stepAside).
-func (s *session) loopStep(k kind, args [][]byte) step {
-	if s.lp == nil {
-		return step{}
-	}
-	if s.behindHeld() && s.inflight.Load()+int64(len(s.bpend)) > 0 {
-		// Handled once every earlier reply is in: the loop reads the
-		// replies, so it must not wait for them here.
-		return step{do: stepSettle}
-	}
-	if key, dials := s.willDial(k, args); dials {
-		// Dialling could take up to dial_timeout (Valkey slow or
-		// unreachable): the loop's other clients must not wait.
-		return s.dialStep(key)
-	}
-	return step{}
 }
 
 // offLoop asks, as the step of the command being handled (handle returns

@@ -18,6 +18,7 @@ func stepProxy() *Proxy {
 	p := &Proxy{pools: map[poolKey]*upstream.Pool{}}
 	p.opts.Config = config.Config{}
 	p.opts.Upstream.PoolSize = 2
+	p.opts.MaxPipeline = 1000
 	p.decider.Store(&rewrite.Decider{})
 	return p
 }
@@ -27,6 +28,7 @@ func stepProxy() *Proxy {
 func stepSession(p *Proxy, open bool) *session {
 	s := &session{p: p, id: 1, clientState: clientState{proto: 2, authed: true}}
 	s.lp = &loop{}
+	s.home = s.lp
 	if open {
 		openPool(p, s.key(), 0)
 	}
@@ -68,58 +70,158 @@ func argsOf(line string) [][]byte {
 	return args
 }
 
-// TestLoopStep: what a command asks of an event loop before it is handled,
-// decided from the session's state alone: a connection of its own, the
-// replies owed before it, a dial or the spares off the loop, or nothing.
-func TestLoopStep(t *testing.T) {
+// dialPool puts a pool of key into p whose connections are not dialled
+// yet, with its spares open (spares) or not; its dials give a connection
+// with no socket, or fail with err. It returns the count of slot dials.
+func dialPool(p *Proxy, key poolKey, spares bool, err error) *int {
+	n := new(int)
+	pl := upstream.NewPool(upstream.PoolConfig{
+		Size:   p.opts.Upstream.PoolSize,
+		Closed: func() bool { return false },
+		Failed: func(error, time.Duration) {},
+		Dial: func(spare bool) (*upstream.Conn, error) {
+			if spare {
+				return &upstream.Conn{}, nil
+			}
+			*n++
+			if err != nil {
+				return nil, err
+			}
+			return &upstream.Conn{}, nil
+		},
+	})
+	if spares {
+		pl.OpenSpares()
+	}
+	p.pools[key] = pl
+	return n
+}
+
+// routeOnce routes cmd as handle does on s's event loop and returns the
+// step it asked for, having checked that route kept the session.
+func routeOnce(t *testing.T, s *session, line string) step {
+	t.Helper()
+	args := argsOf(line)
+	k := s.p.cmds().kind(args[0])
+	s.holds = k == kForward && isScriptCall(args[0]) // as handle sets it
+	s.asked = step{}
+	if !s.route(resp.Command{Args: args, Raw: resp.AppendCommand(nil, args...)}, k) {
+		t.Fatalf("%s: route ended the session", line)
+	}
+	s.holds = false
+	return s.asked
+}
+
+// TestDialFirst: a command sent on a shared connection the session has
+// not dialled asks, on an event loop, for the dial off the loop before
+// anything is done for it (the pause, the lock rules, its pool switch):
+// nothing is queued; handled again after the dial, it is queued once, and
+// not dialled again. A command the proxy answers itself dials nothing.
+func TestDialFirst(t *testing.T) {
 	for _, c := range []struct {
-		name     string
-		cmd      string
-		open     bool  // the session's pool has its connections
-		owed     int64 // replies owed before the command
-		loggedIn bool
-		goro     bool // the session is on a goroutine of its own
-		want     stepKind
+		cmd   string
+		key   func(poolKey) poolKey // the pool it is sent on
+		after func(s *session) bool // the switch it made, once handled
 	}{
-		{"plain command, connected", "GET a", true, 0, true, false, stepNext},
-		{"plain command behind replies", "GET a", true, 3, true, false, stepNext},
-		{"plain command, no connection yet", "GET a", false, 0, true, false, stepOffLoop},
-		{"transaction: asked for by route", "MULTI", true, 0, true, false, stepNext},
-		{"transaction, no shared connection: none dialled", "MULTI", false, 0, true, false, stepNext},
-		{"XREAD without BLOCK", "XREAD STREAMS s 0", true, 0, true, false, stepNext},
-		{"CLIENT SETNAME", "CLIENT SETNAME x", true, 0, true, false, stepNext},
-		{"not logged in: NOAUTH, no connection", "MULTI", false, 0, false, false, stepNext},
-		{"INFO behind replies: settled where it is answered", "INFO", true, 1, true, false, stepNext},
-		{"INFO, nothing owed", "INFO", true, 0, true, false, stepNext},
-		{"admin command behind replies: settled where it is answered", "LOCKPROXY STATS", true, 2, true, false, stepNext},
-		{"SELECT behind replies: the new pool dialled first", "SELECT 1", true, 1, true, false, stepOffLoop},
-		{"SELECT of a pool not dialled", "SELECT 1", true, 0, true, false, stepOffLoop},
-		{"SELECT out of range: the same pool", "SELECT x", true, 0, true, false, stepNext},
-		{"HELLO 3 of a pool not dialled", "HELLO 3", true, 0, true, false, stepOffLoop},
-		{"AUTH behind replies: settled where it is handled", "AUTH pw", true, 1, true, false, stepNext},
-		{"AUTH: answered by the proxy or checked aside", "AUTH pw", false, 0, true, false, stepNext},
-		{"QUIT", "QUIT", false, 0, true, false, stepNext},
-		{"script call, spares open", "EVAL x 0", true, 0, true, false, stepNext},
-		{"CLIENT PAUSE, spares open", "CLIENT PAUSE 10", true, 0, true, false, stepNext},
-		{"on a goroutine: MULTI", "MULTI", true, 0, true, true, stepNext},
-		{"on a goroutine: INFO behind replies", "INFO", true, 1, true, true, stepNext},
-		{"on a goroutine: no connection yet", "GET a", false, 0, true, true, stepNext},
+		{"GET a", nil, nil},
+		{"INFO server", nil, nil},
+		{"XREAD STREAMS s 0", nil, nil},
+		{"AUTH a b c", nil, nil}, // arity: Valkey's error
+		{"HELLO", nil, nil},
+		{"SELECT 1", func(k poolKey) poolKey { k.db = 1; return k }, func(s *session) bool { return s.db == 1 }},
+		{"HELLO 3", func(k poolKey) poolKey { k.proto = 3; return k }, func(s *session) bool { return s.proto == 3 }},
+		{"CLIENT PAUSE 10", nil, func(s *session) bool { return s.p.pauseWait() > 0 }},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.cmd, func(t *testing.T) {
 			p := stepProxy()
-			s := stepSession(p, c.open)
-			s.authed = c.loggedIn
-			s.inflight.Store(c.owed)
-			if c.goro {
-				s.lp = nil
+			s := stepSession(p, false)
+			s.outClosed = true // no client socket: the proxy's own replies go nowhere
+			key := s.key()
+			if c.key != nil {
+				openPool(p, key, 0) // the session's own pool is dialled
+				key = c.key(key)
 			}
-			args := argsOf(c.cmd)
-			got := s.loopStep(p.cmds().kind(args[0]), args)
-			if got.do != c.want {
-				t.Fatalf("%s: step %d, want %d", c.cmd, got.do, c.want)
+			dials := dialPool(p, key, true, nil)
+			st := routeOnce(t, s, c.cmd)
+			if st.do != stepOffLoop || st.job == nil {
+				t.Fatalf("step %d, want a dial off the loop", st.do)
 			}
-			if (got.do == stepOffLoop) != (got.job != nil) {
-				t.Fatalf("%s: off the loop without a job, or a job elsewhere", c.cmd)
+			if len(s.bpend) != 0 || s.inflight.Load() != 0 || (c.after != nil && c.after(s)) {
+				t.Fatal("something was done before the dial")
+			}
+			st.job()
+			if st = routeOnce(t, s, c.cmd); st.do != stepNext {
+				t.Fatalf("handled again after the dial: step %d", st.do)
+			}
+			if len(s.bpend) != 1 || *dials != 1 {
+				t.Fatalf("handled again: %d queued, %d dials; want 1, 1", len(s.bpend), *dials)
+			}
+			if c.after != nil && !c.after(s) {
+				t.Fatal("the switch was not made")
+			}
+		})
+	}
+	for _, cmd := range []string{"CLIENT SETNAME x", "CLIENT ID", "QUIT", "PING"} {
+		p := stepProxy()
+		s := stepSession(p, false)
+		s.outClosed = true
+		s.authed = cmd != "PING" // NOAUTH
+		dials := dialPool(p, s.key(), true, nil)
+		args := argsOf(cmd)
+		s.route(resp.Command{Args: args, Raw: resp.AppendCommand(nil, args...)}, p.cmds().kind(args[0]))
+		if s.asked.do != stepNext || *dials != 0 || len(s.bpend) != 0 {
+			t.Fatalf("%s, answered by the proxy: step %d, %d dials, %d queued", cmd, s.asked.do, *dials, len(s.bpend))
+		}
+	}
+}
+
+// TestDialFirstFailed: a dial off the loop that Valkey refused (a database
+// it does not have), which the pool does not remember, answers the command
+// handled again: it is not dialled a second time, and nothing is queued.
+func TestDialFirstFailed(t *testing.T) {
+	p := stepProxy()
+	s := stepSession(p, true)
+	s.outClosed = true
+	key := s.key()
+	key.db = 99
+	dials := dialPool(p, key, true, &upstream.ReplyError{Msg: "ERR DB index is out of range"})
+	st := routeOnce(t, s, "SELECT 99")
+	if st.do != stepOffLoop {
+		t.Fatalf("step %d, want a dial off the loop", st.do)
+	}
+	st.job()
+	if st = routeOnce(t, s, "SELECT 99"); st.do != stepNext || *dials != 1 || len(s.bpend) != 0 || s.db != 0 {
+		t.Fatalf("handled again: step %d, %d dials, %d queued, db %d", st.do, *dials, len(s.bpend), s.db)
+	}
+}
+
+// TestHeldFirst: behind its own script call, still unanswered on a spare
+// Valkey may hold it on, a session on an event loop handles its next
+// command sent on a shared connection, for a busy server or of CLIENT's
+// only once the reply is in (stepSettle), before anything is done for it;
+// with the reply in, it goes on.
+func TestHeldFirst(t *testing.T) {
+	for _, cmd := range []string{"GET a", "EVAL x 0", "SCRIPT KILL", "CLIENT SETNAME x", "INFO server"} {
+		t.Run(cmd, func(t *testing.T) {
+			p := stepProxy()
+			s := stepSession(p, true)
+			s.outClosed = true
+			if st := routeOnce(t, s, "EVAL x 0"); st.do != stepNext {
+				t.Fatalf("the script call: step %d", st.do)
+			}
+			s.flush()
+			if !s.behindHeld() || s.inflight.Load() != 1 {
+				t.Fatal("the script call is not held on its connection")
+			}
+			if st := routeOnce(t, s, cmd); st.do != stepSettle {
+				t.Fatalf("behind the script call: step %d, want stepSettle", st.do)
+			}
+			if len(s.bpend) != 0 || s.inflight.Load() != 1 || s.name != "" {
+				t.Fatal("something was done before the reply")
+			}
+			s.inflight.Store(0) // the reply came
+			if st := routeOnce(t, s, cmd); st.do == stepSettle {
+				t.Fatal("settled again with nothing owed")
 			}
 		})
 	}
@@ -157,10 +259,10 @@ func TestOwnConnAsked(t *testing.T) {
 	}
 }
 
-// TestLoopStepSparesOffLoop: a script call or CLIENT PAUSE through a pool
+// TestSparesFirst: a script call or CLIENT PAUSE through a pool
 // whose spare connections are not open asks, where it is handled, to open
 // them off the loop first.
-func TestLoopStepSparesOffLoop(t *testing.T) {
+func TestSparesFirst(t *testing.T) {
 	p := stepProxy()
 	s := stepSession(p, false)
 	openPool(p, s.key(), 3)
