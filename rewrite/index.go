@@ -100,19 +100,23 @@ const (
 	// (0: no lease), and looks at two members whose score has passed: a
 	// member whose records are gone leaves, one whose records are there
 	// gets their expiry. A member's records are in ik's slot; one absent
-	// while the slot migrates (see absent) ends the look.
+	// while the slot migrates (see absent) ends the look. It returns the
+	// ZADD's reply: 1 when rk was not listed (the monitor's grant takes
+	// that for a new records hash), nil when the index cannot be written.
 	fnIndex = `local function index(ik, rk, e, keep, now)
   local s = '+inf'
   if e > 0 then s = e + keep end
-  if type(redis.pcall('ZADD', ik, s, rk)) ~= 'number' then return end
+  local z = redis.pcall('ZADD', ik, s, rk)
+  if type(z) ~= 'number' then return nil end
   local due = redis.call('ZRANGEBYSCORE', ik, '-inf', now, 'LIMIT', 0, 2)
   for i = 1, #due do
     local t = redis.pcall('PTTL', due[i])
-    if type(t) ~= 'number' then return end
+    if type(t) ~= 'number' then return z end
     if t == -2 then redis.call('ZREM', ik, due[i])
     elseif t == -1 then redis.call('ZADD', ik, '+inf', due[i])
     else redis.call('ZADD', ik, now + t, due[i]) end
   end
+  return z
 end
 `
 	// unindex takes rk out of the index ik once its records are gone (an

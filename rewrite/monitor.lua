@@ -236,23 +236,31 @@ local function after(b, was, rg, re, rv, r, how, v, px, ok, out)
   if not was then
     if now then
       -- The token rule (grant.go): the primary's epoch in the high bits
-      -- (run '!': in front of a cluster, the node's config epoch);
-      -- index (index.go), which every acquisition needs.
+      -- (run '!': in front of a cluster, the node's config epoch).
 @GRANT@@IDX@      local gr = grant(ck, redis.call, X[na + 3] == '!', X[na + 3], tonumber(X[na + 2]))
       local e, ms = redis.call('PEXPIRETIME', key)
       if e > 0 then ms = e - (px or redis.call('PTTL', key)) else
         local t = redis.call('TIME')
         e, ms = 0, t[1] * 1000 + math.floor(t[2] / 1000)
       end
-      local fresh = redis.call('EXISTS', rk) == 0
+      -- A records hash is listed in the locks' index (index.go) while
+      -- it exists (a release or a reader takes its member out only once
+      -- it is gone), so an index that did not list it (index's reply 1)
+      -- means the hash is new: no other record to mark lapsed, no EXISTS
+      -- to ask. Where the index cannot be written (a user without the
+      -- right, a slot migrating: nil) settle does it all. A hash written
+      -- before the index existed, or while it could not be written, is
+      -- not listed: a grant then leaves its other records as they were
+      -- and gives it the new lease's expiry. None of them holds the lock
+      -- (it was absent), and whether a record holds it is read from the
+      -- lock's value and counter, never from the lapsed mark.
       redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
-      if not fresh then
+      if index(X[b + 5], rk, e, keep, ms) ~= 1 then
         fns = fns or helpers()
         fns.settle(rk, ms, keep, owner)
       elseif e > 0 then
         redis.call('PEXPIREAT', rk, e + keep)
       end
-      index(X[b + 5], rk, e, keep, ms)
     end
     return
   end
