@@ -108,7 +108,7 @@ const (
   if e > 0 then s = e + keep end
   local z = redis.pcall('ZADD', ik, s, rk)
   if type(z) ~= 'number' then return nil end
-  local due = redis.call('ZRANGEBYSCORE', ik, '-inf', now, 'LIMIT', 0, 2)
+  local due = redis.call('ZRANGEBYSCORE', ik, '-inf', now, 'LIMIT', '0', '2')
   for i = 1, #due do
     local t = redis.pcall('PTTL', due[i])
     if type(t) ~= 'number' then return z end

@@ -203,100 +203,103 @@ local function vs(a)
   if type(r) == 'string' then return r end
   return tostring(a)
 end
--- after keeps a declared lock's records true after a call that may have
--- changed it: a grant for a lock the call took, the caller's record gone
--- with a lock it released, moved with a lease it changed. rg, re, rv, r:
--- the caller's record as the check read it (rg nil: it holds no current
--- grant). b: where the lock's entry starts in X. How, read by the check
--- from the call, says what the call's reply (out) tells: 'nx' (SET ... NX
--- without GET, or SETNX; v its value when a string) whether it set the
--- key, so the check read nothing before it; 'del' (DEL or UNLINK of this
--- key alone) that the key is gone when it counted 1. ok is false when
--- the call was interrupted (see mk): an 'nx' call then counts as having
--- set the key only if it holds v. (out nil with ok: a RESP3 null, the
--- reply of a SET NX that found the key taken.) px: an 'nx' call's lease
--- in ms (its PX or EX), so that it was set at the lease end less px.
-local function after(b, was, rg, re, rv, r, how, v, px, ok, out)
-  local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], tonumber(X[na + 1])
-  local now
-  if how == 'nx' then
-    if not ok then
-      if v == nil or redis.pcall('GET', key) ~= v then return end
-    elseif not (out == 1 or type(out) == 'table' and out.ok) then
-      return
-    end
-    now = v
-  elseif how == 'del' and out == 1 then
-    now = false
-  end
-  if now == nil then
-    now = redis.pcall('GET', key)
-    if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
-  end
-  if not was then
-    if now then
-      -- The token rule (grant.go): the primary's epoch in the high bits
-      -- (run '!': in front of a cluster, the node's config epoch).
-@GRANT@@IDX@      local gr = grant(ck, redis.call, X[na + 3] == '!', X[na + 3], tonumber(X[na + 2]))
-      local e, ms = redis.call('PEXPIRETIME', key)
-      if e > 0 then ms = e - (px or redis.call('PTTL', key)) else
-        local t = redis.call('TIME')
-        e, ms = 0, t[1] * 1000 + math.floor(t[2] / 1000)
-      end
-      -- A records hash is listed in the locks' index (index.go) while
-      -- it exists (a release or a reader takes its member out only once
-      -- it is gone), so an index that did not list it (index's reply 1)
-      -- means the hash is new: no other record to mark lapsed, no EXISTS
-      -- to ask. Where the index cannot be written (a user without the
-      -- right, a slot migrating: nil) settle does it all. A hash written
-      -- before the index existed, or while it could not be written, is
-      -- not listed: a grant then leaves its other records as they were
-      -- and gives it the new lease's expiry. None of them holds the lock
-      -- (it was absent), and whether a record holds it is read from the
-      -- lock's value and counter, never from the lapsed mark.
-      redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
-      if index(X[b + 5], rk, e, keep, ms) ~= 1 then
-        fns = fns or helpers()
-        fns.settle(rk, ms, keep, owner)
-      elseif e > 0 then
-        redis.call('PEXPIREAT', rk, e + keep)
-      end
-    end
-    return
-  end
-  if not rg then return end
-  if not now then
-    redis.call('HDEL', rk, owner)
-    if re == '0' and redis.pcall('PTTL', rk) == -1 then
-      local t = redis.call('TIME')
-      fns = fns or helpers()
-      fns.settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), keep, '')
-    end
-    if redis.pcall('EXISTS', rk) ~= 1 then redis.pcall('ZREM', X[b + 5], rk) end
-    return
-  end
-  local e, ms = redis.call('PEXPIRETIME', key)
-  if e < 0 then e = 0 end
-  if now ~= rv or e ~= tonumber(re) then
-    if e > 0 then ms = e - redis.call('PTTL', key) else
-      local t = redis.call('TIME')
-      ms = t[1] * 1000 + math.floor(t[2] / 1000)
-    end
-    fns = fns or helpers()
-    local rec = fns.parse(r)
-    rec.v, rec.e = now, e
-    fns.put(rk, owner, rec)
-    fns.settle(rk, ms, keep, nil)
-  end
-end
--- records runs after for the locks a call may have changed, and writes
--- the fence marks of a write.
+-- records keeps the declared locks' records true after a call that may
+-- have changed them, and writes the fence marks of a write. For each lock
+-- the check noted (pend; one loop here, not a closure of its own, which
+-- each run would make): a grant for a lock the call took, the caller's
+-- record gone with a lock it released, moved with a lease it changed.
+-- rg, re, rv, r: the caller's record as the check read it (rg nil: it
+-- holds no current grant). b: where the lock's entry starts in X. How,
+-- read by the check from the call, says what the call's reply (out)
+-- tells: 'nx' (SET ... NX without GET, or SETNX; v its value when a
+-- string) whether it set the key, so the check read nothing before it;
+-- 'del' (DEL or UNLINK of this key alone) that the key is gone when it
+-- counted 1. ok is false when the call was interrupted (see mk): an 'nx'
+-- call then counts as having set the key only if it holds v. (out nil
+-- with ok: a RESP3 null, the reply of a SET NX that found the key taken.)
+-- px: an 'nx' call's lease in ms (its PX or EX), so that it was set at
+-- the lease end less px. Each lock's part ends with a break.
 local function records(pend, marks, ok, out)
   if P3 then redis.setresp(2) end
   if pend then
     for i = 1, #pend do
       local p = pend[i]
-      after(p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], ok, out)
+      local b, was, rg, re, rv, r, how, v, px = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]
+      repeat
+        -- keep (keep_lapsed) is read as a number only where it is used.
+        local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], X[na + 1]
+        local now
+        if how == 'nx' then
+          if not ok then
+            if v == nil or redis.pcall('GET', key) ~= v then break end
+          elseif not (out == 1 or type(out) == 'table' and out.ok) then
+            break
+          end
+          now = v
+        elseif how == 'del' and out == 1 then
+          now = false
+        end
+        if now == nil then
+          now = redis.pcall('GET', key)
+          if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
+        end
+        if not was then
+          if now then
+            -- The token rule (grant.go): the primary's epoch in the high bits
+            -- (run '!': in front of a cluster, the node's config epoch).
+@GRANT@@IDX@      local gr = grant(ck, redis.call, X[na + 3] == '!', X[na + 3], tonumber(X[na + 2]))
+            local e, ms = redis.call('PEXPIRETIME', key)
+            if e > 0 then ms = e - (px or redis.call('PTTL', key)) else
+              local t = redis.call('TIME')
+              e, ms = 0, t[1] * 1000 + math.floor(t[2] / 1000)
+            end
+            -- A records hash is listed in the locks' index (index.go) while
+            -- it exists (a release or a reader takes its member out only once
+            -- it is gone), so an index that did not list it (index's reply 1)
+            -- means the hash is new: no other record to mark lapsed, no EXISTS
+            -- to ask. Where the index cannot be written (a user without the
+            -- right, a slot migrating: nil) settle does it all. A hash written
+            -- before the index existed, or while it could not be written, is
+            -- not listed: a grant then leaves its other records as they were
+            -- and gives it the new lease's expiry. None of them holds the lock
+            -- (it was absent), and whether a record holds it is read from the
+            -- lock's value and counter, never from the lapsed mark.
+            redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
+            keep = tonumber(keep)
+            if index(X[b + 5], rk, e, keep, ms) ~= 1 then
+              fns = fns or helpers()
+              fns.settle(rk, ms, keep, owner)
+            elseif e > 0 then
+              redis.call('PEXPIREAT', rk, e + keep)
+            end
+          end
+          break
+        end
+        if not rg then break end
+        if not now then
+          redis.call('HDEL', rk, owner)
+          if re == '0' and redis.pcall('PTTL', rk) == -1 then
+            local t = redis.call('TIME')
+            fns = fns or helpers()
+            fns.settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), tonumber(keep), '')
+          end
+          if redis.pcall('EXISTS', rk) ~= 1 then redis.pcall('ZREM', X[b + 5], rk) end
+          break
+        end
+        local e, ms = redis.call('PEXPIRETIME', key)
+        if e < 0 then e = 0 end
+        if now ~= rv or e ~= tonumber(re) then
+          if e > 0 then ms = e - redis.call('PTTL', key) else
+            local t = redis.call('TIME')
+            ms = t[1] * 1000 + math.floor(t[2] / 1000)
+          end
+          fns = fns or helpers()
+          local rec = fns.parse(r)
+          rec.v, rec.e = now, e
+          fns.put(rk, owner, rec)
+          fns.settle(rk, ms, tonumber(keep), nil)
+        end
+      until true
     end
   end
   if marks then fns.mark(marks) end
