@@ -266,7 +266,7 @@ local function records(pend, marks, ok, out)
             -- lock's value and counter, never from the lapsed mark.
             redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
             keep = tonumber(keep)
-            if index(X[b + 5], rk, e, keep, ms) ~= 1 then
+            if index(X[b + 5], rk, e, keep, ms, gr) ~= 1 then
               fns = fns or helpers()
               fns.settle(rk, ms, keep, owner)
             elseif e > 0 then

@@ -288,12 +288,12 @@ local rec = string.format('%d %d %d ', grant, now, e) .. ARGV[7]
   -- The usual case: no other record to mark lapsed or prune.
   redis.call('HSET', KEYS[3], ARGV[1], rec)
   if e > 0 then redis.call('PEXPIREAT', KEYS[3], e + ARGV[2]) end
-  index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now)
+  index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now, grant)
   return {grant, r}
 end
 `+fnParse+fnPut+fnSettle+`redis.call('HSET', KEYS[3], ARGV[1], rec)
 settle(KEYS[3], now, tonumber(ARGV[2]), ARGV[1])
-index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now)
+index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now, grant)
 return {grant, r}`)
 
 // acquireDelay is Acquire's check under a rule's max_lease (the ms after
