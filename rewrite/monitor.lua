@@ -219,12 +219,14 @@ end
 -- with ok: a RESP3 null, the reply of a SET NX that found the key taken.)
 -- px: an 'nx' call's lease in ms (its PX or EX), so that it was set at
 -- the lease end less px. Each lock's part ends with a break.
-local function records(pend, marks, ok, out)
+local function records(pend, marks, ok, out, b, was, rg, re, rv, r, how, v, px)
   if P3 then redis.setresp(2) end
-  if pend then
-    for i = 1, #pend do
+  for i = 0, pend and #pend or 0 do
+    if i > 0 then
       local p = pend[i]
-      local b, was, rg, re, rv, r, how, v, px = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]
+      b, was, rg, re, rv, r, how, v, px = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]
+    end
+    if b then
       repeat
         -- keep (keep_lapsed) is read as a number only where it is used.
         local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], X[na + 1]
@@ -316,7 +318,8 @@ return function(n, ...)
   end
   -- The keys and whether the call writes them: from KS, or Valkey's.
   -- (The commonest four compared first: no string made to look up.)
-  local kf, w, p
+  -- kf: the keys the call writes, or k1 alone (no table made).
+  local kf, k1, w, p
   if lc == 'get' then w = 'r'
   elseif lc == 'set' or lc == 'pexpire' then w, p = 'w', '1'
   elseif lc == 'del' then w, p = 'w', '*'
@@ -326,10 +329,10 @@ return function(n, ...)
   end
   if w then
     if w ~= 'w' then return fwd(...) end
-    kf = {}
-    if p == '1' then
-      kf[1] = select(2, ...)
+    if p == '1' or n == 2 then
+      k1 = select(2, ...)
     else
+      kf = {}
       local s = p == '*' and 1 or 2
       for i = 2, n, s do kf[#kf + 1] = select(i, ...) end
     end
@@ -369,9 +372,12 @@ return function(n, ...)
       if type(a) == 'string' and string.lower(a) == 'db' then xdb = true end
     end
   end
-  local pend, marks
-  for i = 1, #kf do
-    local key = kf[i]
+  -- The first lock the call may change is noted in b1 ... px1, any other
+  -- in pend (no table made for one), for records.
+  local pend, marks, b1, was1, rg1, re1, rv1, r1, how1, v1, px1
+  for i = 1, kf and #kf or 1 do
+    local key = k1
+    if kf then key = kf[i] end
     if type(key) == 'number' then key = vs(key) end
     if type(key) == 'string' then
       if @OWN@ then
@@ -467,12 +473,16 @@ return function(n, ...)
             return fns.refusal('NOTOWNER', lc, key, ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
           end
         end
-        pend = pend or {}
-        local seen = false
-        for x = 1, #pend do
-          if pend[x][1] == b then seen = true end
+        if not b1 then
+          b1, was1, rg1, re1, rv1, r1, how1, v1, px1 = b, was, rg, re, rv, r, how, v, px
+        elseif b1 ~= b then
+          pend = pend or {}
+          local seen = false
+          for x = 1, #pend do
+            if pend[x][1] == b then seen = true end
+          end
+          if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r, how, v, px} end
         end
-        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r, how, v, px} end
       elseif lockish then
         fns = fns or helpers()
         return fns.refusal('LOCKED', lc, key, ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
@@ -507,7 +517,7 @@ return function(n, ...)
       end
     end
   end
-  if not (pend or marks) then return fwd(...) end
+  if not (b1 or marks) then return fwd(...) end
   -- A finalizer (__gc) of any script's may run at any allocation and
   -- raise an error: one between the call and its records would leave a
   -- lock taken without its grant, or a write without its fence mark. The
@@ -517,9 +527,9 @@ return function(n, ...)
   if not ok or not (type(r) == 'table' and r.err) then
     local out = nil
     if ok then out = r end
-    if not pcall(records, pend, marks, ok, out) then
+    if not pcall(records, pend, marks, ok, out, b1, was1, rg1, re1, rv1, r1, how1, v1, px1) then
       collectgarbage('stop')
-      records(pend, marks, ok, out)
+      records(pend, marks, ok, out, b1, was1, rg1, re1, rv1, r1, how1, v1, px1)
       collectgarbage('restart')
     end
   end
