@@ -651,13 +651,13 @@ end
 -- field of its own: call and pcall are read through I, and every write
 -- goes to Valkey's redis, which refuses it with Valkey's words from the
 -- body's line (Attempt to modify a readonly table).
-local I = setmetatable({pcall = run}, {__index = function(t, k)
+local R = {}
+local I = setmetatable({pcall = run, call = R}, {__index = function(t, k)
     if k ~= 'setresp' then return redis[k] end
     return sealedSR(function(f) rawset(t, k, f) end)
   end, __metatable = false})
 CM = {__call = coroutine.wrap(co), __index = I, __newindex = redis, __metatable = false}
-local R = setmetatable({}, CM)
-rawset(I, 'call', R)
+setmetatable(R, CM)
 local A = nil
 if na > 4000 then
   A = {}
