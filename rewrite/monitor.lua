@@ -648,15 +648,17 @@ end
 -- @@seal: the script's own redis and seal.
 -- redis (and server, and redis.call itself) is one table: its call is
 -- the coroutine's, its pcall is run, the rest is Valkey's. It holds no
--- field of its own: call and pcall are read through I, and every write
--- goes to Valkey's redis, which refuses it with Valkey's words from the
--- body's line (Attempt to modify a readonly table).
-local R = {}
-local I = setmetatable({pcall = run, call = R}, {__index = function(t, k)
+-- field of its own: call and pcall are read through CM's __index (a
+-- function, as a library's: no table of them to make at each run; SRF
+-- keeps setresp's stand-in once made), and every write goes to Valkey's
+-- redis, which refuses it with Valkey's words from the body's line
+-- (Attempt to modify a readonly table).
+local R, SRF = {}, nil
+CM = {__call = coroutine.wrap(co), __index = function(_, k)
+    if k == 'call' then return R elseif k == 'pcall' then return run end
     if k ~= 'setresp' then return redis[k] end
-    return sealedSR(function(f) rawset(t, k, f) end)
-  end, __metatable = false})
-CM = {__call = coroutine.wrap(co), __index = I, __newindex = redis, __metatable = false}
+    return SRF or sealedSR(function(f) SRF = f end)
+  end, __newindex = redis, __metatable = false}
 setmetatable(R, CM)
 local A = nil
 if na > 4000 then
