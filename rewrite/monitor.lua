@@ -25,11 +25,6 @@ local P3 = false
 -- none of it until then (each closure made with upvalues costs a search
 -- of the open upvalues, about 1.5k instructions a run here).
 local function mk()
--- The keys of common commands, so that they need no COMMAND
--- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
--- arguments are keys: 1 the first, * all, 2 every second. The commands
--- lock scripts use most come first: a lookup reads up to its entry.
-local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=r1 hset=w1 hdel=w1 incr=w1 hincrby=w1 pttl=r1 ttl=r1 setnx=w1 getset=w1 pexpireat=w1 expireat=w1 persist=w1 strlen=r1 getrange=r1 type=r1 expiretime=r1 pexpiretime=r1 mget=r* hmget=r1 hgetall=r1 hexists=r1 hlen=r1 hkeys=r1 hvals=r1 llen=r1 lrange=r1 lindex=r1 scard=r1 smembers=r1 sismember=r1 zscore=r1 zcard=r1 zrange=r1 zrangebyscore=r1 xlen=r1 setex=w1 psetex=w1 getdel=w1 getex=w1 incrby=w1 decr=w1 decrby=w1 incrbyfloat=w1 append=w1 setrange=w1 mset=w2 hsetnx=w1 hmset=w1 hincrbyfloat=w1 lpush=w1 rpush=w1 lpop=w1 rpop=w1 sadd=w1 srem=w1 zadd=w1 zrem=w1 zincrby=w1 xadd=w1 publish=n ping=n echo=n time=n '
 -- The records' and fence's helpers, and refusal (the error of a refused
 -- call), made only on a path that needs them.
 local fns
@@ -191,18 +186,6 @@ local function fwd(...)
   redis.setresp(2)
   return r
 end
--- vs is the string the server makes of a number argument (Valkey 8: an
--- integer in long long range as its digits, any other number its
--- shortest round trip; Redis 7.0: %.17g). Lua's tostring (%.14g) agrees
--- with both for integers below 1e14 in size but -0 (run calls any other
--- number hot); the rest are asked of the server (ECHO converts its
--- argument as every command does).
-local function vs(a)
-  if a % 1 == 0 and a > -1e14 and a < 1e14 and not (a == 0 and 1 / a < 0) then return tostring(a) end
-  local r = redis.pcall('ECHO', a)
-  if type(r) == 'string' then return r end
-  return tostring(a)
-end
 -- records keeps the declared locks' records true after a call that may
 -- have changed them, and writes the fence marks of a write. For each lock
 -- the check noted (pend; one loop here, not a closure of its own, which
@@ -324,6 +307,11 @@ return function(n, ...)
   elseif lc == 'set' or lc == 'pexpire' then w, p = 'w', '1'
   elseif lc == 'del' then w, p = 'w', '*'
   else
+    -- The keys of common commands, so that they need no COMMAND
+    -- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
+    -- arguments are keys: 1 the first, * all, 2 every second. The commands
+    -- lock scripts use most come first: a lookup reads up to its entry.
+    local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=r1 hset=w1 hdel=w1 incr=w1 hincrby=w1 pttl=r1 ttl=r1 setnx=w1 getset=w1 pexpireat=w1 expireat=w1 persist=w1 strlen=r1 getrange=r1 type=r1 expiretime=r1 pexpiretime=r1 mget=r* hmget=r1 hgetall=r1 hexists=r1 hlen=r1 hkeys=r1 hvals=r1 llen=r1 lrange=r1 lindex=r1 scard=r1 smembers=r1 sismember=r1 zscore=r1 zcard=r1 zrange=r1 zrangebyscore=r1 xlen=r1 setex=w1 psetex=w1 getdel=w1 getex=w1 incrby=w1 decr=w1 decrby=w1 incrbyfloat=w1 append=w1 setrange=w1 mset=w2 hsetnx=w1 hmset=w1 hincrbyfloat=w1 lpush=w1 rpush=w1 lpop=w1 rpop=w1 sadd=w1 srem=w1 zadd=w1 zrem=w1 zincrby=w1 xadd=w1 publish=n ping=n echo=n time=n '
     local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
     if ks then w, p = string.match(KS, '^(.)(.)', ks + #lc + 2) end
   end
@@ -378,7 +366,20 @@ return function(n, ...)
   for i = 1, kf and #kf or 1 do
     local key = k1
     if kf then key = kf[i] end
-    if type(key) == 'number' then key = vs(key) end
+    -- A number as a key is the string the server makes of it (Valkey 8:
+    -- an integer in long long range as its digits, any other number its
+    -- shortest round trip; Redis 7.0: %.17g). Lua's tostring (%.14g) agrees
+    -- with both for integers below 1e14 in size but -0 (run calls any other
+    -- number hot); the rest are asked of the server (ECHO converts its
+    -- argument as every command does).
+    if type(key) == 'number' then
+      if key % 1 == 0 and key > -1e14 and key < 1e14 and not (key == 0 and 1 / key < 0) then
+        key = tostring(key)
+      else
+        local e = redis.pcall('ECHO', key)
+        if type(e) == 'string' then key = e else key = tostring(key) end
+      end
+    end
     if type(key) == 'string' then
       if @OWN@ then
         fns = fns or helpers()
