@@ -169,22 +169,22 @@ local function renewal(lc, key, d, n, ...)
   if e == false or e == 'keep' or e ~= 0 and e - now <= d then return nil end
   return {err = 'LEASE lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(string.sub(key, 1, 100), '[%c"\\]', '?') .. '" inside a script: it would give the lock a lease longer than ' .. d .. ' ms, or none (the rule\'s max_lease, which the lock delay after a change of primary assumes); renew it for at most ' .. d .. ' ms at a time'}
 end
+-- fwd3 runs the client's call in RESP3, the protocol the body chose (the
+-- monitor's own calls run in RESP2, see run; in RESP2 the check calls
+-- redis.pcall itself).
+local function fwd3(...)
+  redis.setresp(3)
+  local r = redis.pcall(...)
+  redis.setresp(2)
+  return r
+end
 -- refusal: the error of a refused call.
 local function refusal(code, lc, key, tail)
   if #key > 100 then key = string.sub(key, 1, 100) .. '...' end
   if string.sub(tail, 1, 1) ~= ':' then tail = ': ' .. tail end
   return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script' .. tail}
 end
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal}
-end
--- fwd runs the client's call in the protocol the body chose (the
--- monitor's own calls run in RESP2, see run).
-local function fwd(...)
-  if not P3 then return redis.pcall(...) end
-  redis.setresp(3)
-  local r = redis.pcall(...)
-  redis.setresp(2)
-  return r
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal, fwd3 = fwd3}
 end
 -- records keeps the declared locks' records true after a call that may
 -- have changed them, and writes the fence marks of a write. For each lock
@@ -316,7 +316,11 @@ return function(n, ...)
     if ks then w, p = string.match(KS, '^(.)(.)', ks + #lc + 2) end
   end
   if w then
-    if w ~= 'w' then return fwd(...) end
+    if w ~= 'w' then
+      if not P3 then return redis.pcall(...) end
+      fns = fns or helpers()
+      return fns.fwd3(...)
+    end
     if p == '1' or n == 2 then
       k1 = select(2, ...)
     else
@@ -329,7 +333,11 @@ return function(n, ...)
     if type(r) == 'table' and r.err then
       local e = r.err
       -- Valkey refuses the call itself, with these words or its own.
-      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) or find(e, 'must be strings or integers', 1, true) then return fwd(...) end
+      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) or find(e, 'must be strings or integers', 1, true) then
+        if not P3 then return redis.pcall(...) end
+        fns = fns or helpers()
+        return fns.fwd3(...)
+      end
       return {err = 'LOCKED lockproxy refused ' .. string.upper(lc) .. ' inside a script: Valkey could not say which of its arguments are keys (' .. e .. '), and one of them may be a lock'}
     end
     kf = {}
@@ -518,13 +526,22 @@ return function(n, ...)
       end
     end
   end
-  if not (b1 or marks) then return fwd(...) end
+  if not (b1 or marks) then
+    if not P3 then return redis.pcall(...) end
+    fns = fns or helpers()
+    return fns.fwd3(...)
+  end
   -- A finalizer (__gc) of any script's may run at any allocation and
   -- raise an error: one between the call and its records would leave a
   -- lock taken without its grant, or a write without its fence mark. The
   -- records are read from what the keys hold now, so they are written
   -- again, with the collector stopped if need be, whatever interrupted.
-  local ok, r = pcall(fwd, ...)
+  local f = redis.pcall
+  if P3 then
+    fns = fns or helpers()
+    f = fns.fwd3
+  end
+  local ok, r = pcall(f, ...)
   if not ok or not (type(r) == 'table' and r.err) then
     local out = nil
     if ok then out = r end
@@ -573,7 +590,7 @@ local function run(...)
   if not P3 then return slow(n, ...) end
   -- The body chose RESP3: the checks and records read Valkey's replies
   -- in RESP2, what they are written for (a RESP3 null is nil, not false;
-  -- HGETALL a map; CLUSTER INFO a verbatim string), and fwd runs the
+  -- HGETALL a map; CLUSTER INFO a verbatim string), and fwd3 runs the
   -- client's call in RESP3.
   redis.setresp(2)
   local ok, r = pcall(slow, n, ...)
