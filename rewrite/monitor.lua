@@ -150,7 +150,7 @@ local function delay(lc, key, d, b, nx, n, ...)
     return true, {err = 'LEASE lockproxy refused ' .. K .. ': it takes a lock without a lease of at most ' .. d .. ' ms (the rule\'s max_lease); ask for a shorter lease (PX ' .. d .. ' or less) in the call that takes it, and renew it'}
   end
   local known, ch = tonumber(X[na + 2]), nil
-  if X[na + 3] ~= '!' then ch = select(2, epoch(X[na + 3], known)) else ch = slotChanged(X[b + 5], known) end
+  if X[na + 3] ~= '!' then ch = select(2, epoch(X[na + 3], known, true)) else ch = slotChanged(X[b + 5], known) end
   if not (ch and now < ch + d) then return false end
   if nx then
     if lc == 'setnx' then return true, 0 end

@@ -318,7 +318,7 @@ if e == 0 or e - now > tonumber(delay) then
   return redis.error_reply('LEASE lockproxy refused to grant ' .. KEYS[1] .. ' without a lease of at most ' .. delay .. ' ms (the rule\'s max_lease): ask for a shorter lease (PX ' .. delay .. ' or less) and renew it')
 end
 local ch
-if cl ~= '!' then ch = select(2, epoch(run, known)) else ch = slotChanged(ARGV[6], known) end
+if cl ~= '!' then ch = select(2, epoch(run, known, true)) else ch = slotChanged(ARGV[6], known) end
 if ch and now < ch + tonumber(delay) then
   if get == 'get' then
     return redis.error_reply('LOCKDELAY lockproxy does not grant ' .. KEYS[1] .. ' for ' .. (ch + tonumber(delay) - now) .. ' ms more: the primary changed, and a grant it lost may still be held (lock delay, the rule\'s max_lease); retry then')
