@@ -22,7 +22,8 @@ import (
 // wrote it knew (the lease end plus keep_lapsed; +inf for a lock without a
 // lease; 0 for one found by a SCAN): renewals do not touch the index, so a
 // score may be earlier than the records' expiry, never later unless the
-// lease was shortened. Each acquisition looks at the two members whose
+// lease was shortened. An acquisition whose grant number is odd (the
+// first of a lock, then every other one) looks at four members whose
 // score has passed (fnIndex): a member whose records are gone leaves, one
 // whose records are still there gets their expiry as its score. So the
 // index holds the records there are, and those that expired unreleased
@@ -96,23 +97,30 @@ var slotIndexKeys = sync.OnceValue(func() *[cluster.SlotCount][]byte {
 
 // The index's helpers for the scripts (see scripts.go).
 const (
-	// index lists rk in the index ik after a grant whose lease ends at e
-	// (0: no lease), and looks at two members whose score has passed: a
-	// member whose records are gone leaves, one whose records are there
-	// gets their expiry. A member's records are in ik's slot; one absent
-	// while the slot migrates (see absent) ends the look.
-	fnIndex = `local function index(ik, rk, e, keep, now)
+	// index lists rk in the index ik after grant g, whose lease ends at e
+	// (0: no lease), and, when g is odd, looks at four members whose
+	// score has passed (as many, over a lock's grants, as two at each: a
+	// look is a call of its own): a member whose records are gone leaves,
+	// one whose records are there gets their expiry. A member's records
+	// are in ik's slot; one absent while the slot migrates (see absent)
+	// ends the look. It returns the ZADD's reply: 1 when rk was not listed
+	// (the monitor's grant takes that for a new records hash), nil when
+	// the index cannot be written.
+	fnIndex = `local function index(ik, rk, e, keep, now, g)
   local s = '+inf'
   if e > 0 then s = e + keep end
-  if type(redis.pcall('ZADD', ik, s, rk)) ~= 'number' then return end
-  local due = redis.call('ZRANGEBYSCORE', ik, '-inf', now, 'LIMIT', 0, 2)
+  local z = redis.pcall('ZADD', ik, s, rk)
+  if type(z) ~= 'number' then return nil end
+  if g % 2 == 0 then return z end
+  local due = redis.call('ZRANGEBYSCORE', ik, '-inf', now, 'LIMIT', '0', '4')
   for i = 1, #due do
     local t = redis.pcall('PTTL', due[i])
-    if type(t) ~= 'number' then return end
+    if type(t) ~= 'number' then return z end
     if t == -2 then redis.call('ZREM', ik, due[i])
     elseif t == -1 then redis.call('ZADD', ik, '+inf', due[i])
     else redis.call('ZADD', ik, now + t, due[i]) end
   end
+  return z
 end
 `
 	// unindex takes rk out of the index ik once its records are gone (an

@@ -25,11 +25,6 @@ local P3 = false
 -- none of it until then (each closure made with upvalues costs a search
 -- of the open upvalues, about 1.5k instructions a run here).
 local function mk()
--- The keys of common commands, so that they need no COMMAND
--- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
--- arguments are keys: 1 the first, * all, 2 every second. The commands
--- lock scripts use most come first: a lookup reads up to its entry.
-local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=r1 hset=w1 hdel=w1 incr=w1 hincrby=w1 pttl=r1 ttl=r1 setnx=w1 getset=w1 pexpireat=w1 expireat=w1 persist=w1 strlen=r1 getrange=r1 type=r1 expiretime=r1 pexpiretime=r1 mget=r* hmget=r1 hgetall=r1 hexists=r1 hlen=r1 hkeys=r1 hvals=r1 llen=r1 lrange=r1 lindex=r1 scard=r1 smembers=r1 sismember=r1 zscore=r1 zcard=r1 zrange=r1 zrangebyscore=r1 xlen=r1 setex=w1 psetex=w1 getdel=w1 getex=w1 incrby=w1 decr=w1 decrby=w1 incrbyfloat=w1 append=w1 setrange=w1 mset=w2 hsetnx=w1 hmset=w1 hincrbyfloat=w1 lpush=w1 rpush=w1 lpop=w1 rpop=w1 sadd=w1 srem=w1 zadd=w1 zrem=w1 zincrby=w1 xadd=w1 publish=n ping=n echo=n time=n '
 -- The records' and fence's helpers, and refusal (the error of a refused
 -- call), made only on a path that needs them.
 local fns
@@ -155,7 +150,7 @@ local function delay(lc, key, d, b, nx, n, ...)
     return true, {err = 'LEASE lockproxy refused ' .. K .. ': it takes a lock without a lease of at most ' .. d .. ' ms (the rule\'s max_lease); ask for a shorter lease (PX ' .. d .. ' or less) in the call that takes it, and renew it'}
   end
   local known, ch = tonumber(X[na + 2]), nil
-  if X[na + 3] ~= '!' then ch = select(2, epoch(X[na + 3], known)) else ch = slotChanged(X[b + 5], known) end
+  if X[na + 3] ~= '!' then ch = select(2, epoch(X[na + 3], known, true)) else ch = slotChanged(X[b + 5], known) end
   if not (ch and now < ch + d) then return false end
   if nx then
     if lc == 'setnx' then return true, 0 end
@@ -174,121 +169,122 @@ local function renewal(lc, key, d, n, ...)
   if e == false or e == 'keep' or e ~= 0 and e - now <= d then return nil end
   return {err = 'LEASE lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(string.sub(key, 1, 100), '[%c"\\]', '?') .. '" inside a script: it would give the lock a lease longer than ' .. d .. ' ms, or none (the rule\'s max_lease, which the lock delay after a change of primary assumes); renew it for at most ' .. d .. ' ms at a time'}
 end
+-- fwd3 runs the client's call in RESP3, the protocol the body chose (the
+-- monitor's own calls run in RESP2, see run; in RESP2 the check calls
+-- redis.pcall itself).
+local function fwd3(...)
+  redis.setresp(3)
+  local r = redis.pcall(...)
+  redis.setresp(2)
+  return r
+end
 -- refusal: the error of a refused call.
 local function refusal(code, lc, key, tail)
   if #key > 100 then key = string.sub(key, 1, 100) .. '...' end
   if string.sub(tail, 1, 1) ~= ':' then tail = ': ' .. tail end
   return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script' .. tail}
 end
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal}
+return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal, fwd3 = fwd3}
 end
--- fwd runs the client's call in the protocol the body chose (the
--- monitor's own calls run in RESP2, see run).
-local function fwd(...)
-  if not P3 then return redis.pcall(...) end
-  redis.setresp(3)
-  local r = redis.pcall(...)
-  redis.setresp(2)
-  return r
-end
--- vs is the string the server makes of a number argument (Valkey 8: an
--- integer in long long range as its digits, any other number its
--- shortest round trip; Redis 7.0: %.17g). Lua's tostring (%.14g) agrees
--- with both for integers below 1e14 in size but -0 (run calls any other
--- number hot); the rest are asked of the server (ECHO converts its
--- argument as every command does).
-local function vs(a)
-  if a % 1 == 0 and a > -1e14 and a < 1e14 and not (a == 0 and 1 / a < 0) then return tostring(a) end
-  local r = redis.pcall('ECHO', a)
-  if type(r) == 'string' then return r end
-  return tostring(a)
-end
--- after keeps a declared lock's records true after a call that may have
--- changed it: a grant for a lock the call took, the caller's record gone
--- with a lock it released, moved with a lease it changed. rg, re, rv, r:
--- the caller's record as the check read it (rg nil: it holds no current
--- grant). b: where the lock's entry starts in X. How, read by the check
--- from the call, says what the call's reply (out) tells: 'nx' (SET ... NX
--- without GET, or SETNX; v its value when a string) whether it set the
--- key, so the check read nothing before it; 'del' (DEL or UNLINK of this
--- key alone) that the key is gone when it counted 1. ok is false when
--- the call was interrupted (see mk): an 'nx' call then counts as having
--- set the key only if it holds v. (out nil with ok: a RESP3 null, the
--- reply of a SET NX that found the key taken.) px: an 'nx' call's lease
--- in ms (its PX or EX), so that it was set at the lease end less px.
-local function after(b, was, rg, re, rv, r, how, v, px, ok, out)
-  local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], tonumber(X[na + 1])
-  local now
-  if how == 'nx' then
-    if not ok then
-      if v == nil or redis.pcall('GET', key) ~= v then return end
-    elseif not (out == 1 or type(out) == 'table' and out.ok) then
-      return
-    end
-    now = v
-  elseif how == 'del' and out == 1 then
-    now = false
-  end
-  if now == nil then
-    now = redis.pcall('GET', key)
-    if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
-  end
-  if not was then
-    if now then
-      -- The token rule (grant.go): the primary's epoch in the high bits
-      -- (run '!': in front of a cluster, the node's config epoch);
-      -- index (index.go), which every acquisition needs.
-@GRANT@@IDX@      local gr = grant(ck, redis.call, X[na + 3] == '!', X[na + 3], tonumber(X[na + 2]))
-      local e, ms = redis.call('PEXPIRETIME', key)
-      if e > 0 then ms = e - (px or redis.call('PTTL', key)) else
-        local t = redis.call('TIME')
-        e, ms = 0, t[1] * 1000 + math.floor(t[2] / 1000)
-      end
-      local fresh = redis.call('EXISTS', rk) == 0
-      redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
-      if not fresh then
-        fns = fns or helpers()
-        fns.settle(rk, ms, keep, owner)
-      elseif e > 0 then
-        redis.call('PEXPIREAT', rk, e + keep)
-      end
-      index(X[b + 5], rk, e, keep, ms)
-    end
-    return
-  end
-  if not rg then return end
-  if not now then
-    redis.call('HDEL', rk, owner)
-    if re == '0' and redis.pcall('PTTL', rk) == -1 then
-      local t = redis.call('TIME')
-      fns = fns or helpers()
-      fns.settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), keep, '')
-    end
-    if redis.pcall('EXISTS', rk) ~= 1 then redis.pcall('ZREM', X[b + 5], rk) end
-    return
-  end
-  local e, ms = redis.call('PEXPIRETIME', key)
-  if e < 0 then e = 0 end
-  if now ~= rv or e ~= tonumber(re) then
-    if e > 0 then ms = e - redis.call('PTTL', key) else
-      local t = redis.call('TIME')
-      ms = t[1] * 1000 + math.floor(t[2] / 1000)
-    end
-    fns = fns or helpers()
-    local rec = fns.parse(r)
-    rec.v, rec.e = now, e
-    fns.put(rk, owner, rec)
-    fns.settle(rk, ms, keep, nil)
-  end
-end
--- records runs after for the locks a call may have changed, and writes
--- the fence marks of a write.
-local function records(pend, marks, ok, out)
+-- records keeps the declared locks' records true after a call that may
+-- have changed them, and writes the fence marks of a write. For each lock
+-- the check noted (pend; one loop here, not a closure of its own, which
+-- each run would make): a grant for a lock the call took, the caller's
+-- record gone with a lock it released, moved with a lease it changed.
+-- rg, re, rv, r: the caller's record as the check read it (rg nil: it
+-- holds no current grant). b: where the lock's entry starts in X. How,
+-- read by the check from the call, says what the call's reply (out)
+-- tells: 'nx' (SET ... NX without GET, or SETNX; v its value when a
+-- string) whether it set the key, so the check read nothing before it;
+-- 'del' (DEL or UNLINK of this key alone) that the key is gone when it
+-- counted 1. ok is false when the call was interrupted (see mk): an 'nx'
+-- call then counts as having set the key only if it holds v. (out nil
+-- with ok: a RESP3 null, the reply of a SET NX that found the key taken.)
+-- px: an 'nx' call's lease in ms (its PX or EX), so that it was set at
+-- the lease end less px. Each lock's part ends with a break.
+local function records(pend, marks, ok, out, b, was, rg, re, rv, r, how, v, px)
   if P3 then redis.setresp(2) end
-  if pend then
-    for i = 1, #pend do
+  for i = 0, pend and #pend or 0 do
+    if i > 0 then
       local p = pend[i]
-      after(p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], ok, out)
+      b, was, rg, re, rv, r, how, v, px = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]
+    end
+    if b then
+      repeat
+        -- keep (keep_lapsed) is read as a number only where it is used.
+        local key, ck, rk, owner, keep = X[b], X[b + 1], X[b + 2], X[b + 3], X[na + 1]
+        local now
+        if how == 'nx' then
+          if not ok then
+            if v == nil or redis.pcall('GET', key) ~= v then break end
+          elseif not (out == 1 or type(out) == 'table' and out.ok) then
+            break
+          end
+          now = v
+        elseif how == 'del' and out == 1 then
+          now = false
+        end
+        if now == nil then
+          now = redis.pcall('GET', key)
+          if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
+        end
+        if not was then
+          if now then
+            -- The token rule (grant.go): the primary's epoch in the high bits
+            -- (run '!': in front of a cluster, the node's config epoch).
+@GRANT@@IDX@      local gr = grant(ck, redis.call, X[na + 3] == '!', X[na + 3], tonumber(X[na + 2]))
+            local e, ms = redis.call('PEXPIRETIME', key)
+            if e > 0 then ms = e - (px or redis.call('PTTL', key)) else
+              local t = redis.call('TIME')
+              e, ms = 0, t[1] * 1000 + math.floor(t[2] / 1000)
+            end
+            -- A records hash is listed in the locks' index (index.go) while
+            -- it exists (a release or a reader takes its member out only once
+            -- it is gone), so an index that did not list it (index's reply 1)
+            -- means the hash is new: no other record to mark lapsed, no EXISTS
+            -- to ask. Where the index cannot be written (a user without the
+            -- right, a slot migrating: nil) settle does it all. A hash written
+            -- before the index existed, or while it could not be written, is
+            -- not listed: a grant then leaves its other records as they were
+            -- and gives it the new lease's expiry. None of them holds the lock
+            -- (it was absent), and whether a record holds it is read from the
+            -- lock's value and counter, never from the lapsed mark.
+            redis.call('HSET', rk, owner, string.format('%d %d %d ', gr, ms, e) .. now)
+            keep = tonumber(keep)
+            if index(X[b + 5], rk, e, keep, ms, gr) ~= 1 then
+              fns = fns or helpers()
+              fns.settle(rk, ms, keep, owner)
+            elseif e > 0 then
+              redis.call('PEXPIREAT', rk, e + keep)
+            end
+          end
+          break
+        end
+        if not rg then break end
+        if not now then
+          redis.call('HDEL', rk, owner)
+          if re == '0' and redis.pcall('PTTL', rk) == -1 then
+            local t = redis.call('TIME')
+            fns = fns or helpers()
+            fns.settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), tonumber(keep), '')
+          end
+          if redis.pcall('EXISTS', rk) ~= 1 then redis.pcall('ZREM', X[b + 5], rk) end
+          break
+        end
+        local e, ms = redis.call('PEXPIRETIME', key)
+        if e < 0 then e = 0 end
+        if now ~= rv or e ~= tonumber(re) then
+          if e > 0 then ms = e - redis.call('PTTL', key) else
+            local t = redis.call('TIME')
+            ms = t[1] * 1000 + math.floor(t[2] / 1000)
+          end
+          fns = fns or helpers()
+          local rec = fns.parse(r)
+          rec.v, rec.e = now, e
+          fns.put(rk, owner, rec)
+          fns.settle(rk, ms, tonumber(keep), nil)
+        end
+      until true
     end
   end
   if marks then fns.mark(marks) end
@@ -305,20 +301,30 @@ return function(n, ...)
   end
   -- The keys and whether the call writes them: from KS, or Valkey's.
   -- (The commonest four compared first: no string made to look up.)
-  local kf, w, p
+  -- kf: the keys the call writes, or k1 alone (no table made).
+  local kf, k1, w, p
   if lc == 'get' then w = 'r'
   elseif lc == 'set' or lc == 'pexpire' then w, p = 'w', '1'
   elseif lc == 'del' then w, p = 'w', '*'
   else
+    -- The keys of common commands, so that they need no COMMAND
+    -- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
+    -- arguments are keys: 1 the first, * all, 2 every second. The commands
+    -- lock scripts use most come first: a lookup reads up to its entry.
+    local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=r1 hset=w1 hdel=w1 incr=w1 hincrby=w1 pttl=r1 ttl=r1 setnx=w1 getset=w1 pexpireat=w1 expireat=w1 persist=w1 strlen=r1 getrange=r1 type=r1 expiretime=r1 pexpiretime=r1 mget=r* hmget=r1 hgetall=r1 hexists=r1 hlen=r1 hkeys=r1 hvals=r1 llen=r1 lrange=r1 lindex=r1 scard=r1 smembers=r1 sismember=r1 zscore=r1 zcard=r1 zrange=r1 zrangebyscore=r1 xlen=r1 setex=w1 psetex=w1 getdel=w1 getex=w1 incrby=w1 decr=w1 decrby=w1 incrbyfloat=w1 append=w1 setrange=w1 mset=w2 hsetnx=w1 hmset=w1 hincrbyfloat=w1 lpush=w1 rpush=w1 lpop=w1 rpop=w1 sadd=w1 srem=w1 zadd=w1 zrem=w1 zincrby=w1 xadd=w1 publish=n ping=n echo=n time=n '
     local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
     if ks then w, p = string.match(KS, '^(.)(.)', ks + #lc + 2) end
   end
   if w then
-    if w ~= 'w' then return fwd(...) end
-    kf = {}
-    if p == '1' then
-      kf[1] = select(2, ...)
+    if w ~= 'w' then
+      if not P3 then return redis.pcall(...) end
+      fns = fns or helpers()
+      return fns.fwd3(...)
+    end
+    if p == '1' or n == 2 then
+      k1 = select(2, ...)
     else
+      kf = {}
       local s = p == '*' and 1 or 2
       for i = 2, n, s do kf[#kf + 1] = select(i, ...) end
     end
@@ -327,7 +333,11 @@ return function(n, ...)
     if type(r) == 'table' and r.err then
       local e = r.err
       -- Valkey refuses the call itself, with these words or its own.
-      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) or find(e, 'must be strings or integers', 1, true) then return fwd(...) end
+      if find(e, 'no key arguments', 1, true) or find(e, 'Invalid command specified', 1, true) or find(e, 'Invalid number of arguments', 1, true) or find(e, 'must be strings or integers', 1, true) then
+        if not P3 then return redis.pcall(...) end
+        fns = fns or helpers()
+        return fns.fwd3(...)
+      end
       return {err = 'LOCKED lockproxy refused ' .. string.upper(lc) .. ' inside a script: Valkey could not say which of its arguments are keys (' .. e .. '), and one of them may be a lock'}
     end
     kf = {}
@@ -358,10 +368,26 @@ return function(n, ...)
       if type(a) == 'string' and string.lower(a) == 'db' then xdb = true end
     end
   end
-  local pend, marks
-  for i = 1, #kf do
-    local key = kf[i]
-    if type(key) == 'number' then key = vs(key) end
+  -- The first lock the call may change is noted in b1 ... px1, any other
+  -- in pend (no table made for one), for records.
+  local pend, marks, b1, was1, rg1, re1, rv1, r1, how1, v1, px1
+  for i = 1, kf and #kf or 1 do
+    local key = k1
+    if kf then key = kf[i] end
+    -- A number as a key is the string the server makes of it (Valkey 8:
+    -- an integer in long long range as its digits, any other number its
+    -- shortest round trip; Redis 7.0: %.17g). Lua's tostring (%.14g) agrees
+    -- with both for integers below 1e14 in size but -0 (run calls any other
+    -- number hot); the rest are asked of the server (ECHO converts its
+    -- argument as every command does).
+    if type(key) == 'number' then
+      if key % 1 == 0 and key > -1e14 and key < 1e14 and not (key == 0 and 1 / key < 0) then
+        key = tostring(key)
+      else
+        local e = redis.pcall('ECHO', key)
+        if type(e) == 'string' then key = e else key = tostring(key) end
+      end
+    end
     if type(key) == 'string' then
       if @OWN@ then
         fns = fns or helpers()
@@ -456,12 +482,16 @@ return function(n, ...)
             return fns.refusal('NOTOWNER', lc, key, ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
           end
         end
-        pend = pend or {}
-        local seen = false
-        for x = 1, #pend do
-          if pend[x][1] == b then seen = true end
+        if not b1 then
+          b1, was1, rg1, re1, rv1, r1, how1, v1, px1 = b, was, rg, re, rv, r, how, v, px
+        elseif b1 ~= b then
+          pend = pend or {}
+          local seen = false
+          for x = 1, #pend do
+            if pend[x][1] == b then seen = true end
+          end
+          if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r, how, v, px} end
         end
-        if not seen then pend[#pend + 1] = {b, was, rg, re, rv, r, how, v, px} end
       elseif lockish then
         fns = fns or helpers()
         return fns.refusal('LOCKED', lc, key, ": it is a lock's key and none of the script's KEYS and ARGV; pass the lock's key in KEYS, so that lockproxy can check who holds it")
@@ -496,19 +526,28 @@ return function(n, ...)
       end
     end
   end
-  if not (pend or marks) then return fwd(...) end
+  if not (b1 or marks) then
+    if not P3 then return redis.pcall(...) end
+    fns = fns or helpers()
+    return fns.fwd3(...)
+  end
   -- A finalizer (__gc) of any script's may run at any allocation and
   -- raise an error: one between the call and its records would leave a
   -- lock taken without its grant, or a write without its fence mark. The
   -- records are read from what the keys hold now, so they are written
   -- again, with the collector stopped if need be, whatever interrupted.
-  local ok, r = pcall(fwd, ...)
+  local f = redis.pcall
+  if P3 then
+    fns = fns or helpers()
+    f = fns.fwd3
+  end
+  local ok, r = pcall(f, ...)
   if not ok or not (type(r) == 'table' and r.err) then
     local out = nil
     if ok then out = r end
-    if not pcall(records, pend, marks, ok, out) then
+    if not pcall(records, pend, marks, ok, out, b1, was1, rg1, re1, rv1, r1, how1, v1, px1) then
       collectgarbage('stop')
-      records(pend, marks, ok, out)
+      records(pend, marks, ok, out, b1, was1, rg1, re1, rv1, r1, how1, v1, px1)
       collectgarbage('restart')
     end
   end
@@ -551,7 +590,7 @@ local function run(...)
   if not P3 then return slow(n, ...) end
   -- The body chose RESP3: the checks and records read Valkey's replies
   -- in RESP2, what they are written for (a RESP3 null is nil, not false;
-  -- HGETALL a map; CLUSTER INFO a verbatim string), and fwd runs the
+  -- HGETALL a map; CLUSTER INFO a verbatim string), and fwd3 runs the
   -- client's call in RESP3.
   redis.setresp(2)
   local ok, r = pcall(slow, n, ...)
@@ -627,16 +666,18 @@ end
 -- @@seal: the script's own redis and seal.
 -- redis (and server, and redis.call itself) is one table: its call is
 -- the coroutine's, its pcall is run, the rest is Valkey's. It holds no
--- field of its own: call and pcall are read through I, and every write
--- goes to Valkey's redis, which refuses it with Valkey's words from the
--- body's line (Attempt to modify a readonly table).
-local I = setmetatable({pcall = run}, {__index = function(t, k)
+-- field of its own: call and pcall are read through CM's __index (a
+-- function, as a library's: no table of them to make at each run; SRF
+-- keeps setresp's stand-in once made), and every write goes to Valkey's
+-- redis, which refuses it with Valkey's words from the body's line
+-- (Attempt to modify a readonly table).
+local R, SRF = {}, nil
+CM = {__call = coroutine.wrap(co), __index = function(_, k)
+    if k == 'call' then return R elseif k == 'pcall' then return run end
     if k ~= 'setresp' then return redis[k] end
-    return sealedSR(function(f) rawset(t, k, f) end)
-  end, __metatable = false})
-CM = {__call = coroutine.wrap(co), __index = I, __newindex = redis, __metatable = false}
-local R = setmetatable({}, CM)
-rawset(I, 'call', R)
+    return SRF or sealedSR(function(f) SRF = f end)
+  end, __newindex = redis, __metatable = false}
+setmetatable(R, CM)
 local A = nil
 if na > 4000 then
   A = {}

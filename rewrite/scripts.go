@@ -288,12 +288,12 @@ local rec = string.format('%d %d %d ', grant, now, e) .. ARGV[7]
   -- The usual case: no other record to mark lapsed or prune.
   redis.call('HSET', KEYS[3], ARGV[1], rec)
   if e > 0 then redis.call('PEXPIREAT', KEYS[3], e + ARGV[2]) end
-  index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now)
+  index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now, grant)
   return {grant, r}
 end
 `+fnParse+fnPut+fnSettle+`redis.call('HSET', KEYS[3], ARGV[1], rec)
 settle(KEYS[3], now, tonumber(ARGV[2]), ARGV[1])
-index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now)
+index(ARGV[6], KEYS[3], e, tonumber(ARGV[2]), now, grant)
 return {grant, r}`)
 
 // acquireDelay is Acquire's check under a rule's max_lease (the ms after
@@ -318,7 +318,7 @@ if e == 0 or e - now > tonumber(delay) then
   return redis.error_reply('LEASE lockproxy refused to grant ' .. KEYS[1] .. ' without a lease of at most ' .. delay .. ' ms (the rule\'s max_lease): ask for a shorter lease (PX ' .. delay .. ' or less) and renew it')
 end
 local ch
-if cl ~= '!' then ch = select(2, epoch(run, known)) else ch = slotChanged(ARGV[6], known) end
+if cl ~= '!' then ch = select(2, epoch(run, known, true)) else ch = slotChanged(ARGV[6], known) end
 if ch and now < ch + tonumber(delay) then
   if get == 'get' then
     return redis.error_reply('LOCKDELAY lockproxy does not grant ' .. KEYS[1] .. ' for ' .. (ch + tonumber(delay) - now) .. ' ms more: the primary changed, and a grant it lost may still be held (lock delay, the rule\'s max_lease); retry then')
