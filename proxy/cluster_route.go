@@ -91,9 +91,8 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 
 // dialFirst, on an event loop, asks for the shared connection of s.node's
 // pool to be dialled off the loop when the session has none there yet
-// (needsDial, as before handling: the command has chosen its node since),
-// and the command handled again then (dialStep). It reports whether it
-// asked.
+// (needsDial; asked here, once the command has chosen its node), and the
+// command handled again then (dialStep). It reports whether it asked.
 func (s *session) dialFirst() bool {
 	if s.lp == nil || s.ded != nil || !s.needsDial(s.key()) {
 		return false
