@@ -232,16 +232,9 @@ func isSHA256Hex(s string) bool {
 }
 
 func oneOf[T ~string](v *validator, path string, val T, allowed []T) {
-	for _, a := range allowed {
-		if val == a {
-			return
-		}
+	if msg := policy.NotOneOf(val, allowed); msg != "" {
+		v.errf(path, "%s", msg)
 	}
-	words := make([]string, len(allowed))
-	for i, a := range allowed {
-		words[i] = string(a)
-	}
-	v.errf(path, "%s is not one of %s", strconv.Quote(string(val)), strings.Join(words, ", "))
 }
 
 // nonNegative reports a negative count; zeroMeans says what 0 would give,

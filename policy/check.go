@@ -101,14 +101,23 @@ func (c *checker) locks(locks []LockRule) []*Pattern {
 }
 
 func oneOf[T ~string](c *checker, path string, val T, allowed []T) {
+	if msg := NotOneOf(val, allowed); msg != "" {
+		c.errf(path, "%s", msg)
+	}
+}
+
+// NotOneOf says why val is not one of the allowed words ("" when it is),
+// in the words a config error uses; package config's checks of its own
+// settings' words say it the same way.
+func NotOneOf[T ~string](val T, allowed []T) string {
 	for _, a := range allowed {
 		if val == a {
-			return
+			return ""
 		}
 	}
 	words := make([]string, len(allowed))
 	for i, a := range allowed {
 		words[i] = string(a)
 	}
-	c.errf(path, "%s is not one of %s", strconv.Quote(string(val)), strings.Join(words, ", "))
+	return strconv.Quote(string(val)) + " is not one of " + strings.Join(words, ", ")
 }
