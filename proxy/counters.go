@@ -132,28 +132,28 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(rs.Wait.Snapshot(), label) })
 		}},
 	{Metric: "admin_auth_failures_total", Help: "LOCKPROXY AUTH attempts with a wrong user or password.", Info: telemetry.One("admin_auth_failures"),
-		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.authFailures.Load()) }},
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.admin.AuthFailures.Load()) }},
 	{Metric: "admin_auth_rate_limited_total", Help: "LOCKPROXY AUTH attempts refused unchecked because their client address failed too often.", Info: telemetry.One("admin_auth_rate_limited"),
-		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.authLimited.Load()) }},
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.admin.AuthLimited.Load()) }},
 	{Metric: "config_reloads_total", Help: "Configuration reloads (SIGHUP, LOCKPROXY RELOAD), by result: ok or error.", Labels: []string{"result"},
 		Info: telemetry.ByLabel(0, "ok", "config_reloads", "error", "config_reload_failures"),
 		Read: func(p *Proxy, e telemetry.Emit) {
-			e(p.ops.reloads.Load(), "ok")
-			e(p.ops.reloadErrors.Load(), "error")
+			e(p.ops.admin.Running.Reloads.Load(), "ok")
+			e(p.ops.admin.Running.Failures.Load(), "error")
 		}},
 	{Info: telemetry.Text("last_reload"), Text: func(p *Proxy) string {
-		r := p.ops.lastReload.Load()
+		ran, err := p.ops.admin.Running.LastReload()
 		switch {
-		case r == nil:
+		case !ran:
 			return "none"
-		case r.err != "":
-			return "error: " + r.err
+		case err != "":
+			return "error: " + err
 		}
 		return "ok"
 	}},
 	{Metric: "config_last_reload_successful", Help: "0 while the last reload failed (the file on disk is not the configuration in force), else 1.", Kind: telemetry.KindGauge,
 		Read: func(p *Proxy, e telemetry.Emit) {
-			if r := p.ops.lastReload.Load(); r != nil && r.err != "" {
+			if _, err := p.ops.admin.Running.LastReload(); err != "" {
 				e(0)
 				return
 			}

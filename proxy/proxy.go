@@ -43,7 +43,6 @@ type Proxy struct {
 	pools  map[poolKey]*upstream.Pool
 	logins logins // the clients' own logins Valkey accepted (logins.go)
 
-	indexScans sync.Map // server and database → the SCAN cursor where indexOnce stopped (lockindex.go)
 
 	mu        sync.Mutex
 	sessions  map[*session]struct{}
@@ -204,7 +203,7 @@ func New(opts Options) (*Proxy, error) {
 			return nc, err
 		},
 	})
-	p.initConfig()
+	p.ops.admin = p.newAdmin()
 	if p.decider.Load().Active() || p.cl != nil {
 		p.loadTable() // a cluster routes by keys, rules or not
 	} else {
