@@ -43,7 +43,6 @@ type Proxy struct {
 	pools  map[poolKey]*upstream.Pool
 	logins logins // the clients' own logins Valkey accepted (logins.go)
 
-
 	mu        sync.Mutex
 	sessions  map[*session]struct{}
 	listeners map[net.Listener]struct{}
