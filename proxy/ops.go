@@ -40,17 +40,9 @@ type ops struct {
 	commands  [numFamilies]atomic.Int64
 	roundTrip roundTrips
 
-	// Per-rule counters, by the rule's pattern (so they survive a reload
-	// that keeps the pattern), and totals across rules.
-	rules telemetry.RuleSet
-	all   telemetry.RuleStats
-
-	// First contention of each (owner, key) still waiting to acquire.
-	waitMu sync.Mutex
-	waits  map[waitKey]time.Time
-	// waitSwept is when a full waits table was last swept: at most once a
-	// second, so a flood of contended acquisitions does not sweep it each.
-	waitSwept time.Time
+	// Lock counters by rule and in total, and the owners waiting to
+	// acquire (lockcounts.go).
+	locks telemetry.LockStats
 
 	traffic telemetry.Traffic
 	logs    telemetry.LogCounts
@@ -64,7 +56,7 @@ type ops struct {
 }
 
 func newOps(opts *Options) (*ops, error) {
-	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
+	o := &ops{started: time.Now(), authLimit: newAuthLimiter()}
 	opts.Logger = slog.New(o.logs.Handler(opts.Logger.Handler()))
 	var audit *telemetry.AuditFile
 	if opts.Log.AuditFile != "" {
@@ -107,4 +99,4 @@ func (p *Proxy) upstreamConns() int64 {
 // lapsedTotal is every release through this instance that came after its
 // grant's lease ran out. (A lease that runs out with no release at all is
 // Valkey's to expire: no instance sees it.)
-func (p *Proxy) lapsedTotal() int64 { return p.ops.all.Lapsed.Load() }
+func (p *Proxy) lapsedTotal() int64 { return p.ops.locks.All.Lapsed.Load() }
