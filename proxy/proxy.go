@@ -116,8 +116,8 @@ type Proxy struct {
 }
 
 // stats counts connections. What lock traffic did is counted once, by rule
-// and in total, in ops (telemetry.RuleSet, filled by lockcounts.go): INFO, LOCKPROXY STATS and
-// /metrics all read it there.
+// and in total, in ops (telemetry.LockStats, fed by lockcounts.go): INFO,
+// LOCKPROXY STATS and /metrics all read it there.
 type stats struct {
 	clients   atomic.Int64
 	dedicated atomic.Int64
