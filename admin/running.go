@@ -1,10 +1,12 @@
 package admin
 
 import (
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/lockproxy/lockproxy/config"
+	"github.com/lockproxy/lockproxy/resp"
 )
 
 // Running is the configuration in force and the record of reloads, for
@@ -85,4 +87,28 @@ func (r *Running) Effective(logLevelLive bool) *config.Config {
 		eff.Log.Level = cur.Log.Level
 	}
 	return &eff
+}
+
+// CONFIG: the configuration in force, secrets redacted.
+func (a *Admin) config(c Conn, _ [][]byte) []byte {
+	f := []Field{{"config_file", a.o.ConfigFile}}
+	f = append(f, ConfigFields(a.Running.Effective(a.o.LogLevelLive), true)...)
+	if r := a.Running.PendingRestart(); len(r) > 0 {
+		f = append(f, Field{"pending_restart", strings.Join(r, " ")})
+	}
+	return Encode(nil, f, c.Proto())
+}
+
+// RELOAD: the host's Reload, and what it did.
+func (a *Admin) reload(c Conn, _ [][]byte) []byte {
+	res, err := a.h.Reload()
+	if err != nil {
+		return resp.AppendError(nil, errReload(err))
+	}
+	return Encode(nil, []Field{
+		{"status", "reloaded"},
+		{"file", res.File},
+		{"lock_rules", int64(res.Rules)},
+		{"restart_needed", strings.Join(res.Restart, " ")},
+	}, c.Proto())
 }
