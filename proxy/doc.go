@@ -32,7 +32,12 @@
 // pools (pool.go), an event loop its upstream.Poller. Package
 // telemetry owns the counter structs, histograms, lock events, the audit
 // file and the rendering of INFO lockproxy, LOCKPROXY STATS and /metrics
-// from those rows.
+// from those rows. Package locks owns the lock glue: what a plan's effects
+// mean for the counters and events, a session's grants and a lost one,
+// the epoch memory and learning it on a new connection, a durable
+// command's WAIT, answer and undo, and a plan's script call: the proxy is
+// its locks.Host and a session its locks.Client (lockhost.go); what is
+// sent, on which connection and when stays here (lockplan.go, durable.go).
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock

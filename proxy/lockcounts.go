@@ -12,7 +12,8 @@ type waitKey struct{ owner, key string }
 
 const maxWaits = 1 << 16
 
-// Hooks called from apply (effects.go) as replies come in.
+// Hooks called from apply (package locks: Keeper.Apply, through
+// lockhost.go) as replies come in.
 
 // contended records a SET NX that found the lock taken.
 func (p *Proxy) contended(e *rewrite.Effect, now time.Time) {

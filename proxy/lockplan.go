@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -96,7 +97,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		if !ok {
 			return true // put back, to be handled again once raised
 		}
-		plan = rewrite.Plan{Effects: plan.Effects, Learn: func(bool) { s.p.raiseClusterEpoch(top) }}
+		plan = rewrite.Plan{Effects: plan.Effects, Learn: func(bool) { s.p.locks.RaiseClusterEpoch(top) }}
 	}
 	if plan.Kind != rewrite.Forward || len(plan.Effects) > 0 {
 		s.family = famLock
@@ -110,7 +111,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		hook := func(reply []byte) []byte {
 			s.apply(effects, reply)
 			if learn != nil {
-				learn(accepted(reply))
+				learn(locks.Accepted(reply))
 			}
 			return reply
 		}
@@ -172,7 +173,7 @@ func (s *session) run(plan rewrite.Plan) {
 			// Valkey, so its reply needs nothing of the proxy's and
 			// may pass unmatched, as a subscriber's replies do (RESP3;
 			// under RESP2 Valkey refuses it, in its own words).
-			s.forward(encodeScript(plan, false), nil)
+			s.forward(locks.EncodeScript(plan, false), nil)
 			return
 		}
 		s.local(resp.AppendError(nil, errStreamLock))
@@ -185,16 +186,16 @@ func (s *session) run(plan rewrite.Plan) {
 		return
 	}
 	if s.ded != nil && s.inMulti {
-		s.queueRun(plan, hook) // durable_multi.go
+		s.queueRun(plan, hook) // durable.go
 		return
 	}
 	if plan.Durable != nil && !sc.RO {
 		// A client's script that declares a durable rule's lock or
-		// writes a key one guards (durable_script.go).
+		// writes a key one guards (durable.go).
 		s.runDurableScript(plan)
 		return
 	}
-	if d := durability(plan); d != nil {
+	if d := locks.Durability(plan); d != nil {
 		// In front of a cluster the WAIT goes on the connection to the
 		// node the script went to (s.node, routeScript): it counts that
 		// node's replicas.
@@ -210,9 +211,9 @@ func (s *session) run(plan rewrite.Plan) {
 		// retry that could overtake them. A wrapper's first use: EVAL
 		// loads it. A flush's script is not preloaded (flushes are rare):
 		// always EVAL. An FCALL has no SHA1 to retry.
-		s.forward(encodeScript(plan, false), hook)
+		s.forward(locks.EncodeScript(plan, false), hook)
 		return
 	}
-	sha := encodeScript(plan, true)
+	sha := locks.EncodeScript(plan, true)
 	s.forwardRetry(sha, sha, hook) // the EVAL twin is built only on NOSCRIPT
 }
