@@ -1,8 +1,13 @@
 package locks
 
 import (
+	"net"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
+	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // The run id and the databases with keys are read from INFO server
@@ -25,6 +30,59 @@ func TestParseEpochClues(t *testing.T) {
 	for _, none := range []string{"*2\r\n$-1\r\n$-1\r\n", "*2\r\n_\r\n_\r\n", "-WRONGTYPE x\r\n"} {
 		if _, _, ok := parseEpochHash([]byte(none)); ok {
 			t.Errorf("%q read as a hash", none)
+		}
+	}
+}
+
+// Learn reads the run id and the epoch hashes on a new connection: the
+// clue is the highest epoch of another run, and the epoch minted under is
+// above it. A restart without persistence (a new run id, the data gone)
+// does not make it forget the epochs seen in tokens on the old run.
+func TestLearnAcrossRestart(t *testing.T) {
+	srv := valkeytest.Start(t)
+	c := valkeytest.Dial(t, srv.Addr, 2)
+	run, _, err := parseServerInfo(c.Do(t, "INFO", "server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Do(t, "HSET", rewrite.EpochKey, "epoch", "5", "run", run)
+	c.Do(t, "SELECT", "2")
+	c.Do(t, "HSET", rewrite.EpochKey, "epoch", "9", "run", "0123abcd")
+	k := newTestKeeper(&testHost{}, &sync.WaitGroup{})
+	learn := func() {
+		t.Helper()
+		nc, err := net.Dial("tcp", srv.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		if err := k.Learn(nc, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	learn()
+	if known, e := string(k.Clue.Known()), k.CurrentEpoch(); known != "9" || e != 10 {
+		t.Fatalf("known %s, current epoch %d; want 9, 10", known, e)
+	}
+	k.sawToken(12<<rewrite.EpochShift | 1)
+	srv.Restart(t)
+	learn()
+	if known, e := string(k.Clue.Known()), k.CurrentEpoch(); known != "12" || e != 13 {
+		t.Fatalf("after the restart: known %s, current epoch %d; want 12, 13", known, e)
+	}
+}
+
+// In front of a cluster the clue rises above every epoch in use.
+func TestRaiseClusterEpoch(t *testing.T) {
+	k := newTestKeeper(&testHost{}, &sync.WaitGroup{})
+	k.sawToken(700 << rewrite.EpochShift)
+	for _, tc := range []struct {
+		top  int64
+		want string
+	}{{2, "700"}, {3, "768"}, {1, "769"}} {
+		k.RaiseClusterEpoch(tc.top)
+		if got := string(k.Clue.Known()); got != tc.want {
+			t.Errorf("RaiseClusterEpoch(%d): known %s, want %s", tc.top, got, tc.want)
 		}
 	}
 }
