@@ -155,3 +155,44 @@ func staleToken(reply []byte) int64 {
 	n, _ := strconv.ParseInt(string(rest[:max(0, bytes.IndexByte(rest, ':'))]), 10, 64)
 	return n
 }
+
+// Hooks: what the reply to a lock plan's command does, handed to the
+// proxy to run when the reply comes (package upstream's Pend hooks).
+
+// RunHook is the hook of a plan's script call (run by the proxy as
+// EVALSHA, EVAL or FCALL): the reply folded to the command's own (Fold)
+// and its effects recorded.
+func (k *Keeper) RunHook(c Client, plan rewrite.Plan, proto int) func([]byte) []byte {
+	effects, shape, sc := plan.Effects, plan.Shape, plan.Script
+	return func(reply []byte) []byte {
+		out := rewrite.Fold(shape, effects, sc.Unwrap(reply), proto)
+		k.Apply(c, effects, out)
+		return out
+	}
+}
+
+// ForwardHook is the hook of a command forwarded as it came under a lock
+// rule: its effects recorded, and learn (Plan.Learn, nil for none) told
+// whether Valkey carried it out.
+func (k *Keeper) ForwardHook(c Client, effects []rewrite.Effect, learn func(bool)) func([]byte) []byte {
+	return func(reply []byte) []byte {
+		k.Apply(c, effects, reply)
+		if learn != nil {
+			learn(Accepted(reply))
+		}
+		return reply
+	}
+}
+
+// TypeGateHook is the hook of a refusal sent as the type gate
+// (TypeGateCommand): Valkey's WRONGTYPE passes (nothing was refused);
+// otherwise the refusal is recorded and the client gets msg.
+func (k *Keeper) TypeGateHook(c Client, effects []rewrite.Effect, msg string) func([]byte) []byte {
+	return func(reply []byte) []byte {
+		if bytes.HasPrefix(reply, []byte("-WRONGTYPE ")) {
+			return reply // Valkey's error: nothing was refused
+		}
+		k.Apply(c, effects, nil)
+		return resp.AppendError(nil, msg)
+	}
+}

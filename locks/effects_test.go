@@ -95,3 +95,32 @@ func TestApply(t *testing.T) {
 		})
 	}
 }
+
+// The reply hooks: a forwarded command's learn hears whether Valkey
+// carried it out; the type gate passes Valkey's WRONGTYPE and otherwise
+// answers the refusal, recorded; a script's reply is folded.
+func TestHooks(t *testing.T) {
+	h := &testHost{}
+	k := newTestKeeper(h, &sync.WaitGroup{})
+	c := &testClient{}
+	var learned []bool
+	fwd := k.ForwardHook(c, nil, func(ok bool) { learned = append(learned, ok) })
+	fwd([]byte("+OK\r\n"))
+	fwd([]byte("-ERR no\r\n"))
+	if len(learned) != 2 || !learned[0] || learned[1] {
+		t.Errorf("learned %v, want [true false]", learned)
+	}
+	refused := []rewrite.Effect{{Kind: rewrite.Refused, Key: []byte("h"), Reason: "LOCKED x"}}
+	gate := k.TypeGateHook(c, refused, "LOCKED x")
+	if got := string(gate([]byte("-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"))); got[:10] != "-WRONGTYPE" || len(h.events) != 0 {
+		t.Errorf("WRONGTYPE: %q, %d events", got, len(h.events))
+	}
+	if got := string(gate([]byte("-LOCKED 1\r\n"))); got != "-LOCKED x\r\n" || len(h.events) != 1 {
+		t.Errorf("refused: %q, %d events", got, len(h.events))
+	}
+	run := k.RunHook(c, rewrite.Plan{Script: rewrite.Acquire, Shape: rewrite.SetNXReply,
+		Effects: []rewrite.Effect{{Kind: rewrite.Grant, Key: []byte("a")}}}, 2)
+	if got := string(run([]byte("*2\r\n:4294967297\r\n+OK\r\n"))); got != ":1\r\n" || h.granted != 1 {
+		t.Errorf("run: %q, granted %d", got, h.granted)
+	}
+}

@@ -11,20 +11,8 @@ import (
 )
 
 // Owner is the session as the rewrite package sees it: who the client is
-// under a rule's session scope. The same client name, or host, is the same
-// owner on every lockproxy instance in front of one Valkey; a connection
-// owner names this instance too.
-func (s *session) Owner(r *policy.Rule) string {
-	switch r.Session {
-	case policy.SessionClientName:
-		if s.name != "" {
-			return "name:" + s.name
-		}
-	case policy.SessionClientAddr:
-		return "addr:" + s.host
-	}
-	return s.connOwner
-}
+// under a rule's session scope (locks.Owner).
+func (s *session) Owner(r *policy.Rule) string { return locks.Owner(r, s.name, s.host, s.connOwner) }
 
 // Proto is the RESP version the client speaks, for the Fenced script.
 func (s *session) Proto() int { return s.proto }
@@ -107,14 +95,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		if len(plan.Effects) == 0 && plan.Learn == nil {
 			return false
 		}
-		effects, learn := plan.Effects, plan.Learn
-		hook := func(reply []byte) []byte {
-			s.apply(effects, reply)
-			if learn != nil {
-				learn(locks.Accepted(reply))
-			}
-			return reply
-		}
+		hook := s.p.locks.ForwardHook(s, plan.Effects, plan.Learn)
 		if s.ded != nil && s.inMulti {
 			// Learned at EXEC, from the command's own element: a discarded
 			// or aborted transaction teaches nothing.
@@ -124,7 +105,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		if !forwarded(s.p.cmds().kind(cmd.Args[0])) {
 			// A command with its own routing (none that touch keys today):
 			// record what was seen and let the usual path send it.
-			s.apply(effects, nil)
+			s.apply(plan.Effects, nil)
 			return false
 		}
 		s.forward(cmd.Raw, hook)
@@ -158,17 +139,10 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 // otherwise. Inside MULTI, with more commands of the client's already read
 // behind it, or on a wrapper's first use, it goes as EVAL straight away.
 func (s *session) run(plan rewrite.Plan) {
-	proto := s.proto
-	effects := plan.Effects
-	shape := plan.Shape
 	sc := plan.Script
-	hook := func(reply []byte) []byte {
-		out := rewrite.Fold(shape, effects, sc.Unwrap(reply), proto)
-		s.apply(effects, out)
-		return out
-	}
+	hook := s.p.locks.RunHook(s, plan, s.proto)
 	if s.ded != nil && s.ded.Streaming() {
-		if sc.Client != "" && len(effects) == 0 {
+		if sc.Client != "" && len(plan.Effects) == 0 {
 			// A script under the monitor: it keeps the records inside
 			// Valkey, so its reply needs nothing of the proxy's and
 			// may pass unmatched, as a subscriber's replies do (RESP3;

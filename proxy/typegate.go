@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"bytes"
-
 	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -25,13 +23,6 @@ func (s *session) refuseTyped(cmd resp.Command, d *rewrite.Decider, plan rewrite
 	if s.p.cl != nil && !s.routeScript(keys) {
 		return true
 	}
-	effects, msg := plan.Effects, plan.Err
-	s.forward(locks.TypeGateCommand(keys, types), func(reply []byte) []byte {
-		if bytes.HasPrefix(reply, []byte("-WRONGTYPE ")) {
-			return reply // Valkey's error: nothing was refused
-		}
-		s.apply(effects, nil)
-		return resp.AppendError(nil, msg)
-	})
+	s.forward(locks.TypeGateCommand(keys, types), s.p.locks.TypeGateHook(s, plan.Effects, plan.Err))
 	return true
 }
