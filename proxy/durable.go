@@ -12,21 +12,15 @@ import (
 // behind the command on the same connection, and the command's own reply
 // is muted (the WAIT's hook answers for both).
 
-// runDurable sends an acquisition, then its WAIT (locks.AcquireWait).
+// runDurable sends an acquisition (locks.AcquireWait), a renewal (Holder)
+// or a fenced write (locks.WriteWait), then its WAIT.
 func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
-	onScript, onWait := s.p.locks.AcquireWait(s, plan, d, s.db, s.proto)
-	muted := s.mute
-	s.mute = true
-	sha := locks.EncodeScript(plan, true)
-	s.forwardRetry(sha, sha, onScript)
-	s.mute = muted
-	s.forward(locks.WaitCommand(d), onWait)
-}
-
-// runDurableWrite sends a renewal (Holder) or a fenced write, then its
-// WAIT (locks.WriteWait).
-func (s *session) runDurableWrite(plan rewrite.Plan, d *policy.DurabilityConfig) {
-	onScript, onWait := s.p.locks.WriteWait(s, plan, d, s.proto)
+	var onScript, onWait func([]byte) []byte
+	if plan.Script == rewrite.Acquire {
+		onScript, onWait = s.p.locks.AcquireWait(s, plan, d, s.db, s.proto)
+	} else {
+		onScript, onWait = s.p.locks.WriteWait(s, plan, d, s.proto)
+	}
 	muted := s.mute
 	s.mute = true
 	sha := locks.EncodeScript(plan, true)

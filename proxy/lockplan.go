@@ -173,11 +173,7 @@ func (s *session) run(plan rewrite.Plan) {
 		// In front of a cluster the WAIT goes on the connection to the
 		// node the script went to (s.node, routeScript): it counts that
 		// node's replicas.
-		if sc == rewrite.Acquire {
-			s.runDurable(plan, d)
-		} else {
-			s.runDurableWrite(plan, d)
-		}
+		s.runDurable(plan, d)
 		return
 	}
 	if s.rd.Buffered() > 0 || s.firstUse(sc) || sc == rewrite.Flush || sc.Fn != "" {
