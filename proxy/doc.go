@@ -52,6 +52,6 @@
 // package writes are in errors.go (TestErrorTextsOnlyInCatalogue keeps
 // them there, and TestErrorCatalogueCodeWords checks their code words);
 // refusals by a lock rule come worded from package rewrite (STALE from its
-// fence script, in Valkey), and errors Valkey writes are forwarded
-// untouched.
+// fence script, in Valkey), a durable command's NOTDURABLE from package
+// locks, and errors Valkey writes are forwarded untouched.
 package proxy
