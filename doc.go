@@ -17,6 +17,10 @@
 //     each reply to its session, the reply deadline, a connection's death.
 //   - telemetry: counters, histograms, lock events, the audit file, and the
 //     rendering of INFO lockproxy, LOCKPROXY STATS and /metrics.
+//   - locks: the lock glue around a plan: what its reply means for the
+//     counters and events, a session's grants, the epoch the grants mint
+//     under and learning it, a durable command's WAIT, answer and undo,
+//     and the encoding of a plan's script call.
 //   - resp: the RESP codec (client commands, reply framing), no I/O.
 //   - config: the configuration file and the process settings it gives
 //     (listen, upstream, TLS, limits, event loops, admin, metrics, log):
