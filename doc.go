@@ -22,6 +22,10 @@
 //     records through the locks' index, the configuration in force, and the
 //     HTTP endpoints (/metrics, /healthz, /readyz); it sees the proxy through
 //     admin.Host.
+//   - locks: the lock glue around a plan: what its reply means for the
+//     counters and events, a session's grants, the epoch the grants mint
+//     under and learning it, a durable command's WAIT, answer and undo,
+//     and the encoding of a plan's script call.
 //   - resp: the RESP codec (client commands, reply framing), no I/O.
 //   - config: the configuration file and the process settings it gives
 //     (listen, upstream, TLS, limits, event loops, admin, metrics, log):

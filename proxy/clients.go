@@ -55,7 +55,7 @@ func (s *session) publish() {
 		f = append(f, 'x')
 		sn.multi = len(s.multiShape)
 		if s.multiDur != nil {
-			sn.multi -= s.multiDur.hidden // lockproxy's own (durable_multi.go)
+			sn.multi -= s.multiDur.Hidden // lockproxy's own (package locks)
 		}
 	}
 	if s.noEvict {

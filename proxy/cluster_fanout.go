@@ -57,9 +57,9 @@ func (s *session) fanOut(cmd resp.Command, rp cluster.FoldKind, d *rewrite.Decid
 		nodes = []string{nodes[rand.IntN(len(nodes))]}
 	}
 	raw, proto, login := bytes.Clone(cmd.Raw), s.proto, s.login
-	var raise func(int64) // a flush: the epoch clue rises around it (cluster_epoch.go)
+	var raise func(int64) // a flush: the epoch clue rises around it (package locks: epoch_cluster.go)
 	if len(plan.Effects) > 0 && plan.Effects[0].Kind == rewrite.Flushed {
-		raise = s.p.raiseClusterEpoch
+		raise = s.p.locks.RaiseClusterEpoch
 	}
 	s.aside(func() []byte {
 		s.p.cl.Stats.Splits.Add(1)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"sync/atomic"
 
+	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -31,8 +32,8 @@ type clientState struct {
 	inMulti    bool
 	multiShape []func([]byte) []byte
 	// multiDur: the transaction's durability, nil when nothing queued
-	// asks for it (durable_multi.go).
-	multiDur *txnDurable
+	// asks for it (durable.go).
+	multiDur *locks.Txn
 	// multiSelect: a SELECT is queued in the transaction; execDB is the
 	// database the last one that ran at EXEC switched to (-1: none), set
 	// by the EXEC reply's reader (execSelect).

@@ -168,13 +168,13 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 	{Metric: "audit_events_dropped_total", Help: "Lock events whose log line and audit-file line were dropped because the writer's queue was full (a slow log or disk); LOCKPROXY AUDIT still has them.", Info: telemetry.One("audit_events_dropped"),
 		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.writer.Dropped()) }},
 	{Metric: "epoch", Help: "The epoch this instance mints fencing tokens under (docs/failover.md): a token's high bits; it rises with every change of primary.", Kind: telemetry.KindGauge, Info: telemetry.One("epoch"),
-		Read: func(p *Proxy, e telemetry.Emit) { e(p.currentEpoch()) }},
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.locks.CurrentEpoch()) }},
 	{Metric: "grants_lost_total", Help: "Grants found lost in a change of primary: the holder's release, renewal or LOCKPROXY FENCE found no record of a grant it was given under an older epoch.", Info: telemetry.One("grants_lost"),
-		Read: func(p *Proxy, e telemetry.Emit) { e(p.lostGrants.Load()) }},
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.locks.Lost.Load()) }},
 	{Metric: "grants_undone_total", Help: "Acquisitions undone, and answered as not taken, because fewer replicas than the rule's durability asks for acknowledged them in time.", Info: telemetry.One("grants_undone"),
-		Read: func(p *Proxy, e telemetry.Emit) { e(p.durable.undone.Load()) }},
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.locks.Undone.Load()) }},
 	{Metric: "durable_writes_short_total", Help: "Renewals, fenced writes and scripts under a rule's durability answered NOTDURABLE: fewer replicas than it asks for acknowledged them in time.", Info: telemetry.One("durable_writes_short"),
-		Read: func(p *Proxy, e telemetry.Emit) { e(p.durable.short.Load()) }},
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.locks.Short.Load()) }},
 
 	// The cluster's rows: no sample and no INFO line for a single primary.
 	{Metric: "cluster_primaries", Help: "Primaries in the cluster's slot map the proxy uses.", Kind: telemetry.KindGauge, Info: telemetry.ClusterOnly(telemetry.One("cluster_primaries")),

@@ -38,7 +38,12 @@
 // records and their index, the configuration in force and what a reload
 // changed, and the HTTP endpoints: the proxy is its admin.Host and a
 // session its admin.Conn (adminhost.go); Reload applies a configuration
-// (reload.go) and admin.Running records it.
+// (reload.go) and admin.Running records it. Package locks owns the lock glue: what a plan's effects
+// mean for the counters and events, a session's grants and a lost one,
+// the epoch memory and learning it on a new connection, a durable
+// command's WAIT, answer and undo, and a plan's script call: the proxy is
+// its locks.Host and a session its locks.Client (lockhost.go); what is
+// sent, on which connection and when stays here (lockplan.go, durable.go).
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock
@@ -53,6 +58,6 @@
 // package writes are in errors.go (TestErrorTextsOnlyInCatalogue keeps
 // them there, and TestErrorCatalogueCodeWords checks their code words);
 // refusals by a lock rule come worded from package rewrite (STALE from its
-// fence script, in Valkey), and errors Valkey writes are forwarded
-// untouched.
+// fence script, in Valkey), a durable command's NOTDURABLE from package
+// locks, and errors Valkey writes are forwarded untouched.
 package proxy

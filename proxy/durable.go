@@ -1,243 +1,111 @@
 package proxy
 
 import (
-	"bytes"
-	"context"
-	"strconv"
-	"sync"
-	"sync/atomic"
-
+	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/policy"
-	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
-// Durable grants (a rule's durability: {replicas: N, timeout: D}, issue
-// 29). An acquisition runs as usual, with its reply held back; a WAIT N D
-// follows it on the same upstream connection, so that it counts the
-// replicas that acknowledged that connection's writes up to and including
-// the acquisition. With N acknowledgements the client gets the
-// acquisition's reply. With fewer, the grant is undone (undoGrantScript:
-// the lock deleted only while it still holds this grant, and the owner's
-// record of it) and the client gets the answer of a lock someone else
-// holds: nil for SET ... NX, :0 for SETNX; SET ... NX GET, whose "not
-// taken" would have to name a holder's value, gets a NOTDURABLE error.
+// Durable commands (a rule's durability, issue 29): what the session
+// sends, on which connection and in what order. Package locks pairs the
+// replies and answers the client (its durable*.go); the WAIT goes right
+// behind the command on the same connection, and the command's own reply
+// is muted (the WAIT's hook answers for both).
 
-// undoGrantScript deletes a grant that its replicas did not acknowledge:
-// KEYS lock, counter, records; ARGV owner, grant, value. Only while the
-// counter still says that grant and the lock that value is the lock
-// deleted: a later grant is never touched.
-const undoGrantScript = `if redis.call('GET', KEYS[2]) == ARGV[2] and redis.call('GET', KEYS[1]) == ARGV[3] then redis.call('DEL', KEYS[1]) end
-local r = redis.call('HGET', KEYS[3], ARGV[1])
-if r and string.match(r, '^(%d+) ') == ARGV[2] then redis.call('HDEL', KEYS[3], ARGV[1]) end
-return 1`
-
-// durability returns the durability a plan runs under: its acquisition's
-// or lease change's rule's (Acquire, Holder), or, for a fenced write, the
-// strictest of its guarding locks' rules; nil when it answers at once.
-func durability(plan rewrite.Plan) *policy.DurabilityConfig {
-	switch plan.Script {
-	case rewrite.Acquire, rewrite.Holder:
-		if len(plan.Effects) > 0 && plan.Effects[0].Rule != nil {
-			return plan.Effects[0].Rule.Durability
-		}
-	case rewrite.Fenced:
-		var d *policy.DurabilityConfig
-		for _, e := range plan.Effects {
-			if e.Kind == rewrite.FencedWrite && e.Rule != nil && e.Rule.Durability != nil &&
-				(d == nil || e.Rule.Durability.Replicas > d.Replicas) {
-				d = e.Rule.Durability
-			}
-		}
-		return d
-	}
-	return nil
-}
-
-// runDurableWrite sends a renewal (Holder) or a fenced write, then its
-// WAIT: with N acknowledgements the client gets the command's reply; with
-// fewer, NOTDURABLE (the change was made on the primary, as a WAIT that
-// comes back short says; it may not survive a failover). A WAIT answered
-// before the script (in front of a cluster the script may have been
-// redirected to another node) cannot vouch for it: NOTDURABLE too.
-func (s *session) runDurableWrite(plan rewrite.Plan, d *policy.DurabilityConfig) {
-	proto, effects, shape, sc := s.proto, plan.Effects, plan.Shape, plan.Script
-	key := ""
-	if len(effects) > 0 {
-		key = string(effects[0].Key)
-	}
-	var mu sync.Mutex
-	var folded []byte
-	muted := s.mute
-	s.mute = true
-	sha := encodeScript(plan, true)
-	s.forwardRetry(sha, sha, func(reply []byte) []byte {
-		// Kept until the WAIT's reply, which may come in a later read:
-		// a copy, since Fold may answer a slice of the connection's read
-		// buffer, which later replies overwrite.
-		f := bytes.Clone(rewrite.Fold(shape, effects, sc.Unwrap(reply), proto))
-		mu.Lock()
-		folded = f
-		mu.Unlock()
-		return reply
-	})
-	s.mute = muted
-	s.forward(waitCommand(d), func(reply []byte) []byte {
-		mu.Lock()
-		defer mu.Unlock()
-		acked, ok := resp.ReplyInt(reply)
-		if folded != nil {
-			s.apply(effects, folded)
-			if folded[0] == '-' || ok && acked >= int64(d.Replicas) {
-				return folded
-			}
-		}
-		s.p.durable.short.Add(1)
-		return resp.AppendError(nil, errNotDurableWrite(key, d))
-	})
-}
-
-// waitCommand is the WAIT that follows a durable command.
-func waitCommand(d *policy.DurabilityConfig) []byte {
-	return resp.AppendCommandStrings(nil, "WAIT", strconv.Itoa(d.Replicas), strconv.FormatInt(d.Timeout.Milliseconds(), 10))
-}
-
-// durableStats counts acquisitions undone because their replicas did not
-// acknowledge them in time.
-type durableStats struct {
-	undone atomic.Int64
-	// short: renewals and fenced writes answered NOTDURABLE.
-	short atomic.Int64
-}
-
-// runDurable sends an acquisition, then its WAIT, and answers the client
-// from both (see above). A WAIT answered before the acquisition's script
-// (in front of a cluster the script may have been redirected to another
-// node) cannot vouch for it: the client is answered "not taken", and the
-// grant, if the script made one, is undone when its reply comes.
+// runDurable sends an acquisition (locks.AcquireWait), a renewal (Holder)
+// or a fenced write (locks.WriteWait), then its WAIT.
 func (s *session) runDurable(plan rewrite.Plan, d *policy.DurabilityConfig) {
-	a := s.durableAcquisition(plan, d)
-	var mu sync.Mutex
-	var folded []byte
-	waited := false
+	var onScript, onWait func([]byte) []byte
+	if plan.Script == rewrite.Acquire {
+		onScript, onWait = s.p.locks.AcquireWait(s, plan, d, s.db, s.proto)
+	} else {
+		onScript, onWait = s.p.locks.WriteWait(s, plan, d, s.proto)
+	}
 	muted := s.mute
 	s.mute = true
-	sha := encodeScript(plan, true)
-	s.forwardRetry(sha, sha, func(reply []byte) []byte {
-		mu.Lock()
-		defer mu.Unlock()
-		folded = bytes.Clone(rewrite.Fold(a.shape, a.effects, plan.Script.Unwrap(reply), a.proto)) // kept past this read, as above
-		if waited && a.effects[0].Grant > 0 {
-			a.undo(a.effects[0].Grant, -1)
-		}
-		return reply
-	})
+	sha := locks.EncodeScript(plan, true)
+	s.forwardRetry(sha, sha, onScript)
 	s.mute = muted
-	s.forward(waitCommand(d), func(reply []byte) []byte {
-		mu.Lock()
-		defer mu.Unlock()
-		waited = true
-		acked, ok := resp.ReplyInt(reply)
-		if !ok {
-			acked = -1
+	s.forward(locks.WaitCommand(d), onWait)
+}
+
+// runDurableScript sends the counters' read, a monitored script and its
+// WAIT (locks.ScriptWait).
+func (s *session) runDurableScript(plan rewrite.Plan) {
+	sc := plan.Script
+	dl := locks.DurableLocks(plan, s.p.cl != nil)
+	onCounters, onScript, onWait := s.p.locks.ScriptWait(plan, dl, s.db, s.proto)
+	muted := s.mute
+	s.mute = true
+	if onCounters != nil {
+		s.forward(locks.CountersRead(dl), onCounters)
+	}
+	if s.firstUse(sc) || sc.Fn != "" {
+		s.forward(locks.EncodeScript(plan, false), onScript)
+	} else {
+		sha := locks.EncodeScript(plan, true)
+		s.forwardRetry(sha, sha, onScript)
+	}
+	s.mute = muted
+	s.forward(locks.WaitCommand(plan.Durable), onWait)
+}
+
+// queueRun queues a plan's script in a transaction; hook shapes its
+// element of EXEC's reply and records its effects (run's). Under a
+// durable rule the element is answered once EXEC's WAIT is (locks.Txn*).
+func (s *session) queueRun(plan rewrite.Plan, hook func([]byte) []byte) {
+	raw := locks.EncodeScript(plan, false)
+	k := s.p.locks
+	if plan.Durable != nil && !plan.Script.RO {
+		// A client's script, behind the read of its locks' counters.
+		tx := s.durableTxn(plan.Durable)
+		dl := locks.DurableLocks(plan, s.p.cl != nil)
+		onCounters, onEl := k.TxnScript(plan, dl, tx, s.db, s.execDBOr, hook)
+		if onCounters != nil {
+			muted := s.mute
+			s.mute = true
+			s.queueInMulti(locks.CountersRead(dl), nil, onCounters)
+			s.mute = muted
 		}
-		return a.answer(folded, acked)
-	})
-}
-
-// durableAcq is an acquisition under a durability rule, as its answer
-// needs it once its WAIT is answered (runDurable; in a transaction,
-// queueRun).
-type durableAcq struct {
-	s       *session
-	effects []rewrite.Effect
-	shape   rewrite.Shape
-	keys    []string // copied: the plan's alias the command's arguments
-	owner   string
-	db      int
-	proto   int
-	d       *policy.DurabilityConfig
-}
-
-func (s *session) durableAcquisition(plan rewrite.Plan, d *policy.DurabilityConfig) *durableAcq {
-	keys := make([]string, len(plan.Keys))
-	for i, k := range plan.Keys {
-		keys[i] = string(k)
+		s.queueInMulti(raw, nil, onEl)
+		return
 	}
-	return &durableAcq{s: s, effects: plan.Effects, shape: plan.Shape, keys: keys,
-		owner: plan.Effects[0].Owner, db: s.db, proto: s.proto, d: d}
-}
-
-// answer is the client's answer, from the acquisition's folded reply (nil:
-// not seen before its WAIT's) and the replicas its WAIT counted (acked;
-// -1: no count): the reply, recorded, when it took nothing or enough
-// replicas acknowledged it; else "not taken", the grant undone (off the
-// reply path).
-func (a *durableAcq) answer(folded []byte, acked int64) []byte {
-	grant := a.effects[0].Grant
-	if folded != nil && (grant == 0 || acked >= int64(a.d.Replicas)) {
-		a.s.apply(a.effects, folded)
-		return folded
-	}
-	if folded != nil {
-		a.undo(grant, acked)
-	}
-	a.effects[0].Grant = 0
-	a.s.apply(a.effects, nil)
-	return notTaken(a.shape, a.keys[0], a.d, a.proto)
-}
-
-// undo undoes grant in the acquisition's database.
-func (a *durableAcq) undo(grant, acked int64) {
-	a.s.p.undoGrantLater(a.keys, a.db, a.owner, grant, string(a.effects[0].Value), a.d, acked)
-}
-
-// notTaken is the answer to an acquisition of shape that was not made
-// durable: that of a lock someone else holds (nil, :0 for SETNX), or
-// NOTDURABLE for SET ... NX GET.
-func notTaken(shape rewrite.Shape, key string, d *policy.DurabilityConfig, proto int) []byte {
-	switch shape {
-	case rewrite.SetNXReply:
-		return resp.AppendInt(nil, 0)
-	case rewrite.AcquireGetReply:
-		return resp.AppendError(nil, errNotDurable(key, d))
-	}
-	return resp.AppendNull(nil, proto)
-}
-
-// undoGrantLater undoes a grant its replicas did not acknowledge (acked of
-// d.Replicas; -1: the WAIT did not vouch for it) off the reply path, and
-// counts and logs it.
-func (p *Proxy) undoGrantLater(keys []string, db int, owner string, grant int64, value string, d *policy.DurabilityConfig, acked int64) {
-	p.durable.undone.Add(1)
-	p.log.Warn("an acquisition was not acknowledged by enough replicas in time: undone, answered as not taken",
-		"key", keys[0], "replicas", d.Replicas, "acknowledged", acked, "timeout", d.Timeout)
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.undoGrant(keys, db, owner, grant, value)
-	}()
-}
-
-// undoGrant runs undoGrantScript, within the dial timeout.
-func (p *Proxy) undoGrant(keys []string, db int, owner string, grant int64, value string) {
-	if _, err := p.evalUndo([]byte(keys[0]), db, undoGrantScript, keys, owner, strconv.FormatInt(grant, 10), value); err != nil {
-		p.log.Warn("could not undo an acquisition its replicas did not acknowledge", "key", keys[0], "error", err)
+	switch d := locks.Durability(plan); {
+	case d == nil:
+		s.queueInMulti(raw, nil, hook)
+	case plan.Script != rewrite.Acquire:
+		s.queueInMulti(raw, nil, k.TxnWrite(s.durableTxn(d), plan, d, hook))
+	default:
+		s.queueInMulti(raw, nil, k.TxnAcquire(s, plan, d, s.durableTxn(d), s.db, s.proto, s.execDBOr))
 	}
 }
 
-// evalUndo runs an undo script (undoGrantScript, undoScriptGrantsScript)
-// in database db, on a connection of its own to key's node, within the
-// dial timeout, and returns its integer reply.
-func (p *Proxy) evalUndo(key []byte, db int, script string, keys []string, args ...any) (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Upstream.DialTimeout.D())
-	defer cancel()
-	kc, done := p.keyClient(key)
-	defer done()
-	c := kc.Conn()
-	defer c.Close()
-	if err := c.Select(ctx, db).Err(); err != nil {
-		return 0, err
+// durableTxn returns the session's transaction's durability, raised to d.
+func (s *session) durableTxn(d *policy.DurabilityConfig) *locks.Txn {
+	if s.multiDur == nil {
+		s.multiDur = &locks.Txn{}
 	}
-	return c.Eval(ctx, script, keys, args...).Int64()
+	s.multiDur.Raise(d)
+	return s.multiDur
+}
+
+// execDBOr is, while EXEC's reply is shaped, the database the transaction's
+// last SELECT so far switched to, or db (the session's before it).
+func (s *session) execDBOr(db int) int {
+	if v := s.execDB.Load(); v >= 0 {
+		return int(v)
+	}
+	return db
+}
+
+// execDurable sends EXEC, its reply held back, then the WAIT, and answers
+// the client from both (locks.ExecWait): shape (execHook) folds EXEC's
+// reply once the WAIT's answer is in tx.
+func (s *session) execDurable(raw []byte, shape func([]byte) []byte, tx *locks.Txn) {
+	onExec, onWait := locks.ExecWait(tx, shape)
+	muted := s.mute
+	s.mute = true
+	s.forward(raw, onExec)
+	s.mute = muted
+	s.forward(tx.WaitCommand(), onWait)
 }

@@ -415,7 +415,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			if f != nil {
 				s.execDB.Store(-1)
 				if dur != nil {
-					s.execDurable(cmd.Raw, s.execHook(shapers), dur) // durable_multi.go
+					s.execDurable(cmd.Raw, s.execHook(shapers), dur) // durable.go
 				} else {
 					s.forward(cmd.Raw, s.execHook(shapers))
 				}

@@ -8,8 +8,9 @@ import (
 	"github.com/lockproxy/lockproxy/telemetry"
 )
 
-// Hooks called from apply (effects.go) as replies come in: a lock effect
-// as telemetry.LockStats counts it.
+// Hooks called from apply (package locks: Keeper.Apply, through
+// lockhost.go) as replies come in: a lock effect as telemetry.LockStats
+// counts it.
 
 func ruleLabel(r *policy.Rule) string {
 	if r == nil {

@@ -4,26 +4,15 @@ import (
 	"bytes"
 
 	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
 // Owner is the session as the rewrite package sees it: who the client is
-// under a rule's session scope. The same client name, or host, is the same
-// owner on every lockproxy instance in front of one Valkey; a connection
-// owner names this instance too.
-func (s *session) Owner(r *policy.Rule) string {
-	switch r.Session {
-	case policy.SessionClientName:
-		if s.name != "" {
-			return "name:" + s.name
-		}
-	case policy.SessionClientAddr:
-		return "addr:" + s.host
-	}
-	return s.connOwner
-}
+// under a rule's session scope (locks.Owner).
+func (s *session) Owner(r *policy.Rule) string { return locks.Owner(r, s.name, s.host, s.connOwner) }
 
 // Proto is the RESP version the client speaks, for the Fenced script.
 func (s *session) Proto() int { return s.proto }
@@ -96,7 +85,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		if !ok {
 			return true // put back, to be handled again once raised
 		}
-		plan = rewrite.Plan{Effects: plan.Effects, Learn: func(bool) { s.p.raiseClusterEpoch(top) }}
+		plan = rewrite.Plan{Effects: plan.Effects, Learn: func(bool) { s.p.locks.RaiseClusterEpoch(top) }}
 	}
 	if plan.Kind != rewrite.Forward || len(plan.Effects) > 0 {
 		s.family = famLock
@@ -106,14 +95,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		if len(plan.Effects) == 0 && plan.Learn == nil {
 			return false
 		}
-		effects, learn := plan.Effects, plan.Learn
-		hook := func(reply []byte) []byte {
-			s.apply(effects, reply)
-			if learn != nil {
-				learn(accepted(reply))
-			}
-			return reply
-		}
+		hook := s.p.locks.ForwardHook(s, plan.Effects, plan.Learn)
 		if s.ded != nil && s.inMulti {
 			// Learned at EXEC, from the command's own element: a discarded
 			// or aborted transaction teaches nothing.
@@ -123,7 +105,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		if !forwarded(s.p.cmds().kind(cmd.Args[0])) {
 			// A command with its own routing (none that touch keys today):
 			// record what was seen and let the usual path send it.
-			s.apply(effects, nil)
+			s.apply(plan.Effects, nil)
 			return false
 		}
 		s.forward(cmd.Raw, hook)
@@ -157,22 +139,15 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 // otherwise. Inside MULTI, with more commands of the client's already read
 // behind it, or on a wrapper's first use, it goes as EVAL straight away.
 func (s *session) run(plan rewrite.Plan) {
-	proto := s.proto
-	effects := plan.Effects
-	shape := plan.Shape
 	sc := plan.Script
-	hook := func(reply []byte) []byte {
-		out := rewrite.Fold(shape, effects, sc.Unwrap(reply), proto)
-		s.apply(effects, out)
-		return out
-	}
+	hook := s.p.locks.RunHook(s, plan, s.proto)
 	if s.ded != nil && s.ded.Streaming() {
-		if sc.Client != "" && len(effects) == 0 {
+		if sc.Client != "" && len(plan.Effects) == 0 {
 			// A script under the monitor: it keeps the records inside
 			// Valkey, so its reply needs nothing of the proxy's and
 			// may pass unmatched, as a subscriber's replies do (RESP3;
 			// under RESP2 Valkey refuses it, in its own words).
-			s.forward(encodeScript(plan, false), nil)
+			s.forward(locks.EncodeScript(plan, false), nil)
 			return
 		}
 		s.local(resp.AppendError(nil, errStreamLock))
@@ -185,24 +160,20 @@ func (s *session) run(plan rewrite.Plan) {
 		return
 	}
 	if s.ded != nil && s.inMulti {
-		s.queueRun(plan, hook) // durable_multi.go
+		s.queueRun(plan, hook) // durable.go
 		return
 	}
 	if plan.Durable != nil && !sc.RO {
 		// A client's script that declares a durable rule's lock or
-		// writes a key one guards (durable_script.go).
+		// writes a key one guards (durable.go).
 		s.runDurableScript(plan)
 		return
 	}
-	if d := durability(plan); d != nil {
+	if d := locks.Durability(plan); d != nil {
 		// In front of a cluster the WAIT goes on the connection to the
 		// node the script went to (s.node, routeScript): it counts that
 		// node's replicas.
-		if sc == rewrite.Acquire {
-			s.runDurable(plan, d)
-		} else {
-			s.runDurableWrite(plan, d)
-		}
+		s.runDurable(plan, d)
 		return
 	}
 	if s.rd.Buffered() > 0 || s.firstUse(sc) || sc == rewrite.Flush || sc.Fn != "" {
@@ -210,9 +181,9 @@ func (s *session) run(plan rewrite.Plan) {
 		// retry that could overtake them. A wrapper's first use: EVAL
 		// loads it. A flush's script is not preloaded (flushes are rare):
 		// always EVAL. An FCALL has no SHA1 to retry.
-		s.forward(encodeScript(plan, false), hook)
+		s.forward(locks.EncodeScript(plan, false), hook)
 		return
 	}
-	sha := encodeScript(plan, true)
+	sha := locks.EncodeScript(plan, true)
 	s.forwardRetry(sha, sha, hook) // the EVAL twin is built only on NOSCRIPT
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
@@ -79,15 +80,10 @@ type Proxy struct {
 	// With Sentinel: the primary's address now, and the watcher's stop.
 	sentinel    upstream.Sentinel
 	stopWatcher context.CancelFunc
-	// epochs: what this instance saw of the primary's epoch, and the
-	// clues it passes to the grants (epoch.go).
-	epochs    epochMemory
-	epochClue rewrite.EpochClue
-	// durable counts acquisitions undone for want of replicas (durable.go).
-	durable durableStats
-	// lostGrants counts grants found lost in a change of primary
-	// (lostgrants.go).
-	lostGrants atomic.Int64
+	// locks: what this instance saw of the primary's epoch and the clues
+	// it passes to the grants, the durable grants' undoing, and their
+	// counts (package locks, through lockhost.go).
+	locks *locks.Keeper
 
 	// upTLS is the TLS configuration for Valkey now; nil for plaintext.
 	// ReloadCertificates replaces it.
@@ -158,9 +154,13 @@ func New(opts Options) (*Proxy, error) {
 		force:     make(chan struct{}),
 		instance:  newInstanceID(),
 		events:    telemetry.NewRing(opts.EventRing),
-		epochs:    epochMemory{prev: -1},
 	}
 	p.life, p.endLife = context.WithCancel(context.Background())
+	var sentinel *upstream.Sentinel // its config epoch floors the epoch
+	if opts.Upstream.Sentinel.Master != "" {
+		sentinel = &p.sentinel
+	}
+	p.locks = locks.New(lockHost{p}, p.log, &p.wg, sentinel)
 	p.dialer = upstream.Dialer{Timeout: opts.Upstream.DialTimeout.D(), TLS: p.upstreamTLS,
 		Alive: func() bool { return p.life.Err() == nil }}
 	p.upTLS.Store(opts.UpstreamTLS)
@@ -182,7 +182,7 @@ func New(opts Options) (*Proxy, error) {
 		p.startCluster()
 	}
 	p.requireAuth = p.probeAuth()
-	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.epochClue})
+	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.locks.Clue})
 	// The side client dials only when used: for the command table once
 	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.
 	p.side = redis.NewClient(&redis.Options{

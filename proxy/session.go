@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -23,8 +24,8 @@ import (
 // so a client that reads slowly never blocks a shared upstream connection.
 type session struct {
 	// grants: the grants this session was given, to tell a lost one
-	// (lostgrants.go).
-	grants sessionGrants
+	// (package locks).
+	grants locks.Grants
 	p      *Proxy
 	id     uint64
 	nc     net.Conn

@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"bytes"
-	"strconv"
-
+	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
@@ -25,20 +23,6 @@ func (s *session) refuseTyped(cmd resp.Command, d *rewrite.Decider, plan rewrite
 	if s.p.cl != nil && !s.routeScript(keys) {
 		return true
 	}
-	args := make([][]byte, 0, 4+len(keys)+len(types))
-	args = append(args, []byte("EVAL"), []byte(rewrite.TypeGate), strconv.AppendInt(nil, int64(len(keys)), 10))
-	args = append(args, keys...)
-	args = append(args, []byte(rewrite.TypeGateRefused))
-	for _, t := range types {
-		args = append(args, []byte(t))
-	}
-	effects, msg := plan.Effects, plan.Err
-	s.forward(resp.AppendCommand(nil, args...), func(reply []byte) []byte {
-		if bytes.HasPrefix(reply, []byte("-WRONGTYPE ")) {
-			return reply // Valkey's error: nothing was refused
-		}
-		s.apply(effects, nil)
-		return resp.AppendError(nil, msg)
-	})
+	s.forward(locks.TypeGateCommand(keys, types), s.p.locks.TypeGateHook(s, plan.Effects, plan.Err))
 	return true
 }

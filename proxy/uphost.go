@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -26,7 +27,7 @@ func (p *Proxy) newUpHost() upstream.Host {
 			}
 			return errUpstreamLost(addr, err)
 		},
-		EvalFromSHA:   evalFromSHA,
+		EvalFromSHA:   locks.EvalFromSHA,
 		ScriptFlushed: resp.AppendError(nil, errScriptFlushed),
 	}
 }

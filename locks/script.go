@@ -1,4 +1,4 @@
-package proxy
+package locks
 
 import (
 	"bytes"
@@ -8,9 +8,9 @@ import (
 	"github.com/lockproxy/lockproxy/rewrite"
 )
 
-// evalFromSHA turns an encoded EVALSHA of one of lockproxy's scripts into
+// EvalFromSHA turns an encoded EVALSHA of one of lockproxy's scripts into
 // the same call as EVAL, for the retry after NOSCRIPT.
-func evalFromSHA(cmd []byte) []byte {
+func EvalFromSHA(cmd []byte) []byte {
 	// *N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n<the rest>
 	hdr := bytes.IndexByte(cmd, '\n') + 1
 	shaAt := hdr + len("$7\r\nEVALSHA\r\n$40\r\n")
@@ -23,17 +23,17 @@ func evalFromSHA(cmd []byte) []byte {
 	out := append([]byte(nil), cmd[:hdr]...)
 	eval := "EVAL"
 	if c := cmd[hdr+4]; 'a' <= c && c <= 'z' {
-		eval = "eval" // the client's spelling (encodeScript)
+		eval = "eval" // the client's spelling (EncodeScript)
 	}
 	out = resp.AppendBulk(out, []byte(eval))
 	out = resp.AppendBulk(out, []byte(sc.Body))
 	return append(out, rest...)
 }
 
-// encodeScript encodes a plan as EVALSHA (or EVAL) in one allocation of
+// EncodeScript encodes a plan as EVALSHA (or EVAL) in one allocation of
 // the right size: it runs for every lock command, and growing the buffer
 // from nothing cost more than the rest of the encoding.
-func encodeScript(plan rewrite.Plan, sha bool) []byte {
+func EncodeScript(plan rewrite.Plan, sha bool) []byte {
 	name, body := "EVAL", plan.Script.Body
 	if plan.Script.Fn != "" {
 		name = plan.Script.Verb // FCALL of the function's monitored registration

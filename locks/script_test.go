@@ -1,4 +1,4 @@
-package proxy
+package locks
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 )
 
 // TestEncodeScript: the sized encoding is exactly the generic one, as
-// EVALSHA and as EVAL, and evalFromSHA turns the one into the other.
+// EVALSHA and as EVAL, and EvalFromSHA turns the one into the other.
 func TestEncodeScript(t *testing.T) {
 	big := bytes.Repeat([]byte("v"), 100000)
 	for _, plan := range []rewrite.Plan{
@@ -28,13 +28,13 @@ func TestEncodeScript(t *testing.T) {
 			args := [][]byte{[]byte(name), []byte(body), []byte(strconv.Itoa(len(plan.Keys)))}
 			args = append(append(args, plan.Keys...), plan.Args...)
 			want := resp.AppendCommand(nil, args...)
-			got := encodeScript(plan, sha)
+			got := EncodeScript(plan, sha)
 			if !bytes.Equal(got, want) {
-				t.Fatalf("encodeScript(%s, sha=%v) =\n%q\nwant\n%q", plan.Script.SHA, sha, trunc(got), trunc(want))
+				t.Fatalf("EncodeScript(%s, sha=%v) =\n%q\nwant\n%q", plan.Script.SHA, sha, trunc(got), trunc(want))
 			}
 			if sha {
-				if eval := evalFromSHA(got); !bytes.Equal(eval, encodeScript(plan, false)) {
-					t.Fatalf("evalFromSHA(EVALSHA) is not the EVAL encoding:\n%q", trunc(eval))
+				if eval := EvalFromSHA(got); !bytes.Equal(eval, EncodeScript(plan, false)) {
+					t.Fatalf("EvalFromSHA(EVALSHA) is not the EVAL encoding:\n%q", trunc(eval))
 				}
 			}
 		}
@@ -53,8 +53,8 @@ func trunc(b []byte) string {
 func TestEncodeScriptOneAllocation(t *testing.T) {
 	plan := rewrite.Plan{Script: rewrite.Acquire, Keys: [][]byte{[]byte("a:lock"), []byte("{a:lock}:lockproxy:grants")},
 		Args: [][]byte{[]byte("tok"), []byte("NX"), []byte("PX"), []byte("30000")}}
-	if n := testing.AllocsPerRun(100, func() { encodeScript(plan, true) }); n != 1 {
-		t.Fatalf("encodeScript allocates %v times, want 1", n)
+	if n := testing.AllocsPerRun(100, func() { EncodeScript(plan, true) }); n != 1 {
+		t.Fatalf("EncodeScript allocates %v times, want 1", n)
 	}
 	// And no more than it needs: the estimate is exact but for slack,
 	// whatever the number of digits in the lengths.
@@ -62,12 +62,12 @@ func TestEncodeScriptOneAllocation(t *testing.T) {
 	big.Args = [][]byte{bytes.Repeat([]byte("v"), 12345), []byte("NX")}
 	for _, p := range []rewrite.Plan{plan, big} {
 		for _, sha := range []bool{true, false} {
-			if n := testing.AllocsPerRun(10, func() { encodeScript(p, sha) }); n != 1 {
-				t.Errorf("encodeScript(sha=%v) allocates %v times, want 1", sha, n)
+			if n := testing.AllocsPerRun(10, func() { EncodeScript(p, sha) }); n != 1 {
+				t.Errorf("EncodeScript(sha=%v) allocates %v times, want 1", sha, n)
 			}
-			out := encodeScript(p, sha)
+			out := EncodeScript(p, sha)
 			if cap(out) > len(out)+8 {
-				t.Errorf("encodeScript(sha=%v): %d bytes in a buffer of %d", sha, len(out), cap(out))
+				t.Errorf("EncodeScript(sha=%v): %d bytes in a buffer of %d", sha, len(out), cap(out))
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package proxy
+package locks
 
 import (
 	"strings"
@@ -19,12 +19,14 @@ import (
 // few locks at once; past that the oldest are not checked).
 const maxRemembered = 64
 
-type sessionGrants struct {
+// Grants are the grants one session was given, by lock key, to tell a
+// lost one; the zero value is ready.
+type Grants struct {
 	mu sync.Mutex
 	m  map[string]int64 // lock key -> the grant this session was given
 }
 
-func (g *sessionGrants) given(key string, grant int64) {
+func (g *Grants) given(key string, grant int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
@@ -36,7 +38,7 @@ func (g *sessionGrants) given(key string, grant int64) {
 	g.m[key] = grant
 }
 
-func (g *sessionGrants) forget(key string) {
+func (g *Grants) forget(key string) {
 	g.mu.Lock()
 	delete(g.m, key)
 	g.mu.Unlock()
@@ -44,7 +46,7 @@ func (g *sessionGrants) forget(key string) {
 
 // lostIfOlder reports, and forgets, a grant of key given under an epoch
 // older than epoch: the caller found Valkey has no record of it.
-func (g *sessionGrants) lostIfOlder(key string, epoch int64) bool {
+func (g *Grants) lostIfOlder(key string, epoch int64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	grant, ok := g.m[key]
@@ -55,42 +57,43 @@ func (g *sessionGrants) lostIfOlder(key string, epoch int64) bool {
 	return grant>>rewrite.EpochShift < epoch
 }
 
-// currentEpoch is the epoch this instance mints under: the highest seen in
+// CurrentEpoch is the epoch this instance mints under: the highest seen in
 // a token on the current run, and at least the one the next establishment
 // there will reach.
-func (p *Proxy) currentEpoch() int64 {
-	p.epochs.mu.Lock()
-	defer p.epochs.mu.Unlock()
-	e := p.epochs.cur
-	if p.epochs.run != "" {
-		e = max(e, p.epochs.prev+1, p.sentinelFloorLocked())
+func (k *Keeper) CurrentEpoch() int64 {
+	k.epochs.mu.Lock()
+	defer k.epochs.mu.Unlock()
+	e := k.epochs.cur
+	if k.epochs.run != "" {
+		e = max(e, k.epochs.prev+1, k.sentinelFloorLocked())
 	}
 	return e
 }
 
 // noteGrants follows a command's effects: grants given, released, or found
 // missing (NOTOWNER), and flushes (the epoch's clues follow both).
-func (s *session) noteGrants(effects []rewrite.Effect) {
+func (k *Keeper) noteGrants(c Client, effects []rewrite.Effect) {
 	for i := range effects {
 		e := &effects[i]
 		switch {
 		case e.Kind == rewrite.Grant && e.Grant > 0:
-			s.grants.given(string(e.Key), e.Grant)
-			s.p.sawToken(e.Grant)
+			c.Grants().given(string(e.Key), e.Grant)
+			k.sawToken(e.Grant)
 		case e.Kind == rewrite.Flushed:
-			s.p.sawFlush()
+			k.sawFlush()
 		case e.Kind == rewrite.Released && e.Outcome == rewrite.OutcomeReleased:
-			s.grants.forget(string(e.Key))
+			c.Grants().forget(string(e.Key))
 		case e.Kind == rewrite.Refused && strings.HasPrefix(e.Reason, "NOTOWNER"):
-			s.foundMissing(string(e.Key))
+			k.FoundMissing(c, string(e.Key))
 		}
 	}
 }
 
-// foundMissing: Valkey has no record of this session's grant of key.
-func (s *session) foundMissing(key string) {
-	if s.grants.lostIfOlder(key, s.p.currentEpoch()) {
-		s.p.lostGrants.Add(1)
-		s.p.log.Warn("a grant was lost in a change of primary: its holder's release, renewal or fence finds no record of it", "key", key, "client", s.addr)
+// FoundMissing follows Valkey having no record of c's grant of key (its
+// release or renewal refused NOTOWNER, LOCKPROXY FENCE nil).
+func (k *Keeper) FoundMissing(c Client, key string) {
+	if c.Grants().lostIfOlder(key, k.CurrentEpoch()) {
+		k.Lost.Add(1)
+		k.log.Warn("a grant was lost in a change of primary: its holder's release, renewal or fence finds no record of it", "key", key, "client", c.Addr())
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package locks
 
 import (
 	"bytes"
@@ -46,14 +46,14 @@ for i = 1, #KEYS, 3 do
 end
 return n`
 
-// durableLocks is a plan's durable locks (key, counter, records, owner),
+// DurableLocks is a plan's durable locks (key, counter, records, owner),
 // copied (the plan aliases the command's arguments); in front of a
-// cluster only those in the slot the script goes to (one MGET reads their
-// counters there).
-func (s *session) durableLocks(plan rewrite.Plan) [][]byte {
+// cluster (clustered) only those in the slot the script goes to (one MGET
+// reads their counters there).
+func DurableLocks(plan rewrite.Plan, clustered bool) [][]byte {
 	var out [][]byte
 	for i := 0; i+3 < len(plan.DurableLocks); i += 4 {
-		if s.p.cl != nil && (len(plan.Keys) == 0 || cluster.Slot(plan.DurableLocks[i]) != cluster.Slot(plan.Keys[0])) {
+		if clustered && (len(plan.Keys) == 0 || cluster.Slot(plan.DurableLocks[i]) != cluster.Slot(plan.Keys[0])) {
 			continue
 		}
 		for _, b := range plan.DurableLocks[i : i+4] {
@@ -63,30 +63,29 @@ func (s *session) durableLocks(plan rewrite.Plan) [][]byte {
 	return out
 }
 
-// runDurableScript sends the counters' read, a monitored script and its
-// WAIT, and answers the client from them (see above).
-func (s *session) runDurableScript(plan rewrite.Plan) {
-	d, proto, sc, shape := plan.Durable, s.proto, plan.Script, plan.Shape
-	locks := s.durableLocks(plan)
-	db := s.db
+// ScriptWait pairs a client's script with the read of its durable locks'
+// counters (locks: DurableLocks) before it and its WAIT after it (see
+// above), in database db: onCounters is the read's hook (nil when there
+// are no locks: no read is sent), onScript the script's, onWait the
+// WAIT's, which answers the client.
+func (k *Keeper) ScriptWait(plan rewrite.Plan, locks [][]byte, db, proto int) (onCounters, onScript, onWait func([]byte) []byte) {
+	d, sc, shape := plan.Durable, plan.Script, plan.Shape
 	var mu sync.Mutex
 	var before []int64 // nil: not read
 	var folded []byte
 	waited := false
-	undo := func() { s.p.undoScriptGrantsLater(locks, before, db) }
-	muted := s.mute
-	s.mute = true
+	undo := func() { k.undoScriptGrantsLater(locks, before, db) }
 	if len(locks) > 0 {
 		n := len(locks) / 4
-		s.forward(countersRead(locks), func(reply []byte) []byte {
+		onCounters = func(reply []byte) []byte {
 			mu.Lock()
 			defer mu.Unlock()
 			before = counters(reply, n)
 			return reply
-		})
+		}
 	}
-	hook := func(reply []byte) []byte {
-		f := bytes.Clone(rewrite.Fold(shape, nil, sc.Unwrap(reply), proto)) // kept past this read (runDurableWrite)
+	onScript = func(reply []byte) []byte {
+		f := bytes.Clone(rewrite.Fold(shape, nil, sc.Unwrap(reply), proto)) // kept past this read (WriteWait)
 		mu.Lock()
 		defer mu.Unlock()
 		folded = f
@@ -97,14 +96,7 @@ func (s *session) runDurableScript(plan rewrite.Plan) {
 		}
 		return reply
 	}
-	if s.firstUse(sc) || sc.Fn != "" {
-		s.forward(encodeScript(plan, false), hook)
-	} else {
-		sha := encodeScript(plan, true)
-		s.forwardRetry(sha, sha, hook)
-	}
-	s.mute = muted
-	s.forward(waitCommand(d), func(reply []byte) []byte {
+	onWait = func(reply []byte) []byte {
 		mu.Lock()
 		defer mu.Unlock()
 		waited = true
@@ -112,22 +104,28 @@ func (s *session) runDurableScript(plan rewrite.Plan) {
 		if folded != nil && ok && acked >= int64(d.Replicas) {
 			return folded
 		}
-		s.p.durable.short.Add(1)
+		k.Short.Add(1)
 		if folded != nil {
 			undo()
 		}
-		key := ""
-		if len(locks) > 0 {
-			key = string(locks[0])
-		} else if len(plan.Keys) > 0 {
-			key = string(plan.Keys[0])
-		}
-		return resp.AppendError(nil, errNotDurableScript(key, d))
-	})
+		return resp.AppendError(nil, errNotDurableScript(scriptKey(plan, locks), d))
+	}
+	return onCounters, onScript, onWait
 }
 
-// countersRead is the MGET of the counters of locks (durableLocks).
-func countersRead(locks [][]byte) []byte {
+// scriptKey is the lock a durable script's NOTDURABLE names: its first
+// durable lock, else its first key.
+func scriptKey(plan rewrite.Plan, locks [][]byte) string {
+	if len(locks) > 0 {
+		return string(locks[0])
+	} else if len(plan.Keys) > 0 {
+		return string(plan.Keys[0])
+	}
+	return ""
+}
+
+// CountersRead is the MGET of the counters of locks (DurableLocks).
+func CountersRead(locks [][]byte) []byte {
 	mget := make([][]byte, 0, 1+len(locks)/4)
 	mget = append(mget, []byte("MGET"))
 	for i := 0; i < len(locks); i += 4 {
@@ -159,37 +157,38 @@ func counters(reply []byte, n int) []int64 {
 // undoScriptGrantsLater undoes, off the reply path, the grants a script
 // minted on locks (above the counters read before it, before; nil: the
 // read failed, and nothing can be told apart).
-func (p *Proxy) undoScriptGrantsLater(locks [][]byte, before []int64, db int) {
+func (k *Keeper) undoScriptGrantsLater(locks [][]byte, before []int64, db int) {
 	if len(locks) == 0 {
 		return
 	}
 	if before == nil {
-		p.log.Warn("a script under durability was not acknowledged by enough replicas in time, and the grants it may have made cannot be told apart (the counters' read failed): not undone",
+		k.log.Warn("a script under durability was not acknowledged by enough replicas in time, and the grants it may have made cannot be told apart (the counters' read failed): not undone",
 			"key", string(locks[0]))
 		return
 	}
-	p.wg.Add(1)
+	k.wg.Add(1)
 	go func() {
-		defer p.wg.Done()
-		p.undoScriptGrants(locks, before, db)
+		defer k.wg.Done()
+		k.undoScriptGrants(locks, before, db)
 	}()
 }
 
-// undoScriptGrants runs undoScriptGrantsScript, within the dial timeout.
-func (p *Proxy) undoScriptGrants(locks [][]byte, before []int64, db int) {
+// undoScriptGrants runs undoScriptGrantsScript (Host.Eval: within the
+// dial timeout).
+func (k *Keeper) undoScriptGrants(locks [][]byte, before []int64, db int) {
 	var keys []string
 	var args []any
 	for i := 0; i < len(locks); i += 4 {
 		keys = append(keys, string(locks[i]), string(locks[i+1]), string(locks[i+2]))
 		args = append(args, string(locks[i+3]), strconv.FormatInt(before[i/4], 10))
 	}
-	n, err := p.evalUndo(locks[0], db, undoScriptGrantsScript, keys, args...)
+	n, err := k.host.Eval(locks[0], db, undoScriptGrantsScript, keys, args...)
 	if err != nil {
-		p.log.Warn("could not undo a script's acquisitions its replicas did not acknowledge", "key", keys[0], "error", err)
+		k.log.Warn("could not undo a script's acquisitions its replicas did not acknowledge", "key", keys[0], "error", err)
 		return
 	}
-	p.durable.undone.Add(n)
+	k.Undone.Add(n)
 	if n > 0 {
-		p.log.Warn("a script's acquisitions were not acknowledged by enough replicas in time: undone, answered NOTDURABLE", "key", keys[0], "undone", n)
+		k.log.Warn("a script's acquisitions were not acknowledged by enough replicas in time: undone, answered NOTDURABLE", "key", keys[0], "undone", n)
 	}
 }
