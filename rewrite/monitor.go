@@ -93,12 +93,15 @@ var monitorLua string
 var monitorText = luaText(monitorLua)
 
 // monitorCore is monitor.lua's checks (between its @@core and @@seal
-// lines), and monitorStandIns its sealed stand-ins of getfenv, setfenv,
-// newproxy, loadstring and load (between @@stand-ins and @@end): a
-// library's monitor (monitor_lib.go) is made of them too, so each has one
-// source.
+// lines), monitorSealers its stand-ins of setmetatable and
+// redis.setresp (sealedSM between @@sm and @@sm end, sealedSR between @@sr
+// and @@sr end: a script's monitor makes each only where it is used), and
+// monitorStandIns its sealed stand-ins of getfenv, setfenv, newproxy,
+// loadstring and load (between @@stand-ins and @@end): a library's
+// monitor (monitor_lib.go) is made of them too, so each has one source.
 var (
 	monitorCore     = monitorSection("-- @@core", "-- @@seal")
+	monitorSealers  = monitorSection("-- @@sm", "-- @@sm end") + monitorSection("-- @@sr", "-- @@sr end")
 	monitorStandIns = monitorSection("-- @@stand-ins", "-- @@end")
 )
 

@@ -94,7 +94,7 @@ func libraryMonitor(m *monitorRules) string {
 		"@PG@", pats(m.guards),
 		"@PO@", pats(m.owns),
 		"@FR@", strconv.FormatBool(m.flushReject),
-		"@CORE@", core,
+		"@CORE@", core+monitorSealers,
 		"@STANDINS@", monitorStandIns,
 	).Replace(luaText(monitorLibLua))
 	// One line, as a script's monitor (MonitorBody): the ";" of
