@@ -288,8 +288,9 @@ func suffixPattern(suffix string) string {
 	return b.String() + "$"
 }
 
-// monitorFns are the records' and the fence's helpers the checks use.
-const monitorFns = fnParse + fnPut + fnSettle + fnFence + fnMark
+// monitorFns are the records' helpers the checks use; the fence's
+// (fnFence, fnMark) are made only on their paths.
+const monitorFns = fnParse + fnPut + fnSettle
 
 // MonitorBody is the text Valkey runs for a client's script under the
 // monitor (exported for the offline checks: luaeval's tests run it).
@@ -304,6 +305,8 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@GUARD@", m.guard,
 		"@FLUSH@", m.flush,
 		"@FNS@", monitorFns,
+		"@FENCE@", fnFence,
+		"@MARK@", fnMark,
 		"@GRANT@", fnGrant,
 		"@DELAYFNS@", fnGrant+fnSlotChanged,
 		"@IDX@", fnIndex,

@@ -25,7 +25,7 @@ local P3 = false
 -- none of it until then (each closure made with upvalues costs a search
 -- of the open upvalues, about 1.5k instructions a run here).
 local function mk()
--- The records' and fence's helpers, and refusal (the error of a refused
+-- The records' helpers, and refusal (the error of a refused
 -- call), made only on a path that needs them.
 local fns
 local function helpers()
@@ -184,7 +184,7 @@ local function refusal(code, lc, key, tail)
   if string.sub(tail, 1, 1) ~= ':' then tail = ': ' .. tail end
   return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script' .. tail}
 end
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal, fwd3 = fwd3}
+return {parse = parse, put = put, settle = settle, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal, fwd3 = fwd3}
 end
 -- records keeps the declared locks' records true after a call that may
 -- have changed them, and writes the fence marks of a write. For each lock
@@ -287,7 +287,10 @@ local function records(pend, marks, ok, out, b, was, rg, re, rv, r, how, v, px)
       until true
     end
   end
-  if marks then fns.mark(marks) end
+  if marks then
+    -- (fnMark, made only for a write that has fence marks to record.)
+@MARK@    mark(marks)
+  end
 end
 -- The checks.
 return function(n, ...)
@@ -502,9 +505,10 @@ return function(n, ...)
         for x = 1, @FA@ > 0 and tonumber(X[FA0 + 1]) or 0 do
           local c = tonumber(X[ai])
           if not found and X[ai + 3] == key then
-            fns = fns or helpers()
-            local _
-            e, _, m = fns.fence(X, X, ki, ai, X[FA0], 1)
+            -- (fnFence, made only for a write to a guarded key, not with
+            -- the other helpers.)
+@FENCE@            local _
+            e, _, m = fence(X, X, ki, ai, X[FA0], 1)
             found = true
           end
           ki, ai = ki + 3 * c, ai + 4
@@ -515,6 +519,7 @@ return function(n, ...)
         end
         if e then
           if string.sub(e.err, 1, 9) == 'UNFENCED ' then
+            fns = fns or helpers()
             e = fns.refusal('UNFENCED', lc, key, 'this client holds no grant of a lock that guards it (unfenced_writes: reject); acquire the lock first')
           end
           return e

@@ -85,6 +85,8 @@ func libraryMonitor(m *monitorRules) string {
 		"@GUARD@", "pm(key, PG)",
 		"@FLUSH@", "if FR then\n"+m.flushCheck+"\nelse\n"+m.flushAllow+"\nend",
 		"@FNS@", monitorFns,
+		"@FENCE@", fnFence,
+		"@MARK@", fnMark,
 		"@GRANT@", fnGrant,
 		"@DELAYFNS@", fnGrant+fnSlotChanged,
 		"@IDX@", fnIndex,
