@@ -22,9 +22,9 @@ import (
 // wrote it knew (the lease end plus keep_lapsed; +inf for a lock without a
 // lease; 0 for one found by a SCAN): renewals do not touch the index, so a
 // score may be earlier than the records' expiry, never later unless the
-// lease was shortened. An acquisition whose grant number is odd (the
-// first of a lock, then every other one) looks at four members whose
-// score has passed (fnIndex): a member whose records are gone leaves, one
+// lease was shortened. An acquisition whose grant number is 1 more than a
+// multiple of 4 (the first of a lock, then every fourth) looks at eight
+// members whose score has passed (fnIndex): a member whose records are gone leaves, one
 // whose records are still there gets their expiry as its score. So the
 // index holds the records there are, and those that expired unreleased
 // since the slot's last acquisitions; a release takes its member out when
@@ -98,9 +98,10 @@ var slotIndexKeys = sync.OnceValue(func() *[cluster.SlotCount][]byte {
 // The index's helpers for the scripts (see scripts.go).
 const (
 	// index lists rk in the index ik after grant g, whose lease ends at e
-	// (0: no lease), and, when g is odd, looks at four members whose
-	// score has passed (as many, over a lock's grants, as two at each: a
-	// look is a call of its own): a member whose records are gone leaves,
+	// (0: no lease), and, when g is 1 more than a multiple of 4 (the
+	// first, then every fourth), looks at eight members whose score has
+	// passed (as many, over a lock's grants, as two at each: a look is a
+	// call of its own, an empty one about 8k instructions): a member whose records are gone leaves,
 	// one whose records are there gets their expiry. A member's records
 	// are in ik's slot; one absent while the slot migrates (see absent)
 	// ends the look. It returns the ZADD's reply: 1 when rk was not listed
@@ -111,8 +112,8 @@ const (
   if e > 0 then s = e + keep end
   local z = redis.pcall('ZADD', ik, s, rk)
   if type(z) ~= 'number' then return nil end
-  if g % 2 == 0 then return z end
-  local due = redis.call('ZRANGEBYSCORE', ik, '-inf', now, 'LIMIT', '0', '4')
+  if g % 4 ~= 1 then return z end
+  local due = redis.call('ZRANGEBYSCORE', ik, '-inf', now, 'LIMIT', '0', '8')
   for i = 1, #due do
     local t = redis.pcall('PTTL', due[i])
     if type(t) ~= 'number' then return z end

@@ -93,12 +93,15 @@ var monitorLua string
 var monitorText = luaText(monitorLua)
 
 // monitorCore is monitor.lua's checks (between its @@core and @@seal
-// lines), and monitorStandIns its sealed stand-ins of getfenv, setfenv,
-// newproxy, loadstring and load (between @@stand-ins and @@end): a
-// library's monitor (monitor_lib.go) is made of them too, so each has one
-// source.
+// lines), monitorSealers its stand-ins of setmetatable and
+// redis.setresp (sealedSM between @@sm and @@sm end, sealedSR between @@sr
+// and @@sr end: a script's monitor makes each only where it is used), and
+// monitorStandIns its sealed stand-ins of getfenv, setfenv, newproxy,
+// loadstring and load (between @@stand-ins and @@end): a library's
+// monitor (monitor_lib.go) is made of them too, so each has one source.
 var (
 	monitorCore     = monitorSection("-- @@core", "-- @@seal")
+	monitorSealers  = monitorSection("-- @@sm", "-- @@sm end") + monitorSection("-- @@sr", "-- @@sr end")
 	monitorStandIns = monitorSection("-- @@stand-ins", "-- @@end")
 )
 
@@ -285,8 +288,9 @@ func suffixPattern(suffix string) string {
 	return b.String() + "$"
 }
 
-// monitorFns are the records' and the fence's helpers the checks use.
-const monitorFns = fnParse + fnPut + fnSettle + fnFence + fnMark
+// monitorFns are the records' helpers the checks use; the fence's
+// (fnFence, fnMark) are made only on their paths.
+const monitorFns = fnParse + fnPut + fnSettle
 
 // MonitorBody is the text Valkey runs for a client's script under the
 // monitor (exported for the offline checks: luaeval's tests run it).
@@ -301,6 +305,8 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@GUARD@", m.guard,
 		"@FLUSH@", m.flush,
 		"@FNS@", monitorFns,
+		"@FENCE@", fnFence,
+		"@MARK@", fnMark,
 		"@GRANT@", fnGrant,
 		"@DELAYFNS@", fnGrant+fnSlotChanged,
 		"@IDX@", fnIndex,

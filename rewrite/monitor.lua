@@ -25,7 +25,7 @@ local P3 = false
 -- none of it until then (each closure made with upvalues costs a search
 -- of the open upvalues, about 1.5k instructions a run here).
 local function mk()
--- The records' and fence's helpers, and refusal (the error of a refused
+-- The records' helpers, and refusal (the error of a refused
 -- call), made only on a path that needs them.
 local fns
 local function helpers()
@@ -184,7 +184,7 @@ local function refusal(code, lc, key, tail)
   if string.sub(tail, 1, 1) ~= ':' then tail = ': ' .. tail end
   return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script' .. tail}
 end
-return {parse = parse, put = put, settle = settle, fence = fence, mark = mark, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal, fwd3 = fwd3}
+return {parse = parse, put = put, settle = settle, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal, fwd3 = fwd3}
 end
 -- records keeps the declared locks' records true after a call that may
 -- have changed them, and writes the fence marks of a write. For each lock
@@ -287,7 +287,10 @@ local function records(pend, marks, ok, out, b, was, rg, re, rv, r, how, v, px)
       until true
     end
   end
-  if marks then fns.mark(marks) end
+  if marks then
+    -- (fnMark, made only for a write that has fence marks to record.)
+@MARK@    mark(marks)
+  end
 end
 -- The checks.
 return function(n, ...)
@@ -502,9 +505,10 @@ return function(n, ...)
         for x = 1, @FA@ > 0 and tonumber(X[FA0 + 1]) or 0 do
           local c = tonumber(X[ai])
           if not found and X[ai + 3] == key then
-            fns = fns or helpers()
-            local _
-            e, _, m = fns.fence(X, X, ki, ai, X[FA0], 1)
+            -- (fnFence, made only for a write to a guarded key, not with
+            -- the other helpers.)
+@FENCE@            local _
+            e, _, m = fence(X, X, ki, ai, X[FA0], 1)
             found = true
           end
           ki, ai = ki + 3 * c, ai + 4
@@ -515,6 +519,7 @@ return function(n, ...)
         end
         if e then
           if string.sub(e.err, 1, 9) == 'UNFENCED ' then
+            fns = fns or helpers()
             e = fns.refusal('UNFENCED', lc, key, 'this client holds no grant of a lock that guards it (unfenced_writes: reject); acquire the lock first')
           end
           return e
@@ -611,6 +616,88 @@ local function co(_, ...)
     ok, r = pcall(run, select(2, coroutine.yield(r)))
   end
 end
+-- @@seal: the script's own redis and seal.
+-- redis (and server, and redis.call itself) is one table: its call is
+-- the coroutine's, its pcall is run, the rest is Valkey's. It holds no
+-- field of its own: call and pcall are read through CM's __index (a
+-- function, as a library's: no table of them to make at each run; SRF
+-- keeps setresp's stand-in once made), and every write goes to Valkey's
+-- redis, which refuses it with Valkey's words from the body's line
+-- (Attempt to modify a readonly table).
+local R, SRF = {}, nil
+CM = {__call = coroutine.wrap(co), __index = function(_, k)
+    if k == 'call' then return R elseif k == 'pcall' then return run end
+    if k ~= 'setresp' then return redis[k] end
+    if SRF then return SRF end
+-- @@sr: sealedSR, made here at the body's first read of redis.setresp,
+-- not at every run; a library's monitor makes it with the checks.
+-- sealedSR makes the body's redis.setresp: Valkey's, and it notes the
+-- body's choice (P3). It is a coroutine's C function, so that an error
+-- names the body's line; Valkey's words, a string, are raised as an
+-- error table, which the coroutine passes on unprefixed. An error ends
+-- the coroutine: keep is given the next one.
+local function sealedSR(keep)
+  local function set(...)
+    redis.setresp(...)
+    P3 = tonumber((...)) == 3
+  end
+  local function loop(...)
+    local ok, r = pcall(set, ...)
+    while true do
+      if not ok then
+        keep(coroutine.wrap(loop))
+        if type(r) == 'string' then r = {err = r} end
+        error(r, 0)
+      end
+      ok, r = pcall(set, coroutine.yield())
+    end
+  end
+  local f = coroutine.wrap(loop)
+  keep(f)
+  return f
+end
+-- @@sr end
+    return sealedSR(function(f) SRF = f end)
+  end, __newindex = redis, __metatable = false}
+setmetatable(R, CM)
+local A = nil
+if na > 4000 then
+  A = {}
+  for i = 1, na do A[i] = X[i] end
+else
+  A = {unpack(X, 1, na)}
+end
+-- The body's names that could reach an unchecked call are the chunk's
+-- locals this function returns (MonitorBody), a lexical seal that needs no setfenv (Redis
+-- 7.0.15-1~deb12u10 and Valkey with lua-enable-insecure-api no have none):
+-- redis and server are R, ARGV the client's arguments. When the body's
+-- text names none of _G, getfenv, setfenv, load (loadstring) and
+-- newproxy, it cannot reach Valkey's globals table, so the rest are nil.
+-- missing stands for a global this Valkey does not have (server before
+-- Valkey 8, getfenv, setfenv and newproxy where lua-enable-insecure-api
+-- is off): calling or indexing it raises Valkey's words, from a C
+-- function (a coroutine's), so that Valkey names the body's line.
+local S, missing = R, nil
+if not rawget(G, 'server') or @SEAL@ then
+missing = function(name)
+  local mt = {__metatable = false}
+  local function raise()
+    mt.__call, mt.__index = coroutine.wrap(raise), coroutine.wrap(raise)
+    error("Script attempted to access nonexistent global variable '" .. name .. "'", 0)
+  end
+  mt.__call, mt.__index = coroutine.wrap(raise), coroutine.wrap(raise)
+  return setmetatable({}, mt)
+end
+  if not rawget(G, 'server') then S = missing('server') end
+end
+-- setmetatable of redis or _G raises Valkey's error for a readonly
+-- table, from a C function (a coroutine's), so that Valkey names the
+-- body's line; only a body whose text names setmetatable gets the
+-- stand-in (sealed: SM), the others Valkey's own.
+local SM = setmetatable
+if @SM@ then
+-- @@sm: sealedSM, made only for a body that names setmetatable; a
+-- library's monitor makes it with the checks.
 -- sealedSM is a stand-in for setmetatable whose call is a coroutine's
 -- C function: for a table ro says is readonly (the script's redis or
 -- _G) it raises Valkey's error; otherwise it is Valkey's setmetatable,
@@ -638,79 +725,9 @@ local function sealedSM(ro)
   mt.__call = coroutine.wrap(loop)
   return setmetatable({}, mt)
 end
--- sealedSR makes the body's redis.setresp: Valkey's, and it notes the
--- body's choice (P3). It is a coroutine's C function, so that an error
--- names the body's line; Valkey's words, a string, are raised as an
--- error table, which the coroutine passes on unprefixed. An error ends
--- the coroutine: keep is given the next one.
-local function sealedSR(keep)
-  local function set(...)
-    redis.setresp(...)
-    P3 = tonumber((...)) == 3
-  end
-  local function loop(...)
-    local ok, r = pcall(set, ...)
-    while true do
-      if not ok then
-        keep(coroutine.wrap(loop))
-        if type(r) == 'string' then r = {err = r} end
-        error(r, 0)
-      end
-      ok, r = pcall(set, coroutine.yield())
-    end
-  end
-  local f = coroutine.wrap(loop)
-  keep(f)
-  return f
+-- @@sm end
+  SM = sealedSM(function(t) return rawequal(t, R) or env ~= nil and rawequal(t, env) end)
 end
--- @@seal: the script's own redis and seal.
--- redis (and server, and redis.call itself) is one table: its call is
--- the coroutine's, its pcall is run, the rest is Valkey's. It holds no
--- field of its own: call and pcall are read through CM's __index (a
--- function, as a library's: no table of them to make at each run; SRF
--- keeps setresp's stand-in once made), and every write goes to Valkey's
--- redis, which refuses it with Valkey's words from the body's line
--- (Attempt to modify a readonly table).
-local R, SRF = {}, nil
-CM = {__call = coroutine.wrap(co), __index = function(_, k)
-    if k == 'call' then return R elseif k == 'pcall' then return run end
-    if k ~= 'setresp' then return redis[k] end
-    return SRF or sealedSR(function(f) SRF = f end)
-  end, __newindex = redis, __metatable = false}
-setmetatable(R, CM)
-local A = nil
-if na > 4000 then
-  A = {}
-  for i = 1, na do A[i] = X[i] end
-else
-  A = {unpack(X, 1, na)}
-end
--- The body's names that could reach an unchecked call are the chunk's
--- locals this function returns (MonitorBody), a lexical seal that needs no setfenv (Redis
--- 7.0.15-1~deb12u10 and Valkey with lua-enable-insecure-api no have none):
--- redis and server are R, ARGV the client's arguments. When the body's
--- text names none of _G, getfenv, setfenv, load (loadstring) and
--- newproxy, it cannot reach Valkey's globals table, so the rest are nil.
--- missing stands for a global this Valkey does not have (server before
--- Valkey 8, getfenv, setfenv and newproxy where lua-enable-insecure-api
--- is off): calling or indexing it raises Valkey's words, from a C
--- function (a coroutine's), so that Valkey names the body's line.
-local function missing(name)
-  local mt = {__metatable = false}
-  local function raise()
-    mt.__call, mt.__index = coroutine.wrap(raise), coroutine.wrap(raise)
-    error("Script attempted to access nonexistent global variable '" .. name .. "'", 0)
-  end
-  mt.__call, mt.__index = coroutine.wrap(raise), coroutine.wrap(raise)
-  return setmetatable({}, mt)
-end
-local S = rawget(G, 'server') and R or missing('server')
--- setmetatable of redis or _G raises Valkey's error for a readonly
--- table, from a C function (a coroutine's), so that Valkey names the
--- body's line; only a body whose text names setmetatable gets the
--- stand-in (sealed: SM), the others Valkey's own.
-local SM = setmetatable
-if @SM@ then SM = sealedSM(function(t) return rawequal(t, R) or env ~= nil and rawequal(t, env) end) end
 if not @SEAL@ then return R, S, nil, nil, nil, nil, nil, nil, A, SM end
 -- GE: the environment of the body's functions (a library's differs).
 local GE, gf, sf, np, ls, ld = G, nil, nil, nil, nil, nil

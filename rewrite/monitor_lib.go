@@ -85,6 +85,8 @@ func libraryMonitor(m *monitorRules) string {
 		"@GUARD@", "pm(key, PG)",
 		"@FLUSH@", "if FR then\n"+m.flushCheck+"\nelse\n"+m.flushAllow+"\nend",
 		"@FNS@", monitorFns,
+		"@FENCE@", fnFence,
+		"@MARK@", fnMark,
 		"@GRANT@", fnGrant,
 		"@DELAYFNS@", fnGrant+fnSlotChanged,
 		"@IDX@", fnIndex,
@@ -94,7 +96,7 @@ func libraryMonitor(m *monitorRules) string {
 		"@PG@", pats(m.guards),
 		"@PO@", pats(m.owns),
 		"@FR@", strconv.FormatBool(m.flushReject),
-		"@CORE@", core,
+		"@CORE@", core+monitorSealers,
 		"@STANDINS@", monitorStandIns,
 	).Replace(luaText(monitorLibLua))
 	// One line, as a script's monitor (MonitorBody): the ";" of
