@@ -198,8 +198,8 @@ func (s *session) adminHelp([][]byte) []byte {
 }
 
 // adminAuth logs the connection in. Attempts from a client address that
-// failed too often are refused unchecked (see authLimiter), so a password
-// cannot be guessed faster than authFailLimit tries per authFailWindow.
+// failed too often are refused unchecked (see clients.AuthLimiter), so a password
+// cannot be guessed faster than clients.AuthFailLimit tries per clients.AuthFailWindow.
 func (s *session) adminAuth(args [][]byte) []byte {
 	o := s.p.ops
 	l := o.logins.Load()
@@ -210,7 +210,7 @@ func (s *session) adminAuth(args [][]byte) []byte {
 	if len(args) == 2 {
 		user, pass = string(args[0]), args[1]
 	}
-	if wait := o.authLimit.blocked(s.host); wait > 0 {
+	if wait := o.authLimit.Blocked(s.host); wait > 0 {
 		o.authLimited.Add(1)
 		return resp.AppendError(nil, errAdminAuthLimit(s.host, wait))
 	}
@@ -218,7 +218,7 @@ func (s *session) adminAuth(args [][]byte) []byte {
 	if !ok {
 		o.authFailures.Add(1)
 		o.authed.Delete(s)
-		limited := o.authLimit.failed(s.host)
+		limited := o.authLimit.Failed(s.host)
 		s.p.log.Warn("wrong LOCKPROXY AUTH user or password", "client", s.addr, "client_name", s.nameSnapshot(),
 			"user", clip(user, 64), "limit_reached", limited)
 		if l.named {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/policy"
 )
@@ -149,7 +150,7 @@ func errAdminNoPerm(what, user string, role config.AdminRole) string {
 
 func errAdminAuthLimit(addr string, wait time.Duration) string {
 	return fmt.Sprintf("AUTHLIMIT lockproxy refused LOCKPROXY AUTH from %s unchecked: %d failed logins within %s; try again in %s",
-		addr, authFailLimit, authFailWindow, (wait + time.Second - 1).Truncate(time.Second))
+		addr, clients.AuthFailLimit, clients.AuthFailWindow, (wait + time.Second - 1).Truncate(time.Second))
 }
 
 // Errors of LOCKPROXY AUDIT's options.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -22,7 +23,7 @@ type ops struct {
 	// logins are the admin credentials in force; swapped on reload.
 	logins    atomic.Pointer[adminLogins]
 	authed    sync.Map // *session → adminLogin: sessions that gave LOCKPROXY AUTH
-	authLimit *authLimiter
+	authLimit *clients.AuthLimiter
 
 	authFailures atomic.Int64
 	authLimited  atomic.Int64 // AUTH attempts refused by the failure limit
@@ -76,7 +77,7 @@ type reloadStatus struct {
 }
 
 func newOps(opts *Options) (*ops, error) {
-	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: newAuthLimiter()}
+	o := &ops{started: time.Now(), waits: map[waitKey]time.Time{}, authLimit: clients.NewAuthLimiter()}
 	o.logins.Store(newAdminLogins(opts.Admin.Password, opts.Admin.Users))
 	opts.Logger = slog.New(o.logs.Handler(opts.Logger.Handler()))
 	var audit *telemetry.AuditFile

@@ -1,0 +1,12 @@
+// Package clients is the state lockproxy keeps for its clients because
+// they share upstream connections: what Valkey would keep for a client on a
+// connection of its own, and would show or act on, the proxy keeps and
+// shows itself.
+//
+// It owns the limit on failed LOCKPROXY AUTH attempts per client address
+// (AuthLimiter).
+//
+// It must not import package proxy or reach into its sessions: what it
+// needs of a session comes in as values or through the small interfaces it
+// declares.
+package clients
