@@ -3,8 +3,9 @@
 // connection of its own, and would show or act on, the proxy keeps and
 // shows itself.
 //
-// It owns the limit on failed LOCKPROXY AUTH attempts per client address
-// (AuthLimiter).
+// It owns the registry of the logins Valkey accepted for clients (Logins:
+// what a pool needs to log its connections in as a client's user) and the
+// limit on failed LOCKPROXY AUTH attempts per client address (AuthLimiter).
 //
 // It must not import package proxy or reach into its sessions: what it
 // needs of a session comes in as values or through the small interfaces it

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
@@ -41,7 +42,7 @@ type Proxy struct {
 
 	poolMu sync.Mutex
 	pools  map[poolKey]*upstream.Pool
-	logins logins // the clients' own logins Valkey accepted (logins.go)
+	logins clients.Logins // the clients' own logins Valkey accepted (logins.go)
 
 	indexScans sync.Map // server and database → the SCAN cursor where indexOnce stopped (lockindex.go)
 
