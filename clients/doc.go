@@ -3,7 +3,8 @@
 // connection of its own, and would show or act on, the proxy keeps and
 // shows itself.
 //
-// It owns the registry of the logins Valkey accepted for clients (Logins:
+// It owns a client's subscriptions as the client sees them
+// (Subscriptions: channels, patterns and shard channels), the registry of the logins Valkey accepted for clients (Logins:
 // what a pool needs to log its connections in as a client's user) and the
 // limit on failed LOCKPROXY AUTH attempts per client address (AuthLimiter).
 //

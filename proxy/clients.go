@@ -49,7 +49,7 @@ func (s *session) publish() {
 	}
 	if s.subscribed() {
 		f = append(f, 'P')
-		sn.sub, sn.psub, sn.ssub = s.subs.counts()
+		sn.sub, sn.psub, sn.ssub = s.subs.Counts()
 	}
 	if s.inMulti {
 		f = append(f, 'x')
