@@ -6,7 +6,9 @@
 // It owns a client's subscriptions as the client sees them
 // (Subscriptions: channels, patterns and shard channels), the registry of the logins Valkey accepted for clients (Logins:
 // what a pool needs to log its connections in as a client's user) and the
-// limit on failed LOCKPROXY AUTH attempts per client address (AuthLimiter).
+// limit on failed LOCKPROXY AUTH attempts per client address (AuthLimiter),
+// and which MONITOR lines are the proxy's own connection set-up, left out of
+// what its monitoring clients see (OwnLines).
 //
 // It must not import package proxy or reach into its sessions: what it
 // needs of a session comes in as values or through the small interfaces it

@@ -25,7 +25,7 @@ import (
 // connection (INFO server, CLUSTER INFO: read-only, none fails), and on a
 // new run id at an address seen before raises the epoch clue.
 func (p *Proxy) learnNodeRun(nc net.Conn) error {
-	p.own.add(nc, 2) // kept out of MONITOR, as the handshake is (monitorown.go)
+	p.own.Add(nc, 2) // kept out of MONITOR, as the handshake is (clients.OwnLines)
 	replies, err := upstream.RoundTrip(nc, [][]string{{"INFO", "server"}, {"CLUSTER", "INFO"}})
 	if err != nil {
 		return err

@@ -75,6 +75,15 @@ func (s *session) reset() {
 	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
 }
 
+// endMonitor: the session no longer monitors (RESET, or it ended).
+func (s *session) endMonitor() {
+	if s.monitor {
+		s.monitor = false
+		s.monitorOn.Store(false)
+		s.p.own.End()
+	}
+}
+
 // clientReply applies CLIENT REPLY ON|OFF|SKIP as Valkey does: ON is
 // answered +OK (even after OFF or SKIP), OFF and SKIP are not answered. It
 // reports false for any other argument, which Valkey refuses.

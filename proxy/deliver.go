@@ -90,8 +90,8 @@ func (s *session) push(b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return // the slot moved: followed, not passed on
 	}
-	if s.monitorOn.Load() && s.p.own.drop(b) {
-		return // the proxy's own connection set-up (monitorown.go)
+	if s.monitorOn.Load() && s.p.own.Drop(b) {
+		return // the proxy's own connection set-up (clients.OwnLines)
 	}
 	s.write(s.p.pushIDs(b))
 }

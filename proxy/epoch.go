@@ -62,7 +62,7 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 		return p.learnNodeRun(nc)
 	}
 	floor := p.sentinelEpoch() * epochPerFailover
-	p.own.add(nc, 1) // kept out of MONITOR, as the handshake is (monitorown.go)
+	p.own.Add(nc, 1) // kept out of MONITOR, as the handshake is (clients.OwnLines)
 	replies, err := upstream.RoundTrip(nc, [][]string{{"INFO", "server", "keyspace"}})
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func (p *Proxy) learnEpoch(nc net.Conn, db int) error {
 			cmds = append(cmds, []string{"SELECT", d}, []string{"HMGET", rewrite.EpochKey, "epoch", "run"})
 		}
 		cmds = append(cmds, []string{"SELECT", strconv.Itoa(db)})
-		p.own.add(nc, len(cmds))
+		p.own.Add(nc, len(cmds))
 		replies, err := upstream.RoundTrip(nc, cmds)
 		if err != nil {
 			return err

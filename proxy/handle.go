@@ -270,7 +270,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		if !s.monitor && idOf(args[0]) == cMonitor {
 			s.monitor = true
 			s.monitorOn.Store(true)
-			s.p.own.monitors.Add(1)
+			s.p.own.Begin()
 		}
 	case kSync:
 		s.replica = true

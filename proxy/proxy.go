@@ -27,8 +27,8 @@ import (
 // Proxy serves RESP clients in front of Valkey: one primary, given by its
 // address or found through Sentinel, or the primaries of a Valkey Cluster.
 type Proxy struct {
-	// own: the proxy's own set-up commands, kept out of MONITOR (monitorown.go).
-	own    ownLines
+	// own: the proxy's own set-up commands, kept out of MONITOR (clients.OwnLines).
+	own    clients.OwnLines
 	vids   vidHistory // Valkey's ids of the sessions' own connections (clientids.go)
 	opts   Options
 	limits resp.Limits // what a client may send, from the configuration's limits

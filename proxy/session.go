@@ -147,7 +147,7 @@ type session struct {
 	// connected, the proxy's address it connected to, its socket.
 	snap    atomic.Pointer[clientSnap]
 	lastCmd atomic.Pointer[string]
-	// monitorOn is monitor, for the upstream reader (monitorown.go).
+	// monitorOn is monitor, for the upstream reader (clients.OwnLines).
 	monitorOn atomic.Bool
 	// blocked: a blocking command is in flight on the session's own
 	// connection (CLIENT LIST's flag b).
