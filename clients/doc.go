@@ -3,7 +3,10 @@
 // connection of its own, and would show or act on, the proxy keeps and
 // shows itself.
 //
-// It owns a client's subscriptions as the client sees them
+// It owns the translation of client ids between the proxy's (a session's)
+// and Valkey's (its own connection's, or a tracking relay's): CLIENT
+// UNBLOCK's argument, GETREDIR's and TRACKINGINFO's answers, the
+// tracking-redir-broken push (ToValkeyIDs, IDs). It owns a client's subscriptions as the client sees them
 // (Subscriptions: channels, patterns and shard channels), the registry of the logins Valkey accepted for clients (Logins:
 // what a pool needs to log its connections in as a client's user) and the
 // limit on failed LOCKPROXY AUTH attempts per client address (AuthLimiter),

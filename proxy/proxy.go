@@ -29,7 +29,7 @@ import (
 type Proxy struct {
 	// own: the proxy's own set-up commands, kept out of MONITOR (clients.OwnLines).
 	own    clients.OwnLines
-	vids   vidHistory // Valkey's ids of the sessions' own connections (clientids.go)
+	vids   clients.IDs // Valkey's ids of the sessions' own connections and relays (clientids.go)
 	opts   Options
 	limits resp.Limits // what a client may send, from the configuration's limits
 	log    *slog.Logger

@@ -577,7 +577,7 @@ func (s *session) goDedicated(withCreds bool) bool {
 		return false
 	}
 	c.SetValkeyID(vid)
-	s.p.vids.add(vid, s.id)
+	s.p.vids.Add(vid, s.id)
 	s.dedMu.Lock()
 	s.ded = c
 	s.dedMu.Unlock()

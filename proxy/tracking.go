@@ -214,8 +214,8 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 	}
 	t.setRelay(node, r)
 	// TRACKINGINFO, GETREDIR and a broken redirect's push name the relay
-	// by Valkey's id: clientids.go turns it into the target's.
-	s.p.vids.add(id, target.id)
+	// by Valkey's id: p.vids turns it into the target's.
+	s.p.vids.Add(id, target.id)
 	return r, nil
 }
 
