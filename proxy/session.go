@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
@@ -145,7 +146,7 @@ type session struct {
 	// For CLIENT LIST (clients.go): the published state, the last
 	// command, when the client last sent something (unix ns), when it
 	// connected, the proxy's address it connected to, its socket.
-	snap    atomic.Pointer[clientSnap]
+	snap    atomic.Pointer[clients.Snap]
 	lastCmd atomic.Pointer[string]
 	// monitorOn is monitor, for the upstream reader (clients.OwnLines).
 	monitorOn atomic.Bool

@@ -266,9 +266,9 @@ func (s *session) invalidated(push []byte) {
 		return
 	}
 	switch {
-	case sn.proto == 3:
+	case sn.Proto == 3:
 		s.write(push)
-	case sn.sub+sn.psub+sn.ssub > 0:
+	case sn.Sub+sn.PSub+sn.SSub > 0:
 		out := make([]byte, 0, len(push)+32)
 		out = append(out, "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"...)
 		s.write(append(out, push[len(head):]...))

@@ -1,0 +1,21 @@
+package clients
+
+import "fmt"
+
+// Every error reply this package writes, in one place: CLIENT LIST's and
+// CLIENT KILL's, which the proxy answers about its own clients. Each is
+// Valkey's own text, so clients that match on it keep working; each starts
+// with one upper-case code word.
+
+const (
+	errSyntax       = "ERR syntax error"
+	errClientID     = "ERR Invalid client ID"
+	errClientIDKill = "ERR client-id should be greater than 0"
+	errNoSuchClient = "ERR No such client"
+	errMaxAge       = "ERR maxage is not an integer or out of range"
+	errMaxAgeRange  = "ERR maxage should be greater than 0"
+)
+
+func errClientType(t string) string { return fmt.Sprintf("ERR Unknown client type '%s'", t) }
+
+func errNoSuchUser(u string) string { return fmt.Sprintf("ERR No such user '%s'", u) }
