@@ -3,7 +3,8 @@ package clients
 import "fmt"
 
 // Every error reply this package writes, in one place: CLIENT LIST's and
-// CLIENT KILL's, which the proxy answers about its own clients. Each is
+// CLIENT KILL's, which the proxy answers about its own clients, and CLIENT
+// TRACKING's REDIRECT to a client that does not exist. Each is
 // Valkey's own text, so clients that match on it keep working; each starts
 // with one upper-case code word.
 
@@ -19,3 +20,7 @@ const (
 func errClientType(t string) string { return fmt.Sprintf("ERR Unknown client type '%s'", t) }
 
 func errNoSuchUser(u string) string { return fmt.Sprintf("ERR No such user '%s'", u) }
+
+// errTrackingNoRedirect is Valkey's reply to CLIENT TRACKING ON REDIRECT
+// of an id no client has (here: no client of the proxy).
+const errTrackingNoRedirect = "ERR The client ID you want redirect to does not exist"

@@ -30,10 +30,6 @@ const (
 
 func errProtocol(msg string) string { return "ERR " + msg }
 
-// errTrackingNoRedirect is Valkey's reply to CLIENT TRACKING ON REDIRECT
-// of an id no client has (here: no client of the proxy).
-const errTrackingNoRedirect = "ERR The client ID you want redirect to does not exist"
-
 func errWrongArgs(cmd string) string {
 	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd)
 }

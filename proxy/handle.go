@@ -155,7 +155,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	case kAuth:
 		s.auth(cmd)
 	case kQuit:
-		s.redirTo.end() // before the reply: tracking.go
+		s.redirTo.End() // before the reply: tracking.go
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kReset:
@@ -259,7 +259,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	args := cmd.Args
 	switch s.p.cmds().kind(args[0]) {
 	case kQuit:
-		s.redirTo.end() // before the reply: tracking.go
+		s.redirTo.End() // before the reply: tracking.go
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kStream:

@@ -57,7 +57,7 @@ type session struct {
 
 	ded       *upstream.Conn              // the session's own upstream connection, once it needs one
 	trk       *tracking                   // client-side caching, once turned on (tracking.go)
-	redirTo   redirectedHere              // relays of other sessions' REDIRECT to this one (tracking.go)
+	redirTo   clients.RedirectedHere      // relays of other sessions' REDIRECT to this one (tracking.go)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upstream.Conn // cached shared connection for key()
@@ -250,7 +250,7 @@ func (s *session) finish(graceful bool) {
 		<-s.writerEnd
 	}
 	s.nc.Close()
-	s.redirTo.end()
+	s.redirTo.End()
 	s.closeTracking()
 	if s.ded != nil {
 		s.ded.Close()

@@ -1,15 +1,9 @@
 package proxy
 
 import (
-	"bytes"
-	"errors"
 	"maps"
-	"net"
-	"strconv"
-	"sync"
-	"time"
 
-	"github.com/lockproxy/lockproxy/internal/valkeynum"
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -53,21 +47,13 @@ type tracking struct {
 	// node, the current one (s.ded) included.
 	own map[string]*upstream.Conn
 	// relays: per node, the connection Valkey redirects invalidations to.
-	relays map[string]*relay
+	relays map[string]*clients.Relay
 
 	// held: CLIENT CACHING and a MULTI, answered +OK by the proxy and sent
 	// (their replies muted) on the connection of the next command that
 	// goes to Valkey: they apply to the node that command runs on.
 	held      [][]byte
 	multiHeld bool
-}
-
-// relay is a connection of the proxy's own that takes a client's
-// redirected invalidations on one node, and its id there.
-type relay struct {
-	c           *upstream.Conn
-	id          int64
-	node, login string
 }
 
 // spreads reports whether the session's own connections may be on several
@@ -83,27 +69,18 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 		s.forward(cmd.Raw, nil) // Valkey's error, or a subscriber's
 		return true
 	}
-	redirectAt := 0
 	var target *session
-	if on {
-		for i := 3; i+1 < len(args); i++ {
-			switch {
-			case resp.EqualFold(args[i], "redirect"):
-				id, ok := valkeynum.String2ll(args[i+1])
-				if !ok {
-					s.forward(cmd.Raw, nil) // Valkey's error
-					return true
-				}
-				if target = s.p.sessionByID(uint64(id)); target == nil || id <= 0 {
-					s.local(resp.AppendError(nil, errTrackingNoRedirect))
-					return true
-				}
-				redirectAt = i + 1
-				i++
-			case resp.EqualFold(args[i], "prefix"):
-				i++
-			}
-		}
+	redirectAt, valkeyErr, errText := clients.TrackingRedirect(args, func(id int64) bool {
+		target = s.p.sessionByID(uint64(id))
+		return target != nil
+	})
+	switch {
+	case valkeyErr:
+		s.forward(cmd.Raw, nil) // Valkey's error
+		return true
+	case errText != "":
+		s.local(resp.AppendError(nil, errText))
+		return true
 	}
 	_, kept := cloneArgs(cmd)
 	t := &tracking{on: on, args: kept, redirectAt: redirectAt, target: target}
@@ -123,7 +100,7 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 		return true
 	}
 	fresh := map[*upstream.Conn]bool{}
-	if on && s.p.cl != nil && t.has("bcast") {
+	if on && s.p.cl != nil && clients.TrackingHas(t.args, "bcast") {
 		had := maps.Clone(t.own)
 		if !s.bcastEverywhere(t) {
 			return true
@@ -167,29 +144,26 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 // command is CLIENT TRACKING as the session's connection on node must get
 // it: REDIRECT's id is that of the node's relay, opened on first use.
 func (t *tracking) command(s *session, node string) ([]string, error) {
-	st := make([]string, len(t.args))
-	for i, a := range t.args {
-		st[i] = string(a)
-	}
+	var id int64
 	if t.redirectAt > 0 {
 		r, err := t.relayOn(s, node)
 		if err != nil {
 			return nil, err
 		}
-		st[t.redirectAt] = strconv.FormatInt(r.id, 10)
+		id = r.ID
 	}
-	return st, nil
+	return clients.TrackingCommand(t.args, t.redirectAt, id), nil
 }
 
 // relayOn returns the node's relay for the session's REDIRECT target,
 // opening it first: a RESP3 connection logged in as the session's are
 // (only its CLIENT ID is asked), whose pushes go to the target.
-func (t *tracking) relayOn(s *session, node string) (*relay, error) {
-	if r := t.relays[node]; r != nil && !r.c.Dead() {
+func (t *tracking) relayOn(s *session, node string) (*clients.Relay, error) {
+	if r := t.relays[node]; r != nil && !r.C.Dead() {
 		return r, nil
 	}
 	target := t.target
-	if r := target.redirTo.take(node, s.login); r != nil {
+	if r := target.redirTo.Take(node, s.login); r != nil {
 		// Another session redirects to the same target there: one
 		// relay takes both, so the target gets the invalidations in the
 		// order Valkey sent them (two relays' readers race).
@@ -202,14 +176,14 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := clientID(nc, max(s.p.opts.Upstream.DialTimeout.D(), s.p.opts.Upstream.ReplyTimeout.D()))
+	id, err := clients.AskID(nc, max(s.p.opts.Upstream.DialTimeout.D(), s.p.opts.Upstream.ReplyTimeout.D()))
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
 	c := s.p.startUp(nc, addr, nil, func(push []byte) { target.invalidated(push) })
-	r := &relay{c: c, id: id, node: node, login: s.login}
-	if !target.redirTo.add(r) {
+	r := &clients.Relay{C: c, ID: id, Node: node, Login: s.login}
+	if !target.redirTo.Add(r) {
 		c.Close() // the target quit meanwhile: the redirect is broken
 	}
 	t.setRelay(node, r)
@@ -221,57 +195,25 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 
 // setRelay makes r the session's relay on node, letting go of the one it
 // had there.
-func (t *tracking) setRelay(node string, r *relay) {
+func (t *tracking) setRelay(node string, r *clients.Relay) {
 	if t.relays == nil {
-		t.relays = map[string]*relay{}
+		t.relays = map[string]*clients.Relay{}
 	}
-	if old := t.relays[node]; old != nil && old != r && t.target.redirTo.release(old) {
-		old.c.Close()
+	if old := t.relays[node]; old != nil && old != r && t.target.redirTo.Release(old) {
+		old.C.Close()
 	}
 	t.relays[node] = r
 }
 
-// clientID asks a connection no reader serves yet for its CLIENT ID.
-func clientID(nc net.Conn, wait time.Duration) (int64, error) {
-	_ = nc.SetDeadline(time.Now().Add(wait))
-	if _, err := nc.Write(resp.AppendCommandStrings(nil, "CLIENT", "ID")); err != nil {
-		return 0, err
-	}
-	buf, n, err := upstream.ReadReply(nc, make([]byte, 0, 64))
-	if err != nil {
-		return 0, err
-	}
-	if n < 4 || buf[0] != ':' {
-		return 0, errors.New("unexpected reply to CLIENT ID: " + string(bytes.TrimSpace(buf[:n])))
-	}
-	id, ok := valkeynum.String2ll(buf[1 : n-2])
-	if !ok {
-		return 0, errors.New("unexpected reply to CLIENT ID: " + string(bytes.TrimSpace(buf[:n])))
-	}
-	_ = nc.SetDeadline(time.Time{})
-	return id, nil
-}
-
-// invalidated hands the session an invalidation that a relay received
-// (Valkey's RESP3 push, `>2 invalidate keys`) as Valkey would have sent it
-// here: the same under RESP3; under RESP2 a Pub/Sub message on
-// __redis__:invalidate, if the session is subscribed; else nothing.
+// invalidated hands the session an invalidation that a relay received as
+// Valkey would have sent it here (clients.Invalidation).
 func (s *session) invalidated(push []byte) {
-	const head = ">2\r\n$10\r\ninvalidate\r\n"
-	if !bytes.HasPrefix(push, []byte(head)) {
-		return
-	}
 	sn := s.snap.Load()
 	if sn == nil {
 		return
 	}
-	switch {
-	case sn.Proto == 3:
-		s.write(push)
-	case sn.Sub+sn.PSub+sn.SSub > 0:
-		out := make([]byte, 0, len(push)+32)
-		out = append(out, "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"...)
-		s.write(append(out, push[len(head):]...))
+	if b := clients.Invalidation(push, sn.Proto, sn.Sub+sn.PSub+sn.SSub > 0); b != nil {
+		s.write(b)
 	}
 }
 
@@ -386,7 +328,7 @@ func (s *session) holdForNode(args [][]byte) bool {
 		s.inMulti, s.multiShape, s.multiDur = true, s.multiShape[:0], nil
 	case id == cClient && len(args) == 3 && resp.EqualFold(args[1], "caching") && !s.inMulti:
 		yes := resp.EqualFold(args[2], "yes")
-		if !t.on || !(yes && t.has("optin") || resp.EqualFold(args[2], "no") && t.has("optout")) {
+		if !t.on || !(yes && clients.TrackingHas(t.args, "optin") || resp.EqualFold(args[2], "no") && clients.TrackingHas(t.args, "optout")) {
 			return false // Valkey's error
 		}
 	default:
@@ -398,19 +340,6 @@ func (s *session) holdForNode(args [][]byte) bool {
 	t.held = held
 	t.multiHeld = s.inMulti
 	return true
-}
-
-// has reports whether CLIENT TRACKING ON was given the option.
-func (t *tracking) has(opt string) bool {
-	for i := 3; i < len(t.args); i++ {
-		if resp.EqualFold(t.args[i], opt) {
-			return true
-		}
-		if resp.EqualFold(t.args[i], "redirect") || resp.EqualFold(t.args[i], "prefix") {
-			i++
-		}
-	}
-	return false
 }
 
 // sendHeld sends what holdForNode held on the current connection, ahead of
@@ -448,77 +377,9 @@ func (s *session) closeTracking() {
 
 func (t *tracking) closeRelays() {
 	for _, r := range t.relays {
-		if t.target == nil || t.target.redirTo.release(r) {
-			r.c.Close()
+		if t.target == nil || t.target.redirTo.Release(r) {
+			r.C.Close()
 		}
-	}
-}
-
-// redirectedHere is the relays that take invalidations other sessions
-// redirect to a session, one per node and login, shared by every session
-// that redirects there. They live no longer than it: when it quits (QUIT,
-// or its connection ends) they close first, so Valkey finds the redirect
-// broken and tells the tracking clients (tracking-redir-broken) as it does
-// directly, where the target's own connection is gone.
-type redirectedHere struct {
-	mu     sync.Mutex
-	relays map[*relay]int // each relay and how many sessions use it
-	ended  bool
-}
-
-// add records r, used by one session; it reports false when the target
-// has quit already.
-func (h *redirectedHere) add(r *relay) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ended {
-		return false
-	}
-	if h.relays == nil {
-		h.relays = map[*relay]int{}
-	}
-	h.relays[r] = 1
-	return true
-}
-
-// take returns a live relay on node for login, counting one more session
-// using it; nil when there is none.
-func (h *redirectedHere) take(node, login string) *relay {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for r, n := range h.relays {
-		if r.node == node && r.login == login && !r.c.Dead() {
-			h.relays[r] = n + 1
-			return r
-		}
-	}
-	return nil
-}
-
-// release counts one session less using r; it reports true when none is
-// left (or r is not counted here): the caller closes it.
-func (h *redirectedHere) release(r *relay) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n, ok := h.relays[r]
-	if ok && n > 1 {
-		h.relays[r] = n - 1
-		return false
-	}
-	delete(h.relays, r)
-	return true
-}
-
-// end closes the relays when the session quits. Closing does not wait:
-// each relay's end is sent before QUIT's reply leaves, so it is on its way
-// to Valkey ahead of any command the client sends after reading the reply.
-func (h *redirectedHere) end() {
-	h.mu.Lock()
-	relays := h.relays
-	h.relays, h.ended = nil, true
-	h.mu.Unlock()
-	for r := range relays {
-		r.c.Close()
 	}
 }
 
