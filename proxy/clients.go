@@ -157,8 +157,8 @@ func (s *session) clientSelf(args [][]byte) (handled, keep bool) {
 			s.noTouch = on
 		}
 	case resp.EqualFold(sub, "setname") && len(args) == 3:
-		if !validName(args[2]) {
-			s.local(resp.AppendError(nil, errClientName))
+		if e := clients.NameError(args[2]); e != "" {
+			s.local(resp.AppendError(nil, e))
 			return true, true
 		}
 		s.setName(string(args[2]))
@@ -170,22 +170,13 @@ func (s *session) clientSelf(args [][]byte) (handled, keep bool) {
 			s.local(resp.AppendBulk(nil, []byte(s.name)))
 		}
 	case resp.EqualFold(sub, "setinfo") && len(args) == 4:
-		v := args[3]
-		switch {
-		case resp.EqualFold(args[2], "lib-name"):
-			if !validName(v) {
-				s.local(resp.AppendError(nil, errSetinfoValue("lib-name")))
-				return true, true
-			}
-			s.libName = string(v)
-		case resp.EqualFold(args[2], "lib-ver"):
-			if !validName(v) {
-				s.local(resp.AppendError(nil, errSetinfoValue("lib-ver")))
-				return true, true
-			}
-			s.libVer = string(v)
+		switch lib, e := clients.SetInfo(args[2], args[3]); lib {
+		case "lib-name":
+			s.libName = string(args[3])
+		case "lib-ver":
+			s.libVer = string(args[3])
 		default:
-			s.local(resp.AppendError(nil, errSetinfoOption(string(args[2]))))
+			s.local(resp.AppendError(nil, e))
 			return true, true
 		}
 		s.local(resp.AppendSimple(nil, "OK"))

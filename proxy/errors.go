@@ -22,7 +22,6 @@ const (
 	errHelloNoAuth = "NOAUTH HELLO must be called with the client already authenticated, " +
 		"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate " +
 		"the client and select the RESP protocol version at the same time"
-	errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
 	// CLIENT NO-EVICT and NO-TOUCH's argument (CLIENT LIST's and KILL's
 	// errors are package clients').
 	errSyntax = "ERR syntax error"
@@ -32,14 +31,6 @@ func errProtocol(msg string) string { return "ERR " + msg }
 
 func errWrongArgs(cmd string) string {
 	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd)
-}
-
-func errSetinfoOption(opt string) string {
-	return fmt.Sprintf("ERR Unrecognized option '%s'", opt)
-}
-
-func errSetinfoValue(attr string) string {
-	return fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", attr)
 }
 
 // errUpstreamDial is the reply when lockproxy cannot reach Valkey at all.

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"sync/atomic"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
@@ -507,8 +508,8 @@ func (s *session) hello(cmd resp.Command) {
 		s.forwardReady(cmd.Raw) // NOPROTO, from Valkey
 		return
 	}
-	if hasName && !validName(name) {
-		s.local(resp.AppendError(nil, errClientName))
+	if e := clients.NameError(name); hasName && e != "" {
+		s.local(resp.AppendError(nil, e))
 		return
 	}
 	if hasAuth {
@@ -659,21 +660,6 @@ func (s *session) matchesProxyCreds(user, pass []byte) bool {
 	userOK := subtle.ConstantTimeCompare([]byte(u), []byte(upstream.UserOrDefault(o.Username))) == 1
 	passOK := subtle.ConstantTimeCompare(pass, []byte(o.Password)) == 1
 	return userOK && passOK
-}
-
-// validName is Valkey's rule for client names and library info: printable
-// ASCII without spaces. Valkey checks the value as a C string, up to its
-// first NUL byte, and keeps the whole of it.
-func validName(b []byte) bool {
-	for _, c := range b {
-		if c == 0 {
-			return true
-		}
-		if c < '!' || c > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // scriptExists is the hook of SCRIPT EXISTS while lockproxy runs scripts
