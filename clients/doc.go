@@ -1,19 +1,46 @@
 // Package clients is the state lockproxy keeps for its clients because
-// they share upstream connections: what Valkey would keep for a client on a
-// connection of its own, and would show or act on, the proxy keeps and
-// shows itself.
+// they share upstream connections: what Valkey would keep, show or act on
+// for a client on a connection of its own, the proxy keeps, shows and acts
+// on itself, in Valkey's words.
 //
-// It owns the translation of client ids between the proxy's (a session's)
-// and Valkey's (its own connection's, or a tracking relay's): CLIENT
-// UNBLOCK's argument, GETREDIR's and TRACKINGINFO's answers, the
-// tracking-redir-broken push (ToValkeyIDs, IDs). It owns a client's subscriptions as the client sees them
-// (Subscriptions: channels, patterns and shard channels), the registry of the logins Valkey accepted for clients (Logins:
-// what a pool needs to log its connections in as a client's user) and the
-// limit on failed LOCKPROXY AUTH attempts per client address (AuthLimiter),
-// and which MONITOR lines are the proxy's own connection set-up, left out of
-// what its monitoring clients see (OwnLines).
+// It owns, as pure values with table tests:
+//   - CLIENT LIST, INFO and KILL: the state a client publishes (Snap, its
+//     Flags and type), the line in Valkey 8's fields and order
+//     (AppendLine), LIST's filters (List) and KILL's (Kill: the address
+//     form, the filters read in Valkey's order, SKIPME), and the last
+//     command's name as CLIENT LIST shows it (Intern);
+//   - a client's name and library info as Valkey accepts them
+//     (NameError, SetInfo);
+//   - client ids both ways between the proxy's (a session's) and Valkey's
+//     (its own connection's, or a tracking relay's): CLIENT UNBLOCK's
+//     argument, GETREDIR's and TRACKINGINFO's answers, the
+//     tracking-redir-broken push (ToValkeyIDs, IDs);
+//   - CLIENT TRACKING's options (TrackingRedirect, TrackingHas), the
+//     command each of a client's connections is told (TrackingCommand),
+//     and an invalidation as the redirect target gets it (Invalidation);
+//   - a client's subscriptions as it sees them (Subscriptions);
+//   - the logins Valkey accepted for clients (Logins: what a pool needs to
+//     log its connections in as a client's user);
+//   - the limit on failed LOCKPROXY AUTH attempts per client address
+//     (AuthLimiter);
+//   - which MONITOR lines are the proxy's own connection set-up, left out
+//     of what its monitoring clients see (OwnLines).
 //
-// It must not import package proxy or reach into its sessions: what it
-// needs of a session comes in as values or through the small interfaces it
-// declares.
+// With a connection: the relays that take the invalidations redirected to
+// a client and live no longer than it (Relay, RedirectedHere), and asking
+// a new connection its CLIENT ID (AskID); tested against a real
+// valkey-server (internal/valkeytest).
+//
+// The seam: a session is a Client (its published Snap, its connection
+// read now, Abort), through a small adapter of package proxy
+// (proxy/clientview.go); whether Valkey knows a user CLIENT KILL USER
+// names is asked through UserKnown. The client-visible error texts it
+// writes are in errors.go (TestErrorTextsOnlyInCatalogue,
+// TestErrorCatalogueCodeWords), each Valkey's own.
+//
+// It must not import package proxy or reach into its sessions, dial
+// Valkey, or decide what a command does to a connection: which commands
+// change a client's state, which connection a session uses, what moves it
+// to a connection of its own, and CLIENT TRACKING's connections per node
+// are package proxy's.
 package clients

@@ -32,7 +32,13 @@
 // pools (pool.go), an event loop its upstream.Poller. Package
 // telemetry owns the counter structs, histograms, lock events, the audit
 // file and the rendering of INFO lockproxy, LOCKPROXY STATS and /metrics
-// from those rows.
+// from those rows. Package clients owns what is shown and checked of a
+// client's state without its session: CLIENT LIST, INFO and KILL's lines
+// and filters, names, client ids both ways, CLIENT TRACKING's options and
+// relays, subscriptions, the logins Valkey accepted, the LOCKPROXY AUTH
+// limit and MONITOR's own lines; a session is its clients.Client
+// (clientview.go), and which command changes that state, and on which
+// connection, stays here (connstate.go, clients.go, tracking.go).
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock
