@@ -22,15 +22,20 @@ type Relay struct {
 	Node, Login string
 }
 
-// RedirectedHere is the relays that take invalidations other clients
-// redirect to one client, one per node and login, shared by every client
-// that redirects there (so the target gets them in the order Valkey sent
-// them: two relays' readers race). They live no longer than the target:
-// when it quits (QUIT, or its connection ends) they close first, so Valkey
-// finds the redirect broken and tells the tracking clients
-// (tracking-redir-broken) as it does directly, where the target's own
-// connection is gone. The zero value is empty and ready.
-type RedirectedHere struct {
+// Target is a client as the clients that redirect their invalidations to
+// it see it (CLIENT TRACKING ... REDIRECT): its id, how an invalidation
+// reaches it, and the relays that take the invalidations redirected to it,
+// one per node and login, shared by every client that redirects there (so
+// it gets them in the order Valkey sent them: two relays' readers race).
+// The relays live no longer than it: when it quits (QUIT, or its
+// connection ends) they close first, so Valkey finds the redirect broken
+// and tells the tracking clients (tracking-redir-broken) as it does
+// directly, where the target's own connection is gone. ID and Deliver are
+// set once, before another client can name it.
+type Target struct {
+	ID      uint64
+	Deliver func(push []byte) // an invalidation a relay received
+
 	mu     sync.Mutex
 	relays map[*Relay]int // each relay and how many clients use it
 	ended  bool
@@ -38,7 +43,7 @@ type RedirectedHere struct {
 
 // Add records r, used by one client; it reports false when the target
 // has quit already (the caller closes r: the redirect is broken).
-func (h *RedirectedHere) Add(r *Relay) bool {
+func (h *Target) Add(r *Relay) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ended {
@@ -53,7 +58,7 @@ func (h *RedirectedHere) Add(r *Relay) bool {
 
 // Take returns a live relay on node for login, counting one more client
 // using it; nil when there is none.
-func (h *RedirectedHere) Take(node, login string) *Relay {
+func (h *Target) Take(node, login string) *Relay {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for r, n := range h.relays {
@@ -67,7 +72,7 @@ func (h *RedirectedHere) Take(node, login string) *Relay {
 
 // Release counts one client less using r; it reports true when none is
 // left (or r is not counted here): the caller closes it.
-func (h *RedirectedHere) Release(r *Relay) bool {
+func (h *Target) Release(r *Relay) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n, ok := h.relays[r]
@@ -82,7 +87,7 @@ func (h *RedirectedHere) Release(r *Relay) bool {
 // End closes the relays when the target quits. Closing does not wait:
 // each relay's end is sent before QUIT's reply leaves, so it is on its way
 // to Valkey ahead of any command the client sends after reading the reply.
-func (h *RedirectedHere) End() {
+func (h *Target) End() {
 	h.mu.Lock()
 	relays := h.relays
 	h.relays, h.ended = nil, true

@@ -83,11 +83,10 @@ func TestInvalidation(t *testing.T) {
 	}
 }
 
-// A relay against a real Valkey: AskID gives the id REDIRECT names, the
-// relay's reader gets the invalidations, RedirectedHere shares it and
-// closes it when the target quits.
-func TestRelay(t *testing.T) {
-	srv := valkeytest.Start(t)
+// openRelay opens a relay connection to srv as the proxy does: RESP3, its
+// CLIENT ID asked before its reader starts; its pushes go to pushes.
+func openRelay(t *testing.T, srv *valkeytest.Server, pushes chan []byte) (*upstream.Conn, int64) {
+	t.Helper()
 	nc, err := net.Dial("tcp", srv.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -106,10 +105,18 @@ func TestRelay(t *testing.T) {
 	host := &upstream.Host{WG: &wg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RoundTrip: func([]upstream.Pend) {}, Failed: func(string, error, int) {},
 		LostText: func(string, error, bool) string { return "UPSTREAM lost" }}
-	pushes := make(chan []byte, 4)
 	c := upstream.New(host, nc, srv.Addr, nil, func(p []byte) { pushes <- append([]byte(nil), p...) })
 	c.Start()
+	t.Cleanup(func() { c.Close(); wg.Wait() })
+	return c, id
+}
 
+// A relay against a real Valkey: AskID gives the id REDIRECT names, and
+// the relay's reader gets the invalidations.
+func TestRelay(t *testing.T) {
+	srv := valkeytest.Start(t)
+	pushes := make(chan []byte, 4)
+	_, id := openRelay(t, srv, pushes)
 	tracker := valkeytest.Dial(t, srv.Addr, 2)
 	if r := tracker.Do(t, "CLIENT", "TRACKING", "ON", "REDIRECT", strconv.FormatInt(id, 10)); string(r) != "+OK\r\n" {
 		t.Fatalf("CLIENT TRACKING ON REDIRECT %d: %q", id, r)
@@ -124,27 +131,51 @@ func TestRelay(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no invalidation reached the relay")
 	}
+}
 
-	var h RedirectedHere
-	r := &Relay{C: c, ID: id, Node: srv.Addr, Login: ""}
-	if !h.Add(r) {
-		t.Fatal("Add refused before the target quit")
+// Two clients redirecting to one target share its relay on a node and
+// login; the relay closes when the last lets go of it, or when the target
+// quits, after which a new relay is closed at once.
+func TestTrackingRelays(t *testing.T) {
+	srv := valkeytest.Start(t)
+	pushes := make(chan []byte, 4)
+	target := &Target{ID: 7}
+	a := &Tracking{On: true, RedirectAt: 4, Target: target}
+	b := &Tracking{On: true, RedirectAt: 4, Target: target}
+	if a.RelayOn(srv.Addr, "") != nil {
+		t.Fatal("a relay before any was opened")
 	}
-	if h.Take(srv.Addr, "alice") != nil || h.Take("elsewhere:1", "") != nil {
-		t.Fatal("a relay of another login or node was shared")
+	c, id := openRelay(t, srv, pushes)
+	r := &Relay{C: c, ID: id, Node: srv.Addr}
+	a.AddRelay(r)
+	if a.RelayOn(srv.Addr, "") != r || b.RelayOn(srv.Addr, "") != r {
+		t.Fatal("the relay is not a's own and shared with b")
 	}
-	if h.Take(srv.Addr, "") != r {
-		t.Fatal("the relay was not shared")
+	if b.RelayOn(srv.Addr, "alice") != r {
+		t.Fatal("b's relay on the node, its own now, is not returned for another login")
 	}
-	if h.Release(r) {
-		t.Fatal("released while a second client still uses it")
+	if (&Tracking{Target: target}).RelayOn(srv.Addr, "alice") != nil {
+		t.Fatal("a relay of another login was shared")
 	}
-	h.End()
+	a.CloseRelays()
+	if c.Dead() {
+		t.Fatal("closed while b still uses it")
+	}
+	b.CloseRelays()
 	if !c.Dead() {
+		t.Fatal("open after both let go of it")
+	}
+
+	c2, id2 := openRelay(t, srv, pushes)
+	a.Relays = nil
+	a.AddRelay(&Relay{C: c2, ID: id2, Node: srv.Addr})
+	target.End()
+	if !c2.Dead() {
 		t.Fatal("the relay is open after its target quit")
 	}
-	if h.Add(&Relay{C: c}) {
-		t.Fatal("Add accepted a relay after the target quit")
+	c3, id3 := openRelay(t, srv, pushes)
+	a.AddRelay(&Relay{C: c3, ID: id3, Node: srv.Addr})
+	if !c3.Dead() {
+		t.Fatal("a relay to a target that quit stays open")
 	}
-	wg.Wait()
 }

@@ -56,8 +56,8 @@ type session struct {
 	redirects redirects
 
 	ded       *upstream.Conn              // the session's own upstream connection, once it needs one
-	trk       *tracking                   // client-side caching, once turned on (tracking.go)
-	redirTo   clients.RedirectedHere      // relays of other sessions' REDIRECT to this one (tracking.go)
+	trk       *clients.Tracking           // client-side caching, once turned on (tracking.go)
+	redirTo   clients.Target              // this session as other sessions' REDIRECT target (tracking.go)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upstream.Conn // cached shared connection for key()
@@ -174,6 +174,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 		writerEnd:   make(chan struct{}),
 	}
 	s.waitLE.Store(-1)
+	s.redirTo.ID, s.redirTo.Deliver = id, s.invalidated
 	s.host, _, _ = net.SplitHostPort(s.addr)
 	s.sockFd = -1
 	if s.raw = s.dw.Init(nc); s.raw != nil {

@@ -28,33 +28,9 @@ import (
 // the target as Valkey would have sent it there: the same push under RESP3,
 // a `message` of `__redis__:invalidate` under RESP2 while the target is
 // subscribed, nothing otherwise. A relay closes when its target quits
-// (redirectedHere), so Valkey finds the redirect broken and says so
-// (tracking-redir-broken), as it does directly.
-
-// tracking is a session's client-side caching state, set when Valkey first
-// accepted its CLIENT TRACKING. Only the session touches it.
-type tracking struct {
-	// on: tracking is on; args is the CLIENT TRACKING ON command as the
-	// client sent it, replayed on every new connection of the session's
-	// (REDIRECT's id swapped for the node's relay), redirectAt the place
-	// of REDIRECT's id in it (0: none).
-	on         bool
-	args       [][]byte
-	redirectAt int
-	target     *session // REDIRECT's client
-
-	// own: in front of a cluster, the session's own connection on each
-	// node, the current one (s.ded) included.
-	own map[string]*upstream.Conn
-	// relays: per node, the connection Valkey redirects invalidations to.
-	relays map[string]*clients.Relay
-
-	// held: CLIENT CACHING and a MULTI, answered +OK by the proxy and sent
-	// (their replies muted) on the connection of the next command that
-	// goes to Valkey: they apply to the node that command runs on.
-	held      [][]byte
-	multiHeld bool
-}
+// (clients.Target), so Valkey finds the redirect broken and says so
+// (tracking-redir-broken), as it does directly. The state is a
+// clients.Tracking; opening its connections and relays is the session's.
 
 // spreads reports whether the session's own connections may be on several
 // nodes: in front of a cluster, once it tracked.
@@ -83,29 +59,32 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 		return true
 	}
 	_, kept := cloneArgs(cmd)
-	t := &tracking{on: on, args: kept, redirectAt: redirectAt, target: target}
+	t := &clients.Tracking{On: on, Args: kept, RedirectAt: redirectAt}
+	if target != nil {
+		t.Target = &target.redirTo
+	}
 	old := s.trk
 	if old != nil {
-		t.own, t.held, t.multiHeld = old.own, old.held, old.multiHeld
-		if old.target == target {
-			t.relays = old.relays
+		t.Own, t.Held, t.MultiHeld = old.Own, old.Held, old.MultiHeld
+		if old.Target == t.Target {
+			t.Relays = old.Relays
 		}
 	}
-	if t.own == nil && s.p.cl != nil {
-		t.own = map[string]*upstream.Conn{s.ded.Addr(): s.ded}
+	if t.Own == nil && s.p.cl != nil {
+		t.Own = map[string]*upstream.Conn{s.ded.Addr(): s.ded}
 	}
-	st, err := t.command(s, s.ded.Addr())
+	st, err := s.trackingCommand(t, s.ded.Addr())
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return true
 	}
 	fresh := map[*upstream.Conn]bool{}
-	if on && s.p.cl != nil && clients.TrackingHas(t.args, "bcast") {
-		had := maps.Clone(t.own)
+	if on && s.p.cl != nil && t.Has("bcast") {
+		had := maps.Clone(t.Own)
 		if !s.bcastEverywhere(t) {
 			return true
 		}
-		for addr, c := range t.own {
+		for addr, c := range t.Own {
 			if had[addr] != c {
 				fresh[c] = true
 			}
@@ -113,24 +92,24 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 	}
 	if !s.askDedicated(resp.AppendCommandStrings(nil, st...)) {
 		// Valkey refused it: nothing changed. Its reply was the client's.
-		if old == nil || old.target != target {
-			t.closeRelays()
+		if old == nil || old.Target != t.Target {
+			t.CloseRelays()
 		}
 		return true
 	}
-	if old != nil && old.target != target {
-		old.closeRelays()
+	if old != nil && old.Target != t.Target {
+		old.CloseRelays()
 	}
 	s.trk = t
 	s.tracking = on
 	// The session's connections on the other nodes track the same way
 	// (those just opened for BCAST do already).
 	cur := s.ded
-	for addr, c := range t.own {
+	for addr, c := range t.Own {
 		if c == cur || c.Dead() || fresh[c] {
 			continue
 		}
-		st, err := t.command(s, addr)
+		st, err := s.trackingCommand(t, addr)
 		if err != nil {
 			c.Fail(err) // cannot track there as asked: the session ends, told why
 			continue
@@ -141,33 +120,26 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 	return true
 }
 
-// command is CLIENT TRACKING as the session's connection on node must get
-// it: REDIRECT's id is that of the node's relay, opened on first use.
-func (t *tracking) command(s *session, node string) ([]string, error) {
+// trackingCommand is CLIENT TRACKING as the session's connection on node
+// must get it: REDIRECT's id is that of the node's relay, opened on first
+// use.
+func (s *session) trackingCommand(t *clients.Tracking, node string) ([]string, error) {
 	var id int64
-	if t.redirectAt > 0 {
-		r, err := t.relayOn(s, node)
+	if t.RedirectAt > 0 {
+		r, err := s.relayOn(t, node)
 		if err != nil {
 			return nil, err
 		}
 		id = r.ID
 	}
-	return clients.TrackingCommand(t.args, t.redirectAt, id), nil
+	return clients.TrackingCommand(t.Args, t.RedirectAt, id), nil
 }
 
 // relayOn returns the node's relay for the session's REDIRECT target,
 // opening it first: a RESP3 connection logged in as the session's are
 // (only its CLIENT ID is asked), whose pushes go to the target.
-func (t *tracking) relayOn(s *session, node string) (*clients.Relay, error) {
-	if r := t.relays[node]; r != nil && !r.C.Dead() {
-		return r, nil
-	}
-	target := t.target
-	if r := target.redirTo.Take(node, s.login); r != nil {
-		// Another session redirects to the same target there: one
-		// relay takes both, so the target gets the invalidations in the
-		// order Valkey sent them (two relays' readers race).
-		t.setRelay(node, r)
+func (s *session) relayOn(t *clients.Tracking, node string) (*clients.Relay, error) {
+	if r := t.RelayOn(node, s.login); r != nil {
 		return r, nil
 	}
 	st := s.p.sharedState(poolKey{proto: 3, db: 0, node: node, login: s.login})
@@ -181,28 +153,13 @@ func (t *tracking) relayOn(s *session, node string) (*clients.Relay, error) {
 		nc.Close()
 		return nil, err
 	}
-	c := s.p.startUp(nc, addr, nil, func(push []byte) { target.invalidated(push) })
+	c := s.p.startUp(nc, addr, nil, t.Target.Deliver)
 	r := &clients.Relay{C: c, ID: id, Node: node, Login: s.login}
-	if !target.redirTo.Add(r) {
-		c.Close() // the target quit meanwhile: the redirect is broken
-	}
-	t.setRelay(node, r)
+	t.AddRelay(r)
 	// TRACKINGINFO, GETREDIR and a broken redirect's push name the relay
 	// by Valkey's id: p.vids turns it into the target's.
-	s.p.vids.Add(id, target.id)
+	s.p.vids.Add(id, t.Target.ID)
 	return r, nil
-}
-
-// setRelay makes r the session's relay on node, letting go of the one it
-// had there.
-func (t *tracking) setRelay(node string, r *clients.Relay) {
-	if t.relays == nil {
-		t.relays = map[string]*clients.Relay{}
-	}
-	if old := t.relays[node]; old != nil && old != r && t.target.redirTo.Release(old) {
-		old.C.Close()
-	}
-	t.relays[node] = r
 }
 
 // invalidated hands the session an invalidation that a relay received as
@@ -223,12 +180,12 @@ func (s *session) invalidated(push []byte) {
 func (s *session) clientGetredir() {
 	t := s.trk
 	switch {
-	case !t.on:
+	case !t.On:
 		s.local(resp.AppendInt(nil, -1))
-	case t.target == nil:
+	case t.Target == nil:
 		s.local(resp.AppendInt(nil, 0))
 	default:
-		s.local(resp.AppendInt(nil, int64(t.target.id)))
+		s.local(resp.AppendInt(nil, int64(t.Target.ID)))
 	}
 }
 
@@ -247,16 +204,16 @@ func (s *session) spreadTo(addr string) bool {
 
 // ownOn returns the session's own connection on addr, opening it first,
 // tracking as t says.
-func (s *session) ownOn(t *tracking, addr string) (*upstream.Conn, error) {
-	c := t.own[addr]
+func (s *session) ownOn(t *clients.Tracking, addr string) (*upstream.Conn, error) {
+	c := t.Own[addr]
 	if c != nil && !c.Dead() {
 		return c, nil
 	}
 	st := s.p.sharedState(s.key())
 	st.Name, st.LibName, st.LibVer = s.name, s.libName, s.libVer
 	st.Node = addr
-	if t.on {
-		cmd, err := t.command(s, addr)
+	if t.On {
+		cmd, err := s.trackingCommand(t, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -269,7 +226,7 @@ func (s *session) ownOn(t *tracking, addr string) (*upstream.Conn, error) {
 	if c == nil {
 		s.p.stats.dedicated.Add(1)
 	}
-	t.own[addr] = nc
+	t.Own[addr] = nc
 	return nc, nil
 }
 
@@ -279,7 +236,7 @@ func (s *session) ownOn(t *tracking, addr string) (*upstream.Conn, error) {
 // or not the session read there. It reports false, having answered the
 // client (Valkey's refusal of the options, or why a node cannot be
 // reached), when one fails.
-func (s *session) bcastEverywhere(t *tracking) bool {
+func (s *session) bcastEverywhere(t *clients.Tracking) bool {
 	m := s.p.cl.Map()
 	if m == nil {
 		return true
@@ -328,17 +285,17 @@ func (s *session) holdForNode(args [][]byte) bool {
 		s.inMulti, s.multiShape, s.multiDur = true, s.multiShape[:0], nil
 	case id == cClient && len(args) == 3 && resp.EqualFold(args[1], "caching") && !s.inMulti:
 		yes := resp.EqualFold(args[2], "yes")
-		if !t.on || !(yes && clients.TrackingHas(t.args, "optin") || resp.EqualFold(args[2], "no") && clients.TrackingHas(t.args, "optout")) {
+		if !t.On || !(yes && t.Has("optin") || resp.EqualFold(args[2], "no") && t.Has("optout")) {
 			return false // Valkey's error
 		}
 	default:
 		return false
 	}
-	held := append(t.held, resp.AppendCommand(nil, args...))
-	t.held = nil // not sent ahead of this reply (local)
+	held := append(t.Held, resp.AppendCommand(nil, args...))
+	t.Held = nil // not sent ahead of this reply (local)
 	s.local(resp.AppendSimple(nil, "OK"))
-	t.held = held
-	t.multiHeld = s.inMulti
+	t.Held = held
+	t.MultiHeld = s.inMulti
 	return true
 }
 
@@ -346,11 +303,11 @@ func (s *session) holdForNode(args [][]byte) bool {
 // the command being handled.
 func (s *session) sendHeld() {
 	t := s.trk
-	if t == nil || len(t.held) == 0 {
+	if t == nil || len(t.Held) == 0 {
 		return
 	}
-	held := t.held
-	t.held, t.multiHeld = nil, false
+	held := t.Held
+	t.Held, t.MultiHeld = nil, false
 	mute := s.mute
 	s.mute = true
 	for _, raw := range held {
@@ -366,21 +323,13 @@ func (s *session) closeTracking() {
 	if t == nil {
 		return
 	}
-	for _, c := range t.own {
+	for _, c := range t.Own {
 		if c != s.ded {
 			s.p.stats.dedicated.Add(-1)
 			c.Close()
 		}
 	}
-	t.closeRelays()
-}
-
-func (t *tracking) closeRelays() {
-	for _, r := range t.relays {
-		if t.target == nil || t.target.redirTo.Release(r) {
-			r.C.Close()
-		}
-	}
+	t.CloseRelays()
 }
 
 // sessionByID is the proxy's client with that CLIENT ID, if connected.
@@ -402,7 +351,7 @@ func (s *session) mirror(raw []byte) {
 	if !s.spreads() {
 		return
 	}
-	for _, c := range s.trk.own {
+	for _, c := range s.trk.Own {
 		if c != s.ded && !c.Dead() {
 			s.sendMuted(c, raw)
 		}
@@ -417,8 +366,8 @@ func (s *session) resetTracking() {
 	if t == nil {
 		return
 	}
-	t.on, t.held, t.multiHeld = false, nil, false
+	t.On, t.Held, t.MultiHeld = false, nil, false
 	s.mirror(resp.AppendCommandStrings(nil, "RESET"))
-	t.closeRelays()
-	t.relays, t.target, t.redirectAt = nil, nil, 0
+	t.CloseRelays()
+	t.Relays, t.Target, t.RedirectAt = nil, nil, 0
 }
