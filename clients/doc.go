@@ -26,16 +26,21 @@
 //   - which MONITOR lines are the proxy's own connection set-up, left out
 //     of what its monitoring clients see (OwnLines).
 //
-// With a connection: the relays that take the invalidations redirected to
-// a client and live no longer than it (Relay, RedirectedHere), and asking
-// a new connection its CLIENT ID (AskID); tested against a real
-// valkey-server (internal/valkeytest).
+// With connections the session opened: a client's tracking state
+// (Tracking: its options, its own connection per node, its relays, the
+// commands held for the next node), a client as a REDIRECT target
+// (Target: its id, how an invalidation reaches it, the relays shared by
+// the clients redirecting to it, closed when it quits), and asking a new
+// connection its CLIENT ID (AskID); tested against a real valkey-server
+// (internal/valkeytest).
 //
-// The seam: a session is a Client (its published Snap, its connection
+// The seams: a session is a Client (its published Snap, its connection
 // read now, Abort), through a small adapter of package proxy
-// (proxy/clientview.go); whether Valkey knows a user CLIENT KILL USER
-// names is asked through UserKnown. The client-visible error texts it
-// writes are in errors.go (TestErrorTextsOnlyInCatalogue,
+// (proxy/clientview.go), and a Target with the delivery of its
+// invalidations filled in when it connects; whether Valkey knows a user
+// CLIENT KILL USER names is asked through UserKnown, and a client id
+// translated through a lookup function (ToValkeyIDs). The client-visible
+// error texts it writes are in errors.go (TestErrorTextsOnlyInCatalogue,
 // TestErrorCatalogueCodeWords), each Valkey's own.
 //
 // It must not import package proxy or reach into its sessions, dial
