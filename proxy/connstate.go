@@ -72,7 +72,7 @@ func (s *session) reset() {
 	s.endMonitor()
 	s.tracking = false
 	s.loginUser, s.login = "", ""
-	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
+	s.p.ops.admin.Logout(s.id) // the LOCKPROXY AUTH admin login
 }
 
 // endMonitor: the session no longer monitors (RESET, or it ended).

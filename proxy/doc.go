@@ -14,7 +14,8 @@
 // uses (its pool key: protocol, database and login; the primary in front
 // of a cluster) and what they are told at connect, what a Sentinel
 // failover does to them, the replies the proxy gives itself (CLIENT ...,
-// LOCKPROXY, INFO lockproxy), and the counter table's rows (counters.go):
+// INFO lockproxy; of LOCKPROXY only when and where it is answered:
+// admin.go), and the counter table's rows (counters.go):
 // which of its own numbers each reported number reads. In front of a
 // cluster it owns which node a session's command goes to (cluster_route.go),
 // what a session's own connection allows there, when a command is split,
@@ -30,15 +31,21 @@
 // replies, the reply deadline, its death): a session is its upstream.Sink,
 // the proxy its upstream.Host (uphost.go) and the dial function of its
 // pools (pool.go), an event loop its upstream.Poller. Package
-// telemetry owns the counter structs, histograms, lock events, the audit
-// file and the rendering of INFO lockproxy, LOCKPROXY STATS and /metrics
-// from those rows. Package clients owns what is shown and checked of a
-// client's state without its session: CLIENT LIST, INFO and KILL's lines
-// and filters, names, client ids both ways, CLIENT TRACKING's options and
-// relays, subscriptions, the logins Valkey accepted, the LOCKPROXY AUTH
-// limit and MONITOR's own lines; a session is its clients.Client
-// (clientview.go), and which command changes that state, and on which
-// connection, stays here (connstate.go, clients.go, tracking.go).
+// telemetry owns the counter structs (with what a lock effect adds to
+// them), histograms, lock events, the audit file and the rendering of INFO
+// lockproxy, LOCKPROXY STATS and /metrics from those rows. Package admin
+// owns the LOCKPROXY subcommands, the admin logins, reading the lock
+// records and their index, the configuration in force and what a reload
+// changed, and the HTTP endpoints: the proxy is its admin.Host and a
+// session its admin.Conn (adminhost.go); Reload applies a configuration
+// (reload.go) and admin.Running records it. Package clients owns what is
+// shown and checked of a client's state without its session: CLIENT LIST,
+// INFO and KILL's lines and filters, names, client ids both ways, CLIENT
+// TRACKING's options and relays, subscriptions, the logins Valkey
+// accepted, the LOCKPROXY AUTH limit and MONITOR's own lines; a session is
+// its clients.Client (clientview.go), and which command changes that
+// state, and on which connection, stays here (connstate.go, clients.go,
+// tracking.go).
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock
