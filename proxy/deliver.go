@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"io"
 	"net"
 
@@ -90,19 +89,10 @@ func (s *session) push(b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return // the slot moved: followed, not passed on
 	}
-	if s.monitorOn.Load() && s.p.own.drop(b) {
-		return // the proxy's own connection set-up (monitorown.go)
+	if s.monitorOn.Load() && s.p.own.Drop(b) {
+		return // the proxy's own connection set-up (clients.OwnLines)
 	}
-	s.write(s.p.pushIDs(b))
-}
-
-// pushIDs is a push as the client gets it: a tracking-redir-broken push
-// names the redirect target by the proxy's id (clientids.go).
-func (p *Proxy) pushIDs(b []byte) []byte {
-	if len(b) > len(redirBroken) && b[0] == '>' && bytes.HasPrefix(b, redirBroken) {
-		return p.swapID(b, len(redirBroken))
-	}
-	return b
+	s.write(s.p.vids.Push(b)) // a broken redirect named by the proxy's id
 }
 
 // PushAfter is push for a frame that came on c after the replies c handed
@@ -114,7 +104,7 @@ func (s *session) PushAfter(c *upstream.Conn, b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return
 	}
-	b = s.p.pushIDs(b)
+	b = s.p.vids.Push(b)
 	last, ok := c.LastDelivered()
 	if !ok {
 		s.write(b)

@@ -44,6 +44,14 @@
 // command's WAIT, answer and undo, and a plan's script call: the proxy is
 // its locks.Host and a session its locks.Client (lockhost.go); what is
 // sent, on which connection and when stays here (lockplan.go, durable.go).
+// Package clients owns what is
+// shown and checked of a client's state without its session: CLIENT LIST,
+// INFO and KILL's lines and filters, names, client ids both ways, CLIENT
+// TRACKING's options and relays, subscriptions, the logins Valkey
+// accepted, the LOCKPROXY AUTH limit and MONITOR's own lines; a session is
+// its clients.Client (clientview.go), and which command changes that
+// state, and on which connection, stays here (connstate.go, clients.go,
+// tracking.go).
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -27,9 +28,9 @@ import (
 // Proxy serves RESP clients in front of Valkey: one primary, given by its
 // address or found through Sentinel, or the primaries of a Valkey Cluster.
 type Proxy struct {
-	// own: the proxy's own set-up commands, kept out of MONITOR (monitorown.go).
-	own    ownLines
-	vids   vidHistory // Valkey's ids of the sessions' own connections (clientids.go)
+	// own: the proxy's own set-up commands, kept out of MONITOR (clients.OwnLines).
+	own    clients.OwnLines
+	vids   clients.IDs // Valkey's ids of the sessions' own connections and relays (clientids.go)
 	opts   Options
 	limits resp.Limits // what a client may send, from the configuration's limits
 	log    *slog.Logger
@@ -42,7 +43,7 @@ type Proxy struct {
 
 	poolMu sync.Mutex
 	pools  map[poolKey]*upstream.Pool
-	logins logins // the clients' own logins Valkey accepted (logins.go)
+	logins clients.Logins // the clients' own logins Valkey accepted (logins.go)
 
 	mu        sync.Mutex
 	sessions  map[*session]struct{}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/locks"
@@ -56,8 +57,8 @@ type session struct {
 	redirects redirects
 
 	ded       *upstream.Conn              // the session's own upstream connection, once it needs one
-	trk       *tracking                   // client-side caching, once turned on (tracking.go)
-	redirTo   redirectedHere              // relays of other sessions' REDIRECT to this one (tracking.go)
+	trk       *clients.Tracking           // client-side caching, once turned on (tracking.go)
+	redirTo   clients.Target              // this session as other sessions' REDIRECT target (tracking.go)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upstream.Conn // cached shared connection for key()
@@ -146,9 +147,9 @@ type session struct {
 	// For CLIENT LIST (clients.go): the published state, the last
 	// command, when the client last sent something (unix ns), when it
 	// connected, the proxy's address it connected to, its socket.
-	snap    atomic.Pointer[clientSnap]
+	snap    atomic.Pointer[clients.Snap]
 	lastCmd atomic.Pointer[string]
-	// monitorOn is monitor, for the upstream reader (monitorown.go).
+	// monitorOn is monitor, for the upstream reader (clients.OwnLines).
 	monitorOn atomic.Bool
 	// blocked: a blocking command is in flight on the session's own
 	// connection (CLIENT LIST's flag b).
@@ -174,6 +175,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 		writerEnd:   make(chan struct{}),
 	}
 	s.waitLE.Store(-1)
+	s.redirTo.ID, s.redirTo.Deliver = id, s.invalidated
 	s.host, _, _ = net.SplitHostPort(s.addr)
 	s.sockFd = -1
 	if s.raw = s.dw.Init(nc); s.raw != nil {
@@ -250,7 +252,7 @@ func (s *session) finish(graceful bool) {
 		<-s.writerEnd
 	}
 	s.nc.Close()
-	s.redirTo.end()
+	s.redirTo.End()
 	s.closeTracking()
 	if s.ded != nil {
 		s.ded.Close()
@@ -578,7 +580,7 @@ func (s *session) goDedicated(withCreds bool) bool {
 		return false
 	}
 	c.SetValkeyID(vid)
-	s.p.vids.add(vid, s.id)
+	s.p.vids.Add(vid, s.id)
 	s.dedMu.Lock()
 	s.ded = c
 	s.dedMu.Unlock()

@@ -76,9 +76,9 @@ func (p *Proxy) connect(st upstream.State) (net.Conn, string, error) {
 }
 
 // handshake replays st on nc (upstream.Handshake) with lockproxy's own
-// scripts, keeping its commands out of MONITOR (monitorown.go).
+// scripts, keeping its commands out of MONITOR (clients.OwnLines).
 func (p *Proxy) handshake(nc net.Conn, st upstream.State) error {
-	return upstream.Handshake(nc, st, scriptBodies, p.own.handshake)
+	return upstream.Handshake(nc, st, scriptBodies, p.own.Handshake)
 }
 
 // scriptBodies are the scripts every connection loads (unless bare).
