@@ -79,7 +79,7 @@ func (s *session) answered(n int) {
 		default:
 		}
 		if s.paused.CompareAndSwap(true, false) {
-			s.home.resume(s)
+			s.home.Resume(&s.src)
 		}
 	}
 }

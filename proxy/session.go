@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/evloop"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -104,18 +105,15 @@ type session struct {
 	// to what it read, then closes.
 	inputEnded atomic.Bool
 
-	// Event-loop mode (eventloop_linux.go, session_loop.go). home is the loop the session was
-	// given at accept (nil: it runs on a goroutine of its own from the
-	// start); lp is set while that loop serves it, and only the loop
-	// touches it.
-	home   *loop
-	lp     *loop
-	fd     int
-	src    fdReader
+	// Event-loop mode (package evloop, session_loop.go, loopclient.go).
+	// home is the loop the session was given at accept (nil: it runs on a
+	// goroutine of its own from the start); lp is set while that loop
+	// serves it, and only the loop touches it. src is the loop's record of
+	// the session, and the reader of its socket while on the loop.
+	home   *evloop.Loop
+	lp     *evloop.Loop
+	src    evloop.Member
 	paused atomic.Bool // the loop stopped reading it until inflight <= waitLE, or a job ends (waitJob)
-	// readOff: the loop turned reading the client off (only the loop
-	// touches it).
-	readOff bool
 	// holds: Valkey may hold the command being handled back for long
 	// (upstream.Pend.Holds, busyscript.go).
 	holds bool
@@ -156,8 +154,6 @@ type session struct {
 	since      time.Time
 	laddr      string
 	sockFd     int
-	// lastRead is when the loop last read the client (client_idle_timeout).
-	lastRead time.Time
 }
 
 func newSession(p *Proxy, nc net.Conn, id uint64) *session {
@@ -184,7 +180,6 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	s.connOwner = "conn:" + p.instance + "-" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
 	s.rd = resp.NewReader(nc, p.limits)
-	s.lastRead = time.Now()
 	return s
 }
 
@@ -490,7 +485,7 @@ func (s *session) flush() {
 // that died, whose replies its failure answers.
 func (s *session) waitDrain(le int64) {
 	if s.lp != nil && s.inflight.Load() > le {
-		s.lp.uncork() // what this round queued must leave before any reply can come
+		s.lp.Uncork() // what this round queued must leave before any reply can come
 	}
 	for s.inflight.Load() > le {
 		s.waitLE.Store(le)
