@@ -11,6 +11,10 @@
 //     connections a session uses (shared or its own), which cluster node a
 //     session's command goes to, what a failover does, the replies the
 //     proxy gives itself, and the rows of the counter table.
+//   - evloop: the event loops: epoll rounds that read many clients and the
+//     shared upstream connections from one goroutine, batch each round's
+//     writes to Valkey, wake paused clients and drop idle ones; a client is
+//     an interface to it.
 //   - upstream: the connections to Valkey: dialling (TCP, TLS), the
 //     handshake, the pools, Sentinel, and a connection once it is open: the
 //     commands waiting for replies, batched writes, the reader that hands

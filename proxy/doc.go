@@ -10,8 +10,9 @@
 // throughput (measured: pipelined throughput falls to 0.05 of direct).
 //
 // It owns the client sessions and the state Valkey would keep for each
-// (connstate.go), the event loops, which upstream connections a session
-// uses (its pool key: protocol, database and login; the primary in front
+// (connstate.go), what a session does when its event loop pumps it
+// (session_loop.go: carrying out the steps, pausing, leaving the loop),
+// which upstream connections a session uses (its pool key: protocol, database and login; the primary in front
 // of a cluster) and what they are told at connect, what a Sentinel
 // failover does to them, the replies the proxy gives itself (CLIENT ...,
 // LOCKPROXY, INFO lockproxy), and the counter table's rows (counters.go):
@@ -29,7 +30,11 @@
 // connection once it is open (queueing, writing, reading and handing out
 // replies, the reply deadline, its death): a session is its upstream.Sink,
 // the proxy its upstream.Host (uphost.go) and the dial function of its
-// pools (pool.go), an event loop its upstream.Poller. Package
+// pools (pool.go), an event loop its upstream.Poller. Package evloop owns
+// the event loops themselves: epoll, the rounds, corking the upstream
+// writes of a round, wake-ups, the idle sweep and reading a client's
+// socket once per readiness; it sees a session as an evloop.Client
+// (loopclient.go) and the proxy's loops are an evloop.Group. Package
 // telemetry owns the counter structs, histograms, lock events, the audit
 // file and the rendering of INFO lockproxy, LOCKPROXY STATS and /metrics
 // from those rows.
