@@ -15,6 +15,8 @@
 //     shared upstream connections from one goroutine, batch each round's
 //     writes to Valkey, wake paused clients and drop idle ones; a client is
 //     an interface to it.
+//   - replies: a client's replies on their way out: held until their turn
+//     in command order, then queued in chunks for the socket.
 //   - upstream: the connections to Valkey: dialling (TCP, TLS), the
 //     handshake, the pools, Sentinel, and a connection once it is open: the
 //     commands waiting for replies, batched writes, the reader that hands

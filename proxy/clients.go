@@ -129,7 +129,7 @@ func (s *session) clientInfoLine(b []byte, now time.Time) []byte {
 		cmd = *c
 	}
 	s.outMu.Lock()
-	omem := s.out.len() + s.writing
+	omem := s.out.Len() + s.writing
 	s.outMu.Unlock()
 	age := int64(now.Sub(s.since).Seconds())
 	idle := max(int64(now.Sub(time.Unix(0, s.lastActive.Load())).Seconds()), 0)

@@ -35,6 +35,9 @@
 // writes of a round, wake-ups, the idle sweep and reading a client's
 // socket once per readiness; it sees a session as an evloop.Client
 // (loopclient.go) and the proxy's loops are an evloop.Group. Package
+// replies owns a client's output on its way out: the replies held until
+// their turn and the chunked queue for the socket (deliver.go decides what
+// goes there, writes it and enforces the output limit). Package
 // telemetry owns the counter structs, histograms, lock events, the audit
 // file and the rendering of INFO lockproxy, LOCKPROXY STATS and /metrics
 // from those rows.

@@ -14,6 +14,7 @@ import (
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/evloop"
 	"github.com/lockproxy/lockproxy/keyspec"
+	"github.com/lockproxy/lockproxy/replies"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -72,7 +73,7 @@ type session struct {
 	// of one primary, switching to another one waits for the replies owed
 	// on it first (see forwardRetry).
 	last *upstream.Conn
-	// seqNext is the sequence number the next reply owed gets (reorder.go;
+	// seqNext is the sequence number the next reply owed gets (package replies;
 	// only the session's goroutine or loop touches it).
 	seqNext uint64
 
@@ -81,11 +82,11 @@ type session struct {
 	drained  chan struct{}
 
 	outMu sync.Mutex
-	out   outQueue
+	out   replies.Queue
 	// outSeq is the sequence number of the reply the client gets next;
-	// held keeps the replies that came before it (reorder.go).
+	// held keeps the replies that came before it (package replies).
 	outSeq    uint64
-	held      reorder
+	held      replies.Held
 	gather    []byte // scratch for the replies written together
 	outClosed bool   // no more output: the client is gone or over its limit
 	writing   int    // bytes of a batch the writer goroutine took from out and is writing
@@ -372,7 +373,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 			// Switching between cluster nodes needs no wait: commands on
 			// different nodes touch different keys, so the session goes
 			// on at once, and the replies are put back in order as they
-			// arrive (reorder.go).
+			// arrive (package replies).
 			s.waitDrain(0)
 		}
 		s.bconn = c
@@ -504,7 +505,7 @@ func (s *session) waitDrain(le int64) {
 
 // local answers the client from the proxy itself, after every reply it is
 // still owed, so replies stay in command order: with replies owed, it is
-// held until their turn has come (reorder.go), and the session goes on.
+// held until their turn has come (package replies), and the session goes on.
 func (s *session) local(reply []byte) {
 	if s.publishDue {
 		s.publish()
