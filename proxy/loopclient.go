@@ -9,6 +9,9 @@ import "github.com/lockproxy/lockproxy/evloop"
 // joinLoop hands s to the event loop lp. It reports false when lp cannot
 // serve s (no plain socket: TLS); s then runs on a goroutine of its own.
 func (s *session) joinLoop(lp *evloop.Loop) bool {
+	if s.raw == nil {
+		return false
+	}
 	// Set before lp can see s: it may pump s at once.
 	s.home, s.lp = lp, lp
 	s.rd.SetSource(&s.src)
