@@ -12,10 +12,11 @@
 // It owns the client sessions and the state Valkey would keep for each
 // (connstate.go), what a session does when its event loop pumps it
 // (session_loop.go: carrying out the steps, pausing, leaving the loop),
-// which upstream connections a session uses (its pool key: protocol, database and login; the primary in front
-// of a cluster) and what they are told at connect, what a Sentinel
-// failover does to them, the replies the proxy gives itself (CLIENT ...,
-// LOCKPROXY, INFO lockproxy), and the counter table's rows (counters.go):
+// which upstream connections a session uses (its pool key: protocol,
+// database and login; the primary in front of a cluster) and what they are
+// told at connect, what a Sentinel failover does to them, the replies the
+// proxy gives itself (CLIENT ..., LOCKPROXY, INFO lockproxy), and the
+// counter table's rows (counters.go):
 // which of its own numbers each reported number reads. In front of a
 // cluster it owns which node a session's command goes to (cluster_route.go),
 // what a session's own connection allows there, when a command is split,
