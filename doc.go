@@ -23,6 +23,11 @@
 //     each reply to its session, the reply deadline, a connection's death.
 //   - telemetry: counters, histograms, lock events, the audit file, and the
 //     rendering of INFO lockproxy, LOCKPROXY STATS and /metrics.
+//   - admin: lockproxy's admin commands (LOCKPROXY AUDIT, LOCKS, FENCE,
+//     CHECK, CONFIG, RELOAD, ...), the admin logins, reading the lock
+//     records through the locks' index, the configuration in force, and the
+//     HTTP endpoints (/metrics, /healthz, /readyz); it sees the proxy through
+//     admin.Host.
 //   - resp: the RESP codec (client commands, reply framing), no I/O.
 //   - config: the configuration file and the process settings it gives
 //     (listen, upstream, TLS, limits, event loops, admin, metrics, log):

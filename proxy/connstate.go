@@ -71,7 +71,7 @@ func (s *session) reset() {
 	s.endMonitor()
 	s.tracking = false
 	s.loginUser, s.login = "", ""
-	s.p.ops.authed.Delete(s) // the LOCKPROXY AUTH admin login
+	s.p.ops.admin.Logout(s.id) // the LOCKPROXY AUTH admin login
 }
 
 // clientReply applies CLIENT REPLY ON|OFF|SKIP as Valkey does: ON is

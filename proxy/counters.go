@@ -98,7 +98,7 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 	{Metric: "lock_events_total", Help: "Lock events, as recorded in the audit ring (LOCKPROXY AUDIT), by rule and outcome.", Labels: []string{"rule", "outcome"},
 		Info: telemetry.ByLabel(1, string(OutcomeRefused), "refused", string(OutcomeObserved), "observed"),
 		Read: func(p *Proxy, e telemetry.Emit) {
-			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) {
+			p.ops.locks.Rules.Each(func(label string, rs *telemetry.RuleStats) {
 				for i, oc := range telemetry.AllOutcomes {
 					e(rs.Outcomes[i].Load(), label, string(oc))
 				}
@@ -107,7 +107,7 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 	{Metric: "refusals_total", Help: "Commands the proxy refused, by rule and the error's code word (NOTOWNER, TOKENRELEASE, LOCKED, UNFENCED).", Labels: []string{"rule", "kind"},
 		Info: telemetry.LowerPrefixed(1, "refused_", telemetry.RefusalKinds...),
 		Read: func(p *Proxy, e telemetry.Emit) {
-			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) {
+			p.ops.locks.Rules.Each(func(label string, rs *telemetry.RuleStats) {
 				for _, kc := range rs.RefusalCounts() {
 					e(kc.N, label, kc.Kind)
 				}
@@ -125,35 +125,35 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 		Read: perRule(func(rs *telemetry.RuleStats) int64 { return rs.Outcome(OutcomeStaleRefused) })},
 	{Metric: "lock_hold_seconds", Help: "Time from acquisition to token-checked release.", Kind: telemetry.KindHistogram, Labels: []string{"rule"}, Info: telemetry.One("hold_time"),
 		Hist: func(p *Proxy, e telemetry.EmitHist) {
-			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(rs.Hold.Snapshot(), label) })
+			p.ops.locks.Rules.Each(func(label string, rs *telemetry.RuleStats) { e(rs.Hold.Snapshot(), label) })
 		}},
 	{Metric: "lock_wait_seconds", Help: "Time from an owner's first contended SET NX to its acquisition of the lock (0 when the first try succeeded).", Kind: telemetry.KindHistogram, Labels: []string{"rule"}, Info: telemetry.One("wait_time"),
 		Hist: func(p *Proxy, e telemetry.EmitHist) {
-			p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(rs.Wait.Snapshot(), label) })
+			p.ops.locks.Rules.Each(func(label string, rs *telemetry.RuleStats) { e(rs.Wait.Snapshot(), label) })
 		}},
 	{Metric: "admin_auth_failures_total", Help: "LOCKPROXY AUTH attempts with a wrong user or password.", Info: telemetry.One("admin_auth_failures"),
-		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.authFailures.Load()) }},
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.admin.AuthFailures.Load()) }},
 	{Metric: "admin_auth_rate_limited_total", Help: "LOCKPROXY AUTH attempts refused unchecked because their client address failed too often.", Info: telemetry.One("admin_auth_rate_limited"),
-		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.authLimited.Load()) }},
+		Read: func(p *Proxy, e telemetry.Emit) { e(p.ops.admin.AuthLimited.Load()) }},
 	{Metric: "config_reloads_total", Help: "Configuration reloads (SIGHUP, LOCKPROXY RELOAD), by result: ok or error.", Labels: []string{"result"},
 		Info: telemetry.ByLabel(0, "ok", "config_reloads", "error", "config_reload_failures"),
 		Read: func(p *Proxy, e telemetry.Emit) {
-			e(p.ops.reloads.Load(), "ok")
-			e(p.ops.reloadErrors.Load(), "error")
+			e(p.ops.admin.Running.Reloads.Load(), "ok")
+			e(p.ops.admin.Running.Failures.Load(), "error")
 		}},
 	{Info: telemetry.Text("last_reload"), Text: func(p *Proxy) string {
-		r := p.ops.lastReload.Load()
+		ran, err := p.ops.admin.Running.LastReload()
 		switch {
-		case r == nil:
+		case !ran:
 			return "none"
-		case r.err != "":
-			return "error: " + r.err
+		case err != "":
+			return "error: " + err
 		}
 		return "ok"
 	}},
 	{Metric: "config_last_reload_successful", Help: "0 while the last reload failed (the file on disk is not the configuration in force), else 1.", Kind: telemetry.KindGauge,
 		Read: func(p *Proxy, e telemetry.Emit) {
-			if r := p.ops.lastReload.Load(); r != nil && r.err != "" {
+			if _, err := p.ops.admin.Running.LastReload(); err != "" {
 				e(0)
 				return
 			}
@@ -202,7 +202,7 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 // perRule reads one RuleStats counter for every rule label seen.
 func perRule(get func(*telemetry.RuleStats) int64) func(*Proxy, telemetry.Emit) {
 	return func(p *Proxy, e telemetry.Emit) {
-		p.ops.rules.Each(func(label string, rs *telemetry.RuleStats) { e(get(rs), label) })
+		p.ops.locks.Rules.Each(func(label string, rs *telemetry.RuleStats) { e(get(rs), label) })
 	}
 }
 
@@ -219,6 +219,6 @@ func ifCluster(f func(*Proxy, *clusterState, telemetry.Emit)) func(*Proxy, telem
 func (p *Proxy) seedRules() {
 	rules := p.decider.Load().Rules.All()
 	for i := range rules {
-		p.ops.rule(&rules[i])
+		p.ops.locks.Rule(ruleLabel(&rules[i]))
 	}
 }

@@ -15,8 +15,9 @@
 // which upstream connections a session uses (its pool key: protocol,
 // database and login; the primary in front of a cluster) and what they are
 // told at connect, what a Sentinel failover does to them, the replies the
-// proxy gives itself (CLIENT ..., LOCKPROXY, INFO lockproxy), and the
-// counter table's rows (counters.go):
+// proxy gives itself (CLIENT ..., INFO lockproxy; of LOCKPROXY only when and
+// where it is answered: admin.go), and the counter table's rows
+// (counters.go):
 // which of its own numbers each reported number reads. In front of a
 // cluster it owns which node a session's command goes to (cluster_route.go),
 // what a session's own connection allows there, when a command is split,
@@ -39,9 +40,14 @@
 // replies owns a client's output on its way out: the replies held until
 // their turn and the chunked queue for the socket (deliver.go decides what
 // goes there, writes it and enforces the output limit). Package
-// telemetry owns the counter structs, histograms, lock events, the audit
-// file and the rendering of INFO lockproxy, LOCKPROXY STATS and /metrics
-// from those rows.
+// telemetry owns the counter structs (with what a lock effect adds to
+// them), histograms, lock events, the audit file and the rendering of INFO
+// lockproxy, LOCKPROXY STATS and /metrics from those rows. Package admin
+// owns the LOCKPROXY subcommands, the admin logins, reading the lock
+// records and their index, the configuration in force and what a reload
+// changed, and the HTTP endpoints: the proxy is its admin.Host and a
+// session its admin.Conn (adminhost.go); Reload applies a configuration
+// (reload.go) and admin.Running records it.
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock

@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/lockproxy/lockproxy/config"
+	"github.com/lockproxy/lockproxy/admin"
 	"github.com/lockproxy/lockproxy/policy"
 )
 
@@ -94,87 +92,6 @@ const errStreamLock = "LOCKED lockproxy cannot run a lock command on a connectio
 // sending it again would run it after them.
 const errScriptFlushed = "UPSTREAM lockproxy's lock script was flushed from Valkey (SCRIPT FLUSH) while this command was in flight; it did not run: retry it"
 
-func errAdminUpstream(err error) string {
-	if errors.Is(err, errIndexing) {
-		return "INDEXING lockproxy is still listing the lock records written before the locks' index (one SCAN of the keyspace, once, longer than one command may take): run the command again to go on"
-	}
-	var ie indexError
-	if errors.As(err, &ie) && strings.HasPrefix(ie.err.Error(), "NOPERM") {
-		return "NOPERM lockproxy may not read or write the locks' index " + ie.key + " in Valkey (" + oneLine(ie.err) + "): give the upstream user the key pattern ~*:lockproxy:index (docs/operations.md, Valkey ACL recipes)"
-	}
-	return "UPSTREAM lockproxy could not read the lock records from Valkey: " + oneLine(err) + "; check that Valkey is reachable and try again"
-}
-
-// indexError is an error Valkey answered for the locks' index key.
-type indexError struct {
-	key string
-	err error
-}
-
-func (e indexError) Error() string { return e.key + ": " + e.err.Error() }
-func (e indexError) Unwrap() error { return e.err }
-
-// Errors of the admin commands (LOCKPROXY ..., INFO lockproxy).
-
-const (
-	errAdminInMulti       = "ERR LOCKPROXY is answered by lockproxy itself and cannot run inside MULTI; send it outside the transaction"
-	errAdminNoPassword    = "ERR LOCKPROXY AUTH called, but no admin password or users are configured (admin.password, admin.users); every LOCKPROXY subcommand is open"
-	errAdminWrongPass     = "WRONGPASS invalid lockproxy admin password; LOCKPROXY AUTH takes admin.password from the lockproxy config"
-	errAdminWrongUserPass = "WRONGPASS invalid lockproxy admin user or password; LOCKPROXY AUTH <user> <password> takes a user of admin.users in the lockproxy config"
-)
-
-func errAdminUnknown(sub string) string {
-	return fmt.Sprintf("ERR unknown subcommand '%s'. Try LOCKPROXY HELP.", clip(sub, 64))
-}
-
-// errAdminNoAuth: what (LOCKPROXY STATS, INFO lockproxy) needs a login;
-// named says whether admin.users is set, so the message shows the AUTH
-// form that works.
-func errAdminNoAuth(what string, named bool) string {
-	if named {
-		return fmt.Sprintf("NOAUTH %s requires LOCKPROXY AUTH <user> <password> first (admin.users is set in the lockproxy config)", what)
-	}
-	return fmt.Sprintf("NOAUTH %s requires LOCKPROXY AUTH <password> first (admin.password is set in the lockproxy config)", what)
-}
-
-// errAdminNoCredentials: no admin credentials are configured, and the
-// proxy listens where other machines reach it.
-func errAdminNoCredentials(what, listen string) string {
-	return fmt.Sprintf("NOAUTH %s needs an admin login, and none is configured: lockproxy listens on %s, which is not loopback; set admin.password or admin.users in the lockproxy config (admin.open_read: true opens the read-only subcommands)", what, listen)
-}
-
-func errAdminNoPerm(what, user string, role config.AdminRole) string {
-	return fmt.Sprintf("NOPERM %s needs an admin user with role operate; %q has role %s: log in as an operate user of admin.users", what, user, role)
-}
-
-func errAdminAuthLimit(addr string, wait time.Duration) string {
-	return fmt.Sprintf("AUTHLIMIT lockproxy refused LOCKPROXY AUTH from %s unchecked: %d failed logins within %s; try again in %s",
-		addr, authFailLimit, authFailWindow, (wait + time.Second - 1).Truncate(time.Second))
-}
-
-// Errors of LOCKPROXY AUDIT's options.
-
-const (
-	auditUsage    = "LOCKPROXY AUDIT [COUNT <n>] [KEY <pattern>] [OUTCOME <name>]"
-	errAuditCount = "ERR COUNT must be a positive integer"
-)
-
-func errAuditNoValue(opt string) string {
-	return "ERR syntax error: " + opt + " needs a value; " + auditUsage
-}
-
-func errAuditOption(opt string) string {
-	return "ERR syntax error: unknown option '" + opt + "'; " + auditUsage
-}
-
-func errAuditOutcome(name string) string {
-	return "ERR unknown OUTCOME '" + name + "'; outcomes are: " + outcomeList()
-}
-
-func errReload(err error) string {
-	return "ERR lockproxy reload failed; the running configuration stays: " + oneLine(err)
-}
-
 // clip shortens what a client sent before it is quoted back.
 func clip(s string, n int) string {
 	if len(s) > n {
@@ -212,7 +129,7 @@ func errClusterDown(slot uint16) string {
 func errClusterNoMap(err error) string {
 	why := ""
 	if err != nil {
-		why = " (" + oneLine(err) + ")"
+		why = " (" + admin.OneLine(err) + ")"
 	}
 	return "CLUSTERDOWN lockproxy has not read the cluster's slot map yet" + why + "; check upstream.cluster.seeds and retry when the nodes are reachable"
 }

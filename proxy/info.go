@@ -75,15 +75,9 @@ func (s *session) info(cmd resp.Command) bool {
 	return true
 }
 
-// infoDenied is the error for INFO lockproxy on this connection, or "".
-// Under admin.password alone the section stays open, as it always was;
-// admin.users make it follow the read role.
-func (s *session) infoDenied() string {
-	if !s.p.ops.logins.Load().named {
-		return ""
-	}
-	return s.adminDenied("INFO lockproxy", false, false)
-}
+// infoDenied is the error for INFO lockproxy on this connection, or ""
+// (package admin decides).
+func (s *session) infoDenied() string { return s.p.ops.admin.InfoDenied(s.id) }
 
 // appendInfo encodes INFO text as Valkey does: a bulk string in RESP2, a
 // verbatim string of format txt in RESP3.
@@ -108,16 +102,6 @@ func (p *Proxy) infoSection() []byte { return telemetry.InfoSection(p.statLines(
 func (p *Proxy) statLines() []telemetry.Line {
 	p.seedRules()
 	return counterTable.Lines(p, p.cl != nil)
-}
-
-// statsFields are statLines as a reply record.
-func (p *Proxy) statsFields() []field {
-	lines := p.statLines()
-	f := make([]field, len(lines))
-	for i, l := range lines {
-		f[i] = field{l.Name, l.Value}
-	}
-	return f
 }
 
 func (p *Proxy) version() string {

@@ -1,12 +1,11 @@
 package proxy
 
 import (
-	"fmt"
+	"context"
 	"net/http"
 
+	"github.com/lockproxy/lockproxy/admin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // MetricsHandler serves /metrics (Prometheus text format), /livez (200
@@ -14,51 +13,38 @@ import (
 // (200 while Valkey answers PING) and /readyz (200 while the proxy accepts
 // clients, Valkey answers as configured and lock commands can be decided;
 // otherwise 503 and the reason). Every metric is read from the same counters
-// LOCKPROXY STATS and INFO lockproxy report, at scrape time.
+// LOCKPROXY STATS and INFO lockproxy report, at scrape time. Package admin
+// serves them; the answers are the proxy's.
 func (p *Proxy) MetricsHandler() http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&collector{p: p},
-	)
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/healthz", p.healthz)
-	mux.HandleFunc("/readyz", p.readyz)
-	return mux
+	return admin.Handler(admin.Probes{Metrics: &collector{p: p}, Healthy: p.healthy, Ready: p.ready})
 }
 
-func (p *Proxy) healthz(w http.ResponseWriter, r *http.Request) {
-	if v := p.upstreamVerdict(r.Context(), true); !v.Up() {
-		http.Error(w, "upstream "+p.tableAddr()+" "+v.String(), http.StatusServiceUnavailable)
-		return
+// healthy is /healthz's reason for 503, or "".
+func (p *Proxy) healthy(ctx context.Context) string {
+	if v := p.upstreamVerdict(ctx, true); !v.Up() {
+		return "upstream " + p.tableAddr() + " " + v.String()
 	}
-	fmt.Fprintln(w, "ok")
+	return ""
 }
 
-func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
+// ready is /readyz's reason for 503, or "".
+func (p *Proxy) ready(ctx context.Context) string {
 	p.mu.Lock()
 	listening := len(p.listeners)
 	p.mu.Unlock()
 	switch {
 	case p.shuttingDown.Load():
-		http.Error(w, "shutting down", http.StatusServiceUnavailable)
-		return
+		return "shutting down"
 	case listening == 0:
-		http.Error(w, "not accepting clients yet", http.StatusServiceUnavailable)
-		return
+		return "not accepting clients yet"
 	}
-	if v := p.upstreamVerdict(r.Context(), true); !v.Up() {
-		http.Error(w, "upstream "+p.tableAddr()+" "+v.String(), http.StatusServiceUnavailable)
-		return
+	if msg := p.healthy(ctx); msg != "" {
+		return msg
 	}
 	if d := p.decider.Load(); d.Active() && d.Table == nil && p.loadTable().Table == nil {
-		http.Error(w, "Valkey's command table not read yet: lock commands cannot be decided", http.StatusServiceUnavailable)
-		return
+		return "Valkey's command table not read yet: lock commands cannot be decided"
 	}
-	fmt.Fprintln(w, "ready")
+	return ""
 }
 
 // collector renders counterTable on /metrics, every rule in force among

@@ -44,8 +44,6 @@ type Proxy struct {
 	pools  map[poolKey]*upstream.Pool
 	logins logins // the clients' own logins Valkey accepted (logins.go)
 
-	indexScans sync.Map // server and database → the SCAN cursor where indexOnce stopped (lockindex.go)
-
 	mu        sync.Mutex
 	sessions  map[*session]struct{}
 	listeners map[net.Listener]struct{}
@@ -116,8 +114,8 @@ type Proxy struct {
 }
 
 // stats counts connections. What lock traffic did is counted once, by rule
-// and in total, in ops (telemetry.RuleSet, filled by lockcounts.go): INFO, LOCKPROXY STATS and
-// /metrics all read it there.
+// and in total, in ops (telemetry.LockStats, fed by lockcounts.go): INFO,
+// LOCKPROXY STATS and /metrics all read it there.
 type stats struct {
 	clients   atomic.Int64
 	dedicated atomic.Int64
@@ -204,7 +202,7 @@ func New(opts Options) (*Proxy, error) {
 			return nc, err
 		},
 	})
-	p.initConfig()
+	p.ops.admin = p.newAdmin()
 	if p.decider.Load().Active() || p.cl != nil {
 		p.loadTable() // a cluster routes by keys, rules or not
 	} else {

@@ -1,6 +1,7 @@
 // Package telemetry owns how lockproxy records and reports what it did: the
-// counter structs (the per-rule counts in rulestats.go, client bytes and log
-// levels in counting.go), duration histograms and their snapshots
+// counter structs (the per-rule counts in rulestats.go, what lock effects
+// add to them and how long owners waited to acquire in lockstats.go, client
+// bytes and log levels in counting.go), duration histograms and their snapshots
 // (histogram.go), lock events and the bounded ring LOCKPROXY AUDIT reads
 // (events.go), the writer that takes an event's log line and audit-file
 // line off the reply path (eventwriter.go), the audit file with its

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"context"
@@ -37,10 +37,10 @@ const (
 // selected.
 //
 // The SCAN stops after half the time ctx leaves, with errIndexing: the
-// cursor is kept (Proxy.indexScans), and the next call (forced or not)
+// cursor is kept (Admin.indexScans), and the next call (forced or not)
 // goes on from there, so a keyspace too big for one command's deadline is
 // indexed over a few.
-func (p *Proxy) indexOnce(ctx context.Context, c *redis.Conn, s lockServer, db int, force bool) (found, added int64, err error) {
+func (a *Admin) indexOnce(ctx context.Context, c *redis.Conn, s server, db int, force bool) (found, added int64, err error) {
 	if !force {
 		err := c.ZScore(ctx, s.indexes[0], rewrite.IndexedMember).Err()
 		if err == nil || moving(err) {
@@ -52,7 +52,7 @@ func (p *Proxy) indexOnce(ctx context.Context, c *redis.Conn, s lockServer, db i
 	}
 	at := s.c.Options().Addr + "/" + strconv.Itoa(db)
 	var cursor uint64
-	if v, ok := p.indexScans.Load(at); ok {
+	if v, ok := a.indexScans.Load(at); ok {
 		cursor = v.(uint64)
 	}
 	stop := time.Now().Add(time.Hour)
@@ -85,11 +85,11 @@ func (p *Proxy) indexOnce(ctx context.Context, c *redis.Conn, s lockServer, db i
 			break
 		}
 		if time.Now().After(stop) {
-			p.indexScans.Store(at, cursor)
+			a.indexScans.Store(at, cursor)
 			return found, added, errIndexing
 		}
 	}
-	p.indexScans.Delete(at)
+	a.indexScans.Delete(at)
 	err = c.ZAdd(ctx, s.indexes[0], redis.Z{Score: math.Inf(1), Member: rewrite.IndexedMember}).Err()
 	return found, added, err
 }
@@ -154,7 +154,7 @@ func indexMembers(ctx context.Context, c *redis.Conn, indexes []string) ([]strin
 // unindex takes out of their indexes the records keys found gone, each
 // only if still gone (rewrite.Unindex): a lock granted again meanwhile
 // stays listed.
-func unindex(ctx context.Context, c *redis.Conn, s lockServer, gone []string) error {
+func unindex(ctx context.Context, c *redis.Conn, s server, gone []string) error {
 	for len(gone) > 0 {
 		batch := gone[:min(len(gone), indexBatch)]
 		gone = gone[len(batch):]
@@ -176,30 +176,30 @@ func unindex(ctx context.Context, c *redis.Conn, s lockServer, gone []string) er
 // REINDEX: every server's records keys are found with SCAN and listed in
 // the index, for records an older lockproxy wrote after the first LOCKS,
 // STATS or SESSIONS had indexed a server (a rolling upgrade).
-func (s *session) adminReindex([][]byte) []byte {
-	p := s.p
-	ctx, cancel := context.WithTimeout(context.Background(), 4*p.opts.Upstream.DialTimeout.D())
+func (a *Admin) reindex(conn Conn, _ [][]byte) []byte {
+	db := conn.DB()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*a.h.Timeout())
 	defer cancel()
-	servers, done := p.lockServers()
+	servers, done := a.servers()
 	defer done()
 	var found, added int64
 	for _, sv := range servers {
 		f, a, err := func() (int64, int64, error) {
 			c := sv.c.Conn()
 			defer c.Close()
-			if err := c.Select(ctx, s.db).Err(); err != nil {
+			if err := c.Select(ctx, db).Err(); err != nil {
 				return 0, 0, err
 			}
-			return p.indexOnce(ctx, c, sv, s.db, true)
+			return a.indexOnce(ctx, c, sv, db, true)
 		}()
 		found, added = found+f, added+a
 		if err != nil {
-			return resp.AppendError(nil, errAdminUpstream(err))
+			return resp.AppendError(nil, errUpstream(err))
 		}
 	}
-	return encode(nil, []field{
+	return Encode(nil, []Field{
 		{"servers", int64(len(servers))},
 		{"records_found", found},
 		{"added", added},
-	}, s.proto)
+	}, conn.Proto())
 }

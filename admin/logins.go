@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"crypto/sha256"
@@ -9,10 +9,10 @@ import (
 	"github.com/lockproxy/lockproxy/config"
 )
 
-// adminLogins is the set of admin credentials in force, built from
+// Logins is the set of admin credentials in force, built from
 // admin.password and admin.users and swapped whole on reload. Passwords are
 // kept only as their SHA-256, whichever way the file gave them.
-type adminLogins struct {
+type Logins struct {
 	users map[string]adminUser
 	// named: admin.users is set. Then INFO lockproxy needs a login too,
 	// and the errors speak of users rather than of one password.
@@ -30,8 +30,10 @@ type adminUser struct {
 	role config.AdminRole
 }
 
-func newAdminLogins(password string, users []config.AdminUser) *adminLogins {
-	l := &adminLogins{users: map[string]adminUser{}, named: len(users) > 0}
+// NewLogins builds the credentials of admin.password (user "default",
+// role operate) and admin.users.
+func NewLogins(password string, users []config.AdminUser) *Logins {
+	l := &Logins{users: map[string]adminUser{}, named: len(users) > 0}
 	l.from.password, l.from.users = password, users
 	if password != "" {
 		l.users[config.DefaultAdminUser] = adminUser{hash: sha256.Sum256([]byte(password)), role: config.AdminOperate}
@@ -53,18 +55,22 @@ func newAdminLogins(password string, users []config.AdminUser) *adminLogins {
 	return l
 }
 
-// open: no credentials configured, every LOCKPROXY subcommand is open.
-func (l *adminLogins) open() bool { return len(l.users) == 0 }
+// Open reports that no credentials are configured: every LOCKPROXY
+// subcommand is open.
+func (l *Logins) Open() bool { return len(l.users) == 0 }
+
+// Named reports that admin.users is set.
+func (l *Logins) Named() bool { return l.named }
 
 // same reports whether l was built from the same settings.
-func (l *adminLogins) same(password string, users []config.AdminUser) bool {
+func (l *Logins) same(password string, users []config.AdminUser) bool {
 	return l.from.password == password && reflect.DeepEqual(l.from.users, users)
 }
 
 // check returns the role of user when password is its password. It does the
 // same work for a name that does not exist, so the time taken does not tell
 // which names do.
-func (l *adminLogins) check(user string, password []byte) (config.AdminRole, bool) {
+func (l *Logins) check(user string, password []byte) (config.AdminRole, bool) {
 	u, known := l.users[user]
 	h := sha256.Sum256(password)
 	match := subtle.ConstantTimeCompare(h[:], u.hash[:]) == 1
@@ -74,8 +80,8 @@ func (l *adminLogins) check(user string, password []byte) (config.AdminRole, boo
 	return u.role, true
 }
 
-// adminLogin is what an authenticated session is logged in as.
-type adminLogin struct {
+// login is what an authenticated connection is logged in as.
+type login struct {
 	user string
 	role config.AdminRole
 }

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"context"
@@ -14,67 +14,6 @@ import (
 	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/redis/go-redis/v9"
 )
-
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
-
-func ms(d time.Duration) int64 { return d.Milliseconds() }
-
-// AUDIT [COUNT n] [KEY pattern] [OUTCOME name]
-func (s *session) adminAudit(args [][]byte) []byte {
-	n := 10
-	var key *policy.Pattern
-	var outcome Outcome
-	for i := 0; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			return resp.AppendError(nil, errAuditNoValue(strings.ToUpper(string(args[i]))))
-		}
-		v := args[i+1]
-		switch strings.ToUpper(string(args[i])) {
-		case "COUNT":
-			c, err := strconv.Atoi(string(v))
-			if err != nil || c <= 0 {
-				return resp.AppendError(nil, errAuditCount)
-			}
-			n = c
-		case "KEY":
-			key = policy.CompileAny(string(v))
-		case "OUTCOME":
-			outcome = Outcome(strings.ToLower(string(v)))
-			if telemetry.OutcomeIndex(outcome) < 0 {
-				return resp.AppendError(nil, errAuditOutcome(string(v)))
-			}
-		default:
-			return resp.AppendError(nil, errAuditOption(string(args[i])))
-		}
-	}
-	evs := s.p.events.Recent(n, func(e *Event) bool {
-		return (key == nil || key.Match([]byte(e.Key))) && (outcome == "" || e.Outcome == outcome)
-	})
-	list := make([][]field, len(evs))
-	for i, e := range evs {
-		list[i] = eventFields(&e)
-	}
-	return encodeValue(nil, list, s.proto)
-}
-
-func eventFields(e *Event) []field {
-	return []field{
-		{"time", fmtTime(e.Time)},
-		{"outcome", string(e.Outcome)},
-		{"command", e.Command},
-		{"key", e.Key},
-		{"rule", e.Rule},
-		{"client", e.Client},
-		{"client_name", e.Name},
-		{"owner", e.Owner},
-		{"holder", e.Holder},
-		{"token", e.Token},
-		{"grant", e.Grant},
-		{"detail", e.Detail},
-	}
-}
 
 // lockView is one owner record of a lock, as Valkey holds it.
 type lockView struct {
@@ -96,15 +35,15 @@ type lockView struct {
 //
 // It reads the locks' index (lockindex.go), not the keyspace: its cost
 // grows with the locks recorded, not with the keys there are.
-func (p *Proxy) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*p.opts.Upstream.DialTimeout.D())
+func (a *Admin) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*a.h.Timeout())
 	defer cancel()
-	servers, done := p.lockServers() // in a cluster, every primary: a lock's keys are on its slot's
+	servers, done := a.servers() // in a cluster, every primary: a lock's keys are on its slot's
 	defer done()
 	var out []lockView
 	for _, sv := range servers {
 		var err error
-		if out, err = p.readLocksFrom(ctx, sv, db, pat, out); err != nil {
+		if out, err = a.readLocksFrom(ctx, sv, db, pat, out); err != nil {
 			return nil, err
 		}
 	}
@@ -120,13 +59,13 @@ func (p *Proxy) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
 // readLocksFrom appends to out the records readLocks keeps from one server:
 // those of the records keys its indexes list, read indexBatch locks to a
 // round trip. A member whose records are gone leaves the index.
-func (p *Proxy) readLocksFrom(ctx context.Context, sv lockServer, db int, pat *policy.Pattern, out []lockView) ([]lockView, error) {
+func (a *Admin) readLocksFrom(ctx context.Context, sv server, db int, pat *policy.Pattern, out []lockView) ([]lockView, error) {
 	c := sv.c.Conn()
 	defer c.Close()
 	if err := c.Select(ctx, db).Err(); err != nil {
 		return nil, err
 	}
-	if _, _, err := p.indexOnce(ctx, c, sv, db, false); err != nil {
+	if _, _, err := a.indexOnce(ctx, c, sv, db, false); err != nil {
 		return nil, indexError{sv.indexes[0], err}
 	}
 	members, err := indexMembers(ctx, c, sv.indexes)
@@ -140,7 +79,7 @@ func (p *Proxy) readLocksFrom(ctx context.Context, sv lockServer, db int, pat *p
 		val, cnt *redis.StringCmd
 		ttl      *redis.DurationCmd
 	}
-	rules := p.decider.Load().Rules
+	rules := a.h.Decider().Rules
 	now := time.Now()
 	var gone []string
 	for len(members) > 0 {
@@ -243,17 +182,18 @@ func parseRecord(rec string) (lockView, bool) {
 }
 
 // LOCKS [pattern]
-func (s *session) adminLocks(args [][]byte) []byte {
+func (a *Admin) locks(c Conn, args [][]byte) []byte {
 	var pat *policy.Pattern
 	if len(args) == 1 {
 		pat = policy.CompileAny(string(args[0]))
 	}
-	locks, err := s.p.readLocks(s.db, pat)
+	locks, err := a.readLocks(c.DB(), pat)
 	if err != nil {
-		return resp.AppendError(nil, errAdminUpstream(err))
+		return resp.AppendError(nil, errUpstream(err))
 	}
+	clients := ownerClients(a.h.Sessions())
 	now := time.Now()
-	list := make([][]field, len(locks))
+	list := make([][]Field, len(locks))
 	for i := range locks {
 		l := &locks[i]
 		var lease, ttl any
@@ -261,8 +201,8 @@ func (s *session) adminLocks(args [][]byte) []byte {
 			lease = ms(l.leaseEnd.Sub(l.acquired))
 		}
 		ttl = l.ttl
-		addr, name := s.p.ownerClient(l.owner)
-		list[i] = []field{
+		addr, name := ownerClient(clients, l.owner)
+		list[i] = []Field{
 			{"key", l.key},
 			{"rule", l.rule.Pattern.String()},
 			{"holder", addr},
@@ -277,54 +217,51 @@ func (s *session) adminLocks(args [][]byte) []byte {
 			{"token", telemetry.Mask([]byte(l.value))},
 		}
 	}
-	return encodeValue(nil, list, s.proto)
+	return EncodeValue(nil, list, c.Proto())
+}
+
+// ownerClients maps each connection's owner identity (session:
+// connection) to the connection.
+func ownerClients(list []Session) map[string]*Session {
+	m := make(map[string]*Session, len(list))
+	for i := range list {
+		m[list[i].Owner] = &list[i]
+	}
+	return m
 }
 
 // ownerClient says what an owner identity tells of its client: the host
 // under client_addr, the name under client_name, and for a connection of
 // this instance its address and name ("" where unknown: a connection of
 // another instance, or one that has closed).
-func (p *Proxy) ownerClient(owner string) (addr, name string) {
+func ownerClient(clients map[string]*Session, owner string) (addr, name string) {
 	switch {
 	case strings.HasPrefix(owner, "addr:"):
 		return owner[len("addr:"):], ""
 	case strings.HasPrefix(owner, "name:"):
 		return "", owner[len("name:"):]
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for x := range p.sessions {
-		if x.connOwner == owner {
-			return x.addr, x.nameSnapshot()
-		}
+	if x := clients[owner]; x != nil {
+		return x.Addr, x.Name
 	}
 	return "", ""
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
 // SESSIONS
-func (s *session) adminSessions([][]byte) []byte {
-	p := s.p
-	list := p.allSessions()
+func (a *Admin) sessions(c Conn, _ [][]byte) []byte {
+	list := a.h.Sessions()
 	// The locks are Valkey's records (of the caller's database), read once
 	// for all sessions.
-	held, err := p.readLocks(s.db, nil)
+	held, err := a.readLocks(c.DB(), nil)
 	if err != nil {
-		return resp.AppendError(nil, errAdminUpstream(err))
+		return resp.AppendError(nil, errUpstream(err))
 	}
 	now := time.Now()
-	out := make([][]field, len(list))
+	out := make([][]Field, len(list))
 	for i, x := range list {
-		name := x.nameSnapshot()
-		owners := []string{x.connOwner, "addr:" + x.host}
-		if name != "" {
-			owners = append(owners, "name:"+name)
+		owners := []string{x.Owner, "addr:" + x.Host}
+		if x.Name != "" {
+			owners = append(owners, "name:"+x.Name)
 		}
 		locks := []string{}
 		for _, l := range held {
@@ -333,54 +270,53 @@ func (s *session) adminSessions([][]byte) []byte {
 			}
 		}
 		var age int64
-		if cc, ok := x.nc.(*telemetry.CountConn); ok {
-			age = int64(now.Sub(cc.Since()).Seconds())
+		if !x.Since.IsZero() {
+			age = int64(now.Sub(x.Since).Seconds())
 		}
-		_, admin := p.ops.authed.Load(x)
-		out[i] = []field{
-			{"id", int64(x.id)},
-			{"addr", x.addr},
-			{"name", name},
+		out[i] = []Field{
+			{"id", int64(x.ID)},
+			{"addr", x.Addr},
+			{"name", x.Name},
 			{"age_s", age},
 			{"owners", owners},
 			{"locks", locks},
-			{"admin", yesNo(admin)},
-			{"self", yesNo(x == s)},
+			{"admin", yesNo(a.loggedIn(x.ID))},
+			{"self", yesNo(x.ID == c.ID())},
 		}
 	}
-	return encodeValue(nil, out, s.proto)
+	return EncodeValue(nil, out, c.Proto())
 }
 
 // FENCE <lock-key>: the calling connection's grant number for the lock, under
 // the owner scope of the lock's rule, from its owner record in Valkey (so a
 // grant taken through another instance counts); nil when it holds no grant
 // of it.
-func (s *session) adminFence(args [][]byte) []byte {
+func (a *Admin) fence(c Conn, args [][]byte) []byte {
 	key := args[0]
-	r := s.p.decider.Load().Rules.Match(key)
+	r := a.h.Decider().Rules.Match(key)
 	if r == nil {
-		return resp.AppendNull(nil, s.proto)
+		return resp.AppendNull(nil, c.Proto())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.p.opts.Upstream.DialTimeout.D())
+	ctx, cancel := context.WithTimeout(context.Background(), a.h.Timeout())
 	defer cancel()
-	kc, done := s.p.keyClient(key)
+	kc, done := a.h.KeyClient(key)
 	defer done()
-	c := kc.Conn()
-	defer c.Close()
-	if err := c.Select(ctx, s.db).Err(); err != nil {
-		return resp.AppendError(nil, errAdminUpstream(err))
+	conn := kc.Conn()
+	defer conn.Close()
+	if err := conn.Select(ctx, c.DB()).Err(); err != nil {
+		return resp.AppendError(nil, errUpstream(err))
 	}
-	rec, err := c.HGet(ctx, string(rewrite.RecordsKey(key)), s.Owner(r)).Result()
+	rec, err := conn.HGet(ctx, string(rewrite.RecordsKey(key)), c.Owner(r)).Result()
 	if err == redis.Nil {
-		s.foundMissing(string(key))
-		return resp.AppendNull(nil, s.proto)
+		c.FoundMissing(string(key))
+		return resp.AppendNull(nil, c.Proto())
 	}
 	if err != nil {
-		return resp.AppendError(nil, errAdminUpstream(err))
+		return resp.AppendError(nil, errUpstream(err))
 	}
 	lv, ok := parseRecord(rec)
 	if !ok {
-		return resp.AppendNull(nil, s.proto)
+		return resp.AppendNull(nil, c.Proto())
 	}
 	return resp.AppendInt(nil, lv.grant)
 }

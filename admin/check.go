@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"fmt"
@@ -14,35 +14,34 @@ import (
 // holder and from any other client. The answers come from running the
 // decider on those commands with two imagined clients, so they are exactly
 // what the running rules decide; nothing is sent to Valkey.
-func (s *session) adminCheck(args [][]byte) []byte {
-	p := s.p
+func (a *Admin) check(c Conn, args [][]byte) []byte {
 	key := args[0]
-	d := p.decider.Load()
+	d := a.h.Decider()
 	if d.Active() && d.Table == nil {
-		d = p.loadTable()
+		d = a.h.LoadTable()
 		if d.Table == nil {
-			return resp.AppendError(nil, p.noTableError())
+			return resp.AppendError(nil, a.h.NoTableText())
 		}
 	}
 	r := d.Rules.Match(key)
-	out := []field{{"key", string(key)}}
+	out := []Field{{"key", string(key)}}
 	if r == nil {
-		out = append(out, field{"rule", nil},
-			field{"verdict", "no lock rule matches this key: the proxy passes its commands through untouched, unless a rule's fence guards it (see the writes below)"})
+		out = append(out, Field{"rule", nil},
+			Field{"verdict", "no lock rule matches this key: the proxy passes its commands through untouched, unless a rule's fence guards it (see the writes below)"})
 	} else {
 		out = append(out,
-			field{"rule", fmt.Sprintf("%d %q", r.Index+1, r.Pattern.String())},
-			field{"release", string(r.Release)},
-			field{"session", string(r.Session)},
-			field{"unknown_owner", string(r.UnknownOwner)},
-			field{"fence", fenceText(r)},
+			Field{"rule", fmt.Sprintf("%d %q", r.Index+1, r.Pattern.String())},
+			Field{"release", string(r.Release)},
+			Field{"session", string(r.Session)},
+			Field{"unknown_owner", string(r.UnknownOwner)},
+			Field{"fence", fenceText(r)},
 		)
 	}
 	holder := &checkSession{lock: key, holds: true}
 	stranger := &checkSession{lock: key}
 	k := string(key)
 	try := func(label string, cs *checkSession, cmd ...string) {
-		out = append(out, field{label, describePlan(d, cs, cmd)})
+		out = append(out, Field{label, describePlan(d, cs, cmd)})
 	}
 	// Field names hold no spaces, so valkey-cli's RESP3 raw output
 	// ("field value" per line) stays parseable.
@@ -55,18 +54,18 @@ func (s *session) adminCheck(args [][]byte) []byte {
 	try("set_stranger", stranger, "SET", k, "<value>")
 	if g := guardSample(r, key); g != "" {
 		// A key this lock guards (SET of it): the holder holds the lock.
-		out = append(out, field{"guarded_key", g})
+		out = append(out, Field{"guarded_key", g})
 		try("guarded_write_holder", holder, "SET", g, "<value>")
 		try("guarded_write_stranger", stranger, "SET", g, "<value>")
 	} else if g := guardedBy(d.Rules, key); r == nil && g != nil {
 		// The key is one a lock guards.
 		f := g.Fencing
 		out = append(out,
-			field{"guarded_by", fmt.Sprintf("%d %q", g.Index+1, g.Pattern.String())},
-			field{"write_holder", "fenced: runs with the fencing check of the holder's grant (check: " + string(f.Check) + "); refused with STALE when a newer grant exists"})
+			Field{"guarded_by", fmt.Sprintf("%d %q", g.Index+1, g.Pattern.String())},
+			Field{"write_holder", "fenced: runs with the fencing check of the holder's grant (check: " + string(f.Check) + "); refused with STALE when a newer grant exists"})
 		try("write_stranger", stranger, "SET", k, "<value>")
 	}
-	return encode(nil, out, s.proto)
+	return Encode(nil, out, c.Proto())
 }
 
 func fenceText(r *policy.Rule) string {
