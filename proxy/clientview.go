@@ -20,7 +20,7 @@ func (c clientView) Conn() clients.Conn {
 		cmd = *p
 	}
 	s.outMu.Lock()
-	omem := s.out.len() + s.writing
+	omem := s.out.Len() + s.writing
 	s.outMu.Unlock()
 	return clients.Conn{
 		ID: s.id, Addr: s.addr, Laddr: s.laddr, Fd: s.sockFd,

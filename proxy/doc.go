@@ -10,12 +10,14 @@
 // throughput (measured: pipelined throughput falls to 0.05 of direct).
 //
 // It owns the client sessions and the state Valkey would keep for each
-// (connstate.go), the event loops, which upstream connections a session
-// uses (its pool key: protocol, database and login; the primary in front
-// of a cluster) and what they are told at connect, what a Sentinel
-// failover does to them, the replies the proxy gives itself (CLIENT ...,
-// INFO lockproxy; of LOCKPROXY only when and where it is answered:
-// admin.go), and the counter table's rows (counters.go):
+// (connstate.go), what a session does when its event loop pumps it
+// (session_loop.go: carrying out the steps, pausing, leaving the loop),
+// which upstream connections a session uses (its pool key: protocol,
+// database and login; the primary in front of a cluster) and what they are
+// told at connect, what a Sentinel failover does to them, the replies the
+// proxy gives itself (CLIENT ..., INFO lockproxy; of LOCKPROXY only when and
+// where it is answered: admin.go), and the counter table's rows
+// (counters.go):
 // which of its own numbers each reported number reads. In front of a
 // cluster it owns which node a session's command goes to (cluster_route.go),
 // what a session's own connection allows there, when a command is split,
@@ -30,7 +32,14 @@
 // connection once it is open (queueing, writing, reading and handing out
 // replies, the reply deadline, its death): a session is its upstream.Sink,
 // the proxy its upstream.Host (uphost.go) and the dial function of its
-// pools (pool.go), an event loop its upstream.Poller. Package
+// pools (pool.go), an event loop its upstream.Poller. Package evloop owns
+// the event loops themselves: epoll, the rounds, corking the upstream
+// writes of a round, wake-ups, the idle sweep and reading a client's
+// socket once per readiness; it sees a session as an evloop.Client
+// (loopclient.go) and the proxy's loops are an evloop.Group. Package
+// replies owns a client's output on its way out: the replies held until
+// their turn and the chunked queue for the socket (deliver.go decides what
+// goes there, writes it and enforces the output limit). Package
 // telemetry owns the counter structs (with what a lock effect adds to
 // them), histograms, lock events, the audit file and the rendering of INFO
 // lockproxy, LOCKPROXY STATS and /metrics from those rows. Package admin

@@ -29,8 +29,8 @@ func (p *Proxy) startUp(nc net.Conn, addr string, owner *session, relay func([]b
 	}
 	c := upstream.New(&p.up, nc, addr, o, relay)
 	if c.Loopable() {
-		if lp := p.upstreamLoop(); lp != nil {
-			lp.addUp(c)
+		if lp := p.loops.Upstream(); lp != nil {
+			lp.AddUp(c)
 		}
 	}
 	c.Start()
