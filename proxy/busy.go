@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -26,12 +27,12 @@ import (
 
 // forBusyServer reports whether args is one of those commands.
 func forBusyServer(args [][]byte) bool {
-	switch id := idOf(args[0]); {
-	case id == cShutdown:
+	switch id := commands.IDOf(args[0]); {
+	case id == commands.IDShutdown:
 		return true
-	case len(args) == 2 && id == cScript:
+	case len(args) == 2 && id == commands.IDScript:
 		return resp.EqualFold(args[1], "kill")
-	case len(args) == 2 && id == cFunction:
+	case len(args) == 2 && id == commands.IDFunction:
 		return resp.EqualFold(args[1], "kill") || resp.EqualFold(args[1], "stats")
 	}
 	return false
@@ -127,9 +128,9 @@ func (s *session) askAside(cmd resp.Command) []byte {
 func killName(args [][]byte) string {
 	switch {
 	case len(args) != 2 || !resp.EqualFold(args[1], "kill"):
-	case idOf(args[0]) == cScript:
+	case commands.IDOf(args[0]) == commands.IDScript:
 		return "script|kill"
-	case idOf(args[0]) == cFunction:
+	case commands.IDOf(args[0]) == commands.IDFunction:
 		return "function|kill"
 	}
 	return ""

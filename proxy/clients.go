@@ -52,7 +52,7 @@ func (s *session) user() string {
 
 // noteCommand records the command being handled for CLIENT LIST's cmd.
 func (s *session) noteCommand(args [][]byte) {
-	s.lastCmd.Store(clients.Intern(args, s.p.cmds().containers))
+	s.lastCmd.Store(clients.Intern(args, s.p.cmds().Containers()))
 }
 
 // allSessions returns the proxy's sessions in id order.
