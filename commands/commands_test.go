@@ -265,3 +265,38 @@ func TestIdOf(t *testing.T) {
 		}
 	}
 }
+
+// TestSubOf: each subcommand the proxy gives a behaviour of its own is
+// found in any letter case and is a subcommand valkey-server 8 has, under
+// the same name; other commands, and a container alone, are SubOther.
+func TestSubOf(t *testing.T) {
+	tab := servertable.Load(t, "valkey-server")
+	seen := map[Sub]string{}
+	for name, sub := range bySubName {
+		if sub == SubOther {
+			t.Errorf("%s has no Sub", name)
+		}
+		if other, dup := seen[sub]; dup {
+			t.Errorf("%s and %s share Sub %d", name, other, sub)
+		}
+		seen[sub] = name
+		if tab.LookupString(name) == nil {
+			t.Errorf("%s is not a subcommand of valkey-server", name)
+		}
+		container, word, _ := strings.Cut(name, "|")
+		for _, args := range [][]string{{container, word}, {strings.ToUpper(container), strings.ToUpper(word), "x"}} {
+			if got := SubOf([][]byte{[]byte(args[0]), []byte(args[1])}); got != sub {
+				t.Errorf("SubOf(%q) = %d, want %d", args, got, sub)
+			}
+		}
+	}
+	for _, args := range [][]string{{"SCRIPT"}, {"GET", "kill"}, {"script", "killx"}, {"client", "a-name-longer-than-any-subcommand"}, {"a-name-longer-than-any-command", "kill"}} {
+		var a [][]byte
+		for _, s := range args {
+			a = append(a, []byte(s))
+		}
+		if got := SubOf(a); got != SubOther {
+			t.Errorf("SubOf(%q) = %d, want SubOther", args, got)
+		}
+	}
+}

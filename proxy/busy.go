@@ -31,9 +31,10 @@ func forBusyServer(args [][]byte) bool {
 	case id == commands.IDShutdown:
 		return true
 	case len(args) == 2 && id == commands.IDScript:
-		return resp.EqualFold(args[1], "kill")
+		return commands.SubOf(args) == commands.ScriptKill
 	case len(args) == 2 && id == commands.IDFunction:
-		return resp.EqualFold(args[1], "kill") || resp.EqualFold(args[1], "stats")
+		sub := commands.SubOf(args)
+		return sub == commands.FunctionKill || sub == commands.FunctionStats
 	}
 	return false
 }
@@ -127,10 +128,10 @@ func (s *session) askAside(cmd resp.Command) []byte {
 // FUNCTION KILL, "" for any other command.
 func killName(args [][]byte) string {
 	switch {
-	case len(args) != 2 || !resp.EqualFold(args[1], "kill"):
-	case commands.IDOf(args[0]) == commands.IDScript:
+	case len(args) != 2:
+	case commands.SubOf(args) == commands.ScriptKill:
 		return "script|kill"
-	case commands.IDOf(args[0]) == commands.IDFunction:
+	case commands.SubOf(args) == commands.FunctionKill:
 		return "function|kill"
 	}
 	return ""

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"github.com/lockproxy/lockproxy/commands"
-	"github.com/lockproxy/lockproxy/resp"
 
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -51,7 +50,7 @@ func isScriptCall(name []byte) bool {
 
 // isPause reports whether a command is CLIENT PAUSE.
 func isPause(args [][]byte) bool {
-	return len(args) >= 2 && commands.IDOf(args[0]) == commands.IDClient && resp.EqualFold(args[1], "pause")
+	return commands.SubOf(args) == commands.ClientPause
 }
 
 // besideHeld is the connection the session's next command goes to, given

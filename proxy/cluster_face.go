@@ -63,8 +63,8 @@ func (s *session) clusterFace(cmd resp.Command) {
 		s.local(out)
 		return
 	}
-	switch sub := args[1]; {
-	case (resp.EqualFold(sub, "countkeysinslot") && len(args) == 3) || (resp.EqualFold(sub, "getkeysinslot") && len(args) == 4):
+	switch sub, id := args[1], commands.SubOf(args); {
+	case (id == commands.ClusterCountkeysinslot && len(args) == 3) || (id == commands.ClusterGetkeysinslot && len(args) == 4):
 		// Asked of the slot's primary, which has the answer.
 		slot, ok := cluster.ParseSlot(args[2])
 		if !ok {

@@ -285,7 +285,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		if !s.inMulti {
 			s.notePause(args)
 		}
-		if len(args) == 3 && resp.EqualFold(args[1], "reply") && !s.inMulti {
+		if len(args) == 3 && commands.SubOf(args) == commands.ClientReply && !s.inMulti {
 			if s.ded.Streaming() {
 				// Replies do not pair with commands here: Valkey
 				// applies it, the proxy only to its own replies.
@@ -301,16 +301,16 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			if handled, keep := s.clientSelf(args); handled {
 				return keep
 			}
-			if len(args) == 2 && resp.EqualFold(args[1], "unpause") {
+			if len(args) == 2 && commands.SubOf(args) == commands.ClientUnpause {
 				return s.busyCommand(cmd)
 			}
 		}
 		switch {
-		case len(args) >= 3 && resp.EqualFold(args[1], "tracking") && !s.inMulti:
+		case len(args) >= 3 && commands.SubOf(args) == commands.ClientTracking && !s.inMulti:
 			return s.clientTracking(cmd) // tracking.go
-		case len(args) >= 3 && resp.EqualFold(args[1], "tracking"):
+		case len(args) >= 3 && commands.SubOf(args) == commands.ClientTracking:
 			s.tracking = resp.EqualFold(args[2], "on")
-		case len(args) == 2 && resp.EqualFold(args[1], "getredir") && s.trk != nil && !s.inMulti:
+		case len(args) == 2 && commands.SubOf(args) == commands.ClientGetredir && s.trk != nil && !s.inMulti:
 			s.clientGetredir()
 			return true
 		}
@@ -607,9 +607,9 @@ func (s *session) client(cmd resp.Command) bool {
 		return keep
 	}
 	switch {
-	case len(args) == 3 && resp.EqualFold(args[1], "reply") && s.clientReply(args[2]):
+	case len(args) == 3 && commands.SubOf(args) == commands.ClientReply && s.clientReply(args[2]):
 		return true
-	case len(args) == 2 && resp.EqualFold(args[1], "unpause"):
+	case len(args) == 2 && commands.SubOf(args) == commands.ClientUnpause:
 		return s.busyCommand(cmd)
 	case len(args) < 2 || commands.ClientKind(args[1]) == commands.Forward:
 		s.forwardReady(cmd.Raw)
@@ -669,7 +669,7 @@ func (s *session) matchesProxyCreds(user, pass []byte) bool {
 // lockproxy knows the body of (learned from EVAL or SCRIPT LOAD, forgotten
 // at SCRIPT FLUSH) is answered 1, as EVALSHA of it runs through lockproxy.
 func (s *session) scriptExists(args [][]byte) func([]byte) []byte {
-	if len(args) < 3 || commands.IDOf(args[0]) != commands.IDScript || !resp.EqualFold(args[1], "exists") {
+	if len(args) < 3 || commands.SubOf(args) != commands.ScriptExists {
 		return nil
 	}
 	c := s.p.decider.Load().Scripts
@@ -704,13 +704,12 @@ func (s *session) scriptExists(args [][]byte) func([]byte) []byte {
 // rewrite.FunctionStats); a FUNCTION LOAD or RESTORE error names a
 // function by its own name (rewrite.FunctionLoadReply).
 func serverReply(args [][]byte) func([]byte) []byte {
-	switch {
-	case len(args) < 2 || commands.IDOf(args[0]) != commands.IDFunction:
-	case resp.EqualFold(args[1], "list"):
+	switch commands.SubOf(args) {
+	case commands.FunctionList:
 		return rewrite.FunctionList
-	case resp.EqualFold(args[1], "stats"):
+	case commands.FunctionStats:
 		return rewrite.FunctionStats
-	case resp.EqualFold(args[1], "load"), resp.EqualFold(args[1], "restore"):
+	case commands.FunctionLoad, commands.FunctionRestore:
 		return rewrite.FunctionLoadReply
 	}
 	return nil
