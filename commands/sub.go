@@ -22,6 +22,16 @@ const (
 	ClientReply
 	ClientTracking
 	ClientGetredir
+	ClientCaching
+	ClientID
+	ClientInfo
+	ClientList
+	ClientKill
+	ClientNoEvict
+	ClientNoTouch
+	ClientSetname
+	ClientGetname
+	ClientSetinfo
 	ClusterCountkeysinslot
 	ClusterGetkeysinslot
 )
@@ -31,7 +41,10 @@ var bySubName = map[string]Sub{
 	"function|kill": FunctionKill, "function|stats": FunctionStats, "function|list": FunctionList,
 	"function|load": FunctionLoad, "function|restore": FunctionRestore,
 	"client|pause": ClientPause, "client|unpause": ClientUnpause, "client|reply": ClientReply,
-	"client|tracking": ClientTracking, "client|getredir": ClientGetredir,
+	"client|tracking": ClientTracking, "client|getredir": ClientGetredir, "client|caching": ClientCaching,
+	"client|id": ClientID, "client|info": ClientInfo, "client|list": ClientList, "client|kill": ClientKill,
+	"client|no-evict": ClientNoEvict, "client|no-touch": ClientNoTouch,
+	"client|setname": ClientSetname, "client|getname": ClientGetname, "client|setinfo": ClientSetinfo,
 	"cluster|countkeysinslot": ClusterCountkeysinslot, "cluster|getkeysinslot": ClusterGetkeysinslot,
 }
 
