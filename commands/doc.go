@@ -13,7 +13,9 @@
 //     (script calls, the cluster face, shard channels, the split and
 //     one-server families in front of a cluster);
 //   - its ID, for the commands the proxy treats one by one (a
-//     transaction's steps, the cluster face's answers, ...);
+//     transaction's steps, the cluster face's answers, ...), and with its
+//     first argument its Sub, for the subcommands it treats one by one
+//     (SCRIPT KILL, CLIENT PAUSE, ...), under Valkey's own names;
 //   - whether it may block on the server and for how long it asked
 //     (Table.BlockingWait), and whether it has subcommands.
 //
