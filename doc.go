@@ -43,6 +43,9 @@
 //     YAML decoding and errors with file and line.
 //   - policy: lock policy: Valkey glob patterns, the lock rules, fence
 //     templates and their checks, built by config and read by rewrite.
+//   - commands: the proxy's command table: each name's kind, metrics
+//     family, flags and id, how long a blocking command waits, and the
+//     offline fallback, derived from keyspec's table.
 //   - keyspec: Valkey's command table and key specs: which arguments are keys
 //     and what a command does to each.
 //   - rewrite: what to do with a command on a lock key, as a pure Plan, and

@@ -3,6 +3,8 @@ package clients
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/lockproxy/lockproxy/commands"
 )
 
 // Intern is a command's full name as Valkey shows it in CLIENT LIST's cmd
@@ -12,12 +14,12 @@ import (
 // commands whose name includes the subcommand, lower-case.
 func Intern(args [][]byte, containers map[string]bool) *string {
 	var buf [48]byte
-	name, ok := lower(buf[:24], args[0])
+	name, ok := commands.Lower(buf[:24], args[0])
 	if !ok {
 		return &unknownCmd
 	}
 	if len(args) > 1 && containers[string(name)] {
-		if sub, ok := lower(buf[len(name)+1:], args[1]); ok {
+		if sub, ok := commands.Lower(buf[len(name)+1:], args[1]); ok {
 			buf[len(name)] = '|'
 			name = buf[:len(name)+1+len(sub)]
 		}
@@ -40,18 +42,3 @@ var (
 )
 
 const maxInterned = 4096
-
-// lower copies b lower-cased into buf and returns it; ok is false when b
-// does not fit (no command name is that long).
-func lower(buf []byte, b []byte) ([]byte, bool) {
-	if len(b) > len(buf) {
-		return nil, false
-	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	return buf[:len(b)], true
-}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -26,13 +27,14 @@ import (
 
 // forBusyServer reports whether args is one of those commands.
 func forBusyServer(args [][]byte) bool {
-	switch id := idOf(args[0]); {
-	case id == cShutdown:
+	switch id := commands.IDOf(args[0]); {
+	case id == commands.IDShutdown:
 		return true
-	case len(args) == 2 && id == cScript:
-		return resp.EqualFold(args[1], "kill")
-	case len(args) == 2 && id == cFunction:
-		return resp.EqualFold(args[1], "kill") || resp.EqualFold(args[1], "stats")
+	case len(args) == 2 && id == commands.IDScript:
+		return commands.SubOf(args) == commands.ScriptKill
+	case len(args) == 2 && id == commands.IDFunction:
+		sub := commands.SubOf(args)
+		return sub == commands.FunctionKill || sub == commands.FunctionStats
 	}
 	return false
 }
@@ -126,10 +128,10 @@ func (s *session) askAside(cmd resp.Command) []byte {
 // FUNCTION KILL, "" for any other command.
 func killName(args [][]byte) string {
 	switch {
-	case len(args) != 2 || !resp.EqualFold(args[1], "kill"):
-	case idOf(args[0]) == cScript:
+	case len(args) != 2:
+	case commands.SubOf(args) == commands.ScriptKill:
 		return "script|kill"
-	case idOf(args[0]) == cFunction:
+	case commands.SubOf(args) == commands.FunctionKill:
 		return "function|kill"
 	}
 	return ""

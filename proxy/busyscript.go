@@ -1,7 +1,7 @@
 package proxy
 
 import (
-	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/commands"
 
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -45,12 +45,12 @@ import (
 // isScriptCall reports whether a command name is EVAL, EVALSHA, EVAL_RO,
 // EVALSHA_RO, FCALL or FCALL_RO.
 func isScriptCall(name []byte) bool {
-	return flagsOf(name)&fScriptCall != 0
+	return commands.FlagsOf(name)&commands.ScriptCall != 0
 }
 
 // isPause reports whether a command is CLIENT PAUSE.
 func isPause(args [][]byte) bool {
-	return len(args) >= 2 && idOf(args[0]) == cClient && resp.EqualFold(args[1], "pause")
+	return commands.SubOf(args) == commands.ClientPause
 }
 
 // besideHeld is the connection the session's next command goes to, given

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"github.com/lockproxy/lockproxy/clients"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/resp"
 )
 
@@ -13,7 +14,7 @@ import (
 // toValkeyIDs returns cmd with the client id it names for Valkey
 // translated to Valkey's (clients.ToValkeyIDs).
 func (s *session) toValkeyIDs(cmd resp.Command) resp.Command {
-	if idOf(cmd.Args[0]) != cClient {
+	if commands.IDOf(cmd.Args[0]) != commands.IDClient {
 		return cmd
 	}
 	return clients.ToValkeyIDs(cmd, s.p.valkeyID)
@@ -37,7 +38,7 @@ func (p *Proxy) valkeyID(id uint64) int64 {
 // (nil for any other command): Valkey's id of the redirect target becomes
 // the proxy's.
 func (s *session) redirHook(args [][]byte) func([]byte) []byte {
-	if len(args) != 2 || idOf(args[0]) != cClient {
+	if len(args) != 2 || commands.IDOf(args[0]) != commands.IDClient {
 		return nil
 	}
 	return s.p.vids.RedirHook(args[1])

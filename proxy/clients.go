@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/clients"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -52,7 +53,7 @@ func (s *session) user() string {
 
 // noteCommand records the command being handled for CLIENT LIST's cmd.
 func (s *session) noteCommand(args [][]byte) {
-	s.lastCmd.Store(clients.Intern(args, s.p.cmds().containers))
+	s.lastCmd.Store(clients.Intern(args, s.p.cmds().Containers()))
 }
 
 // allSessions returns the proxy's sessions in id order.
@@ -71,7 +72,7 @@ func (p *Proxy) allSessions() []*session {
 func (s *session) clientList(args [][]byte) {
 	s.publish()
 	now := time.Now()
-	if resp.EqualFold(args[1], "info") {
+	if commands.SubOf(args) == commands.ClientInfo {
 		s.local(appendInfo(nil, clients.Line(nil, clientView{s}, now), s.proto))
 		return
 	}
@@ -119,15 +120,15 @@ func (s *session) clientSelf(args [][]byte) (handled, keep bool) {
 	if len(args) < 2 {
 		return false, true
 	}
-	sub := args[1]
+	sub := commands.SubOf(args)
 	switch {
-	case resp.EqualFold(sub, "id") && len(args) == 2:
+	case sub == commands.ClientID && len(args) == 2:
 		s.local(resp.AppendInt(nil, int64(s.id)))
-	case resp.EqualFold(sub, "info") && len(args) == 2, resp.EqualFold(sub, "list"):
+	case sub == commands.ClientInfo && len(args) == 2, sub == commands.ClientList:
 		s.clientList(args)
-	case resp.EqualFold(sub, "kill") && len(args) >= 3:
+	case sub == commands.ClientKill && len(args) >= 3:
 		return true, s.clientKill(args)
-	case (resp.EqualFold(sub, "no-evict") || resp.EqualFold(sub, "no-touch")) && len(args) == 3:
+	case (sub == commands.ClientNoEvict || sub == commands.ClientNoTouch) && len(args) == 3:
 		var on bool
 		switch {
 		case resp.EqualFold(args[2], "on"):
@@ -137,7 +138,7 @@ func (s *session) clientSelf(args [][]byte) (handled, keep bool) {
 			s.local(resp.AppendError(nil, errSyntax))
 			return true, true
 		}
-		if resp.EqualFold(sub, "no-evict") {
+		if sub == commands.ClientNoEvict {
 			s.noEvict = on
 			s.local(resp.AppendSimple(nil, "OK"))
 			break
@@ -156,20 +157,20 @@ func (s *session) clientSelf(args [][]byte) (handled, keep bool) {
 		if s.askDedicated(resp.AppendCommand(nil, args...)) {
 			s.noTouch = on
 		}
-	case resp.EqualFold(sub, "setname") && len(args) == 3:
+	case sub == commands.ClientSetname && len(args) == 3:
 		if e := clients.NameError(args[2]); e != "" {
 			s.local(resp.AppendError(nil, e))
 			return true, true
 		}
 		s.setName(string(args[2]))
 		s.local(resp.AppendSimple(nil, "OK"))
-	case resp.EqualFold(sub, "getname") && len(args) == 2:
+	case sub == commands.ClientGetname && len(args) == 2:
 		if s.name == "" {
 			s.local(resp.AppendNull(nil, s.proto))
 		} else {
 			s.local(resp.AppendBulk(nil, []byte(s.name)))
 		}
-	case resp.EqualFold(sub, "setinfo") && len(args) == 4:
+	case sub == commands.ClientSetinfo && len(args) == 4:
 		switch lib, e := clients.SetInfo(args[2], args[3]); lib {
 		case "lib-name":
 			s.libName = string(args[3])

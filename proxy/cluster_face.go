@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -16,20 +17,20 @@ import (
 // client connected to (cluster.SingleNode answers for it).
 
 func isClusterFaceCommand(name []byte) bool {
-	return flagsOf(name)&fClusterFace != 0
+	return commands.FlagsOf(name)&commands.ClusterFace != 0
 }
 
 // clusterFace answers CLUSTER, READONLY, READWRITE and ASKING.
 func (s *session) clusterFace(cmd resp.Command) {
 	args := cmd.Args
 	single := s.p.cl.face == config.ClusterFaceSingleNode
-	switch id := idOf(args[0]); {
-	case id == cReadonly, id == cReadwrite:
+	switch id := commands.IDOf(args[0]); {
+	case id == commands.IDReadonly, id == commands.IDReadwrite:
 		// Reads go to primaries whatever the client asks (a standalone
 		// server answers OK too).
 		s.local(resp.AppendSimple(nil, "OK"))
 		return
-	case id == cAsking:
+	case id == commands.IDAsking:
 		if single {
 			s.local(resp.AppendSimple(nil, "OK")) // the face never redirects: nothing to follow
 		} else {
@@ -62,8 +63,8 @@ func (s *session) clusterFace(cmd resp.Command) {
 		s.local(out)
 		return
 	}
-	switch sub := args[1]; {
-	case (resp.EqualFold(sub, "countkeysinslot") && len(args) == 3) || (resp.EqualFold(sub, "getkeysinslot") && len(args) == 4):
+	switch sub, id := args[1], commands.SubOf(args); {
+	case (id == commands.ClusterCountkeysinslot && len(args) == 3) || (id == commands.ClusterGetkeysinslot && len(args) == 4):
 		// Asked of the slot's primary, which has the answer.
 		slot, ok := cluster.ParseSlot(args[2])
 		if !ok {

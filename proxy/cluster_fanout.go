@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -21,7 +22,7 @@ import (
 // server's; INFO lockproxy is the proxy's own). WAIT and WAITAOF take a
 // connection of their own and never get here.
 func notFannedOut(name []byte) bool {
-	return flagsOf(name)&fOneServer != 0
+	return commands.FlagsOf(name)&commands.OneServer != 0
 }
 
 // fanOutPolicy reads a command's tips: fan is false for a command that

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -13,10 +14,10 @@ import (
 // CLUSTER command (cluster_face.go), SELECT of another database, keys in
 // several slots (split, or refused: cluster_split.go), a slot no primary
 // serves. It reports whether it answered.
-func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
+func (s *session) clusterRoute(cmd resp.Command, k commands.Kind) bool {
 	args := cmd.Args
 	switch {
-	case k == kSelect:
+	case k == commands.Select:
 		if len(args) == 2 && string(args[1]) != "0" {
 			s.local(resp.AppendError(nil, errClusterSelect))
 			return true
@@ -45,10 +46,10 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 		return s.routeShardChannels(args)
 	}
 	shares := s.ded == nil || s.spreads() && !s.inMulti && !s.ded.Streaming()
-	if len(keys) == 0 && shares && idOf(args[0]) == cScan && s.scan(cmd) {
+	if len(keys) == 0 && shares && commands.IDOf(args[0]) == commands.IDScan && s.scan(cmd) {
 		return true
 	}
-	if len(keys) == 0 && shares && forwarded(k) {
+	if len(keys) == 0 && shares && k.Forwarded() {
 		if c := d.Table.Command(args); c != nil && !notFannedOut(args[0]) {
 			if rp, fan := fanOutPolicy(c); fan {
 				s.fanOut(cmd, rp, d)
@@ -62,7 +63,7 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 		if s.node == "" || s.ded == nil && !s.p.cl.IsPrimary(s.node) {
 			s.node = s.p.cl.KeylessNode(s.id)
 		}
-		if s.ded == nil && k == kDedicated && s.statelessOwn(k, args) {
+		if s.ded == nil && k == commands.Dedicated && s.statelessOwn(k, args) {
 			s.ownMovable = true // MULTI: the transaction's first key may move it
 		}
 		if s.trk != nil {
@@ -80,7 +81,7 @@ func (s *session) clusterRoute(cmd resp.Command, k kind) bool {
 	if !s.routeSlot(slot) {
 		return true
 	}
-	if s.ded == nil && k == kDedicated && s.statelessOwn(k, args) {
+	if s.ded == nil && k == commands.Dedicated && s.statelessOwn(k, args) {
 		s.ownMovable = true // a blocking command: its connection may be left after it
 	}
 	if s.trk != nil {
@@ -105,7 +106,7 @@ func (s *session) dialFirst() bool {
 // channels, which Valkey places in the slot of the channel's name as if it
 // were a key (their key specs say NOT_KEY, so the table finds no keys).
 func isShardChannelCommand(name []byte) bool {
-	return flagsOf(name)&fShardChannel != 0
+	return commands.FlagsOf(name)&commands.ShardChannel != 0
 }
 
 // routeShardChannels routes by the channels' slot: SPUBLISH by its channel,
@@ -116,7 +117,7 @@ func (s *session) routeShardChannels(args [][]byte) bool {
 		return true // channels the proxy follows on another node
 	}
 	chans := args[1:]
-	if idOf(args[0]) == cSPublish {
+	if commands.IDOf(args[0]) == commands.IDSPublish {
 		chans = args[1:2]
 	}
 	slot := cluster.Slot(chans[0])
@@ -131,21 +132,21 @@ func (s *session) routeShardChannels(args [][]byte) bool {
 
 // statelessOwn reports whether a command leaves no state on the session's
 // own connection that a later command depends on: MULTI (the transaction
-// ends with EXEC or DISCARD, kForward), blocking commands, and everything
+// ends with EXEC or DISCARD, commands.Forward), blocking commands, and everything
 // that shares connections anyway. WATCH, subscriptions, CLIENT TRACKING,
 // an AUTH sent on it, READONLY and the like do leave state.
-func (s *session) statelessOwn(k kind, args [][]byte) bool {
+func (s *session) statelessOwn(k commands.Kind, args [][]byte) bool {
 	switch k {
-	case kForward, kServer, kLong, kXRead, kInfo, kAdmin, kQuit, kSelect:
+	case commands.Forward, commands.Server, commands.Long, commands.XRead, commands.Info, commands.Admin, commands.Quit, commands.Select:
 		return true
-	case kDedicated:
-		if idOf(args[0]) == cMulti {
+	case commands.Dedicated:
+		if commands.IDOf(args[0]) == commands.IDMulti {
 			return true
 		}
 		// WAIT and WAITAOF too: a new connection's handshake writes
 		// (SCRIPT LOAD, replicated), so the next WAIT on the node counts
 		// the writes the session made there before it.
-		_, blocking := s.p.cmds().blockingWait(args)
+		_, blocking := s.p.cmds().BlockingWait(args)
 		return blocking
 	}
 	return false

@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 )
 
 // Sharded subscribers are followed when their channel's slot moves
@@ -23,14 +24,14 @@ func (s *session) trackShardChannels(args [][]byte) {
 	if s.p.cl == nil {
 		return
 	}
-	id := idOf(args[0])
-	if id == cSSubscribe {
+	id := commands.IDOf(args[0])
+	if id == commands.IDSSubscribe {
 		if s.shards.Load() == nil {
 			s.shards.Store(s.p.cl.NewShardFollower(shardClient{s}))
 		}
 		return
 	}
-	if id == cSUnsubscribe && len(args) == 1 {
+	if id == commands.IDSUnsubscribe && len(args) == 1 {
 		s.endShardFollows()
 	}
 }
@@ -69,7 +70,7 @@ func (s *session) shardUnsubscribed(b []byte) bool {
 // connection), as Valkey would. It reports whether it answered.
 func (s *session) unsubscribeFollowed(args [][]byte) bool {
 	f := s.shards.Load()
-	if f == nil || len(args) < 2 || idOf(args[0]) != cSUnsubscribe {
+	if f == nil || len(args) < 2 || commands.IDOf(args[0]) != commands.IDSUnsubscribe {
 		return false
 	}
 	out, ok := f.Unsubscribe(args[1:])

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -14,12 +15,12 @@ import (
 
 // splitOf is how a command name is split across slots.
 func splitOf(name []byte) cluster.SplitKind {
-	switch f := flagsOf(name); {
-	case f&fSplitSum != 0:
+	switch f := commands.FlagsOf(name); {
+	case f&commands.SplitSum != 0:
 		return cluster.SplitSum
-	case f&fSplitMGet != 0:
+	case f&commands.SplitMGet != 0:
 		return cluster.SplitMGet
-	case f&fSplitMSet != 0:
+	case f&commands.SplitMSet != 0:
 		return cluster.SplitMSet
 	}
 	return cluster.SplitNone

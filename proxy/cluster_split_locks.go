@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -21,7 +22,7 @@ import (
 // locksOnly reports whether a DEL or UNLINK touches lock keys, and no
 // protected key that is not one, so that it may be split by slot.
 func locksOnly(args [][]byte, keys []keyspec.Key, d *rewrite.Decider) bool {
-	if !d.Active() || flagsOf(args[0])&fDelete == 0 {
+	if !d.Active() || commands.FlagsOf(args[0])&commands.Delete == 0 {
 		return false
 	}
 	locks := false

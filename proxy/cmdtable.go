@@ -8,11 +8,31 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
 )
+
+// cmds is the command knowledge now: derived from the loaded table, or the
+// fallback while there is none. Two atomic loads on the command path; the
+// derivation runs once per table.
+func (p *Proxy) cmds() *commands.Table {
+	c := p.known.Load()
+	t := p.decider.Load().Table
+	if t == nil {
+		if c == nil {
+			return commands.Fallback
+		}
+		return c
+	}
+	if c == nil || c.Source() != t {
+		c = commands.FromTable(t)
+		p.known.Store(c)
+	}
+	return c
+}
 
 // loadTable reads Valkey's command table (COMMAND) once the upstream is
 // reachable, and installs a decider that has it.

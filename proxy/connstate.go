@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lockproxy/lockproxy/clients"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -119,17 +120,17 @@ func (s *session) clientReplyState(mode []byte) bool {
 // (P|S)UNSUBSCRIBE, PING, QUIT and RESET are allowed. Such a command goes to
 // Valkey as it is, so its error is the client's answer, before any of the
 // proxy's (a lock refusal) and without any change of state.
-func (s *session) refusedInSubscribe(k kind, args [][]byte) bool {
+func (s *session) refusedInSubscribe(k commands.Kind, args [][]byte) bool {
 	if !s.subscribed() || s.proto != 2 {
 		return false
 	}
 	switch k {
-	case kQuit, kReset:
+	case commands.Quit, commands.Reset:
 		return false
-	case kStream:
-		return idOf(args[0]) == cMonitor
+	case commands.Stream:
+		return commands.IDOf(args[0]) == commands.IDMonitor
 	}
-	return idOf(args[0]) != cPing
+	return commands.IDOf(args[0]) != commands.IDPing
 }
 
 // subscribing applies a subscribe-family command to the session's
@@ -146,7 +147,7 @@ func subKind(name []byte) (kind clients.SubKind, unsub bool) {
 	switch {
 	case len(name) > 0 && (name[0] == 'p' || name[0] == 'P'):
 		kind = clients.Pattern
-	case len(name) > 0 && (name[0] == 's' || name[0] == 'S') && idOf(name) != cSubscribe:
+	case len(name) > 0 && (name[0] == 's' || name[0] == 'S') && commands.IDOf(name) != commands.IDSubscribe:
 		kind = clients.Shard
 	}
 	return kind, hasSuffixFold(name, "unsubscribe")

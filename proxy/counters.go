@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -69,17 +70,17 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 			e(p.ops.traffic.Out.Load(), "out")
 		}},
 	{Metric: "commands_total", Help: "Commands handled, by family: forward, lock (decided by a lock rule), dedicated, pubsub, replication, connection, admin or server.", Labels: []string{"family"},
-		Info: telemetry.Prefixed(0, "commands_", familyNames[:]...),
+		Info: telemetry.Prefixed(0, "commands_", commands.FamilyNames[:]...),
 		Read: func(p *Proxy, e telemetry.Emit) {
 			for f := range p.ops.commands {
-				e(p.ops.commands[f].Load(), familyNames[f])
+				e(p.ops.commands[f].Load(), commands.FamilyNames[f])
 			}
 		}},
 	{Metric: "upstream_round_trip_seconds", Help: "Time from a command's queueing on a connection to Valkey to its reply's arrival, by the command's family.", Kind: telemetry.KindHistogram, Labels: []string{"family"},
 		Info: telemetry.One("upstream_round_trip"),
 		Hist: func(p *Proxy, e telemetry.EmitHist) {
-			for f := family(0); f < numFamilies; f++ {
-				e(p.ops.roundTrip.snapshot(f), familyNames[f])
+			for f := commands.Family(0); f < commands.NumFamilies; f++ {
+				e(p.ops.roundTrip.snapshot(f), commands.FamilyNames[f])
 			}
 		}},
 	{Metric: "lock_rules", Help: "Lock rules in force.", Kind: telemetry.KindGauge, Info: telemetry.One("lock_rules"),

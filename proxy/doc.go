@@ -71,7 +71,9 @@
 // and the engine carries it out.
 //
 // What the proxy decides about a command's connection state lives in
-// commands.go (the command table) and handle.go. The error texts this
+// handle.go, from the kinds, families, flags and ids of package commands
+// (the command table); which table is in force, Valkey's once loaded or the
+// fallback, is cmdtable.go's. The error texts this
 // package writes are in errors.go (TestErrorTextsOnlyInCatalogue keeps
 // them there, and TestErrorCatalogueCodeWords checks their code words);
 // refusals by a lock rule come worded from package rewrite (STALE from its

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lockproxy/lockproxy/clients"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
@@ -18,14 +19,14 @@ import (
 // whether the command's reply is muted (CLIENT REPLY): a command handled
 // again later (offLoop, settle) keeps an armed SKIP for then.
 func (s *session) handle(cmd resp.Command) step {
-	k := s.p.cmds().kind(cmd.Args[0])
+	k := s.p.cmds().Kind(cmd.Args[0])
 	skip := s.replySkip
 	s.mute, s.replySkip, s.asked = s.replyOff || skip, false, step{}
 	s.noteCommand(cmd.Args)
 	inMulti := s.inMulti
-	s.publishDue = !forwarded(k) || inMulti
-	s.holds = k == kForward && isScriptCall(cmd.Args[0])
-	s.family = familyOf(k)
+	s.publishDue = !k.Forwarded() || inMulti
+	s.holds = k == commands.Forward && isScriptCall(cmd.Args[0])
+	s.family = k.Family()
 	ok := s.route(cmd, k)
 	s.holds = false
 	st := s.asked
@@ -49,7 +50,7 @@ func (s *session) handle(cmd resp.Command) step {
 }
 
 // route handles one command.
-func (s *session) route(cmd resp.Command, k kind) bool {
+func (s *session) route(cmd resp.Command, k commands.Kind) bool {
 	args := cmd.Args
 	if s.needsAuth(k) {
 		s.local(resp.AppendError(nil, errNoAuth))
@@ -66,14 +67,14 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		return true // a script call: the spares beside it (busyscript.go)
 	}
 	switch k {
-	case kAdmin:
+	case commands.Admin:
 		s.admin(cmd)
 		return true
-	case kInfo:
+	case commands.Info:
 		if s.info(cmd) {
 			return true
 		}
-	case kServer:
+	case commands.Server:
 		if forBusyServer(args) {
 			return s.busyCommand(cmd)
 		}
@@ -96,22 +97,22 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	if s.p.cl != nil && s.clusterRoute(cmd, k) {
 		return true
 	}
-	if (forwarded(k) || k == kXRead) && s.connFirst(s.key()) {
+	if (k.Forwarded() || k == commands.XRead) && s.connFirst(s.key()) {
 		// Before the pause and the lock rules do anything for it: on an
 		// event loop its connection is dialled off the loop, or the
 		// replies owed behind a held command come in, first.
 		return true
 	}
-	if w := s.p.pauseWait(); w > 0 && forwarded(k) && s.p.cl == nil {
+	if w := s.p.pauseWait(); w > 0 && k.Forwarded() && s.p.cl == nil {
 		s.holds = true // nothing behind it on its connection (busyscript.go)
 		if c := s.target(); c != nil {
 			c.ExpectBlock(w) // CLIENT PAUSE may hold it back (pause.go)
 		}
 	}
-	if k == kLong && s.ded == nil {
+	if k == commands.Long && s.ded == nil {
 		// Before the lock rules, which may send it with a hook of their
 		// own (FLUSHALL under on_flush).
-		if wait, ok := s.p.cmds().blockingWait(args); ok {
+		if wait, ok := s.p.cmds().BlockingWait(args); ok {
 			c := s.target()
 			if c == nil {
 				return true
@@ -137,29 +138,29 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 		return s.handleDedicated(cmd)
 	}
 	switch k {
-	case kServer:
+	case commands.Server:
 		hook := serverReply(args)
 		if h := s.scriptExists(args); h != nil {
 			hook = h
 		}
 		s.forward(cmd.Raw, hook)
-	case kForward, kLong:
+	case commands.Forward, commands.Long:
 		s.forward(cmd.Raw, nil)
-	case kXRead:
+	case commands.XRead:
 		s.forward(cmd.Raw, nil) // without BLOCK
-	case kHello:
+	case commands.Hello:
 		s.hello(cmd)
-	case kSelect:
+	case commands.Select:
 		s.selectDB(cmd)
-	case kClient:
+	case commands.Client:
 		return s.client(cmd)
-	case kAuth:
+	case commands.Auth:
 		s.auth(cmd)
-	case kQuit:
+	case commands.Quit:
 		s.redirTo.End() // before the reply: tracking.go
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
-	case kReset:
+	case commands.Reset:
 		if s.switchFirst() {
 			return true
 		}
@@ -184,8 +185,8 @@ func (s *session) switchFirst() bool {
 // needsAuth reports whether the command must be refused with NOAUTH: the
 // session has not logged in, and it is not one of the commands Valkey takes
 // before that. On a dedicated connection Valkey decides.
-func (s *session) needsAuth(k kind) bool {
-	return s.ded == nil && !s.authed && k != kAuth && k != kHello && k != kQuit && k != kReset
+func (s *session) needsAuth(k commands.Kind) bool {
+	return s.ded == nil && !s.authed && k != commands.Auth && k != commands.Hello && k != commands.Quit && k != commands.Reset
 }
 
 // ownConnFor reports whether a command moves the session onto a dedicated
@@ -195,14 +196,14 @@ func (s *session) needsAuth(k kind) bool {
 // login's connections (logins.go). route asks it first on an event loop,
 // to leave the loop before anything is done for the command (stepOwnConn),
 // and acts on it after the lock rules on a goroutine of the session's own.
-func (s *session) ownConnFor(k kind, args [][]byte) bool {
+func (s *session) ownConnFor(k commands.Kind, args [][]byte) bool {
 	switch k {
-	case kDedicated, kStream, kSync:
+	case commands.Dedicated, commands.Stream, commands.Sync:
 		return true
-	case kXRead:
+	case commands.XRead:
 		return keyspec.HasBlockOption(args)
-	case kClient:
-		return len(args) >= 2 && lookup(clientKinds, args[1]) != kForward
+	case commands.Client:
+		return len(args) >= 2 && commands.ClientKind(args[1]) != commands.Forward
 	}
 	return false
 }
@@ -238,14 +239,14 @@ func helloVersion(args [][]byte) (int, bool) {
 // poolAfter is the pool the session's commands use once a SELECT or HELLO
 // has switched them: selectDB and hello switch to it, and on an event loop
 // dial it off the loop first (connFirst).
-func (s *session) poolAfter(k kind, args [][]byte) poolKey {
+func (s *session) poolAfter(k commands.Kind, args [][]byte) poolKey {
 	key := s.key()
 	switch k {
-	case kSelect:
+	case commands.Select:
 		if db, ok := selectArg(args); ok {
 			key.db = db
 		}
-	case kHello:
+	case commands.Hello:
 		if v, ok := helloVersion(args); ok {
 			key.proto = v
 		}
@@ -258,33 +259,33 @@ func (s *session) poolAfter(k kind, args [][]byte) poolKey {
 func (s *session) handleDedicated(cmd resp.Command) bool {
 	cmd = s.toValkeyIDs(cmd)
 	args := cmd.Args
-	switch s.p.cmds().kind(args[0]) {
-	case kQuit:
+	switch s.p.cmds().Kind(args[0]) {
+	case commands.Quit:
 		s.redirTo.End() // before the reply: tracking.go
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
-	case kStream:
+	case commands.Stream:
 		if !s.ded.Streaming() {
 			s.goStream(false)
 		}
 		s.subscribing(args)
-		if !s.monitor && idOf(args[0]) == cMonitor {
+		if !s.monitor && commands.IDOf(args[0]) == commands.IDMonitor {
 			s.monitor = true
 			s.monitorOn.Store(true)
 			s.p.own.Begin()
 		}
-	case kSync:
+	case commands.Sync:
 		s.replica = true
 		s.publish()
 		s.goStream(true)
 		s.forward(cmd.Raw, nil)
 		s.flush()
 		return true
-	case kClient:
+	case commands.Client:
 		if !s.inMulti {
 			s.notePause(args)
 		}
-		if len(args) == 3 && resp.EqualFold(args[1], "reply") && !s.inMulti {
+		if len(args) == 3 && commands.SubOf(args) == commands.ClientReply && !s.inMulti {
 			if s.ded.Streaming() {
 				// Replies do not pair with commands here: Valkey
 				// applies it, the proxy only to its own replies.
@@ -300,16 +301,16 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			if handled, keep := s.clientSelf(args); handled {
 				return keep
 			}
-			if len(args) == 2 && resp.EqualFold(args[1], "unpause") {
+			if len(args) == 2 && commands.SubOf(args) == commands.ClientUnpause {
 				return s.busyCommand(cmd)
 			}
 		}
 		switch {
-		case len(args) >= 3 && resp.EqualFold(args[1], "tracking") && !s.inMulti:
+		case len(args) >= 3 && commands.SubOf(args) == commands.ClientTracking && !s.inMulti:
 			return s.clientTracking(cmd) // tracking.go
-		case len(args) >= 3 && resp.EqualFold(args[1], "tracking"):
+		case len(args) >= 3 && commands.SubOf(args) == commands.ClientTracking:
 			s.tracking = resp.EqualFold(args[2], "on")
-		case len(args) == 2 && resp.EqualFold(args[1], "getredir") && s.trk != nil && !s.inMulti:
+		case len(args) == 2 && commands.SubOf(args) == commands.ClientGetredir && s.trk != nil && !s.inMulti:
 			s.clientGetredir()
 			return true
 		}
@@ -317,7 +318,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			s.forward(cmd.Raw, hook)
 			return true
 		}
-	case kHello:
+	case commands.Hello:
 		// Track the protocol and name: replies are shaped for the
 		// protocol, and the name may be a lock owner. Only what Valkey
 		// accepted counts.
@@ -339,7 +340,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			}
 			return true
 		}
-	case kAuth:
+	case commands.Auth:
 		// Valkey decides on this connection; what it accepted is the
 		// login every later connection of the session uses.
 		if (len(args) == 2 || len(args) == 3) && !s.inMulti && !s.ded.Streaming() {
@@ -353,7 +354,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			}
 			return true
 		}
-	case kSelect:
+	case commands.Select:
 		if len(args) == 2 && !s.inMulti {
 			if s.askDedicated(cmd.Raw) {
 				s.db, _ = selectArg(args)
@@ -366,7 +367,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			s.queueInMulti(cmd.Raw, nil, s.execSelect(db))
 			return true
 		}
-	case kReset:
+	case commands.Reset:
 		if len(args) != 1 {
 			s.local(resp.AppendError(nil, errWrongArgs("reset")))
 			return true
@@ -388,7 +389,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 			return true
 		}
 	}
-	if wait, ok := s.p.cmds().blockingWait(args); ok {
+	if wait, ok := s.p.cmds().BlockingWait(args); ok {
 		s.ded.ExpectBlock(wait)
 		if !s.inMulti && !s.ded.Streaming() {
 			// CLIENT LIST's flag b until the reply comes.
@@ -402,14 +403,14 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	}
 	// Transactions: remember which queued commands need their EXEC element
 	// shaped (lock scripts queued in place of SET NX, DEL, ...).
-	switch id := idOf(args[0]); {
-	case id == cMulti:
+	switch id := commands.IDOf(args[0]); {
+	case id == commands.IDMulti:
 		if !s.inMulti {
 			s.inMulti, s.multiShape, s.multiDur = true, s.multiShape[:0], nil
 			s.forward(cmd.Raw, nil)
 			return true
 		}
-	case id == cExec && s.inMulti:
+	case id == commands.IDExec && s.inMulti:
 		shapers, selects, dur := s.multiShape, s.multiSelect, s.multiDur
 		s.inMulti, s.multiShape, s.multiSelect, s.multiDur = false, nil, false, nil
 		for _, f := range shapers {
@@ -432,7 +433,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 				return true
 			}
 		}
-	case id == cDiscard:
+	case id == commands.IDDiscard:
 		s.inMulti, s.multiShape, s.multiSelect, s.multiDur = false, nil, false, nil
 	case s.inMulti:
 		s.multiShape = append(s.multiShape, nil)
@@ -530,7 +531,7 @@ func (s *session) hello(cmd resp.Command) {
 		s.local(resp.AppendError(nil, errHelloNoAuth))
 		return
 	}
-	key := s.poolAfter(kHello, args)
+	key := s.poolAfter(commands.Hello, args)
 	if s.connFirst(key) {
 		return // handled again once the new pool is dialled
 	}
@@ -548,7 +549,7 @@ func (s *session) selectDB(cmd resp.Command) {
 	if s.switchFirst() {
 		return
 	}
-	if s.connFirst(s.poolAfter(kSelect, cmd.Args)) {
+	if s.connFirst(s.poolAfter(commands.Select, cmd.Args)) {
 		return // handled again once the new pool (or, refused, its own) is dialled
 	}
 	if _, ok := selectArg(cmd.Args); !ok {
@@ -568,7 +569,7 @@ func (s *session) selectDB(cmd resp.Command) {
 		}
 	}
 	old := s.db
-	s.db = s.poolAfter(kSelect, cmd.Args).db
+	s.db = s.poolAfter(commands.Select, cmd.Args).db
 	if _, err := s.poolConn(s.key()); err != nil {
 		s.db = old
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
@@ -606,11 +607,11 @@ func (s *session) client(cmd resp.Command) bool {
 		return keep
 	}
 	switch {
-	case len(args) == 3 && resp.EqualFold(args[1], "reply") && s.clientReply(args[2]):
+	case len(args) == 3 && commands.SubOf(args) == commands.ClientReply && s.clientReply(args[2]):
 		return true
-	case len(args) == 2 && resp.EqualFold(args[1], "unpause"):
+	case len(args) == 2 && commands.SubOf(args) == commands.ClientUnpause:
 		return s.busyCommand(cmd)
-	case len(args) < 2 || lookup(clientKinds, args[1]) == kForward:
+	case len(args) < 2 || commands.ClientKind(args[1]) == commands.Forward:
 		s.forwardReady(cmd.Raw)
 		return true
 	}
@@ -668,7 +669,7 @@ func (s *session) matchesProxyCreds(user, pass []byte) bool {
 // lockproxy knows the body of (learned from EVAL or SCRIPT LOAD, forgotten
 // at SCRIPT FLUSH) is answered 1, as EVALSHA of it runs through lockproxy.
 func (s *session) scriptExists(args [][]byte) func([]byte) []byte {
-	if len(args) < 3 || idOf(args[0]) != cScript || !resp.EqualFold(args[1], "exists") {
+	if len(args) < 3 || commands.SubOf(args) != commands.ScriptExists {
 		return nil
 	}
 	c := s.p.decider.Load().Scripts
@@ -703,13 +704,12 @@ func (s *session) scriptExists(args [][]byte) func([]byte) []byte {
 // rewrite.FunctionStats); a FUNCTION LOAD or RESTORE error names a
 // function by its own name (rewrite.FunctionLoadReply).
 func serverReply(args [][]byte) func([]byte) []byte {
-	switch {
-	case len(args) < 2 || idOf(args[0]) != cFunction:
-	case resp.EqualFold(args[1], "list"):
+	switch commands.SubOf(args) {
+	case commands.FunctionList:
 		return rewrite.FunctionList
-	case resp.EqualFold(args[1], "stats"):
+	case commands.FunctionStats:
 		return rewrite.FunctionStats
-	case resp.EqualFold(args[1], "load"), resp.EqualFold(args[1], "restore"):
+	case commands.FunctionLoad, commands.FunctionRestore:
 		return rewrite.FunctionLoadReply
 	}
 	return nil

@@ -39,7 +39,7 @@ func (s *session) info(cmd resp.Command) bool {
 		if s.ded != nil {
 			return false
 		}
-		// handle routes only kForward commands on shared connections.
+		// handle routes only commands.Forward commands on shared connections.
 		s.forwardReady(cmd.Raw)
 		return true
 	}

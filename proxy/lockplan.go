@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/policy"
@@ -88,7 +89,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		plan = rewrite.Plan{Effects: plan.Effects, Learn: func(bool) { s.p.locks.RaiseClusterEpoch(top) }}
 	}
 	if plan.Kind != rewrite.Forward || len(plan.Effects) > 0 {
-		s.family = famLock
+		s.family = commands.FamLock
 	}
 	switch plan.Kind {
 	case rewrite.Forward:
@@ -102,7 +103,7 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 			s.queueInMulti(cmd.Raw, nil, hook)
 			return true
 		}
-		if !forwarded(s.p.cmds().kind(cmd.Args[0])) {
+		if !s.p.cmds().Kind(cmd.Args[0]).Forwarded() {
 			// A command with its own routing (none that touch keys today):
 			// record what was seen and let the usual path send it.
 			s.apply(plan.Effects, nil)

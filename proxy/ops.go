@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/admin"
 	"github.com/lockproxy/lockproxy/clients"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -37,8 +38,8 @@ type ops struct {
 	upFailedCmds atomic.Int64
 
 	// Commands handled, and the round trip to Valkey of those sent there,
-	// by family (commands.go).
-	commands  [numFamilies]atomic.Int64
+	// by family (package commands).
+	commands  [commands.NumFamilies]atomic.Int64
 	roundTrip roundTrips
 
 	// Lock counters by rule and in total, and the owners waiting to

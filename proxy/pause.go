@@ -3,8 +3,8 @@ package proxy
 import (
 	"time"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
-	"github.com/lockproxy/lockproxy/resp"
 )
 
 // CLIENT PAUSE goes to Valkey: it is a server-wide pause (a failover waits
@@ -20,7 +20,7 @@ import (
 // notePause records a CLIENT PAUSE or UNPAUSE the session sends.
 func (s *session) notePause(args [][]byte) {
 	switch {
-	case len(args) >= 3 && len(args) <= 4 && resp.EqualFold(args[1], "pause"):
+	case len(args) >= 3 && len(args) <= 4 && commands.SubOf(args) == commands.ClientPause:
 		ms, ok := valkeynum.String2ll(args[2])
 		if !ok || ms < 0 || ms > int64(365*24*time.Hour/time.Millisecond) {
 			return // Valkey refuses it
@@ -32,7 +32,7 @@ func (s *session) notePause(args [][]byte) {
 				return
 			}
 		}
-	case len(args) == 2 && resp.EqualFold(args[1], "unpause"):
+	case len(args) == 2 && commands.SubOf(args) == commands.ClientUnpause:
 		s.p.pausedUntil.Store(0)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/clients"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/evloop"
 	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
@@ -63,7 +64,7 @@ type Proxy struct {
 	// Lock rules: the decider (swapped whole on reload), Valkey's command
 	// table inside it, the grant records and the audit ring.
 	decider atomic.Pointer[rewrite.Decider]
-	known   atomic.Pointer[commands] // derived from the table (commands.go)
+	known   atomic.Pointer[commands.Table] // derived from the table (package commands)
 	// pausedUntil: the end of a CLIENT PAUSE sent through the proxy, in
 	// Unix nanoseconds; 0 when none (pause.go).
 	pausedUntil atomic.Int64
@@ -207,7 +208,7 @@ func New(opts Options) (*Proxy, error) {
 	if p.decider.Load().Active() || p.cl != nil {
 		p.loadTable() // a cluster routes by keys, rules or not
 	} else {
-		// Without rules the table only sharpens routing (commands.go).
+		// Without rules the table only sharpens routing (package commands).
 		p.wg.Add(1)
 		go func() { defer p.wg.Done(); p.loadTable() }()
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"sync/atomic"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -28,7 +29,7 @@ var rtBoundsNs = func() (b [numRTBuckets]int64) {
 // reply: a reader adds its batch's counts with one atomic add per bucket
 // it touched.
 type roundTrips struct {
-	fam [numFamilies]struct {
+	fam [commands.NumFamilies]struct {
 		buckets [numRTBuckets + 1]atomic.Uint64
 		sumNs   atomic.Int64
 		maxNs   atomic.Int64
@@ -38,11 +39,11 @@ type roundTrips struct {
 
 // roundTripBatch counts one batch's replies on the reader's stack.
 type roundTripBatch struct {
-	buckets [numFamilies][numRTBuckets + 1]uint32
-	sumNs   [numFamilies]int64
-	maxNs   [numFamilies]int64
-	minNs   [numFamilies]int64
-	used    [numFamilies]bool
+	buckets [commands.NumFamilies][numRTBuckets + 1]uint32
+	sumNs   [commands.NumFamilies]int64
+	maxNs   [commands.NumFamilies]int64
+	minNs   [commands.NumFamilies]int64
+	used    [commands.NumFamilies]bool
 }
 
 // record adds the round trips of replies just read: from when each command
@@ -57,7 +58,7 @@ func (r *roundTrips) record(ps []upstream.Pend) {
 		if ps[i].Sent == 0 {
 			continue
 		}
-		f, d := family(ps[i].Fam), now-ps[i].Sent
+		f, d := commands.Family(ps[i].Fam), now-ps[i].Sent
 		j := 0
 		for j < numRTBuckets && d > rtBoundsNs[j] {
 			j++
@@ -89,7 +90,7 @@ func (r *roundTrips) record(ps []upstream.Pend) {
 }
 
 // snapshot reads family f's histogram.
-func (r *roundTrips) snapshot(f family) telemetry.Snapshot {
+func (r *roundTrips) snapshot(f commands.Family) telemetry.Snapshot {
 	h := &r.fam[f]
 	s := telemetry.Snapshot{Bounds: roundTripBuckets[:], Buckets: make([]uint64, numRTBuckets+1)}
 	for j := range h.buckets {

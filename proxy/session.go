@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/evloop"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/locks"
@@ -123,9 +124,9 @@ type session struct {
 	// claimed is the spare connection handed to the session for its
 	// command (busyscript.go), until the command is queued there.
 	claimed *upstream.Conn
-	// family is the command being handled's family (commands.go), which its
+	// family is the command being handled's family (package commands), which its
 	// pending entries carry for the round-trip histogram.
-	family family
+	family commands.Family
 	// asked is the step the command being handled asks of the engine
 	// (offLoop, aside), which handle returns.
 	asked step

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/evloop"
 	"github.com/lockproxy/lockproxy/resp"
@@ -103,8 +104,8 @@ func dialPool(p *Proxy, key poolKey, spares bool, err error) *int {
 func routeOnce(t *testing.T, s *session, line string) step {
 	t.Helper()
 	args := argsOf(line)
-	k := s.p.cmds().kind(args[0])
-	s.holds = k == kForward && isScriptCall(args[0]) // as handle sets it
+	k := s.p.cmds().Kind(args[0])
+	s.holds = k == commands.Forward && isScriptCall(args[0]) // as handle sets it
 	s.asked = step{}
 	if !s.route(resp.Command{Args: args, Raw: resp.AppendCommand(nil, args...)}, k) {
 		t.Fatalf("%s: route ended the session", line)
@@ -169,7 +170,7 @@ func TestDialFirst(t *testing.T) {
 		s.authed = cmd != "PING" // NOAUTH
 		dials := dialPool(p, s.key(), true, nil)
 		args := argsOf(cmd)
-		s.route(resp.Command{Args: args, Raw: resp.AppendCommand(nil, args...)}, p.cmds().kind(args[0]))
+		s.route(resp.Command{Args: args, Raw: resp.AppendCommand(nil, args...)}, p.cmds().Kind(args[0]))
 		if s.asked.do != stepNext || *dials != 0 || len(s.bpend) != 0 {
 			t.Fatalf("%s, answered by the proxy: step %d, %d dials, %d queued", cmd, s.asked.do, *dials, len(s.bpend))
 		}
@@ -248,7 +249,7 @@ func TestOwnConnAsked(t *testing.T) {
 		p := stepProxy()
 		s := stepSession(p, true)
 		args := argsOf(c.cmd)
-		if !s.route(resp.Command{Args: args}, p.cmds().kind(args[0])) {
+		if !s.route(resp.Command{Args: args}, p.cmds().Kind(args[0])) {
 			t.Fatalf("%s: route ended the session", c.cmd)
 		}
 		if s.asked.do != c.want {
@@ -269,8 +270,8 @@ func TestSparesFirst(t *testing.T) {
 	openPool(p, s.key(), 3)
 	for _, cmd := range []string{"EVAL x 0", "FCALL f 0", "CLIENT PAUSE 10"} {
 		args := argsOf(cmd)
-		k := p.cmds().kind(args[0])
-		s.holds = k == kForward && isScriptCall(args[0]) // as handle sets it
+		k := p.cmds().Kind(args[0])
+		s.holds = k == commands.Forward && isScriptCall(args[0]) // as handle sets it
 		if !s.route(resp.Command{Args: args}, k) || s.asked.do != stepOffLoop || s.asked.job == nil {
 			t.Fatalf("%s with a spare closed: step %d, want off the loop", cmd, s.asked.do)
 		}

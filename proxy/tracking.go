@@ -4,6 +4,7 @@ import (
 	"maps"
 
 	"github.com/lockproxy/lockproxy/clients"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -280,10 +281,10 @@ func (s *session) holdForNode(args [][]byte) bool {
 	if s.ded == nil || s.ded.Streaming() {
 		return false
 	}
-	switch id := idOf(args[0]); {
-	case id == cMulti && len(args) == 1 && !s.inMulti:
+	switch id := commands.IDOf(args[0]); {
+	case id == commands.IDMulti && len(args) == 1 && !s.inMulti:
 		s.inMulti, s.multiShape, s.multiDur = true, s.multiShape[:0], nil
-	case id == cClient && len(args) == 3 && resp.EqualFold(args[1], "caching") && !s.inMulti:
+	case id == commands.IDClient && len(args) == 3 && commands.SubOf(args) == commands.ClientCaching && !s.inMulti:
 		yes := resp.EqualFold(args[2], "yes")
 		if !t.On || !(yes && t.Has("optin") || resp.EqualFold(args[2], "no") && t.Has("optout")) {
 			return false // Valkey's error

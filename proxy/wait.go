@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 )
@@ -32,7 +33,7 @@ const primeWaitScript = "redis.call('SET', KEYS[1], '') return redis.call('DEL',
 // WAIT or WAITAOF: it sends the prime, and returns the hook for the WAIT's
 // reply (nil when there is no prime to send).
 func (s *session) primeWait(args [][]byte) func([]byte) []byte {
-	if s.ded == nil || !(idOf(args[0]) == cWait || idOf(args[0]) == cWaitAOF) {
+	if s.ded == nil || !(commands.IDOf(args[0]) == commands.IDWait || commands.IDOf(args[0]) == commands.IDWaitAOF) {
 		return nil
 	}
 	key := rewrite.WaitKey("wait") // one primary: any slot is on it

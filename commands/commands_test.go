@@ -1,4 +1,4 @@
-package proxy
+package commands
 
 import (
 	"sort"
@@ -18,11 +18,11 @@ func TestFallbackAgrees(t *testing.T) {
 	for _, bin := range []string{"valkey-server", "redis-server"} {
 		t.Run(bin, func(t *testing.T) {
 			tab := servertable.Load(t, bin)
-			got := fromTable(tab)
+			got := FromTable(tab)
 			exists := func(n string) bool { return tab.LookupString(n) != nil }
-			compareSets(t, "kind", exists, kindsOf(fallbackCommands.kinds), kindsOf(got.kinds))
-			compareSets(t, "blocking", exists, boolsOf(fallbackCommands.blocks), boolsOf(got.blocks))
-			compareSets(t, "container", exists, boolsOf(fallbackCommands.containers), boolsOf(got.containers))
+			compareSets(t, "kind", exists, kindsOf(Fallback.kinds), kindsOf(got.kinds))
+			compareSets(t, "blocking", exists, boolsOf(Fallback.blocks), boolsOf(got.blocks))
+			compareSets(t, "container", exists, boolsOf(Fallback.containers), boolsOf(got.containers))
 			// What the flags give on their own, before byName and
 			// blocksUnflagged: the subscribe family and the blockers.
 			for _, n := range fallbackSubscribe {
@@ -31,7 +31,7 @@ func TestFallbackAgrees(t *testing.T) {
 				}
 			}
 			for _, n := range []string{"publish", "spublish", "pubsub"} {
-				if c := tab.LookupString(n); c == nil || c.Flags.Has(keyspec.Noscript) || got.kind([]byte(n)) != kForward {
+				if c := tab.LookupString(n); c == nil || c.Flags.Has(keyspec.Noscript) || got.Kind([]byte(n)) != Forward {
 					t.Errorf("%s: %s would not be forwarded", bin, n)
 				}
 			}
@@ -39,7 +39,7 @@ func TestFallbackAgrees(t *testing.T) {
 	}
 }
 
-func kindsOf(m map[string]kind) map[string]string {
+func kindsOf(m map[string]Kind) map[string]string {
 	out := make(map[string]string, len(m))
 	for n, k := range m {
 		out[n] = string(rune('0' + k))
@@ -92,26 +92,26 @@ func TestDerivedBlocking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := fromTable(tab)
-	if k := fallbackCommands.kind([]byte("BNEWPOP")); k != kForward {
+	c := FromTable(tab)
+	if k := Fallback.Kind([]byte("BNEWPOP")); k != Forward {
 		t.Fatalf("fallback kind of BNEWPOP = %d", k)
 	}
-	if k := c.kind([]byte("BNEWPOP")); k != kDedicated {
-		t.Errorf("kind of BNEWPOP = %d, want kDedicated", k)
+	if k := c.Kind([]byte("BNEWPOP")); k != Dedicated {
+		t.Errorf("kind of BNEWPOP = %d, want Dedicated", k)
 	}
-	if w, ok := c.blockingWait([][]byte{[]byte("bnewpop"), []byte("k"), []byte("1")}); !ok || w >= 0 {
-		t.Errorf("blockingWait(BNEWPOP) = %v, %v; want forever", w, ok)
+	if w, ok := c.BlockingWait([][]byte{[]byte("bnewpop"), []byte("k"), []byte("1")}); !ok || w >= 0 {
+		t.Errorf("BlockingWait(BNEWPOP) = %v, %v; want forever", w, ok)
 	}
-	if k := c.kind([]byte("xread")); k != kXRead {
+	if k := c.Kind([]byte("xread")); k != XRead {
 		t.Errorf("kind of XREAD = %d, want kXRead", k)
 	}
-	if _, ok := c.blockingWait([][]byte{[]byte("xread"), []byte("streams"), []byte("s"), []byte("0")}); ok {
+	if _, ok := c.BlockingWait([][]byte{[]byte("xread"), []byte("streams"), []byte("s"), []byte("0")}); ok {
 		t.Error("XREAD without BLOCK blocks")
 	}
-	if k := c.kind([]byte("newsubscribe")); k != kStream {
+	if k := c.Kind([]byte("newsubscribe")); k != Stream {
 		t.Errorf("kind of NEWSUBSCRIBE = %d, want kStream", k)
 	}
-	if k := c.kind([]byte("wait")); k != kForward {
+	if k := c.Kind([]byte("wait")); k != Forward {
 		t.Errorf("WAIT, absent from the table, is %d", k)
 	}
 }
@@ -122,49 +122,57 @@ func TestDerivedBlocking(t *testing.T) {
 func TestFallbackTable(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		kind kind
-		fam  family
+		kind Kind
+		fam  Family
 	}{
-		{"GET", kForward, famForward},
-		{"set", kForward, famForward},
-		{"PUBLISH", kForward, famForward},
-		{"Multi", kDedicated, famDedicated},
-		{"WATCH", kDedicated, famDedicated},
-		{"READONLY", kDedicated, famDedicated},
-		{"REPLCONF", kDedicated, famDedicated},
-		{"bLpOp", kDedicated, famDedicated},
-		{"WAIT", kDedicated, famDedicated},
-		{"XREAD", kXRead, famDedicated},
-		{"XREADGROUP", kXRead, famDedicated},
-		{"SUBSCRIBE", kStream, famPubsub},
-		{"sunsubscribe", kStream, famPubsub},
-		{"MONITOR", kStream, famPubsub},
-		{"PSYNC", kSync, famReplication},
-		{"HELLO", kHello, famConnection},
-		{"SELECT", kSelect, famConnection},
-		{"CLIENT", kClient, famConnection},
-		{"AUTH", kAuth, famConnection},
-		{"QUIT", kQuit, famConnection},
-		{"RESET", kReset, famConnection},
-		{"LOCKPROXY", kAdmin, famAdmin},
-		{"INFO", kInfo, famAdmin},
-		{"FLUSHALL", kLong, famServer},
-		{"DEBUG", kLong, famServer},
-		{"SCRIPT", kServer, famServer},
-		{"SHUTDOWN", kServer, famServer},
-		{"NOSUCHCOMMAND", kForward, famForward},
-		{"A-NAME-LONGER-THAN-ANY-COMMAND", kForward, famForward},
+		{"GET", Forward, FamForward},
+		{"set", Forward, FamForward},
+		{"PUBLISH", Forward, FamForward},
+		{"Multi", Dedicated, FamDedicated},
+		{"WATCH", Dedicated, FamDedicated},
+		{"READONLY", Dedicated, FamDedicated},
+		{"REPLCONF", Dedicated, FamDedicated},
+		{"bLpOp", Dedicated, FamDedicated},
+		{"WAIT", Dedicated, FamDedicated},
+		{"XREAD", XRead, FamDedicated},
+		{"XREADGROUP", XRead, FamDedicated},
+		{"SUBSCRIBE", Stream, FamPubsub},
+		{"sunsubscribe", Stream, FamPubsub},
+		{"MONITOR", Stream, FamPubsub},
+		{"PSYNC", Sync, FamReplication},
+		{"HELLO", Hello, FamConnection},
+		{"SELECT", Select, FamConnection},
+		{"CLIENT", Client, FamConnection},
+		{"AUTH", Auth, FamConnection},
+		{"QUIT", Quit, FamConnection},
+		{"RESET", Reset, FamConnection},
+		{"LOCKPROXY", Admin, FamAdmin},
+		{"INFO", Info, FamAdmin},
+		{"FLUSHALL", Long, FamServer},
+		{"DEBUG", Long, FamServer},
+		{"SCRIPT", Server, FamServer},
+		{"SHUTDOWN", Server, FamServer},
+		{"NOSUCHCOMMAND", Forward, FamForward},
+		{"A-NAME-LONGER-THAN-ANY-COMMAND", Forward, FamForward},
 	} {
-		k := fallbackCommands.kind([]byte(c.name))
-		if k != c.kind || familyOf(k) != c.fam {
-			t.Errorf("%s: kind %d family %s, want kind %d family %s", c.name, k, familyOf(k), c.kind, c.fam)
+		k := Fallback.Kind([]byte(c.name))
+		if k != c.kind || k.Family() != c.fam {
+			t.Errorf("%s: kind %d family %s, want kind %d family %s", c.name, k, k.Family(), c.kind, c.fam)
 		}
-		if want := c.kind == kForward || c.kind == kServer || c.kind == kLong; forwarded(k) != want {
-			t.Errorf("%s: forwarded %v", c.name, forwarded(k))
+		if want := c.kind == Forward || c.kind == Server || c.kind == Long; k.Forwarded() != want {
+			t.Errorf("%s: forwarded %v", c.name, k.Forwarded())
+		}
+	}
+	for name, want := range map[string]Kind{
+		"TRACKING": Dedicated, "caching": Dedicated, "No-Touch": Dedicated, "import-source": Dedicated,
+		"SETNAME": Forward, "list": Forward, "pause": Forward, "a-name-longer-than-any-command": Forward,
+	} {
+		if got := ClientKind([]byte(name)); got != want {
+			t.Errorf("ClientKind(%q) = %d, want %d", name, got, want)
 		}
 	}
 	for _, n := range []string{"client", "config", "xgroup"} {
-		if !fallbackCommands.containers[n] {
+		if !Fallback.Containers()[n] {
 			t.Errorf("%s is not a container", n)
 		}
 	}
@@ -203,7 +211,7 @@ func TestBlockingWait(t *testing.T) {
 		for _, a := range strings.Fields(c.cmd) {
 			args = append(args, []byte(a))
 		}
-		w, ok := fallbackCommands.blockingWait(args)
+		w, ok := Fallback.BlockingWait(args)
 		if ok != c.blocks || ok && w != c.wait {
 			t.Errorf("%s: %v %v, want %v %v", c.cmd, w, ok, c.wait, c.blocks)
 		}
@@ -213,31 +221,29 @@ func TestBlockingWait(t *testing.T) {
 // TestFlagsOf: the families the proxy decides by name come from the one
 // table, in any letter case; other names have none.
 func TestFlagsOf(t *testing.T) {
-	for name, want := range map[string]flag{
-		"EVAL": fScriptCall, "evalsha_RO": fScriptCall, "Fcall_ro": fScriptCall,
-		"cluster": fClusterFace, "ASKING": fClusterFace,
-		"SPUBLISH": fShardChannel, "ssubscribe": fShardChannel,
-		"del": fDelete | fSplitSum, "UNLINK": fDelete | fSplitSum, "Exists": fSplitSum, "mget": fSplitMGet, "MSET": fSplitMSet,
-		"PING": fOneServer, "info": fOneServer,
+	for name, want := range map[string]Flag{
+		"EVAL": ScriptCall, "evalsha_RO": ScriptCall, "Fcall_ro": ScriptCall,
+		"cluster": ClusterFace, "ASKING": ClusterFace,
+		"SPUBLISH": ShardChannel, "ssubscribe": ShardChannel,
+		"del": Delete | SplitSum, "UNLINK": Delete | SplitSum, "Exists": SplitSum, "mget": SplitMGet, "MSET": SplitMSet,
+		"PING": OneServer, "info": OneServer,
+		"EvalSha": ScriptCall, "SCRIPT": 0,
 		"GET": 0, "evalx": 0, "subscribe": 0, "a-name-longer-than-any-command": 0,
 	} {
-		if got := flagsOf([]byte(name)); got != want {
-			t.Errorf("flagsOf(%q) = %b, want %b", name, got, want)
+		if got := FlagsOf([]byte(name)); got != want {
+			t.Errorf("FlagsOf(%q) = %b, want %b", name, got, want)
 		}
-	}
-	if !isScriptCall([]byte("EvalSha")) || isScriptCall([]byte("SCRIPT")) {
-		t.Error("isScriptCall disagrees with the table")
 	}
 }
 
 // TestIdOf: each command the proxy gives a behaviour of its own is found in
 // any letter case, and is a command valkey-server 8 has (a misspelt name
-// would never match); other names, longer ones among them, are cOther.
+// would never match); other names, longer ones among them, are IDOther.
 func TestIdOf(t *testing.T) {
 	tab := servertable.Load(t, "valkey-server")
-	seen := map[cmdID]string{}
+	seen := map[ID]string{}
 	for name, id := range byNameID {
-		if id == cOther {
+		if id == IDOther {
 			t.Errorf("%s has no id", name)
 		}
 		if other, dup := seen[id]; dup {
@@ -248,14 +254,49 @@ func TestIdOf(t *testing.T) {
 			t.Errorf("%s is not a command of valkey-server", name)
 		}
 		for _, spelt := range []string{name, strings.ToUpper(name), strings.ToUpper(name[:1]) + name[1:]} {
-			if got := idOf([]byte(spelt)); got != id {
-				t.Errorf("idOf(%q) = %d, want %d", spelt, got, id)
+			if got := IDOf([]byte(spelt)); got != id {
+				t.Errorf("IDOf(%q) = %d, want %d", spelt, got, id)
 			}
 		}
 	}
 	for _, name := range []string{"GET", "execx", "exe", "", "sunsubscribes", "a-name-longer-than-any-command"} {
-		if got := idOf([]byte(name)); got != cOther {
-			t.Errorf("idOf(%q) = %d, want cOther", name, got)
+		if got := IDOf([]byte(name)); got != IDOther {
+			t.Errorf("IDOf(%q) = %d, want IDOther", name, got)
+		}
+	}
+}
+
+// TestSubOf: each subcommand the proxy gives a behaviour of its own is
+// found in any letter case and is a subcommand valkey-server 8 has, under
+// the same name; other commands, and a container alone, are SubOther.
+func TestSubOf(t *testing.T) {
+	tab := servertable.Load(t, "valkey-server")
+	seen := map[Sub]string{}
+	for name, sub := range bySubName {
+		if sub == SubOther {
+			t.Errorf("%s has no Sub", name)
+		}
+		if other, dup := seen[sub]; dup {
+			t.Errorf("%s and %s share Sub %d", name, other, sub)
+		}
+		seen[sub] = name
+		if tab.LookupString(name) == nil {
+			t.Errorf("%s is not a subcommand of valkey-server", name)
+		}
+		container, word, _ := strings.Cut(name, "|")
+		for _, args := range [][]string{{container, word}, {strings.ToUpper(container), strings.ToUpper(word), "x"}} {
+			if got := SubOf([][]byte{[]byte(args[0]), []byte(args[1])}); got != sub {
+				t.Errorf("SubOf(%q) = %d, want %d", args, got, sub)
+			}
+		}
+	}
+	for _, args := range [][]string{{"SCRIPT"}, {"GET", "kill"}, {"script", "killx"}, {"client", "a-name-longer-than-any-subcommand"}, {"a-name-longer-than-any-command", "kill"}} {
+		var a [][]byte
+		for _, s := range args {
+			a = append(a, []byte(s))
+		}
+		if got := SubOf(a); got != SubOther {
+			t.Errorf("SubOf(%q) = %d, want SubOther", args, got)
 		}
 	}
 }
