@@ -96,17 +96,6 @@ func appendInfo(dst, text []byte, proto int) []byte {
 // lines.
 func (p *Proxy) infoSection() []byte { return telemetry.InfoSection(p.statLines()) }
 
-// statLines are the lines of LOCKPROXY STATS and INFO lockproxy:
-// counterTable's rows in order, each sample added to its line (counters.go's
-// rows say which), every rule in force among them.
-func (p *Proxy) statLines() []telemetry.Line {
-	p.seedRules()
-	return counterTable.Lines(p, p.cl != nil)
-}
-
-func (p *Proxy) version() string {
-	if p.opts.Version != "" {
-		return p.opts.Version
-	}
-	return "dev"
-}
+// statLines are the lines of LOCKPROXY STATS and INFO lockproxy: package
+// telemetry's counter table read from the proxy's numbers (numbers.go).
+func (p *Proxy) statLines() []telemetry.Line { return telemetry.StatLines(p.numbers(false)) }

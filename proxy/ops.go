@@ -81,23 +81,3 @@ func (p *Proxy) sessionEnded(s *session) {
 		p.stats.dedicated.Add(-1)
 	}
 }
-
-// upstreamConns counts the live shared upstream connections.
-func (p *Proxy) upstreamConns() int64 {
-	p.poolMu.Lock()
-	pools := make([]*upstream.Pool, 0, len(p.pools))
-	for _, pl := range p.pools {
-		pools = append(pools, pl)
-	}
-	p.poolMu.Unlock()
-	var n int64
-	for _, pl := range pools {
-		n += int64(pl.Live())
-	}
-	return n
-}
-
-// lapsedTotal is every release through this instance that came after its
-// grant's lease ran out. (A lease that runs out with no release at all is
-// Valkey's to expire: no instance sees it.)
-func (p *Proxy) lapsedTotal() int64 { return p.ops.locks.All.Lapsed.Load() }
