@@ -61,6 +61,14 @@ func (p *Proxy) numbers(probe bool) *telemetry.Numbers {
 	return n
 }
 
+// infoSection is the # Lockproxy section: the STATS counters as name:value
+// lines.
+func (p *Proxy) infoSection() []byte { return telemetry.InfoSection(p.statLines()) }
+
+// statLines are the lines of LOCKPROXY STATS and INFO lockproxy: package
+// telemetry's counter table read from the proxy's numbers (numbers.go).
+func (p *Proxy) statLines() []telemetry.Line { return telemetry.StatLines(p.numbers(false)) }
+
 // seedRules gives every rule in force its counters, so that its series and
 // lines exist from the start, at 0.
 func (p *Proxy) seedRules() {

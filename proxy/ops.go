@@ -12,12 +12,11 @@ import (
 	"github.com/lockproxy/lockproxy/upstream"
 )
 
-// ops is the proxy's operational state: what the LOCKPROXY commands, INFO
-// lockproxy and /metrics report beyond the core counters in stats, the admin
-// commands (with their logins and the running configuration) and the audit
-// file. Everything here is
-// read far more often than it is written, and none of it is on the path of a
-// command that touches no lock.
+// ops is the proxy's operational state: the counters the proxy increments
+// (plain atomics, some on every command's path) which numbers.go reads for
+// package telemetry's counter table, the admin commands (with their logins
+// and the running configuration) and the writer of the log and audit file.
+// The client and dedicated-connection counts are in Proxy.stats.
 type ops struct {
 	started time.Time
 
@@ -29,8 +28,8 @@ type ops struct {
 
 	// Dials of shared upstream connections, by result.
 	dials, dialErrors atomic.Int64
-	// Failed dials and lost connections to Valkey, by reason (uphealth.go's
-	// upstreamReasons, in order).
+	// Failed dials and lost connections to Valkey, by reason
+	// (upstream.Reasons, in order).
 	upErrors [len(upstream.Reasons)]atomic.Int64
 	// upFailedCmds: commands whose connection to Valkey failed before
 	// their reply came (answered with an UPSTREAM error).
