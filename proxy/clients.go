@@ -73,7 +73,7 @@ func (s *session) clientList(args [][]byte) {
 	s.publish()
 	now := time.Now()
 	if commands.SubOf(args) == commands.ClientInfo {
-		s.local(appendInfo(nil, clients.Line(nil, clientView{s}, now), s.proto))
+		s.local(resp.AppendText(nil, clients.Line(nil, clientView{s}, now), s.proto))
 		return
 	}
 	text, errText := clients.List(args[2:], s.p.clientViews(), now)
@@ -81,7 +81,7 @@ func (s *session) clientList(args [][]byte) {
 		s.local(resp.AppendError(nil, errText))
 		return
 	}
-	s.local(appendInfo(nil, text, s.proto))
+	s.local(resp.AppendText(nil, text, s.proto))
 }
 
 // clientKill answers CLIENT KILL (clients.Kill). It reports false when the

@@ -33,5 +33,5 @@ func (s *session) clusterInfo(rest [][]byte, mine bool) {
 	if mine {
 		out = append(append(bytes.TrimRight(out, "\r\n"), "\r\n\r\n"...), s.p.infoSection()...)
 	}
-	s.local(appendInfo(nil, out, s.proto))
+	s.local(resp.AppendText(nil, out, s.proto))
 }

@@ -16,9 +16,9 @@
 // database and login; the primary in front of a cluster) and what they are
 // told at connect, what a Sentinel failover does to them, the replies the
 // proxy gives itself (CLIENT ..., INFO lockproxy; of LOCKPROXY only when and
-// where it is answered: admin.go), and the counter table's rows
-// (counters.go):
-// which of its own numbers each reported number reads. In front of a
+// where it is answered: admin.go), and the counters it increments (ops.go)
+// with the snapshot of them package telemetry's counter table reads
+// (numbers.go). In front of a
 // cluster it owns which node a session's command goes to (cluster_route.go),
 // what a session's own connection allows there, when a command is split,
 // fanned out or refused (the command table's families), the face's
@@ -41,8 +41,10 @@
 // their turn and the chunked queue for the socket (deliver.go decides what
 // goes there, writes it and enforces the output limit). Package
 // telemetry owns the counter structs (with what a lock effect adds to
-// them), histograms, lock events, the audit file and the rendering of INFO
-// lockproxy, LOCKPROXY STATS and /metrics from those rows. Package admin
+// them), histograms, lock events, the audit file and the counter table:
+// its rows (every reported number's names and what it reads of a
+// telemetry.Numbers) and rendering INFO lockproxy, LOCKPROXY STATS and
+// /metrics from them. INFO's text goes out as resp.AppendText encodes it. Package admin
 // owns the LOCKPROXY subcommands, the admin logins, reading the lock
 // records and their index, the configuration in force and what a reload
 // changed, and the HTTP endpoints: the proxy is its admin.Host and a

@@ -2,11 +2,9 @@ package proxy
 
 import (
 	"bytes"
-	"strconv"
 
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/resp"
-	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // info answers INFO lockproxy. INFO naming lockproxy among other sections
@@ -52,7 +50,7 @@ func (s *session) info(cmd resp.Command) bool {
 		if !s.settle() {
 			return true
 		}
-		s.local(appendInfo(nil, s.p.infoSection(), s.proto))
+		s.local(resp.AppendText(nil, s.p.infoSection(), s.proto))
 		return true
 	}
 	if s.connFirst(s.key()) {
@@ -70,7 +68,7 @@ func (s *session) info(cmd resp.Command) bool {
 			text = text[4:]
 		}
 		text = append(bytes.TrimRight(text, "\r\n"), "\r\n\r\n"...)
-		return appendInfo(nil, append(text, p.infoSection()...), proto)
+		return resp.AppendText(nil, append(text, p.infoSection()...), proto)
 	})
 	return true
 }
@@ -78,35 +76,3 @@ func (s *session) info(cmd resp.Command) bool {
 // infoDenied is the error for INFO lockproxy on this connection, or ""
 // (package admin decides).
 func (s *session) infoDenied() string { return s.p.ops.admin.InfoDenied(s.id) }
-
-// appendInfo encodes INFO text as Valkey does: a bulk string in RESP2, a
-// verbatim string of format txt in RESP3.
-func appendInfo(dst, text []byte, proto int) []byte {
-	if proto >= 3 {
-		dst = append(dst, '=')
-		dst = strconv.AppendInt(dst, int64(len(text)+4), 10)
-		dst = append(dst, "\r\ntxt:"...)
-		dst = append(dst, text...)
-		return append(dst, '\r', '\n')
-	}
-	return resp.AppendBulk(dst, text)
-}
-
-// infoSection is the # Lockproxy section: the STATS counters as name:value
-// lines.
-func (p *Proxy) infoSection() []byte { return telemetry.InfoSection(p.statLines()) }
-
-// statLines are the lines of LOCKPROXY STATS and INFO lockproxy:
-// counterTable's rows in order, each sample added to its line (counters.go's
-// rows say which), every rule in force among them.
-func (p *Proxy) statLines() []telemetry.Line {
-	p.seedRules()
-	return counterTable.Lines(p, p.cl != nil)
-}
-
-func (p *Proxy) version() string {
-	if p.opts.Version != "" {
-		return p.opts.Version
-	}
-	return "dev"
-}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/lockproxy/lockproxy/admin"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // MetricsHandler serves /metrics (Prometheus text format), /livez (200
@@ -16,7 +16,8 @@ import (
 // LOCKPROXY STATS and INFO lockproxy report, at scrape time. Package admin
 // serves them; the answers are the proxy's.
 func (p *Proxy) MetricsHandler() http.Handler {
-	return admin.Handler(admin.Probes{Metrics: &collector{p: p}, Healthy: p.healthy, Ready: p.ready})
+	metrics := telemetry.Collector{Numbers: func() *telemetry.Numbers { return p.numbers(true) }}
+	return admin.Handler(admin.Probes{Metrics: metrics, Healthy: p.healthy, Ready: p.ready})
 }
 
 // healthy is /healthz's reason for 503, or "".
@@ -45,15 +46,4 @@ func (p *Proxy) ready(ctx context.Context) string {
 		return "Valkey's command table not read yet: lock commands cannot be decided"
 	}
 	return ""
-}
-
-// collector renders counterTable on /metrics, every rule in force among
-// its series.
-type collector struct{ p *Proxy }
-
-func (c *collector) Describe(ch chan<- *prometheus.Desc) { counterTable.Describe(ch) }
-
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	c.p.seedRules()
-	counterTable.Collect(c.p, ch)
 }

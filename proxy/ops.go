@@ -13,12 +13,11 @@ import (
 	"github.com/lockproxy/lockproxy/upstream"
 )
 
-// ops is the proxy's operational state: what the LOCKPROXY commands, INFO
-// lockproxy and /metrics report beyond the core counters in stats, the admin
-// commands (with their logins and the running configuration) and the audit
-// file. Everything here is
-// read far more often than it is written, and none of it is on the path of a
-// command that touches no lock.
+// ops is the proxy's operational state: the counters the proxy increments
+// (plain atomics, some on every command's path) which numbers.go reads for
+// package telemetry's counter table, the admin commands (with their logins
+// and the running configuration) and the writer of the log and audit file.
+// The client and dedicated-connection counts are in Proxy.stats.
 type ops struct {
 	started time.Time
 
@@ -30,8 +29,8 @@ type ops struct {
 
 	// Dials of shared upstream connections, by result.
 	dials, dialErrors atomic.Int64
-	// Failed dials and lost connections to Valkey, by reason (uphealth.go's
-	// upstreamReasons, in order).
+	// Failed dials and lost connections to Valkey, by reason
+	// (upstream.Reasons, in order).
 	upErrors [len(upstream.Reasons)]atomic.Int64
 	// upFailedCmds: commands whose connection to Valkey failed before
 	// their reply came (answered with an UPSTREAM error).
@@ -82,23 +81,3 @@ func (p *Proxy) sessionEnded(s *session) {
 		p.stats.dedicated.Add(-1)
 	}
 }
-
-// upstreamConns counts the live shared upstream connections.
-func (p *Proxy) upstreamConns() int64 {
-	p.poolMu.Lock()
-	pools := make([]*upstream.Pool, 0, len(p.pools))
-	for _, pl := range p.pools {
-		pools = append(pools, pl)
-	}
-	p.poolMu.Unlock()
-	var n int64
-	for _, pl := range pools {
-		n += int64(pl.Live())
-	}
-	return n
-}
-
-// lapsedTotal is every release through this instance that came after its
-// grant's lease ran out. (A lease that runs out with no release at all is
-// Valkey's to expire: no instance sees it.)
-func (p *Proxy) lapsedTotal() int64 { return p.ops.locks.All.Lapsed.Load() }

@@ -79,6 +79,18 @@ func AppendBulkString(dst []byte, s string) []byte {
 	return append(dst, '\r', '\n')
 }
 
+// AppendText appends text as Valkey answers INFO, CLIENT INFO and CLIENT
+// LIST: a bulk string in RESP2, a verbatim string of format txt in RESP3.
+func AppendText(dst, text []byte, proto int) []byte {
+	if proto < 3 {
+		return AppendBulk(dst, text)
+	}
+	dst = appendLen(dst, '=', int64(len(text)+4))
+	dst = append(dst, "txt:"...)
+	dst = append(dst, text...)
+	return append(dst, '\r', '\n')
+}
+
 // AppendNull appends the null of the client's protocol: "$-1" for RESP2,
 // "_" for RESP3.
 func AppendNull(dst []byte, proto int) []byte {

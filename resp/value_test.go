@@ -118,6 +118,8 @@ func TestAppend(t *testing.T) {
 		{string(AppendBulkString(nil, "")), "$0\r\n\r\n"},
 		{string(AppendNull(nil, 2)), "$-1\r\n"},
 		{string(AppendNull(nil, 3)), "_\r\n"},
+		{string(AppendText(nil, []byte("# S\r\na:1\r\n"), 2)), "$10\r\n# S\r\na:1\r\n\r\n"},
+		{string(AppendText(nil, []byte("# S\r\na:1\r\n"), 3)), "=14\r\ntxt:# S\r\na:1\r\n\r\n"},
 		{string(AppendArrayHeader(nil, 12)), "*12\r\n"},
 		{string(AppendArrayHeader(nil, -1)), "*-1\r\n"},
 		{string(AppendMapHeader(nil, 2, 3)), "%2\r\n"},

@@ -5,15 +5,22 @@
 // (histogram.go), lock events and the bounded ring LOCKPROXY AUDIT reads
 // (events.go), the writer that takes an event's log line and audit-file
 // line off the reply path (eventwriter.go), the audit file with its
-// rotation (auditfile.go), and the counter table's row type (table.go)
-// with its renderers: INFO lockproxy and LOCKPROXY STATS lines (lines.go)
-// and /metrics (prometheus.go).
+// rotation (auditfile.go), and the counter table: every number lockproxy
+// reports, one row each with its Prometheus name, help text and INFO /
+// STATS lines (counters.go), read from a Numbers snapshot (numbers.go),
+// with the generic row type (table.go) and its renderers: INFO lockproxy
+// and LOCKPROXY STATS lines (lines.go) and /metrics (prometheus.go, whose
+// Collector asks for a snapshot at each scrape). testdata holds the names
+// as they were before the rows moved here; they never change, because
+// dashboards and alerts use them.
 //
-// It must not import package proxy nor reach into its structs. The table
-// is generic over the source its rows read: the proxy writes the rows
-// (proxy/counters.go), each a small function from its own state to
-// samples, and this package only calls them. Otherwise the proxy hands it
-// values (an Event, a duration, a count) and reads values back (a Snapshot,
-// Lines). Nothing here waits for Valkey, and nothing on a command's path
-// waits for a disk: writing lines is the Writer's goroutine's.
+// It must not import package proxy nor reach into its structs. The proxy
+// fills in a Numbers (proxy/numbers.go) with plain values read from its
+// atomics at render time, the per-rule counters being this package's own
+// LockStats; the rows read only that. Otherwise the proxy hands it values
+// (an Event, a duration, a count) and reads values back (a Snapshot,
+// Lines). The counters incremented on a command's path stay plain
+// atomics where they are; nothing here waits for Valkey, and nothing on a
+// command's path waits for a disk: writing lines is the Writer's
+// goroutine's.
 package telemetry

@@ -40,3 +40,12 @@ func histogramMetric(d *prometheus.Desc, h Snapshot, labels ...string) prometheu
 	}
 	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets, labels...)
 }
+
+// Collector renders the counter table on /metrics: at each scrape it asks
+// Numbers for the proxy's numbers (with the verdict on Valkey: Probed set)
+// and sends every row's samples.
+type Collector struct{ Numbers func() *Numbers }
+
+func (c Collector) Describe(ch chan<- *prometheus.Desc) { counters.Describe(ch) }
+
+func (c Collector) Collect(ch chan<- prometheus.Metric) { counters.Collect(c.Numbers(), ch) }
