@@ -39,7 +39,7 @@ func (p *Proxy) numbers(probe bool) *telemetry.Numbers {
 		n.Commands = append(n.Commands, telemetry.Count{Label: commands.FamilyNames[f], N: p.ops.commands[f].Load()})
 	}
 	for f := commands.Family(0); f < commands.NumFamilies; f++ {
-		n.RoundTrips = append(n.RoundTrips, telemetry.Dist{Label: commands.FamilyNames[f], Snapshot: p.ops.roundTrip.snapshot(f)})
+		n.RoundTrips = append(n.RoundTrips, telemetry.Dist{Label: commands.FamilyNames[f], Snapshot: p.ops.roundTrip.Snapshot(int(f))})
 	}
 	n.LockRules = int64(p.decider.Load().Rules.Len())
 	n.Locks = &p.ops.locks

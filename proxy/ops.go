@@ -39,7 +39,7 @@ type ops struct {
 	// Commands handled, and the round trip to Valkey of those sent there,
 	// by family (package commands).
 	commands  [commands.NumFamilies]atomic.Int64
-	roundTrip roundTrips
+	roundTrip telemetry.RoundTrips
 
 	// Lock counters by rule and in total, and the owners waiting to
 	// acquire (lockcounts.go).

@@ -16,7 +16,7 @@ func (p *Proxy) newUpHost() upstream.Host {
 		Log:          p.log,
 		ReplyTimeout: p.opts.Upstream.ReplyTimeout.D(),
 		Cork:         len(p.opts.Upstream.Cluster.Seeds) > 0,
-		RoundTrip:    p.ops.roundTrip.record,
+		RoundTrip:    p.ops.recordRoundTrips,
 		Failed: func(addr string, err error, cmds int) {
 			p.countUpstreamError(addr, err)
 			p.ops.upFailedCmds.Add(int64(cmds))
