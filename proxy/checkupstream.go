@@ -41,7 +41,7 @@ func (p *Proxy) CheckUpstream(ctx context.Context) []Check {
 		tlsState = "TLS"
 	}
 	user := upstream.UserOrDefault(p.opts.Upstream.Username)
-	v := upstream.Classify(addr, p.checkUpstream(ctx, addr))
+	v := upstream.Classify(addr, p.connector.Check(ctx, addr, p.checkState()))
 	if !v.Up() {
 		add(false, fmt.Sprintf("connecting to %s (%s) as user %s", addr, tlsState, user), v.String())
 		return out

@@ -57,7 +57,7 @@ var counterTable = telemetry.NewTable([]telemetry.Row[*Proxy]{
 		Info: telemetry.Prefixed(0, "upstream_errors_", upstream.Reasons[1:]...),
 		Read: func(p *Proxy, e telemetry.Emit) {
 			for i, r := range upstream.Reasons[1:] {
-				e(p.ops.upErrors[i+1].Load(), r)
+				e(p.connector.Health.Errors[i+1].Load(), r)
 			}
 		}},
 	{Metric: "upstream_failed_commands_total", Help: "Commands whose connection to Valkey failed or timed out before their reply came: each was answered with an UPSTREAM error.", Info: telemetry.One("upstream_failed_commands"),

@@ -28,9 +28,6 @@ type ops struct {
 
 	// Dials of shared upstream connections, by result.
 	dials, dialErrors atomic.Int64
-	// Failed dials and lost connections to Valkey, by reason (uphealth.go's
-	// upstreamReasons, in order).
-	upErrors [len(upstream.Reasons)]atomic.Int64
 	// upFailedCmds: commands whose connection to Valkey failed before
 	// their reply came (answered with an UPSTREAM error).
 	upFailedCmds atomic.Int64

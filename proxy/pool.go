@@ -44,11 +44,11 @@ func (p *Proxy) dialShared(key poolKey, spare bool) (*upstream.Conn, error) {
 	st := p.sharedState(key)
 	st.Bare = spare
 	c, err := p.dial(st, nil)
-	p.countUpstreamError(p.tableAddr(), err)
+	p.connector.Health.Count(p.tableAddr(), err)
 	if key.login == "" && key.node == "" {
 		// The proxy's own login: what the dial showed is the upstream's
 		// health (a client's own login is the client's business).
-		p.noteUpstream(p.tableAddr(), err)
+		p.connector.Health.Note(p.tableAddr(), err)
 	}
 	if err == nil {
 		p.ops.dials.Add(1)

@@ -92,8 +92,6 @@ type Proxy struct {
 	tlsGiven bool
 	// lisTLS is the client listener's TLS configuration now (ListenerTLS).
 	lisTLS atomic.Pointer[tls.Config]
-	// health is the upstream's last verdict (uphealth.go).
-	health upHealth
 	// life ends when Shutdown starts: background work that talks to
 	// Valkey (reading the command table) stops waiting then.
 	life    context.Context
@@ -103,9 +101,11 @@ type Proxy struct {
 	cl *clusterState
 
 	// up is what the upstream connections need of the proxy (uphost.go),
-	// dialer how their sockets are opened.
-	up     upstream.Host
-	dialer upstream.Dialer
+	// dialer how their sockets are opened, connector where they go and
+	// what each is told, and the upstream's health (updial.go).
+	up        upstream.Host
+	dialer    upstream.Dialer
+	connector upstream.Connector
 
 	stats stats
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (ops.go)
@@ -166,6 +166,7 @@ func New(opts Options) (*Proxy, error) {
 	p.upTLS.Store(opts.UpstreamTLS)
 	p.tlsGiven = tlsGiven
 	p.up = p.newUpHost()
+	p.connector = p.newConnector()
 	if err := p.loadCertificates(); err != nil {
 		o.close()
 		return nil, err
@@ -173,6 +174,7 @@ func New(opts Options) (*Proxy, error) {
 	if s := opts.Upstream.Sentinel; s.Master != "" {
 		p.sentinel = upstream.Sentinel{Addrs: s.Addrs, Master: s.Master, Username: s.Username, Password: s.Password,
 			Timeout: opts.Upstream.DialTimeout.D()}
+		p.connector.Target.Sentinel = &p.sentinel
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopWatcher = cancel
 		p.wg.Add(1)
@@ -197,7 +199,7 @@ func New(opts Options) (*Proxy, error) {
 			}
 			nc, err := p.dialer.Dial(ctx, addr)
 			if err != nil {
-				p.forgetMaster()
+				p.connector.Target.Forget()
 			}
 			return nc, err
 		},
