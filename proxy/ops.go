@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockproxy/lockproxy/admin"
 	"github.com/lockproxy/lockproxy/telemetry"
-	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // ops is the proxy's operational state: what the LOCKPROXY commands, INFO
@@ -80,17 +79,7 @@ func (p *Proxy) sessionEnded(s *session) {
 
 // upstreamConns counts the live shared upstream connections.
 func (p *Proxy) upstreamConns() int64 {
-	p.poolMu.Lock()
-	pools := make([]*upstream.Pool, 0, len(p.pools))
-	for _, pl := range p.pools {
-		pools = append(pools, pl)
-	}
-	p.poolMu.Unlock()
-	var n int64
-	for _, pl := range pools {
-		n += int64(pl.Live())
-	}
-	return n
+	return int64(p.pools.Live())
 }
 
 // lapsedTotal is every release through this instance that came after its

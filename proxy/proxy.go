@@ -40,9 +40,8 @@ type Proxy struct {
 	// or it would open Valkey to anyone who can reach the proxy.
 	requireAuth bool
 
-	poolMu sync.Mutex
-	pools  map[poolKey]*upstream.Pool
-	logins logins // the clients' own logins Valkey accepted (logins.go)
+	pools  upstream.Pools[poolKey] // the shared connections by key (pool.go)
+	logins logins                  // the clients' own logins Valkey accepted (logins.go)
 
 	mu        sync.Mutex
 	sessions  map[*session]struct{}
@@ -148,7 +147,6 @@ func New(opts Options) (*Proxy, error) {
 		opts:      opts,
 		limits:    limits,
 		log:       opts.Logger,
-		pools:     map[poolKey]*upstream.Pool{},
 		sessions:  map[*session]struct{}{},
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),
@@ -167,6 +165,7 @@ func New(opts Options) (*Proxy, error) {
 	p.tlsGiven = tlsGiven
 	p.up = p.newUpHost()
 	p.connector = p.newConnector()
+	p.pools.Config = p.poolConfig
 	if err := p.loadCertificates(); err != nil {
 		o.close()
 		return nil, err
@@ -414,7 +413,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		p.stopWatcher()
 	}
 	p.stopCluster()
-	p.closePools() // before the loops: a loop closes the connections it reads
+	p.pools.CloseAll() // before the loops: a loop closes the connections it reads
 	p.closeLoops()
 	p.wg.Wait()
 	if p.side != nil {

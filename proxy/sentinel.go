@@ -29,12 +29,7 @@ func (p *Proxy) watchSentinel(ctx context.Context) {
 // reopen fails every shared upstream connection (and, with dedicated,
 // every session's own), so that the next command dials again.
 func (p *Proxy) reopen(err error, dedicated bool) {
-	p.poolMu.Lock()
-	var conns []*upstream.Conn
-	for _, pl := range p.pools {
-		conns = append(conns, pl.Shared()...)
-	}
-	p.poolMu.Unlock()
+	conns := p.pools.Shared()
 	if dedicated {
 		p.mu.Lock()
 		for s := range p.sessions {
