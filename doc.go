@@ -11,6 +11,17 @@
 //     connections a session uses (shared or its own), which cluster node a
 //     session's command goes to, what a failover does, the replies the
 //     proxy gives itself, and the rows of the counter table.
+//   - clients: the state the proxy keeps for its clients because they
+//     share connections, as Valkey would show it: CLIENT LIST, INFO and
+//     KILL, client names, client ids both ways, CLIENT TRACKING's options
+//     and relays, subscriptions, accepted logins, the LOCKPROXY AUTH limit,
+//     MONITOR's own lines.
+//   - evloop: the event loops: epoll rounds that read many clients and the
+//     shared upstream connections from one goroutine, batch each round's
+//     writes to Valkey, wake paused clients and drop idle ones; a client is
+//     an interface to it.
+//   - replies: a client's replies on their way out: held until their turn
+//     in command order, then queued in chunks for the socket.
 //   - upstream: the connections to Valkey: dialling (TCP, TLS), the
 //     handshake, the pools, Sentinel, and a connection once it is open: the
 //     commands waiting for replies, batched writes, the reader that hands

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/admin"
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/cluster"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -14,14 +15,14 @@ import (
 )
 
 // The proxy as package admin sees it: adminHost is its admin.Host,
-// adminConn a session as an admin.Conn, authLimits the failed-login limit
-// as an admin.Limiter.
+// adminConn a session as an admin.Conn; the failed-login limit
+// (clients.AuthLimiter) is its admin.Limiter as it is.
 
 func (p *Proxy) newAdmin() *admin.Admin {
 	return admin.New(adminHost{p}, admin.Options{
 		Loopback: p.opts.ListenLoopback(), Listen: p.opts.Listen, OpenRead: p.opts.Admin.OpenRead,
 		ConfigFile: p.opts.ConfigPath, LogLevelLive: p.opts.LogLevel != nil, Log: p.log,
-		Limiter: authLimits{p.ops.authLimit}, FailLimit: authFailLimit, FailWindow: authFailWindow,
+		Limiter: p.ops.authLimit, FailLimit: clients.AuthFailLimit, FailWindow: clients.AuthFailWindow,
 	}, p.opts.Config)
 }
 
@@ -75,11 +76,6 @@ func (c adminConn) Host() string                { return c.s.host }
 func (c adminConn) Name() string                { return c.s.nameSnapshot() }
 func (c adminConn) Owner(r *policy.Rule) string { return c.s.Owner(r) }
 func (c adminConn) FoundMissing(key string)     { c.s.foundMissing(key) }
-
-type authLimits struct{ l *authLimiter }
-
-func (a authLimits) Blocked(host string) time.Duration { return a.l.blocked(host) }
-func (a authLimits) Failed(host string) bool           { return a.l.failed(host) }
 
 // nodeClient is a client of one cluster node, logged in as the proxy, for
 // an admin command's few round trips; the caller closes it.

@@ -210,7 +210,7 @@ var functionStatsCmd = resp.AppendCommandStrings(nil, "FUNCTION", "STATS")
 func (p *Proxy) shootStats(nc net.Conn, cmd []byte) ([]byte, error) {
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.ReplyTimeout.D()))
-	p.own.add(nc, 1) // the list is kept out of MONITOR (monitorown.go)
+	p.own.Add(nc, 1) // the list is kept out of MONITOR (clients.OwnLines)
 	if _, err := nc.Write(append(resp.AppendCommandStrings(nil, "FUNCTION", "LIST"), cmd...)); err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func (s *session) clusterPend(raw []byte) any {
 // redirects is a session's queue of replies to follow, and whether its
 // goroutine runs. The upstream reader that received a MOVED hands it over
 // and goes on with other clients' replies; the reply the client gets is
-// delivered in its place among the session's (reorder.go) when the
+// delivered in its place among the session's (package replies) when the
 // goroutine has it.
 type redirects struct {
 	mu      sync.Mutex

@@ -221,7 +221,7 @@ func (s *session) routeSlot(slot uint16) bool {
 	}
 	if s.ded != nil && s.ded.Addr() != addr {
 		switch {
-		case s.spreads() && !s.ded.Streaming() && (!s.inMulti || s.trk.multiHeld):
+		case s.spreads() && !s.ded.Streaming() && (!s.inMulti || s.trk.MultiHeld):
 			// Tracking: a connection of the session's own on every
 			// node (tracking.go).
 			if !s.spreadTo(addr) {

@@ -57,7 +57,7 @@ func (s *session) shardUnsubscribed(b []byte) bool {
 		return false
 	}
 	d := s.dedicated()
-	if !s.subs.hasShard(ch) || d == nil {
+	if !s.subs.HasShard(ch) || d == nil {
 		return false
 	}
 	go f.Follow(ch, d.Addr())
@@ -83,9 +83,9 @@ func (s *session) unsubscribeFollowed(args [][]byte) bool {
 // followed.
 type shardClient struct{ s *session }
 
-func (c shardClient) Wants(ch string) bool { return c.s.subs.hasShard(ch) }
+func (c shardClient) Wants(ch string) bool { return c.s.subs.HasShard(ch) }
 
-func (c shardClient) Drop(ch string) (int, bool) { return c.s.subs.dropShard(ch) }
+func (c shardClient) Drop(ch string) (int, bool) { return c.s.subs.DropShard(ch) }
 
 func (c shardClient) Relay(fr []byte) { c.s.write(fr) }
 
@@ -100,7 +100,7 @@ func (c shardClient) Gone(ch string) bool {
 	if closed || s.p.closed.Load() {
 		return true
 	}
-	return !s.subs.hasShard(ch)
+	return !s.subs.HasShard(ch)
 }
 
 // Dial opens a connection to a node as the session's shared connections

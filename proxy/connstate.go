@@ -3,6 +3,7 @@ package proxy
 import (
 	"sync/atomic"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 )
@@ -50,8 +51,8 @@ type clientState struct {
 	replyOff, replySkip bool
 	mute                bool
 
-	// subs: the session's subscriptions (subscriptions.go).
-	subs subscriptions
+	// subs: the session's subscriptions, as the client sees them.
+	subs clients.Subscriptions
 	// monitor, replica (SYNC, PSYNC) and tracking: for CLIENT LIST's flags.
 	monitor, replica, tracking bool
 }
@@ -67,12 +68,21 @@ func (s *session) reset() {
 	s.inMulti, s.multiShape, s.multiSelect, s.multiDur = false, nil, false, nil
 	s.noEvict, s.noTouch = false, false
 	s.replyOff, s.replySkip, s.mute = false, false, false
-	s.subs.clear()
+	s.subs.Clear()
 	s.endShardFollows() // in front of a cluster (cluster_shard_follow.go)
 	s.endMonitor()
 	s.tracking = false
 	s.loginUser, s.login = "", ""
 	s.p.ops.admin.Logout(s.id) // the LOCKPROXY AUTH admin login
+}
+
+// endMonitor: the session no longer monitors (RESET, or it ended).
+func (s *session) endMonitor() {
+	if s.monitor {
+		s.monitor = false
+		s.monitorOn.Store(false)
+		s.p.own.End()
+	}
 }
 
 // clientReply applies CLIENT REPLY ON|OFF|SKIP as Valkey does: ON is
@@ -126,12 +136,25 @@ func (s *session) refusedInSubscribe(k kind, args [][]byte) bool {
 // subscriptions, before it is sent.
 func (s *session) subscribing(args [][]byte) {
 	s.trackShardChannels(args)
-	s.subs.apply(args)
+	k, unsub := subKind(args[0])
+	s.subs.Apply(k, unsub, args[1:])
+}
+
+// subKind tells a subscribe-family command's kind of subscription, and
+// whether it unsubscribes.
+func subKind(name []byte) (kind clients.SubKind, unsub bool) {
+	switch {
+	case len(name) > 0 && (name[0] == 'p' || name[0] == 'P'):
+		kind = clients.Pattern
+	case len(name) > 0 && (name[0] == 's' || name[0] == 'S') && idOf(name) != cSubscribe:
+		kind = clients.Shard
+	}
+	return kind, hasSuffixFold(name, "unsubscribe")
 }
 
 // subscribed reports whether Valkey counts a subscription of the session.
 func (s *session) subscribed() bool {
-	return s.subs.any()
+	return s.subs.Any()
 }
 
 func hasSuffixFold(b []byte, suffix string) bool {

@@ -1,10 +1,10 @@
 package proxy
 
 import (
-	"bytes"
 	"io"
 	"net"
 
+	"github.com/lockproxy/lockproxy/replies"
 	"github.com/lockproxy/lockproxy/upstream"
 )
 
@@ -37,11 +37,11 @@ func (s *session) deliverCork(seq uint64, b []byte, n int, cork bool) int {
 			a = outOver
 			break
 		}
-		s.held.add(seq, b, n)
+		s.held.Add(seq, b, n)
 		done = 0
 	default:
 		s.outSeq += uint64(n)
-		h, ok := s.held.next(s.outSeq)
+		h, ok := s.held.Next(s.outSeq)
 		if !ok {
 			a = s.writeCork(b, cork)
 			break
@@ -50,10 +50,10 @@ func (s *session) deliverCork(seq uint64, b []byte, n int, cork bool) int {
 		// in one write (one system call, not one per reply).
 		buf := append(s.gather[:0], b...)
 		for ok {
-			s.outSeq += uint64(h.n)
-			done += h.n
-			buf = append(buf, h.b...)
-			h, ok = s.held.next(s.outSeq)
+			s.outSeq += uint64(h.N)
+			done += h.N
+			buf = append(buf, h.B...)
+			h, ok = s.held.Next(s.outSeq)
 		}
 		a = s.writeCork(buf, cork)
 		s.gather = buf[:0]
@@ -62,7 +62,7 @@ func (s *session) deliverCork(seq uint64, b []byte, n int, cork bool) int {
 		}
 	}
 	if s.outClosed {
-		done += s.held.drop()
+		done += s.held.Drop()
 	}
 	s.outMu.Unlock()
 	s.afterWrite(a)
@@ -79,7 +79,7 @@ func (s *session) answered(n int) {
 		default:
 		}
 		if s.paused.CompareAndSwap(true, false) {
-			s.home.resume(s)
+			s.home.Resume(&s.src)
 		}
 	}
 }
@@ -90,19 +90,10 @@ func (s *session) push(b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return // the slot moved: followed, not passed on
 	}
-	if s.monitorOn.Load() && s.p.own.drop(b) {
-		return // the proxy's own connection set-up (monitorown.go)
+	if s.monitorOn.Load() && s.p.own.Drop(b) {
+		return // the proxy's own connection set-up (clients.OwnLines)
 	}
-	s.write(s.p.pushIDs(b))
-}
-
-// pushIDs is a push as the client gets it: a tracking-redir-broken push
-// names the redirect target by the proxy's id (clientids.go).
-func (p *Proxy) pushIDs(b []byte) []byte {
-	if len(b) > len(redirBroken) && b[0] == '>' && bytes.HasPrefix(b, redirBroken) {
-		return p.swapID(b, len(redirBroken))
-	}
-	return b
+	s.write(s.p.vids.Push(b)) // a broken redirect named by the proxy's id
 }
 
 // PushAfter is push for a frame that came on c after the replies c handed
@@ -114,14 +105,14 @@ func (s *session) PushAfter(c *upstream.Conn, b []byte) {
 	if s.shards.Load() != nil && s.shardUnsubscribed(b) {
 		return
 	}
-	b = s.p.pushIDs(b)
+	b = s.p.vids.Push(b)
 	last, ok := c.LastDelivered()
 	if !ok {
 		s.write(b)
 		return
 	}
 	s.outMu.Lock()
-	if s.outClosed || s.outSeq > last || !s.held.appendTo(last, b) {
+	if s.outClosed || s.outSeq > last || !s.held.AppendTo(last, b) {
 		s.outMu.Unlock()
 		s.write(b) // its reply is out already (or gone with the output)
 		return
@@ -131,7 +122,7 @@ func (s *session) PushAfter(c *upstream.Conn, b []byte) {
 	if s.overLocked(0) {
 		s.closeOutLocked()
 		a = outOver
-		dropped = s.held.drop()
+		dropped = s.held.Drop()
 	}
 	s.outMu.Unlock()
 	s.afterWrite(a)
@@ -150,7 +141,7 @@ func (s *session) write(b []byte) {
 	a := s.writeLocked(b)
 	dropped := 0
 	if s.outClosed {
-		dropped = s.held.drop()
+		dropped = s.held.Drop()
 	}
 	s.outMu.Unlock()
 	s.afterWrite(a)
@@ -178,19 +169,19 @@ func (s *session) writeCork(b []byte, cork bool) outAction {
 		return 0
 	}
 	if cork && !s.overLocked(len(b)) {
-		s.out.add(b)
+		s.out.Add(b)
 		return 0
 	}
 	if cork && s.writing == 0 && s.raw != nil {
 		// Corking must not cut off a client that reads: what the
 		// socket takes now does not count against the limit, as
 		// without corking.
-		n := s.out.writeTo(s.dw.Write)
+		n := s.out.WriteTo(s.dw.Write)
 		if c, ok := s.nc.(interface{ CountWrite(int) }); ok && n > 0 {
 			c.CountWrite(n)
 		}
 	}
-	if s.out.len() == 0 && s.writing == 0 && s.raw != nil {
+	if s.out.Len() == 0 && s.writing == 0 && s.raw != nil {
 		// Nothing owed before these bytes: hand them to the socket now.
 		n := s.dw.Write(b)
 		if c, ok := s.nc.(interface{ CountWrite(int) }); ok && n > 0 {
@@ -206,7 +197,7 @@ func (s *session) writeCork(b []byte, cork bool) outAction {
 		s.closeOutLocked()
 		return outOver
 	}
-	s.out.add(b)
+	s.out.Add(b)
 	if !s.writer {
 		s.writer = true
 		return outStart | outWake
@@ -219,18 +210,18 @@ func (s *session) writeCork(b []byte, cork bool) outAction {
 // by the writer goroutine.
 func (s *session) uncorkOut() {
 	s.outMu.Lock()
-	if s.outClosed || s.out.len() == 0 {
+	if s.outClosed || s.out.Len() == 0 {
 		s.outMu.Unlock()
 		return
 	}
 	if s.writing == 0 && s.raw != nil {
-		n := s.out.writeTo(s.dw.Write)
+		n := s.out.WriteTo(s.dw.Write)
 		if c, ok := s.nc.(interface{ CountWrite(int) }); ok && n > 0 {
 			c.CountWrite(n)
 		}
 	}
 	var a outAction
-	if s.out.len() > 0 {
+	if s.out.Len() > 0 {
 		a = outWake
 		if !s.writer {
 			s.writer = true
@@ -245,14 +236,14 @@ func (s *session) uncorkOut() {
 // which counts every byte held for the client: queued, being written, and
 // held for their turn.
 func (s *session) overLocked(m int) bool {
-	return int64(s.out.len()+s.writing+s.held.bytes+m) > int64(s.p.opts.ClientOutputBufferLimit)
+	return int64(s.out.Len()+s.writing+s.held.Bytes()+m) > int64(s.p.opts.ClientOutputBufferLimit)
 }
 
 // closeOutLocked ends the output and forgets what it queued; the caller
 // drops what is held (those replies count as given).
 func (s *session) closeOutLocked() {
 	s.outClosed = true
-	s.out.drop()
+	s.out.Drop()
 }
 
 // afterWrite does what writeLocked left to do.
@@ -295,8 +286,8 @@ func (s *session) writeLoop() {
 			stop = true
 		}
 		s.outMu.Lock()
-		s.writing = s.out.len()
-		batch = s.out.take(batch[:0])
+		s.writing = s.out.Len()
+		batch = s.out.Take(batch[:0])
 		s.outMu.Unlock()
 		if len(batch) > 0 {
 			// WriteTo consumes batch; held keeps the chunks for reuse.
@@ -304,19 +295,19 @@ func (s *session) writeLoop() {
 			bufs := net.Buffers(batch)
 			n, err := bufs.WriteTo(w)
 			count(int(n))
-			held = recycle(held)
+			held = replies.Recycle(held)
 			if err != nil {
 				s.outMu.Lock()
 				s.outClosed = true
 				s.writing = 0
-				s.out.drop()
+				s.out.Drop()
 				s.outMu.Unlock()
 				s.abort()
 				return
 			}
 			s.outMu.Lock()
 			s.writing = 0
-			more := s.out.len() > 0
+			more := s.out.Len() > 0
 			s.outMu.Unlock()
 			if more {
 				select {
@@ -327,7 +318,7 @@ func (s *session) writeLoop() {
 		}
 		if stop {
 			s.outMu.Lock()
-			rest := s.out.len()
+			rest := s.out.Len()
 			s.outMu.Unlock()
 			if rest == 0 {
 				return

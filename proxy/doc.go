@@ -10,12 +10,14 @@
 // throughput (measured: pipelined throughput falls to 0.05 of direct).
 //
 // It owns the client sessions and the state Valkey would keep for each
-// (connstate.go), the event loops, which upstream connections a session
-// uses (its pool key: protocol, database and login; the primary in front
-// of a cluster) and what they are told at connect, what a Sentinel
-// failover does to them, the replies the proxy gives itself (CLIENT ...,
-// INFO lockproxy; of LOCKPROXY only when and where it is answered:
-// admin.go), and the counter table's rows (counters.go):
+// (connstate.go), what a session does when its event loop pumps it
+// (session_loop.go: carrying out the steps, pausing, leaving the loop),
+// which upstream connections a session uses (its pool key: protocol,
+// database and login; the primary in front of a cluster) and what they are
+// told at connect, what a Sentinel failover does to them, the replies the
+// proxy gives itself (CLIENT ..., INFO lockproxy; of LOCKPROXY only when and
+// where it is answered: admin.go), and the counter table's rows
+// (counters.go):
 // which of its own numbers each reported number reads. In front of a
 // cluster it owns which node a session's command goes to (cluster_route.go),
 // what a session's own connection allows there, when a command is split,
@@ -40,6 +42,13 @@
 // and swapping it on a reload, is here (tlsconfig.go). Check-config's
 // trial of the upstream is package admin's (CheckUpstream), given where
 // and how the proxy connects and its Serve (checkupstream.go). Package
+// evloop owns the event loops themselves: epoll, the rounds, corking the upstream
+// writes of a round, wake-ups, the idle sweep and reading a client's
+// socket once per readiness; it sees a session as an evloop.Client
+// (loopclient.go) and the proxy's loops are an evloop.Group. Package
+// replies owns a client's output on its way out: the replies held until
+// their turn and the chunked queue for the socket (deliver.go decides what
+// goes there, writes it and enforces the output limit). Package
 // telemetry owns the counter structs (with what a lock effect adds to
 // them), histograms, lock events, the audit file and the rendering of INFO
 // lockproxy, LOCKPROXY STATS and /metrics from those rows. Package admin
@@ -53,6 +62,14 @@
 // command's WAIT, answer and undo, and a plan's script call: the proxy is
 // its locks.Host and a session its locks.Client (lockhost.go); what is
 // sent, on which connection and when stays here (lockplan.go, durable.go).
+// Package clients owns what is
+// shown and checked of a client's state without its session: CLIENT LIST,
+// INFO and KILL's lines and filters, names, client ids both ways, CLIENT
+// TRACKING's options and relays, subscriptions, the logins Valkey
+// accepted, the LOCKPROXY AUTH limit and MONITOR's own lines; a session is
+// its clients.Client (clientview.go), and which command changes that
+// state, and on which connection, stays here (connstate.go, clients.go,
+// tracking.go).
 //
 // It must not decide what a command does to a lock: package rewrite turns a
 // command into a Plan, which this package carries out, and who holds a lock

@@ -18,36 +18,15 @@ const (
 	errHelloNoAuth = "NOAUTH HELLO must be called with the client already authenticated, " +
 		"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate " +
 		"the client and select the RESP protocol version at the same time"
-	errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
-	// CLIENT LIST and CLIENT KILL, answered by the proxy about its clients.
-	errSyntax       = "ERR syntax error"
-	errClientID     = "ERR Invalid client ID"
-	errClientIDKill = "ERR client-id should be greater than 0"
-	errNoSuchClient = "ERR No such client"
-	errMaxAge       = "ERR maxage is not an integer or out of range"
-	errMaxAgeRange  = "ERR maxage should be greater than 0"
+	// CLIENT NO-EVICT and NO-TOUCH's argument (CLIENT LIST's and KILL's
+	// errors are package clients').
+	errSyntax = "ERR syntax error"
 )
-
-func errClientType(t string) string { return fmt.Sprintf("ERR Unknown client type '%s'", t) }
-
-func errNoSuchUser(u string) string { return fmt.Sprintf("ERR No such user '%s'", u) }
 
 func errProtocol(msg string) string { return "ERR " + msg }
 
-// errTrackingNoRedirect is Valkey's reply to CLIENT TRACKING ON REDIRECT
-// of an id no client has (here: no client of the proxy).
-const errTrackingNoRedirect = "ERR The client ID you want redirect to does not exist"
-
 func errWrongArgs(cmd string) string {
 	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd)
-}
-
-func errSetinfoOption(opt string) string {
-	return fmt.Sprintf("ERR Unrecognized option '%s'", opt)
-}
-
-func errSetinfoValue(attr string) string {
-	return fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", attr)
 }
 
 // errUpstreamDial is the reply when lockproxy cannot reach Valkey at all.

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"sync/atomic"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/internal/valkeynum"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/resp"
@@ -155,7 +156,7 @@ func (s *session) route(cmd resp.Command, k kind) bool {
 	case kAuth:
 		s.auth(cmd)
 	case kQuit:
-		s.redirTo.end() // before the reply: tracking.go
+		s.redirTo.End() // before the reply: tracking.go
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kReset:
@@ -259,7 +260,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	args := cmd.Args
 	switch s.p.cmds().kind(args[0]) {
 	case kQuit:
-		s.redirTo.end() // before the reply: tracking.go
+		s.redirTo.End() // before the reply: tracking.go
 		s.local(resp.AppendSimple(nil, "OK"))
 		return false
 	case kStream:
@@ -270,7 +271,7 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 		if !s.monitor && idOf(args[0]) == cMonitor {
 			s.monitor = true
 			s.monitorOn.Store(true)
-			s.p.own.monitors.Add(1)
+			s.p.own.Begin()
 		}
 	case kSync:
 		s.replica = true
@@ -507,8 +508,8 @@ func (s *session) hello(cmd resp.Command) {
 		s.forwardReady(cmd.Raw) // NOPROTO, from Valkey
 		return
 	}
-	if hasName && !validName(name) {
-		s.local(resp.AppendError(nil, errClientName))
+	if e := clients.NameError(name); hasName && e != "" {
+		s.local(resp.AppendError(nil, e))
 		return
 	}
 	if hasAuth {
@@ -659,21 +660,6 @@ func (s *session) matchesProxyCreds(user, pass []byte) bool {
 	userOK := subtle.ConstantTimeCompare([]byte(u), []byte(upstream.UserOrDefault(o.Username))) == 1
 	passOK := subtle.ConstantTimeCompare(pass, []byte(o.Password)) == 1
 	return userOK && passOK
-}
-
-// validName is Valkey's rule for client names and library info: printable
-// ASCII without spaces. Valkey checks the value as a C string, up to its
-// first NUL byte, and keeps the whole of it.
-func validName(b []byte) bool {
-	for _, c := range b {
-		if c == 0 {
-			return true
-		}
-		if c < '!' || c > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // scriptExists is the hook of SCRIPT EXISTS while lockproxy runs scripts

@@ -30,7 +30,7 @@ func (h lockHost) Eval(key []byte, db int, script string, keys []string, args ..
 	return c.Eval(ctx, script, keys, args...).Int64()
 }
 
-func (h lockHost) Own(nc net.Conn, n int) { h.p.own.add(nc, n) } // monitorown.go
+func (h lockHost) Own(nc net.Conn, n int) { h.p.own.Add(nc, n) } // clients.OwnLines
 
 func (h lockHost) Contended(e *rewrite.Effect, now time.Time) { h.p.contended(e, now) } // lockcounts.go
 func (h lockHost) Granted(e *rewrite.Effect, now time.Time)   { h.p.granted(e, now) }

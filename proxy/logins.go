@@ -2,10 +2,7 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
-	"sync"
 
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -24,44 +21,7 @@ import (
 // in with the credentials and is closed (checkLogin), for every AUTH, so a
 // password changed or a user disabled since is refused as Valkey refuses
 // it. Only an accepted login is kept (logins), so refused attempts leave
-// nothing behind; what is kept is what a pool needs to open connections
-// later (reconnects, new cluster nodes), as the proxy keeps its own
-// credentials.
-
-// loginCreds are a login's user ("" for AUTH <password>) and password.
-type loginCreds struct{ user, pass string }
-
-// logins are the logins Valkey accepted, by loginID. Entries stay: pools
-// name them, and their number is that of distinct accepted credentials.
-type logins struct {
-	mu   sync.Mutex
-	byID map[string]loginCreds
-}
-
-// loginID names a login without holding its password: the user, then the
-// password's SHA-256.
-func loginID(user, pass string) string {
-	h := sha256.Sum256([]byte(pass))
-	return user + "\x00" + hex.EncodeToString(h[:])
-}
-
-func (l *logins) add(user, pass string) string {
-	id := loginID(user, pass)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.byID == nil {
-		l.byID = map[string]loginCreds{}
-	}
-	l.byID[id] = loginCreds{user, pass}
-	return id
-}
-
-func (l *logins) creds(id string) (loginCreds, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c, ok := l.byID[id]
-	return c, ok
-}
+// nothing behind (the registry is clients.Logins).
 
 // loginCheck is what checking a client's credentials gave: Valkey's reply to
 // them, and the login to use from now on when it accepted them ("" when
@@ -109,7 +69,7 @@ func (s *session) loggedIn(user, pass []byte) {
 		s.login, s.loginUser = "", ""
 		return
 	}
-	s.login, s.loginUser = s.p.logins.add(string(user), string(pass)), upstream.UserOrDefault(string(user))
+	s.login, s.loginUser = s.p.logins.Add(string(user), string(pass)), upstream.UserOrDefault(string(user))
 }
 
 // checkLogin asks Valkey whether user and pass log in, on a connection of
@@ -126,7 +86,7 @@ func (p *Proxy) checkLogin(raw, user, pass []byte, key poolKey, i int) *loginChe
 	if c.reply[0] != '+' {
 		return c
 	}
-	c.login = p.logins.add(string(user), string(pass))
+	c.login = p.logins.Add(string(user), string(pass))
 	if key.node != "" || p.cl == nil {
 		key.login = c.login
 		_, err := p.pool(key).Conn(i)

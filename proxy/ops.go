@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/admin"
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/telemetry"
 )
 
@@ -23,7 +24,7 @@ type ops struct {
 	// and the configuration in force (adminhost.go).
 	admin *admin.Admin
 	// authLimit counts failed LOCKPROXY AUTH per client address.
-	authLimit *authLimiter
+	authLimit *clients.AuthLimiter
 
 	// Dials of shared upstream connections, by result.
 	dials, dialErrors atomic.Int64
@@ -52,7 +53,7 @@ type ops struct {
 }
 
 func newOps(opts *Options) (*ops, error) {
-	o := &ops{started: time.Now(), authLimit: newAuthLimiter()}
+	o := &ops{started: time.Now(), authLimit: clients.NewAuthLimiter()}
 	opts.Logger = slog.New(o.logs.Handler(opts.Logger.Handler()))
 	var audit *telemetry.AuditFile
 	if opts.Log.AuditFile != "" {

@@ -77,9 +77,9 @@ func (p *Proxy) sharedState(key poolKey) upstream.State {
 		// The client's login, never the proxy's in its place: a login
 		// the registry lost (none is ever removed) would log in with
 		// no password, which Valkey refuses.
-		c, _ := p.logins.creds(key.login)
+		c, _ := p.logins.Creds(key.login)
 		st.ProxyUser, st.ProxyPass = st.Username, st.Password
-		st.Username, st.Password, st.Auth, st.Login = c.user, c.pass, true, true
+		st.Username, st.Password, st.Auth, st.Login = c.User, c.Pass, true, true
 	}
 	return st
 }

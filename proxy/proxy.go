@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockproxy/lockproxy/clients"
+	"github.com/lockproxy/lockproxy/evloop"
 	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
@@ -27,9 +29,9 @@ import (
 // Proxy serves RESP clients in front of Valkey: one primary, given by its
 // address or found through Sentinel, or the primaries of a Valkey Cluster.
 type Proxy struct {
-	// own: the proxy's own set-up commands, kept out of MONITOR (monitorown.go).
-	own    ownLines
-	vids   vidHistory // Valkey's ids of the sessions' own connections (clientids.go)
+	// own: the proxy's own set-up commands, kept out of MONITOR (clients.OwnLines).
+	own    clients.OwnLines
+	vids   clients.IDs // Valkey's ids of the sessions' own connections and relays (clientids.go)
 	opts   Options
 	limits resp.Limits // what a client may send, from the configuration's limits
 	log    *slog.Logger
@@ -41,15 +43,12 @@ type Proxy struct {
 	requireAuth bool
 
 	pools  upstream.Pools[poolKey] // the shared connections by key (pool.go)
-	logins logins                  // the clients' own logins Valkey accepted (logins.go)
+	logins clients.Logins          // the clients' own logins Valkey accepted (logins.go)
 
 	mu        sync.Mutex
 	sessions  map[*session]struct{}
 	listeners map[net.Listener]struct{}
-	loops     []*loop // started with the first client
-	loopNext  int
-	upNext    int
-	loopsOff  bool // none could be started: goroutines only
+	loops     *evloop.Group // started with the first client
 
 	nextID       atomic.Uint64
 	closed       atomic.Bool
@@ -153,6 +152,8 @@ func New(opts Options) (*Proxy, error) {
 		instance:  newInstanceID(),
 		events:    telemetry.NewRing(opts.EventRing),
 	}
+	p.loops = evloop.NewGroup(opts.EventLoops, evloop.Config{Log: p.log,
+		Idle: opts.ClientIdleTimeout.D(), BusyPoll: opts.BusyPoll.D(), BytesIn: &o.traffic.In})
 	p.life, p.endLife = context.WithCancel(context.Background())
 	var sentinel *upstream.Sentinel // its config epoch floors the epoch
 	if opts.Upstream.Sentinel.Master != "" {
@@ -293,62 +294,11 @@ func (p *Proxy) accept(nc net.Conn) {
 	s := newSession(p, p.ops.traffic.Conn(nc), p.nextID.Add(1))
 	p.sessions[s] = struct{}{}
 	p.swg.Add(1)
-	lp := p.nextLoop()
+	lp := p.loops.Client()
 	p.mu.Unlock()
 	p.stats.clients.Add(1)
-	if lp == nil || !lp.add(s) {
+	if lp == nil || !s.joinLoop(lp) {
 		go s.serveGo()
-	}
-}
-
-// nextLoop picks the event loop for a new client, starting the loops with
-// the first one; nil when clients get goroutines instead. Called with p.mu
-// held.
-func (p *Proxy) nextLoop() *loop {
-	if p.loopsOff {
-		return nil
-	}
-	if p.loops == nil {
-		for range p.opts.EventLoops {
-			l, err := newLoop(p)
-			if err != nil {
-				p.log.Warn("serving clients without event loops", "err", err)
-				for _, l := range p.loops {
-					l.close()
-				}
-				p.loops, p.loopsOff = nil, true
-				return nil
-			}
-			p.loops = append(p.loops, l)
-		}
-	}
-	l := p.loops[p.loopNext%len(p.loops)]
-	p.loopNext++
-	return l
-}
-
-// upstreamLoop picks the event loop that reads a new shared upstream
-// connection; nil when there are no loops.
-func (p *Proxy) upstreamLoop() *loop {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.loops) == 0 {
-		return nil
-	}
-	l := p.loops[p.upNext%len(p.loops)]
-	p.upNext++
-	return l
-}
-
-// closeLoops stops the event loops; every session has left them by then.
-func (p *Proxy) closeLoops() {
-	p.mu.Lock()
-	loops := p.loops
-	p.loops = nil
-	p.loopsOff = true
-	p.mu.Unlock()
-	for _, l := range loops {
-		l.close()
 	}
 }
 
@@ -388,9 +338,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	for s := range p.sessions {
 		_ = s.nc.SetReadDeadline(time.Now())
 	}
-	for _, lp := range p.loops {
-		lp.wake()
-	}
+	p.loops.Wake()
 	p.mu.Unlock()
 
 	done := make(chan struct{})
@@ -414,7 +362,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	}
 	p.stopCluster()
 	p.pools.CloseAll() // before the loops: a loop closes the connections it reads
-	p.closeLoops()
+	p.loops.Close()
 	p.wg.Wait()
 	if p.side != nil {
 		p.side.Close()

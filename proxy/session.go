@@ -11,9 +11,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/cluster"
+	"github.com/lockproxy/lockproxy/evloop"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/locks"
+	"github.com/lockproxy/lockproxy/replies"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -56,8 +59,8 @@ type session struct {
 	redirects redirects
 
 	ded       *upstream.Conn              // the session's own upstream connection, once it needs one
-	trk       *tracking                   // client-side caching, once turned on (tracking.go)
-	redirTo   redirectedHere              // relays of other sessions' REDIRECT to this one (tracking.go)
+	trk       *clients.Tracking           // client-side caching, once turned on (tracking.go)
+	redirTo   clients.Target              // this session as other sessions' REDIRECT target (tracking.go)
 	shards    atomic.Pointer[shardFollow] // shard channels, in front of a cluster (cluster_shard_follow.go)
 	dedMu     sync.Mutex
 	shared    *upstream.Conn // cached shared connection for key()
@@ -72,7 +75,7 @@ type session struct {
 	// of one primary, switching to another one waits for the replies owed
 	// on it first (see forwardRetry).
 	last *upstream.Conn
-	// seqNext is the sequence number the next reply owed gets (reorder.go;
+	// seqNext is the sequence number the next reply owed gets (package replies;
 	// only the session's goroutine or loop touches it).
 	seqNext uint64
 
@@ -81,11 +84,11 @@ type session struct {
 	drained  chan struct{}
 
 	outMu sync.Mutex
-	out   outQueue
+	out   replies.Queue
 	// outSeq is the sequence number of the reply the client gets next;
-	// held keeps the replies that came before it (reorder.go).
+	// held keeps the replies that came before it (package replies).
 	outSeq    uint64
-	held      reorder
+	held      replies.Held
 	gather    []byte // scratch for the replies written together
 	outClosed bool   // no more output: the client is gone or over its limit
 	writing   int    // bytes of a batch the writer goroutine took from out and is writing
@@ -105,18 +108,15 @@ type session struct {
 	// to what it read, then closes.
 	inputEnded atomic.Bool
 
-	// Event-loop mode (eventloop_linux.go, session_loop.go). home is the loop the session was
-	// given at accept (nil: it runs on a goroutine of its own from the
-	// start); lp is set while that loop serves it, and only the loop
-	// touches it.
-	home   *loop
-	lp     *loop
-	fd     int
-	src    fdReader
+	// Event-loop mode (package evloop, session_loop.go, loopclient.go).
+	// home is the loop the session was given at accept (nil: it runs on a
+	// goroutine of its own from the start); lp is set while that loop
+	// serves it, and only the loop touches it. src is the loop's record of
+	// the session, and the reader of its socket while on the loop.
+	home   *evloop.Loop
+	lp     *evloop.Loop
+	src    evloop.Member
 	paused atomic.Bool // the loop stopped reading it until inflight <= waitLE, or a job ends (waitJob)
-	// readOff: the loop turned reading the client off (only the loop
-	// touches it).
-	readOff bool
 	// holds: Valkey may hold the command being handled back for long
 	// (upstream.Pend.Holds, busyscript.go).
 	holds bool
@@ -146,9 +146,9 @@ type session struct {
 	// For CLIENT LIST (clients.go): the published state, the last
 	// command, when the client last sent something (unix ns), when it
 	// connected, the proxy's address it connected to, its socket.
-	snap    atomic.Pointer[clientSnap]
+	snap    atomic.Pointer[clients.Snap]
 	lastCmd atomic.Pointer[string]
-	// monitorOn is monitor, for the upstream reader (monitorown.go).
+	// monitorOn is monitor, for the upstream reader (clients.OwnLines).
 	monitorOn atomic.Bool
 	// blocked: a blocking command is in flight on the session's own
 	// connection (CLIENT LIST's flag b).
@@ -157,8 +157,6 @@ type session struct {
 	since      time.Time
 	laddr      string
 	sockFd     int
-	// lastRead is when the loop last read the client (client_idle_timeout).
-	lastRead time.Time
 }
 
 func newSession(p *Proxy, nc net.Conn, id uint64) *session {
@@ -174,6 +172,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 		writerEnd:   make(chan struct{}),
 	}
 	s.waitLE.Store(-1)
+	s.redirTo.ID, s.redirTo.Deliver = id, s.invalidated
 	s.host, _, _ = net.SplitHostPort(s.addr)
 	s.sockFd = -1
 	if s.raw = s.dw.Init(nc); s.raw != nil {
@@ -185,7 +184,6 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 	s.connOwner = "conn:" + p.instance + "-" + strconv.FormatUint(id, 10)
 	s.keys = make([]keyspec.Key, 0, 8)
 	s.rd = resp.NewReader(nc, p.limits)
-	s.lastRead = time.Now()
 	return s
 }
 
@@ -250,7 +248,7 @@ func (s *session) finish(graceful bool) {
 		<-s.writerEnd
 	}
 	s.nc.Close()
-	s.redirTo.end()
+	s.redirTo.End()
 	s.closeTracking()
 	if s.ded != nil {
 		s.ded.Close()
@@ -378,7 +376,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 			// Switching between cluster nodes needs no wait: commands on
 			// different nodes touch different keys, so the session goes
 			// on at once, and the replies are put back in order as they
-			// arrive (reorder.go).
+			// arrive (package replies).
 			s.waitDrain(0)
 		}
 		s.bconn = c
@@ -491,7 +489,7 @@ func (s *session) flush() {
 // that died, whose replies its failure answers.
 func (s *session) waitDrain(le int64) {
 	if s.lp != nil && s.inflight.Load() > le {
-		s.lp.uncork() // what this round queued must leave before any reply can come
+		s.lp.Uncork() // what this round queued must leave before any reply can come
 	}
 	for s.inflight.Load() > le {
 		s.waitLE.Store(le)
@@ -510,7 +508,7 @@ func (s *session) waitDrain(le int64) {
 
 // local answers the client from the proxy itself, after every reply it is
 // still owed, so replies stay in command order: with replies owed, it is
-// held until their turn has come (reorder.go), and the session goes on.
+// held until their turn has come (package replies), and the session goes on.
 func (s *session) local(reply []byte) {
 	if s.publishDue {
 		s.publish()
@@ -578,7 +576,7 @@ func (s *session) goDedicated(withCreds bool) bool {
 		return false
 	}
 	c.SetValkeyID(vid)
-	s.p.vids.add(vid, s.id)
+	s.p.vids.Add(vid, s.id)
 	s.dedMu.Lock()
 	s.ded = c
 	s.dedMu.Unlock()

@@ -8,9 +8,24 @@ import (
 	"github.com/lockproxy/lockproxy/resp"
 )
 
-// The session's side of an event loop (eventloop_linux.go): handling what
-// arrived without ever waiting for more, pausing while replies catch up,
-// and leaving the loop, to end or to go on on a goroutine of its own.
+// The session's side of an event loop (package evloop; loopclient.go is
+// how the loop sees a session): handling what arrived without ever waiting
+// for more, pausing while replies catch up, and leaving the loop, to end or
+// to go on on a goroutine of its own.
+//
+// Only sessions on shared upstream connections live in a loop. Handling a
+// command returns a step (step.go) that the loop's session carries out
+// (carry): a command that needs a dedicated connection (MULTI, BLPOP,
+// SUBSCRIBE...) moves its session onto a goroutine of its own before
+// anything is done for it (stepOwnConn), because the dial and the waits
+// that follow would stall every other client of the loop. Commands that
+// must follow every earlier reply (settle, switchFirst) wait, kept by the
+// session, until the loop has read those replies (stepSettle): waiting for
+// them here would wait for the loop itself. What else could block — a dial
+// of a shared connection, fetching Valkey's command table or a movable
+// command's keys for the lock rules (the side connection) — is done off
+// the loop while the client waits alone (stepOffLoop): one client's dial to
+// a slow or unreachable Valkey holds no other client up.
 
 // pump handles every complete command the session has received, reading its
 // socket at most once (only when the loop saw it readable), and never
@@ -88,7 +103,7 @@ func (s *session) pause(le int64) bool {
 		s.waitLE.Store(-1)
 		return false
 	}
-	s.lp.reading(s, false)
+	s.lp.Reading(&s.src, false)
 	return true
 }
 
@@ -103,12 +118,12 @@ const waitJob = -2
 func (s *session) park(job func()) {
 	s.waitLE.Store(waitJob)
 	s.paused.Store(true)
-	s.lp.reading(s, false)
+	s.lp.Reading(&s.src, false)
 	home := s.home
 	go func() {
 		job()
 		if s.paused.CompareAndSwap(true, false) {
-			home.resume(s)
+			home.Resume(&s.src)
 		}
 	}()
 }
@@ -171,7 +186,7 @@ func (s *session) dialStep(key poolKey) step {
 // the replies it is owed must not stall the loop.
 func (s *session) end(graceful bool) {
 	s.flush()
-	s.lp.remove(s)
+	s.leaveLoop()
 	go s.finish(graceful)
 }
 
@@ -179,7 +194,7 @@ func (s *session) end(graceful bool) {
 // command put back is read again there.
 func (s *session) migrate() {
 	s.flush()
-	s.lp.remove(s)
+	s.leaveLoop()
 	s.paused.Store(false)
 	s.waitLE.Store(-1)
 	go s.serveGo()

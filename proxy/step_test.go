@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/config"
+	"github.com/lockproxy/lockproxy/evloop"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -27,7 +28,7 @@ func stepProxy() *Proxy {
 // has its connections open (open) or not.
 func stepSession(p *Proxy, open bool) *session {
 	s := &session{p: p, id: 1, clientState: clientState{proto: 2, authed: true}}
-	s.lp = &loop{}
+	s.lp = &evloop.Loop{}
 	s.home = s.lp
 	if open {
 		openPool(p, s.key(), 0)

@@ -1,15 +1,9 @@
 package proxy
 
 import (
-	"bytes"
-	"errors"
 	"maps"
-	"net"
-	"strconv"
-	"sync"
-	"time"
 
-	"github.com/lockproxy/lockproxy/internal/valkeynum"
+	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -34,41 +28,9 @@ import (
 // the target as Valkey would have sent it there: the same push under RESP3,
 // a `message` of `__redis__:invalidate` under RESP2 while the target is
 // subscribed, nothing otherwise. A relay closes when its target quits
-// (redirectedHere), so Valkey finds the redirect broken and says so
-// (tracking-redir-broken), as it does directly.
-
-// tracking is a session's client-side caching state, set when Valkey first
-// accepted its CLIENT TRACKING. Only the session touches it.
-type tracking struct {
-	// on: tracking is on; args is the CLIENT TRACKING ON command as the
-	// client sent it, replayed on every new connection of the session's
-	// (REDIRECT's id swapped for the node's relay), redirectAt the place
-	// of REDIRECT's id in it (0: none).
-	on         bool
-	args       [][]byte
-	redirectAt int
-	target     *session // REDIRECT's client
-
-	// own: in front of a cluster, the session's own connection on each
-	// node, the current one (s.ded) included.
-	own map[string]*upstream.Conn
-	// relays: per node, the connection Valkey redirects invalidations to.
-	relays map[string]*relay
-
-	// held: CLIENT CACHING and a MULTI, answered +OK by the proxy and sent
-	// (their replies muted) on the connection of the next command that
-	// goes to Valkey: they apply to the node that command runs on.
-	held      [][]byte
-	multiHeld bool
-}
-
-// relay is a connection of the proxy's own that takes a client's
-// redirected invalidations on one node, and its id there.
-type relay struct {
-	c           *upstream.Conn
-	id          int64
-	node, login string
-}
+// (clients.Target), so Valkey finds the redirect broken and says so
+// (tracking-redir-broken), as it does directly. The state is a
+// clients.Tracking; opening its connections and relays is the session's.
 
 // spreads reports whether the session's own connections may be on several
 // nodes: in front of a cluster, once it tracked.
@@ -83,52 +45,46 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 		s.forward(cmd.Raw, nil) // Valkey's error, or a subscriber's
 		return true
 	}
-	redirectAt := 0
 	var target *session
-	if on {
-		for i := 3; i+1 < len(args); i++ {
-			switch {
-			case resp.EqualFold(args[i], "redirect"):
-				id, ok := valkeynum.String2ll(args[i+1])
-				if !ok {
-					s.forward(cmd.Raw, nil) // Valkey's error
-					return true
-				}
-				if target = s.p.sessionByID(uint64(id)); target == nil || id <= 0 {
-					s.local(resp.AppendError(nil, errTrackingNoRedirect))
-					return true
-				}
-				redirectAt = i + 1
-				i++
-			case resp.EqualFold(args[i], "prefix"):
-				i++
-			}
-		}
+	redirectAt, valkeyErr, errText := clients.TrackingRedirect(args, func(id int64) bool {
+		target = s.p.sessionByID(uint64(id))
+		return target != nil
+	})
+	switch {
+	case valkeyErr:
+		s.forward(cmd.Raw, nil) // Valkey's error
+		return true
+	case errText != "":
+		s.local(resp.AppendError(nil, errText))
+		return true
 	}
 	_, kept := cloneArgs(cmd)
-	t := &tracking{on: on, args: kept, redirectAt: redirectAt, target: target}
+	t := &clients.Tracking{On: on, Args: kept, RedirectAt: redirectAt}
+	if target != nil {
+		t.Target = &target.redirTo
+	}
 	old := s.trk
 	if old != nil {
-		t.own, t.held, t.multiHeld = old.own, old.held, old.multiHeld
-		if old.target == target {
-			t.relays = old.relays
+		t.Own, t.Held, t.MultiHeld = old.Own, old.Held, old.MultiHeld
+		if old.Target == t.Target {
+			t.Relays = old.Relays
 		}
 	}
-	if t.own == nil && s.p.cl != nil {
-		t.own = map[string]*upstream.Conn{s.ded.Addr(): s.ded}
+	if t.Own == nil && s.p.cl != nil {
+		t.Own = map[string]*upstream.Conn{s.ded.Addr(): s.ded}
 	}
-	st, err := t.command(s, s.ded.Addr())
+	st, err := s.trackingCommand(t, s.ded.Addr())
 	if err != nil {
 		s.local(resp.AppendError(nil, s.p.dialErrorText(err)))
 		return true
 	}
 	fresh := map[*upstream.Conn]bool{}
-	if on && s.p.cl != nil && t.has("bcast") {
-		had := maps.Clone(t.own)
+	if on && s.p.cl != nil && t.Has("bcast") {
+		had := maps.Clone(t.Own)
 		if !s.bcastEverywhere(t) {
 			return true
 		}
-		for addr, c := range t.own {
+		for addr, c := range t.Own {
 			if had[addr] != c {
 				fresh[c] = true
 			}
@@ -136,24 +92,24 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 	}
 	if !s.askDedicated(resp.AppendCommandStrings(nil, st...)) {
 		// Valkey refused it: nothing changed. Its reply was the client's.
-		if old == nil || old.target != target {
-			t.closeRelays()
+		if old == nil || old.Target != t.Target {
+			t.CloseRelays()
 		}
 		return true
 	}
-	if old != nil && old.target != target {
-		old.closeRelays()
+	if old != nil && old.Target != t.Target {
+		old.CloseRelays()
 	}
 	s.trk = t
 	s.tracking = on
 	// The session's connections on the other nodes track the same way
 	// (those just opened for BCAST do already).
 	cur := s.ded
-	for addr, c := range t.own {
+	for addr, c := range t.Own {
 		if c == cur || c.Dead() || fresh[c] {
 			continue
 		}
-		st, err := t.command(s, addr)
+		st, err := s.trackingCommand(t, addr)
 		if err != nil {
 			c.Fail(err) // cannot track there as asked: the session ends, told why
 			continue
@@ -164,36 +120,26 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 	return true
 }
 
-// command is CLIENT TRACKING as the session's connection on node must get
-// it: REDIRECT's id is that of the node's relay, opened on first use.
-func (t *tracking) command(s *session, node string) ([]string, error) {
-	st := make([]string, len(t.args))
-	for i, a := range t.args {
-		st[i] = string(a)
-	}
-	if t.redirectAt > 0 {
-		r, err := t.relayOn(s, node)
+// trackingCommand is CLIENT TRACKING as the session's connection on node
+// must get it: REDIRECT's id is that of the node's relay, opened on first
+// use.
+func (s *session) trackingCommand(t *clients.Tracking, node string) ([]string, error) {
+	var id int64
+	if t.RedirectAt > 0 {
+		r, err := s.relayOn(t, node)
 		if err != nil {
 			return nil, err
 		}
-		st[t.redirectAt] = strconv.FormatInt(r.id, 10)
+		id = r.ID
 	}
-	return st, nil
+	return clients.TrackingCommand(t.Args, t.RedirectAt, id), nil
 }
 
 // relayOn returns the node's relay for the session's REDIRECT target,
 // opening it first: a RESP3 connection logged in as the session's are
 // (only its CLIENT ID is asked), whose pushes go to the target.
-func (t *tracking) relayOn(s *session, node string) (*relay, error) {
-	if r := t.relays[node]; r != nil && !r.c.Dead() {
-		return r, nil
-	}
-	target := t.target
-	if r := target.redirTo.take(node, s.login); r != nil {
-		// Another session redirects to the same target there: one
-		// relay takes both, so the target gets the invalidations in the
-		// order Valkey sent them (two relays' readers race).
-		t.setRelay(node, r)
+func (s *session) relayOn(t *clients.Tracking, node string) (*clients.Relay, error) {
+	if r := t.RelayOn(node, s.login); r != nil {
 		return r, nil
 	}
 	st := s.p.sharedState(poolKey{proto: 3, db: 0, node: node, login: s.login})
@@ -202,76 +148,29 @@ func (t *tracking) relayOn(s *session, node string) (*relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := clientID(nc, max(s.p.opts.Upstream.DialTimeout.D(), s.p.opts.Upstream.ReplyTimeout.D()))
+	id, err := clients.AskID(nc, max(s.p.opts.Upstream.DialTimeout.D(), s.p.opts.Upstream.ReplyTimeout.D()))
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	c := s.p.startUp(nc, addr, nil, func(push []byte) { target.invalidated(push) })
-	r := &relay{c: c, id: id, node: node, login: s.login}
-	if !target.redirTo.add(r) {
-		c.Close() // the target quit meanwhile: the redirect is broken
-	}
-	t.setRelay(node, r)
+	c := s.p.startUp(nc, addr, nil, t.Target.Deliver)
+	r := &clients.Relay{C: c, ID: id, Node: node, Login: s.login}
+	t.AddRelay(r)
 	// TRACKINGINFO, GETREDIR and a broken redirect's push name the relay
-	// by Valkey's id: clientids.go turns it into the target's.
-	s.p.vids.add(id, target.id)
+	// by Valkey's id: p.vids turns it into the target's.
+	s.p.vids.Add(id, t.Target.ID)
 	return r, nil
 }
 
-// setRelay makes r the session's relay on node, letting go of the one it
-// had there.
-func (t *tracking) setRelay(node string, r *relay) {
-	if t.relays == nil {
-		t.relays = map[string]*relay{}
-	}
-	if old := t.relays[node]; old != nil && old != r && t.target.redirTo.release(old) {
-		old.c.Close()
-	}
-	t.relays[node] = r
-}
-
-// clientID asks a connection no reader serves yet for its CLIENT ID.
-func clientID(nc net.Conn, wait time.Duration) (int64, error) {
-	_ = nc.SetDeadline(time.Now().Add(wait))
-	if _, err := nc.Write(resp.AppendCommandStrings(nil, "CLIENT", "ID")); err != nil {
-		return 0, err
-	}
-	buf, n, err := upstream.ReadReply(nc, make([]byte, 0, 64))
-	if err != nil {
-		return 0, err
-	}
-	if n < 4 || buf[0] != ':' {
-		return 0, errors.New("unexpected reply to CLIENT ID: " + string(bytes.TrimSpace(buf[:n])))
-	}
-	id, ok := valkeynum.String2ll(buf[1 : n-2])
-	if !ok {
-		return 0, errors.New("unexpected reply to CLIENT ID: " + string(bytes.TrimSpace(buf[:n])))
-	}
-	_ = nc.SetDeadline(time.Time{})
-	return id, nil
-}
-
-// invalidated hands the session an invalidation that a relay received
-// (Valkey's RESP3 push, `>2 invalidate keys`) as Valkey would have sent it
-// here: the same under RESP3; under RESP2 a Pub/Sub message on
-// __redis__:invalidate, if the session is subscribed; else nothing.
+// invalidated hands the session an invalidation that a relay received as
+// Valkey would have sent it here (clients.Invalidation).
 func (s *session) invalidated(push []byte) {
-	const head = ">2\r\n$10\r\ninvalidate\r\n"
-	if !bytes.HasPrefix(push, []byte(head)) {
-		return
-	}
 	sn := s.snap.Load()
 	if sn == nil {
 		return
 	}
-	switch {
-	case sn.proto == 3:
-		s.write(push)
-	case sn.sub+sn.psub+sn.ssub > 0:
-		out := make([]byte, 0, len(push)+32)
-		out = append(out, "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"...)
-		s.write(append(out, push[len(head):]...))
+	if b := clients.Invalidation(push, sn.Proto, sn.Sub+sn.PSub+sn.SSub > 0); b != nil {
+		s.write(b)
 	}
 }
 
@@ -281,12 +180,12 @@ func (s *session) invalidated(push []byte) {
 func (s *session) clientGetredir() {
 	t := s.trk
 	switch {
-	case !t.on:
+	case !t.On:
 		s.local(resp.AppendInt(nil, -1))
-	case t.target == nil:
+	case t.Target == nil:
 		s.local(resp.AppendInt(nil, 0))
 	default:
-		s.local(resp.AppendInt(nil, int64(t.target.id)))
+		s.local(resp.AppendInt(nil, int64(t.Target.ID)))
 	}
 }
 
@@ -305,16 +204,16 @@ func (s *session) spreadTo(addr string) bool {
 
 // ownOn returns the session's own connection on addr, opening it first,
 // tracking as t says.
-func (s *session) ownOn(t *tracking, addr string) (*upstream.Conn, error) {
-	c := t.own[addr]
+func (s *session) ownOn(t *clients.Tracking, addr string) (*upstream.Conn, error) {
+	c := t.Own[addr]
 	if c != nil && !c.Dead() {
 		return c, nil
 	}
 	st := s.p.sharedState(s.key())
 	st.Name, st.LibName, st.LibVer = s.name, s.libName, s.libVer
 	st.Node = addr
-	if t.on {
-		cmd, err := t.command(s, addr)
+	if t.On {
+		cmd, err := s.trackingCommand(t, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -327,7 +226,7 @@ func (s *session) ownOn(t *tracking, addr string) (*upstream.Conn, error) {
 	if c == nil {
 		s.p.stats.dedicated.Add(1)
 	}
-	t.own[addr] = nc
+	t.Own[addr] = nc
 	return nc, nil
 }
 
@@ -337,7 +236,7 @@ func (s *session) ownOn(t *tracking, addr string) (*upstream.Conn, error) {
 // or not the session read there. It reports false, having answered the
 // client (Valkey's refusal of the options, or why a node cannot be
 // reached), when one fails.
-func (s *session) bcastEverywhere(t *tracking) bool {
+func (s *session) bcastEverywhere(t *clients.Tracking) bool {
 	m := s.p.cl.Map()
 	if m == nil {
 		return true
@@ -386,42 +285,29 @@ func (s *session) holdForNode(args [][]byte) bool {
 		s.inMulti, s.multiShape, s.multiDur = true, s.multiShape[:0], nil
 	case id == cClient && len(args) == 3 && resp.EqualFold(args[1], "caching") && !s.inMulti:
 		yes := resp.EqualFold(args[2], "yes")
-		if !t.on || !(yes && t.has("optin") || resp.EqualFold(args[2], "no") && t.has("optout")) {
+		if !t.On || !(yes && t.Has("optin") || resp.EqualFold(args[2], "no") && t.Has("optout")) {
 			return false // Valkey's error
 		}
 	default:
 		return false
 	}
-	held := append(t.held, resp.AppendCommand(nil, args...))
-	t.held = nil // not sent ahead of this reply (local)
+	held := append(t.Held, resp.AppendCommand(nil, args...))
+	t.Held = nil // not sent ahead of this reply (local)
 	s.local(resp.AppendSimple(nil, "OK"))
-	t.held = held
-	t.multiHeld = s.inMulti
+	t.Held = held
+	t.MultiHeld = s.inMulti
 	return true
-}
-
-// has reports whether CLIENT TRACKING ON was given the option.
-func (t *tracking) has(opt string) bool {
-	for i := 3; i < len(t.args); i++ {
-		if resp.EqualFold(t.args[i], opt) {
-			return true
-		}
-		if resp.EqualFold(t.args[i], "redirect") || resp.EqualFold(t.args[i], "prefix") {
-			i++
-		}
-	}
-	return false
 }
 
 // sendHeld sends what holdForNode held on the current connection, ahead of
 // the command being handled.
 func (s *session) sendHeld() {
 	t := s.trk
-	if t == nil || len(t.held) == 0 {
+	if t == nil || len(t.Held) == 0 {
 		return
 	}
-	held := t.held
-	t.held, t.multiHeld = nil, false
+	held := t.Held
+	t.Held, t.MultiHeld = nil, false
 	mute := s.mute
 	s.mute = true
 	for _, raw := range held {
@@ -437,89 +323,13 @@ func (s *session) closeTracking() {
 	if t == nil {
 		return
 	}
-	for _, c := range t.own {
+	for _, c := range t.Own {
 		if c != s.ded {
 			s.p.stats.dedicated.Add(-1)
 			c.Close()
 		}
 	}
-	t.closeRelays()
-}
-
-func (t *tracking) closeRelays() {
-	for _, r := range t.relays {
-		if t.target == nil || t.target.redirTo.release(r) {
-			r.c.Close()
-		}
-	}
-}
-
-// redirectedHere is the relays that take invalidations other sessions
-// redirect to a session, one per node and login, shared by every session
-// that redirects there. They live no longer than it: when it quits (QUIT,
-// or its connection ends) they close first, so Valkey finds the redirect
-// broken and tells the tracking clients (tracking-redir-broken) as it does
-// directly, where the target's own connection is gone.
-type redirectedHere struct {
-	mu     sync.Mutex
-	relays map[*relay]int // each relay and how many sessions use it
-	ended  bool
-}
-
-// add records r, used by one session; it reports false when the target
-// has quit already.
-func (h *redirectedHere) add(r *relay) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ended {
-		return false
-	}
-	if h.relays == nil {
-		h.relays = map[*relay]int{}
-	}
-	h.relays[r] = 1
-	return true
-}
-
-// take returns a live relay on node for login, counting one more session
-// using it; nil when there is none.
-func (h *redirectedHere) take(node, login string) *relay {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for r, n := range h.relays {
-		if r.node == node && r.login == login && !r.c.Dead() {
-			h.relays[r] = n + 1
-			return r
-		}
-	}
-	return nil
-}
-
-// release counts one session less using r; it reports true when none is
-// left (or r is not counted here): the caller closes it.
-func (h *redirectedHere) release(r *relay) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n, ok := h.relays[r]
-	if ok && n > 1 {
-		h.relays[r] = n - 1
-		return false
-	}
-	delete(h.relays, r)
-	return true
-}
-
-// end closes the relays when the session quits. Closing does not wait:
-// each relay's end is sent before QUIT's reply leaves, so it is on its way
-// to Valkey ahead of any command the client sends after reading the reply.
-func (h *redirectedHere) end() {
-	h.mu.Lock()
-	relays := h.relays
-	h.relays, h.ended = nil, true
-	h.mu.Unlock()
-	for r := range relays {
-		r.c.Close()
-	}
+	t.CloseRelays()
 }
 
 // sessionByID is the proxy's client with that CLIENT ID, if connected.
@@ -541,7 +351,7 @@ func (s *session) mirror(raw []byte) {
 	if !s.spreads() {
 		return
 	}
-	for _, c := range s.trk.own {
+	for _, c := range s.trk.Own {
 		if c != s.ded && !c.Dead() {
 			s.sendMuted(c, raw)
 		}
@@ -556,8 +366,8 @@ func (s *session) resetTracking() {
 	if t == nil {
 		return
 	}
-	t.on, t.held, t.multiHeld = false, nil, false
+	t.On, t.Held, t.MultiHeld = false, nil, false
 	s.mirror(resp.AppendCommandStrings(nil, "RESET"))
-	t.closeRelays()
-	t.relays, t.target, t.redirectAt = nil, nil, 0
+	t.CloseRelays()
+	t.Relays, t.Target, t.RedirectAt = nil, nil, 0
 }

@@ -27,8 +27,8 @@ func (p *Proxy) newConnector() upstream.Connector {
 		Handshake: p.handshake,
 		Learn:     func(nc net.Conn, st upstream.State) error { return p.learnEpoch(nc, st.DB) },
 		Attach: func(c *upstream.Conn) {
-			if lp := p.upstreamLoop(); lp != nil {
-				lp.addUp(c)
+			if lp := p.loops.Upstream(); lp != nil {
+				lp.AddUp(c)
 			}
 		},
 	}
@@ -57,9 +57,9 @@ func (p *Proxy) startUp(nc net.Conn, addr string, owner *session, relay func([]b
 func (p *Proxy) connect(st upstream.State) (net.Conn, string, error) { return p.connector.Connect(st) }
 
 // handshake replays st on nc (upstream.Handshake) with lockproxy's own
-// scripts, keeping its commands out of MONITOR (monitorown.go).
+// scripts, keeping its commands out of MONITOR (clients.OwnLines).
 func (p *Proxy) handshake(nc net.Conn, st upstream.State) error {
-	return upstream.Handshake(nc, st, scriptBodies, p.own.handshake)
+	return upstream.Handshake(nc, st, scriptBodies, p.own.Handshake)
 }
 
 // scriptBodies are the scripts every connection loads (unless bare).

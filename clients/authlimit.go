@@ -1,4 +1,4 @@
-package proxy
+package clients
 
 import (
 	"sync"
@@ -6,21 +6,21 @@ import (
 )
 
 // Failed LOCKPROXY AUTH attempts allowed per client address within
-// authFailWindow; past them, the address's attempts are refused unchecked
+// AuthFailWindow; past them, the address's attempts are refused unchecked
 // until the window that began with its first failure is over. Ten guesses a
 // minute make a password of any real length impossible to guess, and an
 // operator who mistypes a few times is not locked out.
 const (
-	authFailLimit  = 10
-	authFailWindow = time.Minute
+	AuthFailLimit  = 10
+	AuthFailWindow = time.Minute
 	// authFailAddrs bounds the addresses remembered; past it, windows that
 	// are over are forgotten first, then the oldest.
 	authFailAddrs = 10000
 )
 
-// authLimiter counts failed admin logins per client address in fixed
+// AuthLimiter counts failed admin logins per client address in fixed
 // windows. now is the clock (time.Now; tests set their own).
-type authLimiter struct {
+type AuthLimiter struct {
 	mu     sync.Mutex
 	now    func() time.Time
 	limit  int
@@ -34,14 +34,16 @@ type authFailures struct {
 	since time.Time // the window's first failure
 }
 
-func newAuthLimiter() *authLimiter {
-	return &authLimiter{now: time.Now, limit: authFailLimit, window: authFailWindow,
+// NewAuthLimiter is a limiter of AuthFailLimit failures per address within
+// AuthFailWindow, remembering at most authFailAddrs addresses.
+func NewAuthLimiter() *AuthLimiter {
+	return &AuthLimiter{now: time.Now, limit: AuthFailLimit, window: AuthFailWindow,
 		max: authFailAddrs, addrs: map[string]*authFailures{}}
 }
 
-// blocked reports how long addr must still wait before an attempt is
+// Blocked reports how long addr must still wait before an attempt is
 // checked; 0 when it may try now.
-func (l *authLimiter) blocked(addr string) time.Duration {
+func (l *AuthLimiter) Blocked(addr string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f := l.addrs[addr]
@@ -59,9 +61,9 @@ func (l *authLimiter) blocked(addr string) time.Duration {
 	return left
 }
 
-// failed counts a failed attempt from addr and reports whether addr has now
+// Failed counts a failed attempt from addr and reports whether addr has now
 // reached the limit.
-func (l *authLimiter) failed(addr string) bool {
+func (l *AuthLimiter) Failed(addr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -78,7 +80,7 @@ func (l *authLimiter) failed(addr string) bool {
 }
 
 // evict forgets the windows that are over or, when none is, the oldest.
-func (l *authLimiter) evict(now time.Time) {
+func (l *AuthLimiter) evict(now time.Time) {
 	var oldest string
 	for a, f := range l.addrs {
 		if now.Sub(f.since) >= l.window {

@@ -1,9 +1,8 @@
-package proxy
+package evloop
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -14,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// An event loop serves many clients from one goroutine. With a goroutine per
+// A Loop serves many clients from one goroutine. With a goroutine per
 // client, every request costs that goroutine's wake-up by the runtime's
 // poller, a read that returns the command and a second read that returns
 // EAGAIN before the goroutine parks again; and each client's commands go to
@@ -29,46 +28,39 @@ import (
 // parks like any goroutine: no thread sits in epoll_wait, and the loops and
 // the rest of the proxy share GOMAXPROCS fairly.
 //
-// Only sessions on shared upstream connections live in a loop. Handling a
-// command returns a step (step.go) that the loop carries out (carry): a
-// command that needs a dedicated connection (MULTI, BLPOP, SUBSCRIBE...)
-// moves its session onto a goroutine of its own before anything is done
-// for it (stepOwnConn), because the dial and the waits that follow would
-// stall every other client of the loop. Commands that must follow every
-// earlier reply (settle, switchFirst) wait, kept by the session, until the
-// loop has read those replies (stepSettle): waiting for them here would
-// wait for the loop itself. What else could block — a dial of a shared connection, fetching
-// Valkey's command table or a movable command's keys for the lock rules (the
-// side connection) — is done off the loop while the client waits alone
-// (stepOffLoop): one client's dial to a slow or unreachable Valkey holds no
-// other client up.
-type loop struct {
-	p    *Proxy
+// A client is served through its Client: the loop calls Pump when the
+// client's socket is readable (its Member reads it once) or when it was
+// resumed, and never waits for anything. What a client's command needs that
+// could block — a dial, a wait for its earlier replies, a connection of its
+// own — its Pump arranges by pausing the client (Reading off, Resume when
+// done) or by leaving the loop (Remove).
+type Loop struct {
+	cfg  Config
 	epfd int
 	evfd int      // eventfd: other goroutines wake the loop through it
 	file *os.File // epfd, as Go's poller sees it
 	rc   syscall.RawConn
 
-	// corked: the sessions this round's upstream replies were queued for
+	// corked: the sinks this round's upstream replies were queued for
 	// (in front of a cluster), written once every upstream connection
 	// ready in the round is read (only the loop touches it).
 	corked []upstream.Touched
 
 	mu        sync.Mutex
-	byFd      map[int32]*session
+	byFd      map[int32]*Member
 	upFd      map[int32]*upstream.Conn // shared upstream connections this loop reads
 	closing   []*upstream.Conn         // failed ones, for the loop to close
-	woken     []*session               // sessions to read again: their replies caught up
+	woken     []*Member                // clients to read again: their replies caught up
 	signalled bool                     // an eventfd write is pending
-	wakeAll   bool                     // read every session again (shutdown)
+	wakeAll   bool                     // read every client again (shutdown)
 
 	// The loop goroutine's own.
 	evs     []unix.EpollEvent
-	ready   []*session
-	hup     []bool // per ready session: the socket hung up or failed
+	ready   []*Member
+	hup     []bool // per ready client: the socket hung up or failed
 	ups     []*upstream.Conn
 	toClose []*upstream.Conn
-	resumed []*session
+	resumed []*Member
 	dirty   []*upstream.Conn // connections with commands queued this round
 	pollFn  func(fd uintptr) bool
 	waitN   int
@@ -83,7 +75,8 @@ const wakeMark = -1
 // taken by the next round (epoll is level-triggered).
 const maxEvents = 256
 
-func newLoop(p *Proxy) (*loop, error) {
+// New starts a loop.
+func New(cfg Config) (*Loop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
@@ -93,7 +86,7 @@ func newLoop(p *Proxy) (*loop, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	fail := func(err error) (*loop, error) {
+	fail := func(err error) (*Loop, error) {
 		unix.Close(epfd)
 		unix.Close(evfd)
 		return nil, err
@@ -113,9 +106,9 @@ func newLoop(p *Proxy) (*loop, error) {
 		unix.Close(evfd)
 		return nil, err
 	}
-	l := &loop{
-		p: p, epfd: epfd, evfd: evfd, file: file, rc: rc,
-		byFd: map[int32]*session{},
+	l := &Loop{
+		cfg: cfg, epfd: epfd, evfd: evfd, file: file, rc: rc,
+		byFd: map[int32]*Member{},
 		upFd: map[int32]*upstream.Conn{},
 		evs:  make([]unix.EpollEvent, maxEvents),
 		done: make(chan struct{}),
@@ -125,44 +118,39 @@ func newLoop(p *Proxy) (*loop, error) {
 	return l, nil
 }
 
-// add hands s to the loop. It reports false when s can not be served by a
-// loop (no plain socket: TLS): it then runs on a goroutine of its own.
-func (l *loop) add(s *session) bool {
-	if s.raw == nil {
+// Add makes the loop serve the client c, whose socket raw is, with m as
+// its record: m then reads the socket (Member.Read), once per readiness the
+// loop saw. Whatever c's Pump needs set up must be before Add: the loop may
+// call it at once. It reports false when c can not be served by a loop (no
+// plain socket: TLS); it then runs on a goroutine of its own.
+func (l *Loop) Add(m *Member, raw syscall.RawConn, c Client) bool {
+	if raw == nil {
 		return false
 	}
 	fd := -1
-	if err := s.raw.Control(func(f uintptr) { fd = int(f) }); err != nil || fd < 0 {
+	if err := raw.Control(func(f uintptr) { fd = int(f) }); err != nil || fd < 0 {
 		return false
 	}
-	s.fd, s.home, s.lp = fd, l, l
-	s.src = fdReader{fd: fd, o: s.p.ops}
-	s.rd.SetSource(&s.src)
+	*m = Member{c: c, fd: fd, l: l, in: l.cfg.BytesIn, lastRead: time.Now()}
 	l.mu.Lock()
-	l.byFd[int32(fd)] = s
+	l.byFd[int32(fd)] = m
 	l.mu.Unlock()
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		l.mu.Lock()
 		delete(l.byFd, int32(fd))
 		l.mu.Unlock()
-		s.home, s.lp = nil, nil
+		m.l = nil
 		return false
-	}
-	if l.p.shuttingDown.Load() {
-		// Shutdown began after the client was accepted and may have woken
-		// the loop before s was in it: s ends once it has handled what it
-		// sent.
-		l.resume(s)
 	}
 	return true
 }
 
-// addUp makes the loop read the shared upstream connection c: its replies
+// AddUp makes the loop read the shared upstream connection c: its replies
 // are then handed out in the same rounds that read the clients, with no
 // goroutine hand-off between the two. It reports false when c must have a
 // reader goroutine instead.
-func (l *loop) addUp(c *upstream.Conn) bool {
+func (l *Loop) AddUp(c *upstream.Conn) bool {
 	// Set up before the loop can see c: it may read c at once.
 	fd, ok := c.Attach(l, readFd)
 	if !ok {
@@ -184,7 +172,7 @@ func (l *loop) addUp(c *upstream.Conn) bool {
 
 // Detach asks the loop to stop reading the failed connection c and close
 // it. Called from any goroutine, once (upstream.Conn.Fail).
-func (l *loop) Detach(c *upstream.Conn) {
+func (l *Loop) Detach(c *upstream.Conn) {
 	l.mu.Lock()
 	l.closing = append(l.closing, c)
 	l.signalLocked()
@@ -192,7 +180,7 @@ func (l *loop) Detach(c *upstream.Conn) {
 }
 
 // closeUps closes the connections detached from the loop.
-func (l *loop) closeUps(cs []*upstream.Conn) {
+func (l *Loop) closeUps(cs []*upstream.Conn) {
 	for _, c := range cs {
 		l.mu.Lock()
 		delete(l.upFd, int32(c.FD()))
@@ -202,17 +190,17 @@ func (l *loop) closeUps(cs []*upstream.Conn) {
 	}
 }
 
-// readUp reads the upstream connection c once and hands out its replies. A
-// panic there (in a reply hook) fails c, not the loop.
-// CorkList is where dispatch puts the sessions it corked replies for, when
+// CorkList is where dispatch puts the sinks it corked replies for, when
 // this loop reads the connection: a client whose replies come from several
 // nodes' connections in one round gets one write for all of them.
-func (l *loop) CorkList() *[]upstream.Touched { return &l.corked }
+func (l *Loop) CorkList() *[]upstream.Touched { return &l.corked }
 
-func (l *loop) readUp(c *upstream.Conn) {
+// readUp reads the upstream connection c once and hands out its replies. A
+// panic there (in a reply hook) fails c, not the loop.
+func (l *Loop) readUp(c *upstream.Conn) {
 	defer func() {
 		if r := recover(); r != nil {
-			l.p.log.Error("closing an upstream connection after an internal error",
+			l.cfg.Log.Error("closing an upstream connection after an internal error",
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			c.Fail(fmt.Errorf("internal error: %v", r))
 		}
@@ -220,45 +208,50 @@ func (l *loop) readUp(c *upstream.Conn) {
 	c.ReadReady()
 }
 
-// remove takes s out of the loop; the loop never touches s's descriptor
-// again, so whoever serves s next may close it.
-func (l *loop) remove(s *session) {
+// Remove takes m's client out of the loop; the loop never touches its
+// descriptor again, so whoever serves the client next may close it. Only
+// the loop's goroutine calls it (from the client's Pump or Drop).
+func (l *Loop) Remove(m *Member) {
 	l.mu.Lock()
-	delete(l.byFd, int32(s.fd))
+	delete(l.byFd, int32(m.fd))
 	l.mu.Unlock()
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
-	s.lp = nil
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, m.fd, nil)
+	m.l = nil
 }
 
-// reading turns reading s on or off (off while it waits for its replies to
-// catch up: its client is then held back by TCP, as a goroutine would be).
-func (l *loop) reading(s *session, on bool) {
-	s.readOff = !on
-	ev := unix.EpollEvent{Fd: int32(s.fd)}
+// Reading turns reading m's client on or off (off while it waits for its
+// replies to catch up: its client is then held back by TCP, as a goroutine
+// would be). Only the loop's goroutine calls it.
+func (l *Loop) Reading(m *Member, on bool) {
+	m.readOff = !on
+	ev := unix.EpollEvent{Fd: int32(m.fd)}
 	if on {
 		ev.Events = unix.EPOLLIN | unix.EPOLLRDHUP
 	}
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, &ev)
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, m.fd, &ev)
 }
 
-// resume asks the loop to read s again. Called from upstream readers.
-func (l *loop) resume(s *session) {
+// Resume asks the loop to pump m's client again, reading it again if its
+// reading was off and it is no longer paused. Called from any goroutine
+// (upstream readers, a job done off the loop); nothing happens if the
+// client has left the loop meanwhile.
+func (l *Loop) Resume(m *Member) {
 	l.mu.Lock()
-	l.woken = append(l.woken, s)
+	l.woken = append(l.woken, m)
 	l.signalLocked()
 	l.mu.Unlock()
 }
 
-// wake makes the loop read every session again: at shutdown, each then ends
+// Wake makes the loop pump every client again: at shutdown, each then ends
 // once it has handled what it already received.
-func (l *loop) wake() {
+func (l *Loop) Wake() {
 	l.mu.Lock()
 	l.wakeAll = true
 	l.signalLocked()
 	l.mu.Unlock()
 }
 
-func (l *loop) signalLocked() {
+func (l *Loop) signalLocked() {
 	if l.signalled {
 		return
 	}
@@ -268,7 +261,7 @@ func (l *loop) signalLocked() {
 }
 
 // Queued notes that this round queued commands on c.
-func (l *loop) Queued(c *upstream.Conn) {
+func (l *Loop) Queued(c *upstream.Conn) {
 	for _, d := range l.dirty {
 		if d == c {
 			return
@@ -277,16 +270,17 @@ func (l *loop) Queued(c *upstream.Conn) {
 	l.dirty = append(l.dirty, c)
 }
 
-// close stops the loop once every session has left it.
-func (l *loop) close() {
+// Close stops the loop once every client has left it, and fails the
+// upstream connections it still reads.
+func (l *Loop) Close() {
 	l.file.Close()
 	<-l.done
 	unix.Close(l.evfd)
 }
 
-func (l *loop) run() {
+func (l *Loop) run() {
 	defer close(l.done)
-	idle := l.p.opts.ClientIdleTimeout.D()
+	idle := l.cfg.Idle
 	sweepEvery := min(max(idle/4, 10*time.Millisecond), time.Second)
 	if idle > 0 {
 		_ = l.file.SetReadDeadline(time.Now().Add(sweepEvery))
@@ -299,7 +293,7 @@ func (l *loop) run() {
 				_ = l.file.SetReadDeadline(time.Now().Add(sweepEvery))
 				continue
 			}
-			// Closed: every session has left, and the pools have
+			// Closed: every client has left, and the pools have
 			// failed their connections; any other still here fails
 			// now, so nothing waits on a reader that is gone.
 			l.mu.Lock()
@@ -324,9 +318,9 @@ func (l *loop) run() {
 
 // wait returns how many events are in l.evs, parking in Go's poller while
 // there are none. epoll_wait is asked with a zero timeout: it never blocks
-// the thread. With busy_poll, it asks again and again for that long before
+// the thread. With BusyPoll, it asks again and again for that long before
 // parking (inside Read, where the descriptor cannot be closed under it).
-func (l *loop) wait() (int, error) {
+func (l *Loop) wait() (int, error) {
 	l.waitN, l.waitErr = 0, nil
 	err := l.rc.Read(l.pollFn)
 	if err == nil {
@@ -339,8 +333,8 @@ func (l *loop) wait() (int, error) {
 // closure made per round would escape and be allocated every round. It
 // reports true when it has events (or an error) in l.waitN (l.waitErr),
 // false to park until the epoll descriptor is readable.
-func (l *loop) poll(fd uintptr) bool {
-	spin := l.p.opts.BusyPoll.D()
+func (l *Loop) poll(fd uintptr) bool {
+	spin := l.cfg.BusyPoll
 	var until time.Time
 	for {
 		m, errno := epollPoll(int(fd), l.evs)
@@ -367,7 +361,7 @@ func (l *loop) poll(fd uintptr) bool {
 	}
 }
 
-func (l *loop) round(n int) {
+func (l *Loop) round(n int) {
 	l.ready, l.hup, l.ups = l.ready[:0], l.hup[:0], l.ups[:0]
 	woke, all := false, false
 	l.mu.Lock()
@@ -376,8 +370,8 @@ func (l *loop) round(n int) {
 			woke = true
 			continue
 		}
-		if s := l.byFd[ev.Fd]; s != nil {
-			l.ready = append(l.ready, s)
+		if m := l.byFd[ev.Fd]; m != nil {
+			l.ready = append(l.ready, m)
 			l.hup = append(l.hup, ev.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0)
 		} else if c := l.upFd[ev.Fd]; c != nil {
 			l.ups = append(l.ups, c)
@@ -395,8 +389,8 @@ func (l *loop) round(n int) {
 		l.woken = l.woken[:0]
 		if all = l.wakeAll; all {
 			l.wakeAll = false
-			for _, s := range l.byFd {
-				l.resumed = append(l.resumed, s)
+			for _, m := range l.byFd {
+				l.resumed = append(l.resumed, m)
 			}
 		}
 	}
@@ -412,36 +406,33 @@ func (l *loop) round(n int) {
 	clear(l.ups)
 	upstream.UncorkAll(&l.corked)
 	var now time.Time
-	if l.p.opts.ClientIdleTimeout.D() > 0 {
+	if l.cfg.Idle > 0 {
 		now = time.Now()
 	}
-	for i, s := range l.ready {
-		if s.lp != l {
+	for i, m := range l.ready {
+		if m.l != l {
 			continue
 		}
-		if l.hup[i] && s.paused.Load() {
+		if l.hup[i] && m.c.Paused() {
 			// Paused, its reading is off, but epoll reports a hang-up
 			// regardless, round after round: the client is gone (or was
 			// cut off), so the replies it is owed have nowhere to go.
-			s.end(false)
+			m.c.Drop()
 			continue
 		}
-		s.src.armed = true
-		s.lastRead = now
-		s.pump()
+		m.armed = true
+		m.lastRead = now
+		m.c.Pump()
 	}
-	for _, s := range l.resumed {
-		if s.lp != l {
+	for _, m := range l.resumed {
+		if m.l != l {
 			continue // ended or moved to a goroutine meanwhile
 		}
-		if !s.paused.Load() && s.readOff {
-			// Not waitLE: a job that ended before the loop went on
-			// has the command handled at once, and that may have
-			// waited (waitDrain) and reset waitLE already.
-			s.waitLE.Store(-1)
-			l.reading(s, true)
+		if m.readOff && !m.c.Paused() {
+			m.c.ReadingOn()
+			l.Reading(m, true)
 		}
-		s.pump()
+		m.c.Pump()
 	}
 	clear(l.resumed)
 	l.resumed = l.resumed[:0]
@@ -451,11 +442,13 @@ func (l *loop) round(n int) {
 		clear(l.toClose)
 		l.toClose = l.toClose[:0]
 	}
-	l.uncork()
+	l.Uncork()
 }
 
-// uncork writes what this round queued on each upstream connection.
-func (l *loop) uncork() {
+// Uncork writes what this round queued on each upstream connection. The
+// loop does at the end of each round; a client's Pump does before it waits
+// for replies to what it queued (they cannot come before).
+func (l *Loop) Uncork() {
 	for _, c := range l.dirty {
 		c.Uncork()
 	}
@@ -463,60 +456,21 @@ func (l *loop) uncork() {
 	l.dirty = l.dirty[:0]
 }
 
-// sweep ends the sessions that sent nothing for idle while owed no reply, as
-// client_idle_timeout asks.
-func (l *loop) sweep(idle time.Duration) {
+// sweep drops the clients that sent nothing for idle while owed no reply,
+// as client_idle_timeout asks.
+func (l *Loop) sweep(idle time.Duration) {
 	now := time.Now()
-	var gone []*session
+	var gone []*Member
 	l.mu.Lock()
-	for _, s := range l.byFd {
-		if s.inflight.Load() == 0 && !s.paused.Load() && now.Sub(s.lastRead) > idle {
-			gone = append(gone, s)
+	for _, m := range l.byFd {
+		if now.Sub(m.lastRead) > idle && m.c.Idle() {
+			gone = append(gone, m)
 		}
 	}
 	l.mu.Unlock()
-	for _, s := range gone {
-		if s.lp == l {
-			s.end(false)
+	for _, m := range gone {
+		if m.l == l {
+			m.c.Drop()
 		}
-	}
-}
-
-// fdReader reads a loop session's socket: once per readiness the loop saw,
-// never waiting.
-type fdReader struct {
-	fd    int
-	armed bool
-	o     *ops
-}
-
-func (f *fdReader) Read(b []byte) (int, error) {
-	if !f.armed || len(b) == 0 {
-		return 0, upstream.ErrWouldBlock
-	}
-	f.armed = false
-	n, err := readFd(f.fd, b)
-	if n > 0 {
-		f.o.traffic.In.Add(int64(n))
-	}
-	return n, err
-}
-
-// readFd reads a non-blocking socket once: EAGAIN is upstream.ErrWouldBlock, end of
-// stream io.EOF.
-func readFd(fd int, b []byte) (int, error) {
-	for {
-		n, errno := sysRead(fd, b)
-		switch {
-		case errno == unix.EINTR:
-			continue
-		case errno == unix.EAGAIN:
-			return 0, upstream.ErrWouldBlock
-		case errno != 0:
-			return 0, errno
-		case n == 0 && len(b) > 0:
-			return 0, io.EOF
-		}
-		return n, nil
 	}
 }

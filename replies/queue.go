@@ -1,17 +1,17 @@
-package proxy
+package replies
 
 import (
 	"net"
 	"sync"
 )
 
-// outQueue is the output a client is owed and its socket has not taken yet,
+// A Queue is the output a client is owed and its socket has not taken yet,
 // kept in chunks of outChunk bytes. client_output_buffer_limit bounds the
 // bytes held, and chunks make that the memory held too: one growing buffer
 // kept up to twice its length in capacity, the copies left behind each time
 // it grew, and the batch the writer was blocked on — about five times the
 // limit in all before a client that did not read was cut off.
-type outQueue struct {
+type Queue struct {
 	chunks [][]byte // the last one may have room left
 	n      int      // bytes queued
 }
@@ -23,10 +23,11 @@ const outChunk = 64 << 10
 
 var chunkPool = sync.Pool{New: func() any { return new([outChunk]byte) }}
 
-func (q *outQueue) len() int { return q.n }
+// Len is how many bytes are queued.
+func (q *Queue) Len() int { return q.n }
 
-// add copies b to the end of the queue.
-func (q *outQueue) add(b []byte) {
+// Add copies b to the end of the queue.
+func (q *Queue) Add(b []byte) {
 	q.n += len(b)
 	for len(b) > 0 {
 		k := len(q.chunks) - 1
@@ -41,18 +42,18 @@ func (q *outQueue) add(b []byte) {
 	}
 }
 
-// take moves every chunk to dst (for the writer) and empties the queue.
-func (q *outQueue) take(dst net.Buffers) net.Buffers {
+// Take moves every chunk to dst (for the writer) and empties the queue.
+func (q *Queue) Take(dst net.Buffers) net.Buffers {
 	dst = append(dst, q.chunks...)
 	clear(q.chunks)
 	q.chunks, q.n = q.chunks[:0], 0
 	return dst
 }
 
-// writeTo hands the queued chunks, oldest first, to write until it takes
+// WriteTo hands the queued chunks, oldest first, to write until it takes
 // less than a whole chunk, removes what it took, and returns how many bytes
 // that was.
-func (q *outQueue) writeTo(write func([]byte) int) int {
+func (q *Queue) WriteTo(write func([]byte) int) int {
 	total := 0
 	for len(q.chunks) > 0 {
 		c := q.chunks[0]
@@ -60,7 +61,7 @@ func (q *outQueue) writeTo(write func([]byte) int) int {
 		total += n
 		q.n -= n
 		if n < len(c) {
-			q.chunks[0] = c[n:] // the rest, in the same array: add may still fill it
+			q.chunks[0] = c[n:] // the rest, in the same array: Add may still fill it
 			break
 		}
 		if cap(c) == outChunk && len(q.chunks) > 1 {
@@ -74,14 +75,15 @@ func (q *outQueue) writeTo(write func([]byte) int) int {
 	return total
 }
 
-// drop forgets what is queued (the client is gone).
-func (q *outQueue) drop() {
-	q.chunks = recycle(q.chunks)
+// Drop forgets what is queued (the client is gone).
+func (q *Queue) Drop() {
+	q.chunks = Recycle(q.chunks)
 	q.n = 0
 }
 
-// recycle gives chunks back for reuse and returns bufs emptied.
-func recycle(bufs [][]byte) [][]byte {
+// Recycle gives the chunks among bufs back for reuse (the writer's copy of
+// what Take gave it, once written) and returns bufs emptied.
+func Recycle(bufs [][]byte) [][]byte {
 	for i, c := range bufs {
 		if cap(c) == outChunk {
 			chunkPool.Put((*[outChunk]byte)(c[:outChunk]))

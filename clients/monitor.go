@@ -1,4 +1,4 @@
-package proxy
+package clients
 
 import (
 	"bytes"
@@ -25,8 +25,9 @@ const (
 	ownFor  = 10 * time.Second
 )
 
-// ownLines is the proxy's record of connections in set-up.
-type ownLines struct {
+// OwnLines is the proxy's record of connections in set-up. The zero value
+// is empty and ready.
+type OwnLines struct {
 	monitors atomic.Int32 // sessions in MONITOR
 	mu       sync.Mutex
 	left     map[string]ownEntry // address -> set-up lines not yet seen by MONITOR
@@ -38,29 +39,26 @@ type ownEntry struct {
 	until time.Time
 }
 
-// endMonitor: the session no longer monitors (RESET, or it ended).
-func (s *session) endMonitor() {
-	if s.monitor {
-		s.monitor = false
-		s.monitorOn.Store(false)
-		s.p.own.monitors.Add(-1)
-	}
-}
+// Begin counts a client that starts to monitor.
+func (o *OwnLines) Begin() { o.monitors.Add(1) }
 
-// add records that n more set-up commands are sent on nc.
-func (o *ownLines) add(nc net.Conn, n int) {
+// End counts a client that no longer monitors (RESET, or it ended).
+func (o *OwnLines) End() { o.monitors.Add(-1) }
+
+// Add records that n more set-up commands are sent on nc.
+func (o *OwnLines) Add(nc net.Conn, n int) {
 	if o.monitors.Load() == 0 {
 		return
 	}
 	o.record(nc, n)
 }
 
-// handshake records a new connection's n set-up commands whether or not
+// Handshake records a new connection's n set-up commands whether or not
 // a session monitors now: a MONITOR that begins before Valkey reads them
 // shows them. It reports a func to call once their replies are read,
 // which forgets them if no session monitored all along (Valkey read them
 // before any MONITOR began).
-func (o *ownLines) handshake(nc net.Conn, n int) (done func()) {
+func (o *OwnLines) Handshake(nc net.Conn, n int) (done func()) {
 	quiet := o.monitors.Load() == 0
 	o.record(nc, n)
 	return func() {
@@ -71,7 +69,7 @@ func (o *ownLines) handshake(nc net.Conn, n int) (done func()) {
 }
 
 // forget drops what is recorded for nc.
-func (o *ownLines) forget(nc net.Conn) {
+func (o *OwnLines) forget(nc net.Conn) {
 	a := nc.LocalAddr()
 	if a == nil {
 		return
@@ -81,8 +79,8 @@ func (o *ownLines) forget(nc net.Conn) {
 	o.mu.Unlock()
 }
 
-// record is add whether or not a session monitors.
-func (o *ownLines) record(nc net.Conn, n int) {
+// record is Add whether or not a session monitors.
+func (o *OwnLines) record(nc net.Conn, n int) {
 	a := nc.LocalAddr()
 	if a == nil || n == 0 {
 		return
@@ -107,9 +105,9 @@ func (o *ownLines) record(nc net.Conn, n int) {
 	o.order = append(o.order, addr)
 }
 
-// drop reports whether a MONITOR line is one of the proxy's own set-up
+// Drop reports whether a MONITOR line is one of the proxy's own set-up
 // commands, counting it off.
-func (o *ownLines) drop(line []byte) bool {
+func (o *OwnLines) Drop(line []byte) bool {
 	// +<time> [<db> <addr>] "cmd" ...   (or [<db> lua] from a script)
 	i := bytes.IndexByte(line, '[')
 	if i < 0 || len(line) == 0 || line[0] != '+' {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package evloop
+
+const raceEnabled = false
