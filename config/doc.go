@@ -17,5 +17,8 @@
 // LockRules ([LockRule.Policy]), places policy's problems at their lines,
 // and builds the rules by calling policy ([Config.Rules]). Nor must it
 // act on the settings: no networking, no goroutines; it reads only the
-// files the configuration names (TLS files, the password file).
+// files the configuration names (TLS files, the password file), and builds
+// the TLS configurations they describe (UpstreamConfig.TLSConfig,
+// ListenerTLS.TLSConfig): which one is in use, and its reload, are the
+// proxy's.
 package config

@@ -43,6 +43,7 @@ func (p *Proxy) startCluster() {
 		RedirectsText: errClusterRedirects,
 		OwnMovedText:  errClusterOwnMoved,
 	}, c.Seeds, c.Refresh.D())
+	p.connector.Target.Cluster = p.cl.View
 	p.cl.Start()
 }
 

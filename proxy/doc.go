@@ -28,12 +28,21 @@
 // subscribers: its View asks the nodes through nodeDo (cluster.Host,
 // cluster.go) and sees a session as a cluster.ShardClient (shardClient,
 // cluster_shard_follow.go). Package upstream owns the connections
-// themselves: dialling, the handshake, the pools, Sentinel's answers, and a
-// connection once it is open (queueing, writing, reading and handing out
-// replies, the reply deadline, its death): a session is its upstream.Sink,
-// the proxy its upstream.Host (uphost.go) and the dial function of its
-// pools (pool.go), an event loop its upstream.Poller. Package evloop owns
-// the event loops themselves: epoll, the rounds, corking the upstream
+// themselves: where they go (the address, Sentinel's primary, a cluster
+// node), dialling, the handshake, the pools by key, the health verdict and
+// its counters, Sentinel's answers, and a connection once it is open
+// (queueing, writing, reading and handing out replies, the reply deadline,
+// its death): a session is its upstream.Sink, the proxy its upstream.Host
+// (uphost.go), the filler of its upstream.Connector (updial.go: the
+// handshake's scripts, the epoch learnt, the event loop) and the pools'
+// configuration (pool.go: the pool key, what each connection of a key is
+// told, the dial counters), an event loop its upstream.Poller; what a
+// Sentinel failover does to the sessions is here (sentinel.go). Package
+// config builds the TLS configurations from their files; which is in use,
+// and swapping it on a reload, is here (tlsconfig.go). Check-config's
+// trial of the upstream is package admin's (CheckUpstream), given where
+// and how the proxy connects and its Serve (checkupstream.go). Package
+// evloop owns the event loops themselves: epoll, the rounds, corking the upstream
 // writes of a round, wake-ups, the idle sweep and reading a client's
 // socket once per readiness; it sees a session as an evloop.Client
 // (loopclient.go) and the proxy's loops are an evloop.Group. Package

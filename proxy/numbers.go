@@ -31,7 +31,7 @@ func (p *Proxy) numbers(probe bool) *telemetry.Numbers {
 		n.Probed, n.Up, n.UpReason = true, v.Up(), v.Reason
 	}
 	for i, r := range upstream.Reasons[1:] {
-		n.UpstreamErrors = append(n.UpstreamErrors, telemetry.Count{Label: r, N: p.ops.upErrors[i+1].Load()})
+		n.UpstreamErrors = append(n.UpstreamErrors, telemetry.Count{Label: r, N: p.connector.Health.Errors[i+1].Load()})
 	}
 	n.UpstreamFailedCommands = p.ops.upFailedCmds.Load()
 	n.ClientIn, n.ClientOut = p.ops.traffic.In.Load(), p.ops.traffic.Out.Load()
@@ -80,19 +80,7 @@ func (p *Proxy) seedRules() {
 }
 
 // upstreamConns counts the live shared upstream connections.
-func (p *Proxy) upstreamConns() int64 {
-	p.poolMu.Lock()
-	pools := make([]*upstream.Pool, 0, len(p.pools))
-	for _, pl := range p.pools {
-		pools = append(pools, pl)
-	}
-	p.poolMu.Unlock()
-	var n int64
-	for _, pl := range pools {
-		n += int64(pl.Live())
-	}
-	return n
-}
+func (p *Proxy) upstreamConns() int64 { return int64(p.pools.Live()) }
 
 func (p *Proxy) version() string {
 	if p.opts.Version != "" {

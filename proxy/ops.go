@@ -10,7 +10,6 @@ import (
 	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/telemetry"
-	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // ops is the proxy's operational state: the counters the proxy increments
@@ -29,9 +28,6 @@ type ops struct {
 
 	// Dials of shared upstream connections, by result.
 	dials, dialErrors atomic.Int64
-	// Failed dials and lost connections to Valkey, by reason
-	// (upstream.Reasons, in order).
-	upErrors [len(upstream.Reasons)]atomic.Int64
 	// upFailedCmds: commands whose connection to Valkey failed before
 	// their reply came (answered with an UPSTREAM error).
 	upFailedCmds atomic.Int64

@@ -16,24 +16,20 @@ type poolKey struct {
 	login string // a client's own login (logins.go); "": the proxy's
 }
 
-// pool is the shared connections for key (upstream.Pool), dialled with the
-// session state every shared connection of key is told.
-func (p *Proxy) pool(key poolKey) *upstream.Pool {
-	p.poolMu.Lock()
-	defer p.poolMu.Unlock()
-	pl := p.pools[key]
-	if pl == nil {
-		pl = upstream.NewPool(upstream.PoolConfig{
-			Size:       p.opts.Upstream.PoolSize,
-			Dial:       func(spare bool) (*upstream.Conn, error) { return p.dialShared(key, spare) },
-			Failed:     func(err error, retryIn time.Duration) { p.sharedDialFailed(key, err, retryIn) },
-			Backoff:    p.opts.Upstream.ReconnectBackoff.D(),
-			MaxBackoff: p.opts.Upstream.MaxBackoff.D(),
-			Closed:     p.closed.Load,
-		})
-		p.pools[key] = pl
+// pool is the shared connections for key (upstream.Pools).
+func (p *Proxy) pool(key poolKey) *upstream.Pool { return p.pools.Get(key) }
+
+// poolConfig is the pool of key's (upstream.Pools.Config): dialled with
+// the session state every shared connection of key is told.
+func (p *Proxy) poolConfig(key poolKey) upstream.PoolConfig {
+	return upstream.PoolConfig{
+		Size:       p.opts.Upstream.PoolSize,
+		Dial:       func(spare bool) (*upstream.Conn, error) { return p.dialShared(key, spare) },
+		Failed:     func(err error, retryIn time.Duration) { p.sharedDialFailed(key, err, retryIn) },
+		Backoff:    p.opts.Upstream.ReconnectBackoff.D(),
+		MaxBackoff: p.opts.Upstream.MaxBackoff.D(),
+		Closed:     p.closed.Load,
 	}
-	return pl
 }
 
 // dialShared opens a shared connection of key (spare: bare, without
@@ -44,11 +40,11 @@ func (p *Proxy) dialShared(key poolKey, spare bool) (*upstream.Conn, error) {
 	st := p.sharedState(key)
 	st.Bare = spare
 	c, err := p.dial(st, nil)
-	p.countUpstreamError(p.tableAddr(), err)
+	p.connector.Health.Count(p.tableAddr(), err)
 	if key.login == "" && key.node == "" {
 		// The proxy's own login: what the dial showed is the upstream's
 		// health (a client's own login is the client's business).
-		p.noteUpstream(p.tableAddr(), err)
+		p.connector.Health.Note(p.tableAddr(), err)
 	}
 	if err == nil {
 		p.ops.dials.Add(1)
@@ -86,14 +82,4 @@ func (p *Proxy) sharedState(key poolKey) upstream.State {
 		st.Username, st.Password, st.Auth, st.Login = c.User, c.Pass, true, true
 	}
 	return st
-}
-
-func (p *Proxy) closePools() {
-	p.poolMu.Lock()
-	pools := p.pools
-	p.pools = map[poolKey]*upstream.Pool{}
-	p.poolMu.Unlock()
-	for _, pl := range pools {
-		pl.CloseAll()
-	}
 }

@@ -43,9 +43,8 @@ type Proxy struct {
 	// or it would open Valkey to anyone who can reach the proxy.
 	requireAuth bool
 
-	poolMu sync.Mutex
-	pools  map[poolKey]*upstream.Pool
-	logins clients.Logins // the clients' own logins Valkey accepted (logins.go)
+	pools  upstream.Pools[poolKey] // the shared connections by key (pool.go)
+	logins clients.Logins          // the clients' own logins Valkey accepted (logins.go)
 
 	mu        sync.Mutex
 	sessions  map[*session]struct{}
@@ -92,8 +91,6 @@ type Proxy struct {
 	tlsGiven bool
 	// lisTLS is the client listener's TLS configuration now (ListenerTLS).
 	lisTLS atomic.Pointer[tls.Config]
-	// health is the upstream's last verdict (uphealth.go).
-	health upHealth
 	// life ends when Shutdown starts: background work that talks to
 	// Valkey (reading the command table) stops waiting then.
 	life    context.Context
@@ -103,9 +100,11 @@ type Proxy struct {
 	cl *clusterState
 
 	// up is what the upstream connections need of the proxy (uphost.go),
-	// dialer how their sockets are opened.
-	up     upstream.Host
-	dialer upstream.Dialer
+	// dialer how their sockets are opened, connector where they go and
+	// what each is told, and the upstream's health (updial.go).
+	up        upstream.Host
+	dialer    upstream.Dialer
+	connector upstream.Connector
 
 	stats stats
 	ops   *ops // admin commands, INFO lockproxy, metrics, reload (ops.go)
@@ -148,7 +147,6 @@ func New(opts Options) (*Proxy, error) {
 		opts:      opts,
 		limits:    limits,
 		log:       opts.Logger,
-		pools:     map[poolKey]*upstream.Pool{},
 		sessions:  map[*session]struct{}{},
 		listeners: map[net.Listener]struct{}{},
 		force:     make(chan struct{}),
@@ -168,6 +166,8 @@ func New(opts Options) (*Proxy, error) {
 	p.upTLS.Store(opts.UpstreamTLS)
 	p.tlsGiven = tlsGiven
 	p.up = p.newUpHost()
+	p.connector = p.newConnector()
+	p.pools.Config = p.poolConfig
 	if err := p.loadCertificates(); err != nil {
 		o.close()
 		return nil, err
@@ -175,6 +175,7 @@ func New(opts Options) (*Proxy, error) {
 	if s := opts.Upstream.Sentinel; s.Master != "" {
 		p.sentinel = upstream.Sentinel{Addrs: s.Addrs, Master: s.Master, Username: s.Username, Password: s.Password,
 			Timeout: opts.Upstream.DialTimeout.D()}
+		p.connector.Target.Sentinel = &p.sentinel
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopWatcher = cancel
 		p.wg.Add(1)
@@ -199,7 +200,7 @@ func New(opts Options) (*Proxy, error) {
 			}
 			nc, err := p.dialer.Dial(ctx, addr)
 			if err != nil {
-				p.forgetMaster()
+				p.connector.Target.Forget()
 			}
 			return nc, err
 		},
@@ -361,7 +362,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		p.stopWatcher()
 	}
 	p.stopCluster()
-	p.closePools() // before the loops: a loop closes the connections it reads
+	p.pools.CloseAll() // before the loops: a loop closes the connections it reads
 	p.loops.Close()
 	p.wg.Wait()
 	if p.side != nil {

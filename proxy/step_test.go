@@ -17,7 +17,7 @@ import (
 // stepProxy is a Proxy with no upstream and no socket: enough for the step
 // decisions, which read the session's state and its pools' slots only.
 func stepProxy() *Proxy {
-	p := &Proxy{pools: map[poolKey]*upstream.Pool{}}
+	p := &Proxy{}
 	p.opts.Config = config.Config{}
 	p.opts.Upstream.PoolSize = 2
 	p.opts.MaxPipeline = 1000
@@ -61,7 +61,7 @@ func openPool(p *Proxy, key poolKey, closed int) {
 		}
 	}
 	pl.OpenSpares()
-	p.pools[key] = pl
+	p.pools.Put(key, pl)
 }
 
 func argsOf(line string) [][]byte {
@@ -95,7 +95,7 @@ func dialPool(p *Proxy, key poolKey, spares bool, err error) *int {
 	if spares {
 		pl.OpenSpares()
 	}
-	p.pools[key] = pl
+	p.pools.Put(key, pl)
 	return n
 }
 

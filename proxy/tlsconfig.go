@@ -1,46 +1,13 @@
 package proxy
 
-import (
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"net"
-	"os"
+import "crypto/tls"
 
-	"github.com/lockproxy/lockproxy/config"
-)
+// The TLS configurations in use, both sides: built from the files by
+// package config (UpstreamConfig.TLSConfig, ListenerTLS.TLSConfig), swapped
+// here when a reload reads them again.
 
 // upstreamTLS is the TLS configuration for Valkey now; nil for plaintext.
 func (p *Proxy) upstreamTLS() *tls.Config { return p.upTLS.Load() }
-
-// loadUpstreamTLS builds the TLS configuration for Valkey from the upstream
-// section's files.
-func loadUpstreamTLS(u config.UpstreamConfig) (*tls.Config, error) {
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         u.TLS.ServerName,
-		InsecureSkipVerify: u.TLS.InsecureSkipVerify, // #nosec G402 -- opt-in, for tests
-	}
-	if tc.ServerName == "" {
-		host, _, _ := net.SplitHostPort(u.Addr)
-		tc.ServerName = host
-	}
-	if u.TLS.CAFile != "" {
-		pool, err := certPool(u.TLS.CAFile)
-		if err != nil {
-			return nil, err
-		}
-		tc.RootCAs = pool
-	}
-	if u.TLS.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(u.TLS.CertFile, u.TLS.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("upstream.tls.cert_file %s and key_file %s: %w", u.TLS.CertFile, u.TLS.KeyFile, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
-}
 
 // ListenerTLS is the client listener's TLS configuration (tls section):
 // each handshake takes the certificate and client CA loaded last, so a
@@ -65,12 +32,12 @@ func (p *Proxy) loadCertificates() error {
 	var up, lis *tls.Config
 	var err error
 	if p.opts.Upstream.TLS.Enabled && !p.tlsGiven {
-		if up, err = loadUpstreamTLS(p.opts.Upstream); err != nil {
+		if up, err = p.opts.Upstream.TLSConfig(); err != nil {
 			return err
 		}
 	}
 	if p.opts.TLS.Enabled() {
-		if lis, err = loadListenerTLS(p.opts.TLS); err != nil {
+		if lis, err = p.opts.TLS.TLSConfig(); err != nil {
 			return err
 		}
 	}
@@ -81,36 +48,4 @@ func (p *Proxy) loadCertificates() error {
 		p.lisTLS.Store(lis)
 	}
 	return nil
-}
-
-// loadListenerTLS builds the client listener's TLS configuration from the tls
-// section's files: the proxy's certificate, and client certificates
-// required when a client CA is set.
-func loadListenerTLS(t config.ListenerTLS) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls.cert_file %s and key_file %s: %w", t.CertFile, t.KeyFile, err)
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-	if t.ClientCAFile != "" {
-		pool, err := certPool(t.ClientCAFile)
-		if err != nil {
-			return nil, err
-		}
-		tc.ClientCAs = pool
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return tc, nil
-}
-
-func certPool(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: no PEM certificates found", path)
-	}
-	return pool, nil
 }

@@ -2,78 +2,59 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"net"
-	"time"
 
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/upstream"
 )
 
-// dial connects to Valkey and replays st on the new connection.
-func (p *Proxy) dial(st upstream.State, owner *session) (*upstream.Conn, error) {
-	nc, addr, err := p.connect(st)
-	if err != nil {
-		return nil, err
+// The proxy's side of its connections to Valkey (package upstream's
+// Connector opens them, and keeps the upstream's health): the lock
+// scripts and MONITOR's bookkeeping in every handshake, the primary's
+// epoch learnt on each new connection, the event loop that reads a shared
+// one, the session that owns a dedicated one.
+
+// newConnector is the Connector of New, before the first connection opens
+// (with Sentinel or a cluster, New and startCluster add them to its
+// Target).
+func (p *Proxy) newConnector() upstream.Connector {
+	return upstream.Connector{
+		Target:    upstream.Target{Addr: p.opts.Upstream.Addr},
+		Dialer:    &p.dialer,
+		Host:      &p.up,
+		Health:    upstream.Health{Log: p.log},
+		Wait:      max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D()),
+		Handshake: p.handshake,
+		Learn:     func(nc net.Conn, st upstream.State) error { return p.learnEpoch(nc, st.DB) },
+		Attach: func(c *upstream.Conn) {
+			if lp := p.loops.Upstream(); lp != nil {
+				lp.AddUp(c)
+			}
+		},
 	}
-	return p.startUp(nc, addr, owner, nil), nil
 }
 
-// startUp makes a connection connect set up an upstream.Conn, and starts
-// its reader and writer: an event loop reads a shared connection, a
-// goroutine of its own any other.
+// dial connects to Valkey and replays st on the new connection, owner's
+// own when not nil.
+func (p *Proxy) dial(st upstream.State, owner *session) (*upstream.Conn, error) {
+	if owner == nil { // never a nil *session in the interface
+		return p.connector.Dial(st, nil)
+	}
+	return p.connector.Dial(st, owner)
+}
+
+// startUp starts a connection connect opened (upstream.Connector.Start).
 func (p *Proxy) startUp(nc net.Conn, addr string, owner *session, relay func([]byte)) *upstream.Conn {
 	var o upstream.Owner
 	if owner != nil {
 		o = owner // never a nil *session in the interface
 	}
-	c := upstream.New(&p.up, nc, addr, o, relay)
-	if c.Loopable() {
-		if lp := p.loops.Upstream(); lp != nil {
-			lp.AddUp(c)
-		}
-	}
-	c.Start()
-	return c
+	return p.connector.Start(nc, addr, o, relay)
 }
 
 // connect opens a connection to Valkey (the primary now, with Sentinel) and
 // replays st on it.
-func (p *Proxy) connect(st upstream.State) (net.Conn, string, error) {
-	addr, err := p.upstreamAddr()
-	if st.Node != "" {
-		addr, err = st.Node, nil
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	nc, err := p.dialer.Dial(context.Background(), addr)
-	if err != nil {
-		p.forgetMaster()
-		return nil, "", &upstream.NodeError{Addr: addr, Err: err}
-	}
-	// Connected: Valkey is there. Its answers may wait behind a long
-	// command (SAVE, DEBUG SLEEP), so they get as long as any reply.
-	_ = nc.SetDeadline(time.Now().Add(max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())))
-	err = p.handshake(nc, st)
-	if err == nil && !st.Bare {
-		err = p.learnEpoch(nc, st.DB)
-	}
-	if err != nil {
-		nc.Close()
-		var re *upstream.ReplyError
-		switch {
-		case errors.As(err, &re):
-		case p.upstreamTLS() == nil && p.dialer.SpeaksTLS(addr):
-			err = upstream.ErrPlaintextToTLS(addr)
-		case upstream.IsTimeout(err):
-			err = &upstream.SlowError{Wait: max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D())}
-		}
-		return nil, "", &upstream.NodeError{Addr: addr, Err: err}
-	}
-	_ = nc.SetDeadline(time.Time{})
-	return nc, addr, nil
-}
+func (p *Proxy) connect(st upstream.State) (net.Conn, string, error) { return p.connector.Connect(st) }
 
 // handshake replays st on nc (upstream.Handshake) with lockproxy's own
 // scripts, keeping its commands out of MONITOR (clients.OwnLines).
@@ -89,3 +70,17 @@ var scriptBodies = func() []string {
 	}
 	return b
 }()
+
+// upstreamVerdict is the upstream's health now (upstream.Connector.Verdict):
+// a fresh check, or with !fresh the last verdict when it is recent.
+func (p *Proxy) upstreamVerdict(ctx context.Context, fresh bool) upstream.Verdict {
+	return p.connector.Verdict(ctx, fresh, p.checkState())
+}
+
+// checkState is how a health check logs in: as a shared connection of
+// the proxy's own login, bare.
+func (p *Proxy) checkState() upstream.State {
+	st := p.sharedState(poolKey{proto: 2})
+	st.Bare = true
+	return st
+}

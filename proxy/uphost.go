@@ -18,7 +18,7 @@ func (p *Proxy) newUpHost() upstream.Host {
 		Cork:         len(p.opts.Upstream.Cluster.Seeds) > 0,
 		RoundTrip:    p.ops.recordRoundTrips,
 		Failed: func(addr string, err error, cmds int) {
-			p.countUpstreamError(addr, err)
+			p.connector.Health.Count(addr, err)
 			p.ops.upFailedCmds.Add(int64(cmds))
 		},
 		LostText: func(addr string, err error, dedicated bool) string {

@@ -271,6 +271,10 @@ func (c *Conn) Close() { c.Fail(ErrClosed) }
 // ErrClosed is why a connection lockproxy closed itself died.
 var ErrClosed = errors.New("closed by lockproxy")
 
+// ErrFailover is why a connection dropped to follow a Sentinel failover
+// died.
+var ErrFailover = errors.New("the primary was switched by Sentinel")
+
 // Claim hands the spare c to s until s gives it back (Unclaim): false when
 // another holds it.
 func (c *Conn) Claim(s Sink) bool {

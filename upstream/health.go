@@ -2,8 +2,11 @@ package upstream
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -93,4 +96,81 @@ func Classify(addr string, err error) Verdict {
 		}
 	}
 	return v
+}
+
+// Health is the upstream's health as last seen: noted from every dial of
+// the proxy's own (Note), checked again when stale (Connector.Verdict),
+// and the failures counted by reason (Count). The zero value is ready
+// once Log is set.
+type Health struct {
+	Log *slog.Logger
+	// Errors counts failed dials and lost connections by reason, in the
+	// order of Reasons (Errors[0], ok, stays 0):
+	// lockproxy_upstream_errors_total.
+	Errors [len(Reasons)]atomic.Int64
+
+	mu    sync.Mutex
+	last  Verdict
+	check sync.Mutex // one check at a time
+}
+
+// Count counts a failed dial or a lost connection to Valkey by its reason.
+// Connections lockproxy closed itself (ErrClosed), or dropped to follow a
+// failover (ErrFailover), are not errors, nor Valkey's own answer to the
+// client's state (SELECT ...).
+func (h *Health) Count(addr string, err error) {
+	if err == nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrFailover) {
+		return
+	}
+	v := Classify(addr, err)
+	for i, r := range Reasons {
+		if r == v.Reason && !v.Up() {
+			h.Errors[i].Add(1)
+		}
+	}
+}
+
+// Note records what a connection attempt to Valkey showed, and logs a
+// change: a wrong setting at ERROR, naming it; an unreachable Valkey at
+// WARN; its return at INFO.
+func (h *Health) Note(addr string, err error) Verdict {
+	v := Classify(addr, err)
+	h.mu.Lock()
+	prev := h.last
+	h.last = v
+	h.mu.Unlock()
+	if prev.Reason == v.Reason && prev.Detail == v.Detail {
+		return v
+	}
+	switch v.Reason {
+	case ReasonOK:
+		if prev.Reason != "" {
+			h.Log.Info("Valkey answers again", "upstream", addr)
+		}
+	case ReasonTLSMismatch, ReasonCertificate, ReasonAuth, ReasonPermission:
+		h.Log.Error("lockproxy cannot use Valkey as configured", "upstream", addr, "reason", v.Reason, "setting", v.Setting, "err", v.Detail)
+	default:
+		h.Log.Warn("Valkey is not answering", "upstream", addr, "reason", v.Reason, "err", v.Detail)
+	}
+	return v
+}
+
+// recent is the last verdict, or with fresh, or when it is older than a
+// second (several scrapes then cost one check), the one check runs now
+// (one at a time: a second caller takes the first's).
+func (h *Health) recent(fresh bool, check func() Verdict) Verdict {
+	last := func() (Verdict, bool) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.last, !fresh && h.last.Reason != "" && time.Since(h.last.At) < time.Second
+	}
+	if v, ok := last(); ok {
+		return v
+	}
+	h.check.Lock()
+	defer h.check.Unlock()
+	if v, ok := last(); ok {
+		return v
+	}
+	return check()
 }

@@ -1,9 +1,12 @@
 package upstream
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
 )
 
 // TestPoolDialFailures: a failed dial is answered at once until its backoff
@@ -43,5 +46,48 @@ func TestPoolDialFailures(t *testing.T) {
 	}
 	if !pl.Ready(0) || pl.Ready(1) {
 		t.Fatalf("ready: slot 0 (backing off) %v, slot 1 (never dialled) %v", pl.Ready(0), pl.Ready(1))
+	}
+}
+
+// TestPools: a pool per key, made with its key's configuration when first
+// asked for; the shared connections of all counted and failed together;
+// CloseAll closes them and forgets the pools. Against a real valkey-server.
+func TestPools(t *testing.T) {
+	srv := valkeytest.Start(t)
+	var log bytes.Buffer
+	learnt, attached := 0, 0
+	k := connector(srv.Addr, &log, &learnt, &attached)
+	var made []int
+	var ps Pools[int]
+	ps.Config = func(db int) PoolConfig {
+		made = append(made, db)
+		return PoolConfig{Size: 2, Backoff: time.Hour, MaxBackoff: time.Hour,
+			Closed: func() bool { return false }, Failed: func(error, time.Duration) {},
+			Dial: func(spare bool) (*Conn, error) { return k.Dial(State{Proto: 2, DB: db, Bare: spare}, nil) }}
+	}
+	for _, ask := range []struct{ db, slot int }{{0, 0}, {1, 0}, {0, 1}, {0, 0}} {
+		if _, err := ps.Get(ask.db).Conn(ask.slot); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(made) != 2 || ps.Get(1) != ps.Get(1) {
+		t.Fatalf("pools made for %v, want [0 1] once each", made)
+	}
+	if n := ps.Live(); n != 3 || len(ps.Shared()) != 3 {
+		t.Fatalf("%d live connections, %d shared; want 3 (the slots asked for)", n, len(ps.Shared()))
+	}
+	conns := ps.Shared()
+	ps.CloseAll()
+	for _, c := range conns {
+		if !c.Dead() {
+			t.Error("a connection outlived CloseAll")
+		}
+	}
+	if ps.Live() != 0 {
+		t.Errorf("%d live connections after CloseAll", ps.Live())
+	}
+	ps.Get(0)
+	if len(made) != 3 {
+		t.Errorf("a pool asked for after CloseAll is a new one: made %v", made)
 	}
 }
