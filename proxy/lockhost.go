@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/locks"
+	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/rewrite"
+	"github.com/lockproxy/lockproxy/telemetry"
 )
 
 // The seam to package locks: the proxy is its locks.Host (lockHost), a
@@ -32,10 +34,49 @@ func (h lockHost) Eval(key []byte, db int, script string, keys []string, args ..
 
 func (h lockHost) Own(nc net.Conn, n int) { h.p.own.Add(nc, n) } // clients.OwnLines
 
-func (h lockHost) Contended(e *rewrite.Effect, now time.Time) { h.p.contended(e, now) } // lockcounts.go
-func (h lockHost) Granted(e *rewrite.Effect, now time.Time)   { h.p.granted(e, now) }
-func (h lockHost) Released(e *rewrite.Effect)                 { h.p.released(e) }
-func (h lockHost) Record(ev Event, e *rewrite.Effect)         { h.p.record(ev, e) }
+// The hooks called from locks.Keeper.Apply as replies come in: a lock
+// effect as telemetry.LockStats counts it.
+
+// Contended records a SET NX that found the lock taken.
+func (h lockHost) Contended(e *rewrite.Effect, now time.Time) {
+	h.p.ops.locks.Contended(ruleLabel(e.Rule), e.Owner, e.Key, now)
+}
+
+// Granted records an acquisition and how long its owner waited for it.
+func (h lockHost) Granted(e *rewrite.Effect, now time.Time) {
+	h.p.ops.locks.Granted(ruleLabel(e.Rule), e.Owner, e.Key, now)
+}
+
+// Released counts a release that ran token-checked: how long the lock was
+// held and whether the release came after the lease ran out, as the
+// Release script read them from the owner's record.
+func (h lockHost) Released(e *rewrite.Effect) {
+	h.p.ops.locks.Released(ruleLabel(e.Rule), e.Held, e.Lapsed)
+}
+
+// Record keeps an event: the audit ring and the counters by rule and
+// outcome at once, its log line and audit-file line through the event
+// writer's queue.
+func (h lockHost) Record(ev Event, e *rewrite.Effect) {
+	p := h.p
+	p.events.Add(ev)
+	p.ops.locks.Counted(ruleLabel(e.Rule), telemetry.Counts{
+		Outcome: ev.Outcome,
+		Renewed: e.Kind == rewrite.Renewed,
+		Refused: e.Kind == rewrite.Refused, Reason: e.Reason,
+		// As stats.successorPrevented counts them.
+		Prevented: ev.Outcome == OutcomeSuccessorPrevented || (e.Kind == rewrite.Refused && e.Holder != ""),
+	})
+	p.ops.writer.Push(ev)
+}
+
+// ruleLabel is the label a rule's counters go under.
+func ruleLabel(r *policy.Rule) string {
+	if r == nil {
+		return telemetry.NoRule
+	}
+	return r.Pattern.String()
+}
 
 // Addr, Name and Grants make a session a locks.Client.
 func (s *session) Addr() string          { return s.addr }

@@ -38,7 +38,7 @@ type ops struct {
 	roundTrip telemetry.RoundTrips
 
 	// Lock counters by rule and in total, and the owners waiting to
-	// acquire (lockcounts.go).
+	// acquire (lockhost.go).
 	locks telemetry.LockStats
 
 	traffic telemetry.Traffic

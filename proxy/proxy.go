@@ -111,7 +111,7 @@ type Proxy struct {
 }
 
 // stats counts connections. What lock traffic did is counted once, by rule
-// and in total, in ops (telemetry.LockStats, fed by lockcounts.go): INFO,
+// and in total, in ops (telemetry.LockStats, fed by lockhost.go): INFO,
 // LOCKPROXY STATS and /metrics all read it there.
 type stats struct {
 	clients   atomic.Int64
