@@ -42,7 +42,7 @@ func (s *session) admin(cmd resp.Command) {
 		// Reading Valkey can take seconds (every record, every primary; a
 		// Valkey that does not answer): never on the event loop, whose
 		// other clients would wait that long.
-		_, sub := cloneArgs(cmd)
+		sub := cmd.Clone().Args
 		s.aside(func() []byte { return a.Run(c, adminConn{s}, sub[2:]) })
 		return
 	}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
-	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/scriptcheck"
 )
@@ -76,17 +74,6 @@ type movableKeys struct {
 	raw  []byte
 	keys []keyspec.KeyWithFlags
 	err  error
-}
-
-// cloneArgs copies a command out of the client's read buffer, for a job
-// that outlives the buffer's contents.
-func cloneArgs(cmd resp.Command) (raw []byte, args [][]byte) {
-	raw = bytes.Clone(cmd.Raw)
-	args = make([][]byte, len(cmd.Args))
-	for i, a := range cmd.Args {
-		args[i] = bytes.Clone(a)
-	}
-	return raw, args
 }
 
 // tableReady reports whether loadTable would return at once: the table is

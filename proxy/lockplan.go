@@ -60,10 +60,10 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 			s.learned.movable = nil
 		case s.lp != nil:
 			// A round trip on the side connection: off the loop.
-			raw, args := cloneArgs(cmd)
+			c := cmd.Clone()
 			s.offLoop(func() {
-				keys, err := s.p.getKeys(args)
-				s.learned.movable = &movableKeys{raw: raw, keys: keys, err: err}
+				keys, err := s.p.getKeys(c.Args)
+				s.learned.movable = &movableKeys{raw: c.Raw, keys: keys, err: err}
 			})
 			return true
 		default:

@@ -108,22 +108,10 @@ type learned struct {
 	mapRead bool
 }
 
-// putBack keeps cmd to be read again (read) once the step that put it
-// back is carried out. Its arguments are copied: the reader's buffer moves
-// on under them.
+// putBack keeps a copy of cmd to be read again (read) once the step that
+// put it back is carried out: the reader's buffer moves on under it.
 func (s *session) putBack(cmd resp.Command) {
-	n := len(cmd.Raw)
-	for _, a := range cmd.Args {
-		n += len(a)
-	}
-	buf := make([]byte, 0, n)
-	buf = append(buf, cmd.Raw...)
-	c := resp.Command{Raw: buf[:len(cmd.Raw):len(cmd.Raw)], Args: make([][]byte, len(cmd.Args))}
-	for i, a := range cmd.Args {
-		at := len(buf)
-		buf = append(buf, a...)
-		c.Args[i] = buf[at:len(buf):len(buf)]
-	}
+	c := cmd.Clone()
 	s.again = &c
 }
 

@@ -59,7 +59,7 @@ func (s *session) clientTracking(cmd resp.Command) bool {
 		s.local(resp.AppendError(nil, errText))
 		return true
 	}
-	_, kept := cloneArgs(cmd)
+	kept := cmd.Clone().Args
 	t := &clients.Tracking{On: on, Args: kept, RedirectAt: redirectAt}
 	if target != nil {
 		t.Target = &target.redirTo

@@ -571,3 +571,23 @@ func (r *Reader) parseInline() (bool, error) {
 	}
 	return true, nil
 }
+
+// Clone copies c out of the reader's buffer, which the next read reuses,
+// into one allocation: for a command kept past its read (handled again
+// after a step, or by a job off the event loop). Each argument of the copy
+// has no spare capacity, as the reader's.
+func (c Command) Clone() Command {
+	n := len(c.Raw)
+	for _, a := range c.Args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, c.Raw...)
+	d := Command{Raw: buf[:len(c.Raw):len(c.Raw)], Args: make([][]byte, len(c.Args))}
+	for i, a := range c.Args {
+		at := len(buf)
+		buf = append(buf, a...)
+		d.Args[i] = buf[at:len(buf):len(buf)]
+	}
+	return d
+}
