@@ -141,3 +141,29 @@ func (h *IDs) swap(reply []byte, at int) []byte {
 	out = strconv.AppendUint(out, id, 10)
 	return append(out, reply[end:]...)
 }
+
+// HelloID is HELLO's reply with its id field set to the client's id, id
+// (CLIENT ID's answer through the proxy), in place of Valkey's id of the
+// connection the proxy sent HELLO on. The reply is a RESP2 array of
+// field-value pairs or a RESP3 map; anything else (an error) and every
+// other byte stay Valkey's.
+func HelloID(reply []byte, id uint64) []byte {
+	if len(reply) == 0 || (reply[0] != '*' && reply[0] != '%' && reply[0] != '|') {
+		return reply
+	}
+	v, n, err := resp.Parse(reply)
+	if err != nil || n != len(reply) || (v.Type != '*' && v.Type != '%') {
+		return reply
+	}
+	for i := 0; i+1 < len(v.Elems); i += 2 {
+		k, val := v.Elems[i], &v.Elems[i+1]
+		if (k.Type == '$' || k.Type == '+') && string(k.Str) == "id" && val.Type == ':' {
+			if val.Int == int64(id) {
+				return reply
+			}
+			val.Int = int64(id)
+			return resp.AppendValue(nil, v)
+		}
+	}
+	return reply
+}

@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -92,5 +93,33 @@ func TestIDsBounded(t *testing.T) {
 	}
 	if n := len(h.ids); n != vidKeep {
 		t.Errorf("%d ids kept, want %d", n, vidKeep)
+	}
+}
+
+func TestHelloID(t *testing.T) {
+	const resp2 = "*14\r\n$6\r\nserver\r\n$6\r\nvalkey\r\n$7\r\nversion\r\n$5\r\n8.0.1\r\n$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:%s\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
+	const resp3 = "%%7\r\n$6\r\nserver\r\n$6\r\nvalkey\r\n$7\r\nversion\r\n$5\r\n8.0.1\r\n$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:%s\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
+	for _, c := range []struct{ in, want string }{
+		{fmt.Sprintf(resp2, "1234"), fmt.Sprintf(resp2, "7")},
+		{fmt.Sprintf(resp3, "1234"), fmt.Sprintf(resp3, "7")},
+		{fmt.Sprintf(resp3, "7"), fmt.Sprintf(resp3, "7")},
+		// An attribute before the map stays.
+		{"|1\r\n+a\r\n+b\r\n" + fmt.Sprintf(resp3, "12"), "|1\r\n+a\r\n+b\r\n" + fmt.Sprintf(resp3, "7")},
+		// "id" as a value, not a field name, is not touched.
+		{"*4\r\n$6\r\nserver\r\n$2\r\nid\r\n$2\r\nid\r\n:5\r\n", "*4\r\n$6\r\nserver\r\n$2\r\nid\r\n$2\r\nid\r\n:7\r\n"},
+		{"*2\r\n$6\r\nserver\r\n$2\r\nid\r\n", ""},
+		{"-NOPROTO unsupported protocol version\r\n", ""},
+		{"-NOAUTH HELLO must be called with the client already authenticated\r\n", ""},
+		{"*2\r\n$2\r\nid\r\n$1\r\n5\r\n", ""}, // not an integer: left alone
+		{"*3\r\n$2\r\nid\r\n:5\r\n", ""},      // truncated
+		{"", ""},
+	} {
+		want := c.want
+		if want == "" {
+			want = c.in
+		}
+		if got := string(HelloID([]byte(c.in), 7)); got != want {
+			t.Errorf("HelloID(%q):\n got %q\nwant %q", c.in, got, want)
+		}
 	}
 }

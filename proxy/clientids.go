@@ -34,6 +34,14 @@ func (p *Proxy) valkeyID(id uint64) int64 {
 	return 0
 }
 
+// helloHook is the reply hook of HELLO: its id field is the session's id,
+// as CLIENT ID answers it (clientSelf), not Valkey's id of the connection
+// HELLO went on (clients.HelloID).
+func (s *session) helloHook() func([]byte) []byte {
+	id := s.id
+	return func(reply []byte) []byte { return clients.HelloID(reply, id) }
+}
+
 // redirHook is the reply hook for CLIENT GETREDIR and CLIENT TRACKINGINFO
 // (nil for any other command): Valkey's id of the redirect target becomes
 // the proxy's.

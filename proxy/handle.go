@@ -321,9 +321,17 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 	case commands.Hello:
 		// Track the protocol and name: replies are shaped for the
 		// protocol, and the name may be a lock owner. Only what Valkey
-		// accepted counts.
-		if len(args) >= 2 && !s.inMulti {
-			if !s.askDedicated(cmd.Raw) {
+		// accepted counts. The reply's id is the session's (helloHook).
+		if s.inMulti {
+			s.queueInMulti(cmd.Raw, nil, s.helloHook())
+			return true
+		}
+		if len(args) == 1 && !s.ded.Streaming() {
+			s.forward(cmd.Raw, s.helloHook())
+			return true
+		}
+		if len(args) >= 2 {
+			if !s.askDedicatedHook(cmd.Raw, s.helloHook()) {
 				return true
 			}
 			s.mirror(cmd.Raw) // the session's connections on other nodes (tracking.go)
@@ -448,6 +456,12 @@ func (s *session) handleDedicated(cmd resp.Command) bool {
 // with commands, it only sends and reports true for the caller to apply what
 // the command asked.
 func (s *session) askDedicated(raw []byte) bool {
+	return s.askDedicatedHook(raw, nil)
+}
+
+// askDedicatedHook is askDedicated with a hook that shapes the reply (not
+// in stream mode, where replies do not pair with commands).
+func (s *session) askDedicatedHook(raw []byte, hook func([]byte) []byte) bool {
 	if s.ded.Streaming() {
 		s.forward(raw, nil)
 		return true
@@ -455,6 +469,9 @@ func (s *session) askDedicated(raw []byte) bool {
 	var ok atomic.Bool
 	s.forward(raw, func(reply []byte) []byte {
 		ok.Store(len(reply) > 0 && reply[0] != '-')
+		if hook != nil {
+			reply = hook(reply)
+		}
 		return reply
 	})
 	s.flush()
@@ -478,7 +495,9 @@ func (s *session) hello(cmd resp.Command) {
 			s.local(resp.AppendError(nil, errHelloNoAuth))
 			return
 		}
-		s.forwardReady(cmd.Raw)
+		if !s.connFirst(s.key()) {
+			s.forward(cmd.Raw, s.helloHook())
+		}
 		return
 	}
 	_, ok := valkeynum.String2ll(args[1])
@@ -539,7 +558,7 @@ func (s *session) hello(cmd resp.Command) {
 	if hasName {
 		s.setName(string(name))
 	}
-	s.forward(resp.AppendCommand(nil, args[0], args[1]), nil)
+	s.forward(resp.AppendCommand(nil, args[0], args[1]), s.helloHook())
 }
 
 // selectDB switches the session to the shared pool of another database. The
