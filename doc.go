@@ -10,7 +10,8 @@
 //   - proxy: network and sessions: client connections, which upstream
 //     connections a session uses (shared or its own), which cluster node a
 //     session's command goes to, what a failover does, the replies the
-//     proxy gives itself, and the rows of the counter table.
+//     proxy gives itself, and the numbers it reads for the counter table
+//     (a telemetry.Numbers filled in proxy/numbers.go).
 //   - clients: the state the proxy keeps for its clients because they
 //     share connections, as Valkey would show it: CLIENT LIST, INFO and
 //     KILL, client names, client ids both ways, CLIENT TRACKING's options
@@ -26,8 +27,10 @@
 //     handshake, the pools, Sentinel, and a connection once it is open: the
 //     commands waiting for replies, batched writes, the reader that hands
 //     each reply to its session, the reply deadline, a connection's death.
-//   - telemetry: counters, histograms, lock events, the audit file, and the
-//     rendering of INFO lockproxy, LOCKPROXY STATS and /metrics.
+//   - telemetry: counters, histograms, lock events, the audit file, the
+//     counter table (one row per number: its Prometheus name, help and
+//     INFO / STATS lines, telemetry/counters.go) and its rendering as INFO
+//     lockproxy, LOCKPROXY STATS and /metrics.
 //   - admin: lockproxy's admin commands (LOCKPROXY AUDIT, LOCKS, FENCE,
 //     CHECK, CONFIG, RELOAD, ...), the admin logins, reading the lock
 //     records through the locks' index, the configuration in force, and the
@@ -57,10 +60,17 @@
 //     redirects and sharded subscribers; it asks the nodes through the
 //     proxy's function.
 //   - internal/luaeval: runs lockproxy's scripts offline, for rewrite's tests.
+//   - internal/catalogue: the error-catalogue checks (texts only in
+//     errors.go, each starting with a code word), run by the tests of
+//     proxy, admin, locks and clients.
 //   - internal/valkeytest, internal/servertable: real servers and their
 //     command tables for tests; internal/valkeynum: Valkey's integer parsing;
 //     internal/libscripts: lock libraries' own scripts, for the benchmarks
 //     and the chaos test.
 //   - cmd/lockbench, cmd/chaos: the lock benchmark of make bench and the
-//     chaos test of make chaos.
+//     chaos test of make chaos; cmd/ociimage: the container image as an
+//     OCI layout, without a container engine.
+//
+// docs/design.md is the map of these packages, their seams and the path of
+// a command through them.
 package lockproxy

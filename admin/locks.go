@@ -33,8 +33,9 @@ type lockView struct {
 // records of every lockproxy instance in front of it. Only records whose
 // lease is running (or that have none) are kept, by key then grant.
 //
-// It reads the locks' index (lockindex.go), not the keyspace: its cost
-// grows with the locks recorded, not with the keys there are.
+// It reads the locks' index (index.go; the scripts that keep it are
+// rewrite/index.go's), not the keyspace: its cost grows with the locks
+// recorded, not with the keys there are.
 func (a *Admin) readLocks(db int, pat *policy.Pattern) ([]lockView, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*a.h.Timeout())
 	defer cancel()

@@ -14,7 +14,8 @@
 //   - client ids both ways between the proxy's (a session's) and Valkey's
 //     (its own connection's, or a tracking relay's): CLIENT UNBLOCK's
 //     argument, GETREDIR's and TRACKINGINFO's answers, the
-//     tracking-redir-broken push (ToValkeyIDs, IDs);
+//     tracking-redir-broken push (ToValkeyIDs, IDs), HELLO's id field
+//     (HelloID);
 //   - CLIENT TRACKING's options (TrackingRedirect, TrackingHas), the
 //     command each of a client's connections is told (TrackingCommand),
 //     and an invalidation as the redirect target gets it (Invalidation);

@@ -64,7 +64,9 @@ func (h lockHost) Record(ev Event, e *rewrite.Effect) {
 		Outcome: ev.Outcome,
 		Renewed: e.Kind == rewrite.Renewed,
 		Refused: e.Kind == rewrite.Refused, Reason: e.Reason,
-		// As stats.successorPrevented counts them.
+		// The successor_deletions_prevented counter (telemetry.Counts):
+		// a release that found the lock another owner's, or a refusal
+		// while another owner held it.
 		Prevented: ev.Outcome == OutcomeSuccessorPrevented || (e.Kind == rewrite.Refused && e.Holder != ""),
 	})
 	p.ops.writer.Push(ev)

@@ -22,10 +22,17 @@ import (
 	"github.com/lockproxy/lockproxy/upstream"
 )
 
-// session is one client connection. Its goroutine reads commands, decides
-// where each goes, and queues it; replies are appended to out by whichever
-// upstream reader receives them and written by the session's writer goroutine,
-// so a client that reads slowly never blocks a shared upstream connection.
+// session is one client connection. An event loop reads its commands and
+// handles them in its rounds (session_loop.go, package evloop); a TLS
+// client, and one that moved onto a dedicated connection, has a goroutine
+// of its own instead (serveGo). Handling a command decides where it goes
+// and queues it for an upstream connection. Whoever reads a reply (the
+// loop, or an upstream connection's reader goroutine) hands it to the
+// session (deliverN), which puts it in command order (package replies) and
+// writes it to the socket at once when the socket takes it; what the
+// socket does not take waits in out for a writer goroutine, started the
+// first time that happens, so a client that reads slowly never blocks a
+// shared upstream connection.
 type session struct {
 	// grants: the grants this session was given, to tell a lost one
 	// (package locks).
@@ -298,9 +305,11 @@ func (s *session) loop() (graceful bool) {
 	}
 }
 
-// carryHere carries out on the session's own goroutine a step that only an
-// event loop is asked for (see step.go): here the session waits where the
-// loop would have let its other clients go on.
+// carryHere carries out a step on the session's own goroutine. Only stepNext
+// and stepIdle reach it today (the other steps are asked only on an event
+// loop, see step.go); the others are carried out here too, by waiting
+// where the loop would have let its other clients go on, so that a step
+// asked without checking s.lp still handles the command.
 func (s *session) carryHere(cmd resp.Command, st step) {
 	switch st.do {
 	case stepSettle:

@@ -12,7 +12,11 @@ import (
 // the session: an event loop (session_loop.go) or the session's own
 // goroutine (serveGo). Handling decides; the engine carries the step out.
 // Every step but stepNext, stepEnd and stepIdle is asked only of an event
-// loop: on a goroutine of its own the session simply waits where it must.
+// loop (each place that asks one checks s.lp first): on a goroutine of its
+// own the session simply waits where it must. carryHere still carries
+// those steps out on a session's own goroutine, waiting in place, so that
+// a place that asked one without the check would cost its client a wait,
+// not its command.
 type step struct {
 	do stepKind
 	// graceful, for stepEnd: the replies owed are delivered first.
