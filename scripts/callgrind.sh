@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/callgrind.sh — what one operation costs Valkey, in instructions
-# (docs/benchmarks.md, "The monitor"): valkey-server runs under valgrind's
+# (docs/benchmarks.md, "scripts/callgrind.sh"): valkey-server runs under valgrind's
 # callgrind, lockproxy in front of it (make bench's lock rules), and cmd/lockbench runs
 # MODE's operation through lockproxy (side a) or directly (side b, same
 # scripts sent bare): WARM operations, then the counters are zeroed, N
