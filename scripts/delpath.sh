@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # scripts/delpath.sh — which files one DEL of a held lock key runs code in
-# (docs/house.md): lockproxy built with coverage counters (go build -cover)
-# in front of a scratch valkey-server, run twice with the same commands but
-# for the DEL (SET resource:lock abc NX PX 30000, GET, then DEL in the
-# second run only); a file counts when a block of it ran more often in the
-# second run. Rule: *:lock, release: rewrite; one event loop, as by default.
+# (docs/design.md, "The path of a command"): lockproxy built with coverage
+# counters (go build -cover) in front of a scratch valkey-server, run twice
+# with the same commands but for the DEL (SET resource:lock abc NX PX
+# 30000, GET, then DEL in the second run only); a file counts when a block
+# of it ran more often in the second run. Rule: *:lock, release: rewrite; one event loop, as by default.
 # Prints the count and the files by package. Needs valkey-server and
 # valkey-cli on PATH; ports 17390 and 17391 free.
 set -euo pipefail
