@@ -62,7 +62,8 @@
 //   - internal/luaeval: runs lockproxy's scripts offline, for rewrite's tests.
 //   - internal/catalogue: the error-catalogue checks (texts only in
 //     errors.go, each starting with a code word), run by the tests of
-//     proxy, admin, locks and clients.
+//     proxy, admin, locks and clients; internal/docscheck: a test that keeps
+//     the docs' file, function and section references true.
 //   - internal/valkeytest, internal/servertable: real servers and their
 //     command tables for tests; internal/valkeynum: Valkey's integer parsing;
 //     internal/libscripts: lock libraries' own scripts, for the benchmarks
