@@ -166,7 +166,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 		id:          id,
 		nc:          nc,
 		addr:        nc.RemoteAddr().String(),
-		clientState: clientState{proto: 2, db: p.opts.Upstream.DB, authed: !p.requireAuth},
+		clientState: clientState{proto: 2, db: p.opts.Upstream.DB, authed: !p.requireAuth, userOwner: defaultUserOwner},
 		drained:     make(chan struct{}, 1),
 		wake:        make(chan struct{}, 1),
 		stopW:       make(chan struct{}),
