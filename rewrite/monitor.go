@@ -66,8 +66,9 @@ import (
 //   - a lock among KEYS passes if the lock is absent (an acquisition: the
 //     grant and the owner record are made right after the call), if this
 //     client holds it (its record's grant is current), if the script's
-//     ARGV carries its token (its value, or a Redisson-style hash lock's
-//     owner field), or as the rule's release: observe or unknown_owner:
+//     ARGV carries its token (its value, or the owner field its holder's
+//     record names for a Redisson-style hash lock; not under session:
+//     user), or as the rule's release: observe or unknown_owner:
 //     forward would let a plain command through; otherwise refused
 //     (NOTOWNER). After the call the records follow what it did;
 //   - a lock not among KEYS is refused (LOCKED): pass it in KEYS;
