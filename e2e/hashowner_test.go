@@ -92,6 +92,12 @@ func TestHashLockOwnerFieldOnly(t *testing.T) {
 	}
 	eq(t, d.Exists(ctx, "rw:lock").Val(), int64(1))
 	eq(t, d.HLen(ctx, "rw:lock").Val(), int64(2))
+	// A function, loaded through lockproxy, is checked the same way.
+	eq(t, other.do("FUNCTION", "LOAD", "#!lua name=hx\nredis.register_function('hxdel', function(k, a) return redis.call('DEL', k[1]) end)"), bulk("hx"))
+	if got := other.do("FCALL", "hxdel", "1", "rw:lock", "mode"); !strings.HasPrefix(got, "-NOTOWNER ") {
+		t.Errorf("stranger's FCALL naming mode: %q, want NOTOWNER", got)
+	}
+	eq(t, d.Exists(ctx, "rw:lock").Val(), int64(1))
 
 	// The holder's own field is the token: re-entry, then the unlock
 	// script from another connection of the holder's (Redisson's pool),
@@ -109,5 +115,26 @@ func TestHashLockOwnerFieldOnly(t *testing.T) {
 		t.Errorf("stranger's unlock passing mode: %q, want NOTOWNER", got)
 	}
 	eq(t, holder.do(evalArgs(redissonWriteUnlock, keys, "0", "30000", field, "publish")...), ":1\r\n")
+	eq(t, d.Exists(ctx, "rw:lock").Val(), int64(0))
+
+	// A record that names no field (as written before fields were named)
+	// lets no field count: the holder's other connection is refused; the
+	// holder's own connection passes by its grant, and its call names the
+	// field again.
+	eq(t, holder.do(evalArgs(redissonWriteLock, keys[:1], "30000", field)...), "$-1\r\n")
+	rs := records(t, d, "rw:lock")
+	eq(t, len(rs), 1)
+	for o, v := range rs {
+		if !strings.HasSuffix(v, " "+field) {
+			t.Fatalf("the holder's record %q does not name its field", v)
+		}
+		d.HSet(ctx, "{rw:lock}:lockproxy:owners", o, strings.TrimSuffix(v, field))
+	}
+	if got := pool.do(evalArgs(redissonWriteUnlock, keys, "0", "30000", field, "publish")...); !strings.HasPrefix(got, "-NOTOWNER ") {
+		t.Errorf("unlock passing the field of a record that names none: %q, want NOTOWNER", got)
+	}
+	eq(t, holder.do(evalArgs(redissonWriteLock, keys[:1], "30000", field)...), "$-1\r\n")
+	eq(t, pool.do(evalArgs(redissonWriteUnlock, keys, "0", "30000", field, "publish")...), ":0\r\n")
+	eq(t, pool.do(evalArgs(redissonWriteUnlock, keys, "0", "30000", field, "publish")...), ":1\r\n")
 	eq(t, d.Exists(ctx, "rw:lock").Val(), int64(0))
 }

@@ -69,6 +69,10 @@ func TestSessionUserTokenReadByAnotherUser(t *testing.T) {
 					t.Errorf("bob's %q: %q, want NOTOWNER", body, got)
 				}
 			}
+			eq(t, bob.do("FUNCTION", "LOAD", "#!lua name=rel\nredis.register_function('rel', function(k, a) if redis.call('GET', k[1]) == a[1] then return redis.call('DEL', k[1]) end return 0 end)"), bulk("rel"))
+			if got := bob.do("FCALL", "rel", "1", "v:lock", "victimtoken"); !strings.HasPrefix(got, "-NOTOWNER ") {
+				t.Errorf("bob's FCALL with alice's token: %q, want NOTOWNER", got)
+			}
 			// A client logged in as no one is the user default: not alice.
 			anon := dialRaw(t, e.addr)
 			if got := anon.do("EVAL", releaseScript, "1", "v:lock", "victimtoken"); !strings.HasPrefix(got, "-NOTOWNER ") {
