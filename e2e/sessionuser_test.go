@@ -138,3 +138,31 @@ func TestSessionUserClientNameSpoof(t *testing.T) {
 		})
 	}
 }
+
+// The owner follows the login as Valkey's user does: HELLO ... AUTH logs
+// in as a user too, RESET goes back to default, AUTH again is the user
+// again.
+func TestSessionUserFollowsTheLogin(t *testing.T) {
+	e := sessionUsers(t, "user")
+	d := e.direct()
+	a := dialRaw(t, e.addr)
+	mustContain(t, a.do("HELLO", "2", "AUTH", "alice", "apw"), "proto")
+	eq(t, a.do("SET", "v:lock", "t", "NX", "PX", "600000"), "+OK\r\n")
+	eq(t, a.do("RESET"), "+RESET\r\n")
+	if got := a.do("DEL", "v:lock"); !strings.HasPrefix(got, "-NOTOWNER ") {
+		t.Errorf("DEL after RESET (user default): %q, want NOTOWNER", got)
+	}
+	eq(t, a.do("AUTH", "bob", "bpw"), "+OK\r\n")
+	if got := a.do("DEL", "v:lock"); !strings.HasPrefix(got, "-NOTOWNER ") {
+		t.Errorf("DEL as bob: %q, want NOTOWNER", got)
+	}
+	// A refused login keeps the user it had (bob), as in Valkey.
+	mustContain(t, a.do("AUTH", "alice", "wrong"), "WRONGPASS")
+	if got := a.do("DEL", "v:lock"); !strings.HasPrefix(got, "-NOTOWNER ") {
+		t.Errorf("DEL after a refused login: %q, want NOTOWNER", got)
+	}
+	eq(t, d.Exists(ctx, "v:lock").Val(), int64(1))
+	eq(t, a.do("AUTH", "alice", "apw"), "+OK\r\n")
+	eq(t, a.do("DEL", "v:lock"), ":1\r\n")
+	eq(t, d.Exists(ctx, "v:lock").Val(), int64(0))
+}
