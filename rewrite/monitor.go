@@ -501,7 +501,7 @@ func monitorMode(r *policy.Rule) []byte {
 var userModes = func() map[string][]byte {
 	m := map[string][]byte{}
 	for _, x := range [][]byte{modeRewrite, modeRewriteFwd, modeReject, modeRejectFwd, modeObserve} {
-		m[string(x)] = append([]byte("="), x...)
+		m[string(x)] = append(append(make([]byte, 0, 1+len(x)), '='), x...)
 	}
 	return m
 }()
