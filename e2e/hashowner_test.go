@@ -137,4 +137,19 @@ func TestHashLockOwnerFieldOnly(t *testing.T) {
 	eq(t, pool.do(evalArgs(redissonWriteUnlock, keys, "0", "30000", field, "publish")...), ":0\r\n")
 	eq(t, pool.do(evalArgs(redissonWriteUnlock, keys, "0", "30000", field, "publish")...), ":1\r\n")
 	eq(t, d.Exists(ctx, "rw:lock").Val(), int64(0))
+
+	// Taken by a function: its record names the field too, which then
+	// passes from another connection, where "mode" does not.
+	eq(t, holder.do("FUNCTION", "LOAD", "#!lua name=hw\nredis.register_function('hwlock', function(k, a) redis.call('HSET', k[1], 'mode', 'write') redis.call('HSET', k[1], a[2], 1) return redis.call('PEXPIRE', k[1], a[1]) end)"), bulk("hw"))
+	eq(t, holder.do("FCALL", "hwlock", "1", "rw:lock", "30000", field), ":1\r\n")
+	for _, v := range records(t, d, "rw:lock") {
+		if !strings.HasSuffix(v, " "+field) {
+			t.Errorf("the function's record %q does not name its field", v)
+		}
+	}
+	if got := other.do("FCALL", "hxdel", "1", "rw:lock", "mode"); !strings.HasPrefix(got, "-NOTOWNER ") {
+		t.Errorf("stranger's FCALL naming mode: %q, want NOTOWNER", got)
+	}
+	eq(t, pool.do("FCALL", "hxdel", "1", "rw:lock", field), ":1\r\n")
+	eq(t, d.Exists(ctx, "rw:lock").Val(), int64(0))
 }
