@@ -148,6 +148,17 @@ func TestSessionUserFollowsTheLogin(t *testing.T) {
 	a := dialRaw(t, e.addr)
 	mustContain(t, a.do("HELLO", "2", "AUTH", "alice", "apw"), "proto")
 	eq(t, a.do("SET", "v:lock", "t", "NX", "PX", "600000"), "+OK\r\n")
+	// LOCKPROXY SESSIONS names the owner and the lock it holds.
+	var found bool
+	for _, s := range recs(t, admin(t, e.client(), "SESSIONS")) {
+		if strings.Contains(s["owners"], "user:alice") {
+			found = true
+			mustContain(t, s["locks"], "v:lock grant 1 owner user:alice")
+		}
+	}
+	if !found {
+		t.Error("no session of user:alice in SESSIONS")
+	}
 	eq(t, a.do("RESET"), "+RESET\r\n")
 	if got := a.do("DEL", "v:lock"); !strings.HasPrefix(got, "-NOTOWNER ") {
 		t.Errorf("DEL after RESET (user default): %q, want NOTOWNER", got)

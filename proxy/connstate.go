@@ -78,7 +78,7 @@ func (s *session) reset() {
 	s.endMonitor()
 	s.tracking = false
 	s.loginUser, s.login = "", ""
-	s.userOwner = defaultUserOwner
+	s.setUserOwner(defaultUserOwner)
 	s.p.ops.admin.Logout(s.id) // the LOCKPROXY AUTH admin login
 }
 

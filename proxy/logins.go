@@ -68,11 +68,29 @@ func (s *session) loggedIn(user, pass []byte) {
 	s.authed = true
 	if s.proxyCreds = s.matchesProxyCreds(user, pass); s.proxyCreds {
 		s.login, s.loginUser = "", ""
-		s.userOwner = locks.UserOwner(upstream.UserOrDefault(s.p.opts.Upstream.Username))
+		s.setUserOwner(locks.UserOwner(upstream.UserOrDefault(s.p.opts.Upstream.Username)))
 		return
 	}
 	s.login, s.loginUser = s.p.logins.Add(string(user), string(pass)), upstream.UserOrDefault(string(user))
-	s.userOwner = locks.UserOwner(s.loginUser)
+	s.setUserOwner(locks.UserOwner(s.loginUser))
+}
+
+// setUserOwner makes o the session's owner under session: user.
+func (s *session) setUserOwner(o string) {
+	if o == s.userOwner {
+		return
+	}
+	s.userOwner = o
+	s.userOwnerA.Store(&o)
+}
+
+// userOwnerSnapshot is the session's owner under session: user, for other
+// sessions to read.
+func (s *session) userOwnerSnapshot() string {
+	if o := s.userOwnerA.Load(); o != nil {
+		return *o
+	}
+	return defaultUserOwner
 }
 
 // defaultUserOwner is the owner under session: user of a session that has

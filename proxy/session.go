@@ -39,7 +39,10 @@ type session struct {
 	// connOwner is the session's owner identity under session: connection.
 	connOwner string
 	nameA     atomic.Pointer[string] // name, readable from upstream readers
-	keys      []keyspec.Key          // scratch for key extraction
+	// userOwnerA: clientState's userOwner, readable from other sessions
+	// (LOCKPROXY SESSIONS); nil until the first login.
+	userOwnerA atomic.Pointer[string]
+	keys       []keyspec.Key // scratch for key extraction
 
 	// The client's connection state (connstate.go).
 	clientState
