@@ -236,15 +236,18 @@ local function records(pend, marks, ok, out, b, was, rg, re, rv, r, how, v, px)
         end
         if now == nil then
           now = redis.pcall('GET', key)
-          if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
-        end
-        -- A lock of another type (a hash) is recorded by its owner field
-        -- (own), named once, at the first call after which the hash has
-        -- it, and kept while the record is.
-        if now == '' then
-          if rv and rv ~= '' then now = rv else
-            fns = fns or helpers()
-            now = fns.own(key)
+          -- A lock of another type (a hash) is recorded by its owner
+          -- field (own), named once, at the first call after which the
+          -- hash has it, and kept while the record is.
+          if type(now) == 'table' then
+            if now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' then
+              if rv and rv ~= '' then now = rv else
+                fns = fns or helpers()
+                now = fns.own(key)
+              end
+            else
+              now = false
+            end
           end
         end
         if not was then
