@@ -72,8 +72,9 @@ type Conn interface {
 type Session struct {
 	ID               uint64
 	Addr, Host, Name string
-	// Owner is the connection's owner identity under session: connection.
-	Owner string
+	// Owner is the connection's owner identity under session: connection,
+	// UserOwner under session: user ("" when unknown).
+	Owner, UserOwner string
 	// Since is when it connected; zero when unknown.
 	Since time.Time
 }

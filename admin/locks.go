@@ -264,6 +264,9 @@ func (a *Admin) sessions(c Conn, _ [][]byte) []byte {
 		if x.Name != "" {
 			owners = append(owners, "name:"+x.Name)
 		}
+		if x.UserOwner != "" {
+			owners = append(owners, x.UserOwner)
+		}
 		locks := []string{}
 		for _, l := range held {
 			if slices.Contains(owners, l.owner) {

@@ -477,7 +477,7 @@ func TestValidateInCode(t *testing.T) {
 	}
 	want := []string{
 		`listen: "bad" is not host:port (e.g. 127.0.0.1:6380)`,
-		`locks[0].session: "nobody" is not one of connection, client_name, client_addr`,
+		`locks[0].session: "nobody" is not one of connection, client_name, client_addr, user`,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)

@@ -44,3 +44,21 @@ func TestRulesFromFile(t *testing.T) {
 		t.Error("the rules share the file's guard list")
 	}
 }
+
+// Every session scope is a word of the file, session: user among them
+// (issue 38 item 6), and reaches the rule as it was written.
+func TestSessionScopes(t *testing.T) {
+	for _, s := range []policy.SessionMode{policy.SessionConnection, policy.SessionClientName, policy.SessionClientAddr, policy.SessionUser} {
+		c, err := Parse("s.yaml", []byte("locks:\n  - pattern: \"*:lock\"\n    session: "+string(s)+"\n"))
+		if err != nil {
+			t.Fatalf("session: %s: %v", s, err)
+		}
+		rules, err := c.Rules()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rules.All()[0].Session; got != s {
+			t.Errorf("session: %s reached the rule as %q", s, got)
+		}
+	}
+}

@@ -26,6 +26,7 @@ const (
 	SessionConnection SessionMode = "connection"  // the owner is the client connection
 	SessionClientName SessionMode = "client_name" // ... the CLIENT SETNAME name, surviving reconnects
 	SessionClientAddr SessionMode = "client_addr" // ... the client's IP address
+	SessionUser       SessionMode = "user"        // ... the ACL user it logged in as through lockproxy
 
 	UnknownOwnerRefuse  UnknownOwnerMode = "refuse"  // release of a lock the proxy did not see taken is refused
 	UnknownOwnerForward UnknownOwnerMode = "forward" // ... is forwarded unchanged
@@ -52,7 +53,7 @@ const (
 // The accepted words of each enumeration, in the order messages list them.
 var (
 	releaseModes   = []ReleaseMode{ReleaseRewrite, ReleaseReject, ReleaseObserve}
-	sessionModes   = []SessionMode{SessionConnection, SessionClientName, SessionClientAddr}
+	sessionModes   = []SessionMode{SessionConnection, SessionClientName, SessionClientAddr, SessionUser}
 	unknownOwners  = []UnknownOwnerMode{UnknownOwnerRefuse, UnknownOwnerForward}
 	scriptsModes   = []ScriptsMode{ScriptsReject, ScriptsObserve} // "" is allowed too
 	unknownSHAs    = []UnknownSHAMode{UnknownSHAAllow, UnknownSHAReject, UnknownSHAObserve}

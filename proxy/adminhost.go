@@ -58,7 +58,8 @@ func (h adminHost) Sessions() []admin.Session {
 	list := h.p.allSessions()
 	out := make([]admin.Session, len(list))
 	for i, x := range list {
-		out[i] = admin.Session{ID: x.id, Addr: x.addr, Host: x.host, Name: x.nameSnapshot(), Owner: x.connOwner}
+		out[i] = admin.Session{ID: x.id, Addr: x.addr, Host: x.host, Name: x.nameSnapshot(), Owner: x.connOwner,
+			UserOwner: x.userOwnerSnapshot()}
 		if cc, ok := x.nc.(*telemetry.CountConn); ok {
 			out[i].Since = cc.Since()
 		}

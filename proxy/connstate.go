@@ -28,6 +28,10 @@ type clientState struct {
 	// it uses (an AUTH Valkey accepted, logins.go), and its user; "" for
 	// the proxy's credentials.
 	login, loginUser string
+	// userOwner: the session's owner under session: user (locks.UserOwner
+	// of the user it logged in as through lockproxy: loginUser, the
+	// proxy's user for the proxy's credentials, "default" before any login).
+	userOwner string
 
 	// A transaction in progress on the dedicated connection: the shaper of
 	// each queued command's EXEC element (nil for commands left as they are).
@@ -74,6 +78,7 @@ func (s *session) reset() {
 	s.endMonitor()
 	s.tracking = false
 	s.loginUser, s.login = "", ""
+	s.setUserOwner(defaultUserOwner)
 	s.p.ops.admin.Logout(s.id) // the LOCKPROXY AUTH admin login
 }
 

@@ -13,7 +13,9 @@ import (
 
 // Owner is the session as the rewrite package sees it: who the client is
 // under a rule's session scope (locks.Owner).
-func (s *session) Owner(r *policy.Rule) string { return locks.Owner(r, s.name, s.host, s.connOwner) }
+func (s *session) Owner(r *policy.Rule) string {
+	return locks.Owner(r, s.name, s.host, s.connOwner, s.userOwner)
+}
 
 // Proto is the RESP version the client speaks, for the Fenced script.
 func (s *session) Proto() int { return s.proto }

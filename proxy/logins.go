@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 
+	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -67,10 +68,34 @@ func (s *session) loggedIn(user, pass []byte) {
 	s.authed = true
 	if s.proxyCreds = s.matchesProxyCreds(user, pass); s.proxyCreds {
 		s.login, s.loginUser = "", ""
+		s.setUserOwner(locks.UserOwner(upstream.UserOrDefault(s.p.opts.Upstream.Username)))
 		return
 	}
 	s.login, s.loginUser = s.p.logins.Add(string(user), string(pass)), upstream.UserOrDefault(string(user))
+	s.setUserOwner(locks.UserOwner(s.loginUser))
 }
+
+// setUserOwner makes o the session's owner under session: user.
+func (s *session) setUserOwner(o string) {
+	if o == s.userOwner {
+		return
+	}
+	s.userOwner = o
+	s.userOwnerA.Store(&o)
+}
+
+// userOwnerSnapshot is the session's owner under session: user, for other
+// sessions to read.
+func (s *session) userOwnerSnapshot() string {
+	if o := s.userOwnerA.Load(); o != nil {
+		return *o
+	}
+	return defaultUserOwner
+}
+
+// defaultUserOwner is the owner under session: user of a session that has
+// not logged in through lockproxy.
+var defaultUserOwner = locks.UserOwner(locks.DefaultUser)
 
 // checkLogin asks Valkey whether user and pass log in, on a connection of
 // its own (in front of a cluster, to key.node or some primary), closed after.

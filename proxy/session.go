@@ -46,7 +46,10 @@ type session struct {
 	// connOwner is the session's owner identity under session: connection.
 	connOwner string
 	nameA     atomic.Pointer[string] // name, readable from upstream readers
-	keys      []keyspec.Key          // scratch for key extraction
+	// userOwnerA: clientState's userOwner, readable from other sessions
+	// (LOCKPROXY SESSIONS); nil until the first login.
+	userOwnerA atomic.Pointer[string]
+	keys       []keyspec.Key // scratch for key extraction
 
 	// The client's connection state (connstate.go).
 	clientState
@@ -173,7 +176,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 		id:          id,
 		nc:          nc,
 		addr:        nc.RemoteAddr().String(),
-		clientState: clientState{proto: 2, db: p.opts.Upstream.DB, authed: !p.requireAuth},
+		clientState: clientState{proto: 2, db: p.opts.Upstream.DB, authed: !p.requireAuth, userOwner: defaultUserOwner},
 		drained:     make(chan struct{}, 1),
 		wake:        make(chan struct{}, 1),
 		stopW:       make(chan struct{}),

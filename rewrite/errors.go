@@ -51,6 +51,9 @@ func ruleName(r *policy.Rule) string {
 }
 
 func errNotOwnerRelease(cmd string, key []byte, r *policy.Rule, owner string) string {
+	if r.Session == policy.SessionUser {
+		return errNotOwnerUser(cmd, key, r, owner)
+	}
 	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): Valkey holds no grant of it to this client (owner %s, session: %s), so it may be another client's lock; release with the token you acquired it with: %s",
 		cmd, quoteKey(key), ruleName(r), owner, r.Session, canonicalRelease)
 }
@@ -61,8 +64,18 @@ func errRejectRelease(cmd string, key []byte, r *policy.Rule) string {
 }
 
 func errNotOwnerRenew(cmd string, key []byte, r *policy.Rule, owner string) string {
+	if r.Session == policy.SessionUser {
+		return errNotOwnerUser(cmd, key, r, owner)
+	}
 	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): Valkey holds no grant of it to this client (owner %s, session: %s), and only the client that acquired the lock through lockproxy may change its lease; acquire it with SET key token NX PX ms first",
 		cmd, quoteKey(key), ruleName(r), owner, r.Session)
+}
+
+// errNotOwnerUser is both refusals above under session: user, where no
+// token helps: only the holder's user may change the lock.
+func errNotOwnerUser(cmd string, key []byte, r *policy.Rule, owner string) string {
+	return fmt.Sprintf("NOTOWNER lockproxy refused %s of lock key %s (%s): Valkey holds no grant of it to this client's user (owner %s, session: user), and only the user that acquired the lock through lockproxy may change it; log in as that user (AUTH) to release or renew it",
+		cmd, quoteKey(key), ruleName(r), owner)
 }
 
 func errLocked(cmd string, key []byte, r *policy.Rule) string {

@@ -66,8 +66,9 @@ import (
 //   - a lock among KEYS passes if the lock is absent (an acquisition: the
 //     grant and the owner record are made right after the call), if this
 //     client holds it (its record's grant is current), if the script's
-//     ARGV carries its token (its value, or a Redisson-style hash lock's
-//     owner field), or as the rule's release: observe or unknown_owner:
+//     ARGV carries its token (its value, or the owner field its holder's
+//     record names for a Redisson-style hash lock; not under session:
+//     user), or as the rule's release: observe or unknown_owner:
 //     forward would let a plain command through; otherwise refused
 //     (NOTOWNER). After the call the records follow what it did;
 //   - a lock not among KEYS is refused (LOCKED): pass it in KEYS;
@@ -479,17 +480,31 @@ func (d *Decider) monitorArgs(cmd string, keys, argv [][]byte, s Session) (Monit
 	return sh, sargs, dur
 }
 
-// monitorMode is a lock's mode as the monitor takes it: the rule's
-// release mode, then "/" and max_lease in ms when the rule has one (an
-// acquisition inside the script then gets SET NX's lease and lock-delay
-// checks, monitor.lua's delay).
+// monitorMode is a lock's mode as the monitor takes it: "=" first when
+// the rule's session is user (a token in ARGV then counts for no one:
+// only the holder's user, which holds the grant, may change the lock),
+// the rule's release mode, then "/" and max_lease in ms when the rule has
+// one (an acquisition inside the script then gets SET NX's lease and
+// lock-delay checks, monitor.lua's delay).
 func monitorMode(r *policy.Rule) []byte {
 	m := releaseMode(r)
+	if r.Session == policy.SessionUser {
+		m = userModes[string(m)] // (no allocation: a map index by a []byte conversion)
+	}
 	if r.MaxLease <= 0 {
 		return m
 	}
 	return strconv.AppendInt(append(append([]byte(nil), m...), '/'), r.MaxLease.Milliseconds(), 10)
 }
+
+// userModes are the release modes with the "=" of session: user.
+var userModes = func() map[string][]byte {
+	m := map[string][]byte{}
+	for _, x := range [][]byte{modeRewrite, modeRewriteFwd, modeReject, modeRejectFwd, modeObserve} {
+		m[string(x)] = append(append(make([]byte, 0, 1+len(x)), '='), x...)
+	}
+	return m
+}()
 
 // monitorClue is where a monitored call's epoch clue is in its arguments
 // (after the client's ARGV and keep_lapsed), 0 when it declares no lock.

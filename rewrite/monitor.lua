@@ -184,7 +184,17 @@ local function refusal(code, lc, key, tail)
   if string.sub(tail, 1, 1) ~= ':' then tail = ': ' .. tail end
   return {err = code .. ' lockproxy refused ' .. string.upper(lc) .. ' of "' .. string.gsub(key, '[%c"\\]', '?') .. '" inside a script' .. tail}
 end
-return {parse = parse, put = put, settle = settle, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal, fwd3 = fwd3}
+-- own is the owner field a hash lock's record names (its token): the
+-- first of the script's ARGV that is a field of the hash now, "mode"
+-- (a Redisson read-write lock's, which every holder's hash has) never;
+-- '' when there is none (a string lock, or no such field yet).
+local function own(key)
+  for x = 1, na do
+    if X[x] ~= 'mode' and redis.pcall('HEXISTS', key, X[x]) == 1 then return X[x] end
+  end
+  return ''
+end
+return {parse = parse, put = put, settle = settle, refusal = refusal, flushed = flushed, delay = delay, renewal = renewal, fwd3 = fwd3, own = own}
 end
 -- records keeps the declared locks' records true after a call that may
 -- have changed them, and writes the fence marks of a write. For each lock
@@ -226,7 +236,19 @@ local function records(pend, marks, ok, out, b, was, rg, re, rv, r, how, v, px)
         end
         if now == nil then
           now = redis.pcall('GET', key)
-          if type(now) == 'table' then now = now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' and '' end
+          -- A lock of another type (a hash) is recorded by its owner
+          -- field (own), named once, at the first call after which the
+          -- hash has it, and kept while the record is.
+          if type(now) == 'table' then
+            if now.err ~= nil and string.sub(now.err, 1, 9) == 'WRONGTYPE' then
+              if rv and rv ~= '' then now = rv else
+                fns = fns or helpers()
+                now = fns.own(key)
+              end
+            else
+              now = false
+            end
+          end
         end
         if not was then
           if now then
@@ -456,33 +478,48 @@ return function(n, ...)
             if out then return out end
           end
         end
+        -- '=' first: the rule's session is user, under which the token
+        -- counts for no one but the holder's user, who holds the grant.
+        local only = string.byte(mode, 1) == 61
+        if only then mode = string.sub(mode, 2) end
         local rg, re, rv, r
         if was then
           r = redis.pcall('HGET', X[b + 2], X[b + 3])
           if type(r) == 'string' then
             rg, re, rv = string.match(r, '^(%d+) %d+ (%d+) (.*)$')
-            if not (rg and rv == was and redis.pcall('GET', X[b + 1]) == rg) then rg = nil end
+            if not (rg and (other or rv == was) and redis.pcall('GET', X[b + 1]) == rg) then rg = nil end
           end
         end
         if was and not rg and mode ~= 'observe' and not nx and not (type(r) ~= 'string' and string.sub(mode, -1) == '+') then
           -- Does the script's ARGV carry the lock's token: its value
-          -- (a string lock), or one of its fields (a hash lock)?
+          -- (a string lock), or the owner field its holder's current
+          -- record names (a hash lock; no other field)? Under session:
+          -- user nothing but the grant counts.
           local shown = false
-          if not other then
+          if only then
+          elseif not other then
             for x = 1, na do
               if X[x] == was then shown = true end
             end
           else
-            local t = redis.pcall('TYPE', key)
-            if type(t) == 'table' and t.ok == 'hash' then
-              for x = 1, na do
-                if not shown and redis.pcall('HEXISTS', key, X[x]) == 1 then shown = true end
+            local g, all = redis.pcall('GET', X[b + 1]), redis.pcall('HGETALL', X[b + 2])
+            if type(g) == 'string' and type(all) == 'table' and not all.err then
+              for i = 2, #all, 2 do
+                local hg, hv = string.match(all[i], '^(%d+) %d+ %d+ (.*)$')
+                if hg == g and hv ~= '' then
+                  for x = 1, na do
+                    if X[x] == hv then shown = true end
+                  end
+                end
               end
             end
           end
           if not shown then
             fns = fns or helpers()
-            return fns.refusal('NOTOWNER', lc, key, ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
+            if only then
+              return fns.refusal('NOTOWNER', lc, key, ": this client's user holds no grant of the lock (session: user: only the holder's user may change it, whatever the script is given); log in as the user that holds it")
+            end
+            return fns.refusal('NOTOWNER', lc, key, ": this client holds no grant of the lock, and the script was not given the lock's token (its value, or the owner field of a Redisson-style lock's holder) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do")
           end
         end
         if not b1 then
