@@ -217,15 +217,21 @@ type AdminConfig struct {
 	Users []AdminUser `yaml:"users"`
 }
 
-// AdminUser is one entry of admin.users. Exactly one of Password and
-// PasswordSHA256 is set.
+// AdminUser is one entry of admin.users. Exactly one of Password,
+// PasswordSHA256 and PasswordFile is set; after [Load], a PasswordFile's
+// content is in Password.
 type AdminUser struct {
 	Name     string `yaml:"name"`
 	Password string `yaml:"password"`
 	// PasswordSHA256 is the hex SHA-256 of the password, so the file need
 	// not hold it in clear (printf %s 'pw' | sha256sum).
-	PasswordSHA256 string    `yaml:"password_sha256"`
-	Role           AdminRole `yaml:"role"` // default read
+	PasswordSHA256 string `yaml:"password_sha256"`
+	// PasswordFile names a file whose content (one trailing newline
+	// dropped) is the password: a mounted Kubernetes Secret or a systemd
+	// credential. Relative to the config file's directory; read again on
+	// every reload.
+	PasswordFile string    `yaml:"password_file"`
+	Role         AdminRole `yaml:"role"` // default read
 }
 
 // DefaultAdminUser is the user admin.password logs in as.

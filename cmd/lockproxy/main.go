@@ -225,7 +225,13 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	for _, w := range cfg.Warnings() {
+	if pub := cfg.PublishedSecrets(); len(pub) > 0 {
+		for _, p := range pub {
+			fmt.Fprintf(stderr, "%s: %s\n", path, p)
+		}
+		return 1
+	}
+	for _, w := range append(cfg.Warnings(), cfg.CertificateWarnings(time.Now())...) {
 		fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 	}
 	if rules, err := cfg.Rules(); err == nil {
@@ -239,7 +245,7 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 
 func serve(cfg *config.Config, configPath string, override func(*config.Config), stderr io.Writer) error {
 	log, level := newLogger(cfg.Log, stderr)
-	for _, w := range cfg.Warnings() {
+	for _, w := range append(append(cfg.Warnings(), cfg.CertificateWarnings(time.Now())...), cfg.PublishedSecrets()...) {
 		log.Warn("configuration: " + w)
 	}
 	if cfg.GOMAXPROCS > 0 {
