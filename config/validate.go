@@ -86,6 +86,7 @@ func (c *Config) validate(v *validator) {
 		d    Duration
 	}{
 		{"shutdown_timeout", c.ShutdownTimeout},
+		{"drain_delay", c.DrainDelay},
 		{"client_idle_timeout", c.ClientIdleTimeout},
 		{"keep_lapsed", c.KeepLapsed},
 		{"busy_poll", c.BusyPoll},
