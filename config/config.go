@@ -75,7 +75,7 @@ type Config struct {
 	// shuts down (shutdown_timeout); a load balancer or Kubernetes stops
 	// sending new clients meanwhile. Default 5s when a file leaves it out
 	// ([Default] and [Parse]; a Config built in code starts at 0); 0 closes
-	// the listener at once.
+	// the listener at once. SIGINT skips it.
 	DrainDelay Duration `yaml:"drain_delay"`
 	// client_idle_timeout: disconnect clients idle this long; 0 (the default)
 	// never does.

@@ -73,22 +73,28 @@ func TestSIGTERMDrainsBeforeClosing(t *testing.T) {
 }
 
 // With drain_delay: 0 the listener closes at SIGTERM, as before the
-// setting existed: no drain is logged.
-func TestDrainDelayZero(t *testing.T) {
+// setting existed; SIGINT (Ctrl-C at a terminal) skips any drain_delay.
+// Neither logs a drain.
+func TestDrainDelayZeroAndSIGINT(t *testing.T) {
 	srv := valkeytest.Start(t)
-	listen := freeAddr(t)
-	lp := startMain(t, "--config", writeConfig(t, fmt.Sprintf("listen: %s\ndrain_delay: 0s\nupstream:\n  addr: %s\n", listen, srv.Addr)))
-	eventually(t, "lockproxy to listen", func() bool { return strings.Contains(lp.logs.String(), "lockproxy listening") })
-	if err := lp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-lp.exited:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no exit after SIGTERM:\n%s", lp.logs.String())
-	}
-	if strings.Contains(lp.logs.String(), "draining") {
-		t.Fatalf("drained with drain_delay 0:\n%s", lp.logs.String())
+	for _, tc := range []struct {
+		drain string
+		sig   syscall.Signal
+	}{{"0s", syscall.SIGTERM}, {"10m", syscall.SIGINT}} {
+		listen := freeAddr(t)
+		lp := startMain(t, "--config", writeConfig(t, fmt.Sprintf("listen: %s\ndrain_delay: %s\nupstream:\n  addr: %s\n", listen, tc.drain, srv.Addr)))
+		eventually(t, "lockproxy to listen", func() bool { return strings.Contains(lp.logs.String(), "lockproxy listening") })
+		if err := lp.cmd.Process.Signal(tc.sig); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lp.exited:
+		case <-time.After(30 * time.Second): // far below the 10m drain
+			t.Fatalf("drain_delay %s, %v: no exit:\n%s", tc.drain, tc.sig, lp.logs.String())
+		}
+		if strings.Contains(lp.logs.String(), "draining") {
+			t.Fatalf("drain_delay %s, %v: drained:\n%s", tc.drain, tc.sig, lp.logs.String())
+		}
 	}
 }
 

@@ -299,7 +299,11 @@ func serve(cfg *config.Config, configPath string, override func(*config.Config),
 		return err
 	case sig := <-sigs:
 		sdNotify("STOPPING=1")
-		if stopped, err := drain(p, cfg.DrainDelay.D(), sig, sigs, served, log); stopped {
+		delay := cfg.DrainDelay.D()
+		if sig == os.Interrupt {
+			delay = 0 // Ctrl-C at a terminal: nobody routes clients by /readyz there
+		}
+		if stopped, err := drain(p, delay, sig, sigs, served, log); stopped {
 			p.Close()
 			return err
 		}
