@@ -29,6 +29,11 @@ func TestSIGTERMDrainsBeforeClosing(t *testing.T) {
 	defer old.Close()
 	eventually(t, "the proxy to answer", func() bool { return old.Ping(ctx).Err() == nil })
 	eventually(t, "/readyz 200", func() bool { code, _ := httpGet(t, "http://"+metricsAddr+"/readyz"); return code == 200 })
+	// The start-up line names every path of the metrics port (on main it
+	// left out /livez).
+	if !strings.Contains(lp.logs.String(), `msg="metrics endpoint listening" listen=`+metricsAddr+` paths="/metrics /livez /healthz /readyz"`) {
+		t.Errorf("the metrics line does not list the paths:\n%s", lp.logs.String())
+	}
 
 	if err := lp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -139,4 +144,14 @@ func TestNoArgumentsPrintsUsage(t *testing.T) {
 		!strings.Contains(errs, "lockproxy: no arguments: to run the proxy, give --config FILE") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
+}
+
+// A proxy started with a published password runs (lockproxy's own tests
+// start so), but says at start which setting holds it.
+func TestStartWarnsOfPublishedPassword(t *testing.T) {
+	srv := valkeytest.Start(t)
+	lp := startMain(t, "--config", writeConfig(t, fmt.Sprintf("listen: %s\nupstream:\n  addr: %s\nadmin:\n  password: s3cret\n", freeAddr(t), srv.Addr)))
+	eventually(t, "the warning", func() bool {
+		return strings.Contains(lp.logs.String(), `level=WARN msg="configuration: admin.password: \"s3cret\" is a password published in lockproxy's tests or docs`)
+	})
 }
