@@ -22,7 +22,7 @@ func TestPublishedPasswordsListed(t *testing.T) {
 	if len(files) < 50 {
 		t.Fatalf("only %d files found", len(files))
 	}
-	re := regexp.MustCompile(`password(_sha256)?:\s*"?([^\s"\\,}]+)`)
+	re := regexp.MustCompile(`(?i)password(_sha256)?:[ \t]*"?([^\s"\\,}]+)`)
 	seen := 0
 	for _, f := range files {
 		if strings.HasSuffix(f, "published_test.go") {
