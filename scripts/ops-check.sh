@@ -3,10 +3,12 @@
 # the Prometheus rules (promtool check rules, and promtool test rules with
 # the unit tests in deploy/prometheus/tests/), the systemd unit
 # (systemd-analyze verify, and its exposure score), every example
-# configuration (lockproxy check-config), and the container image (make
-# image; loaded into podman when it is installed). `make ops-check`; .ci/run
-# runs it. The Kubernetes manifests and the image's contents are checked by
-# `go test` (e2e/deploy_k8s_test.go, cmd/ociimage).
+# configuration (lockproxy check-config: valid, no warning, no published
+# password), and the container image (make image; loaded into podman when
+# it is installed), all built in a temporary directory. `make ops-check`;
+# .ci/run runs it. The Kubernetes manifests, the Helm chart and the image's
+# contents are checked by `go test` (e2e/deploy_k8s_test.go, deploy/helm,
+# cmd/ociimage).
 # The dashboard is checked by `go test` (e2e/deploy_test.go), against a running
 # proxy's /metrics.
 set -euo pipefail
