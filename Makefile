@@ -7,6 +7,8 @@ FUZZTIME ?= 30s
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 BIN      ?= bin
+# The CA roots the image carries at /etc/ssl/certs/ca-certificates.crt.
+CA_ROOTS ?= /etc/ssl/certs/ca-certificates.crt
 
 .PHONY: build image deps run test ops-check valkey-suite bench fuzz lint chaos clean
 
@@ -17,7 +19,7 @@ build:
 # container engine (deploy/container/Containerfile builds the same with one):
 # `podman load -i bin/image` or `skopeo copy oci:bin/image docker://...`.
 image: build
-	$(GO) run ./cmd/ociimage -binary $(BIN)/lockproxy -version $(VERSION) -out $(BIN)/image
+	$(GO) run ./cmd/ociimage -binary $(BIN)/lockproxy -ca-roots $(CA_ROOTS) -version $(VERSION) -out $(BIN)/image
 
 # valkey-server, valkey-cli/benchmark/sentinel and redis-server, when missing
 # (apt-get on Debian 12; bookworm-backports for Valkey 8).
@@ -37,7 +39,8 @@ test: deps lint
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 
 # The operations kit in deploy/: promtool check/test rules, systemd-analyze
-# verify, lockproxy check-config over deploy/examples/*.yaml.
+# verify, lockproxy check-config over deploy/examples/*.yaml, the image;
+# built in a temporary directory (bin/ stays as it was).
 ops-check:
 	scripts/deps.sh ops
 	scripts/ops-check.sh

@@ -23,6 +23,7 @@ const (
 	// rounds keeps a core busy for latencies no client would notice.
 	MaxBusyPoll             = Duration(time.Millisecond)
 	DefaultShutdownTimeout  = Duration(10 * time.Second)
+	DefaultDrainDelay       = Duration(5 * time.Second)
 	DefaultKeepLapsed       = Duration(10 * time.Minute)
 	DefaultUpstreamAddr     = "127.0.0.1:6379"
 	DefaultPoolSize         = 2
@@ -69,6 +70,13 @@ type Config struct {
 	// shutdown_timeout: how long shutdown waits for in-flight commands.
 	// Default 10s.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// drain_delay: on SIGTERM, how long /readyz answers 503 while the proxy
+	// still accepts and serves clients, before it closes the listener and
+	// shuts down (shutdown_timeout); a load balancer or Kubernetes stops
+	// sending new clients meanwhile. Default 5s when a file leaves it out
+	// ([Default] and [Parse]; a Config built in code starts at 0); 0 closes
+	// the listener at once. SIGINT skips it.
+	DrainDelay Duration `yaml:"drain_delay"`
 	// client_idle_timeout: disconnect clients idle this long; 0 (the default)
 	// never does.
 	ClientIdleTimeout Duration `yaml:"client_idle_timeout"`
@@ -217,15 +225,21 @@ type AdminConfig struct {
 	Users []AdminUser `yaml:"users"`
 }
 
-// AdminUser is one entry of admin.users. Exactly one of Password and
-// PasswordSHA256 is set.
+// AdminUser is one entry of admin.users. Exactly one of Password,
+// PasswordSHA256 and PasswordFile is set; after [Load], a PasswordFile's
+// content is in Password.
 type AdminUser struct {
 	Name     string `yaml:"name"`
 	Password string `yaml:"password"`
 	// PasswordSHA256 is the hex SHA-256 of the password, so the file need
 	// not hold it in clear (printf %s 'pw' | sha256sum).
-	PasswordSHA256 string    `yaml:"password_sha256"`
-	Role           AdminRole `yaml:"role"` // default read
+	PasswordSHA256 string `yaml:"password_sha256"`
+	// PasswordFile names a file whose content (one trailing newline
+	// dropped) is the password: a mounted Kubernetes Secret or a systemd
+	// credential. Relative to the config file's directory; read again on
+	// every reload.
+	PasswordFile string    `yaml:"password_file"`
+	Role         AdminRole `yaml:"role"` // default read
 }
 
 // DefaultAdminUser is the user admin.password logs in as.
@@ -276,7 +290,7 @@ var (
 // Default returns the configuration an empty file gives: every default
 // applied and no lock rules (a pure pass-through proxy).
 func Default() *Config {
-	c := &Config{}
+	c := &Config{DrainDelay: DefaultDrainDelay}
 	c.ApplyDefaults()
 	return c
 }
@@ -355,6 +369,9 @@ func Parse(name string, data []byte) (*Config, error) {
 	d := newDecoder(name)
 	d.decodeFile(data, c)
 	if len(d.errs) == 0 || d.root != nil {
+		if _, set := d.positions["drain_delay"]; !set {
+			c.DrainDelay = DefaultDrainDelay // 0 is a value of its own: no drain
+		}
 		c.ApplyDefaults()
 		c.resolvePaths(name)
 		v := &validator{file: name, at: d.at, skip: d.reported, errs: d.errs}

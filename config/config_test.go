@@ -155,6 +155,7 @@ event_loops: 3
 busy_poll: 50us
 gomaxprocs: 2
 shutdown_timeout: 1m30s
+drain_delay: 0s
 client_idle_timeout: 5m
 keep_lapsed: 2m
 log: {level: debug, format: json}

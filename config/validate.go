@@ -86,6 +86,7 @@ func (c *Config) validate(v *validator) {
 		d    Duration
 	}{
 		{"shutdown_timeout", c.ShutdownTimeout},
+		{"drain_delay", c.DrainDelay},
 		{"client_idle_timeout", c.ClientIdleTimeout},
 		{"keep_lapsed", c.KeepLapsed},
 		{"busy_poll", c.BusyPoll},
@@ -208,10 +209,12 @@ func validateAdminUsers(v *validator, a *AdminConfig) {
 			first[u.Name] = p
 		}
 		switch {
-		case u.Password == "" && u.PasswordSHA256 == "":
+		case u.Password == "" && u.PasswordSHA256 == "" && u.PasswordFile == "":
 			v.errf(p+".password", "is required: set password, or password_sha256 to the hex SHA-256 of the password")
 		case u.Password != "" && u.PasswordSHA256 != "":
 			v.errf(p+".password_sha256", "is set together with password; keep one of them")
+		case u.PasswordFile != "" && (u.Password != "" || u.PasswordSHA256 != ""):
+			v.errf(p+".password_file", "is set together with password or password_sha256; keep one of them")
 		case u.PasswordSHA256 != "" && !isSHA256Hex(u.PasswordSHA256):
 			v.errf(p+".password_sha256", "is not 64 hexadecimal digits (the output of: printf %%s 'password' | sha256sum)")
 		}
@@ -347,6 +350,11 @@ func (c *Config) resolvePaths(configFile string) {
 		&c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile, &c.Upstream.PasswordFile,
 	} {
 		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	for i := range c.Admin.Users {
+		if p := &c.Admin.Users[i].PasswordFile; *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
 	}

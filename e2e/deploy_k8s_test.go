@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockproxy/lockproxy/config"
 	"gopkg.in/yaml.v3"
 )
 
@@ -139,7 +138,7 @@ func TestKubernetesManifests(t *testing.T) {
 					t.Fatalf("no %s", k)
 				}
 			}
-			cfg, err := config.Parse(file+" (ConfigMap)", []byte(str(at(kinds["ConfigMap"], "data", "lockproxy.yaml"))))
+			cfg, err := parseConfigMap(t, file, kinds["ConfigMap"])
 			if err != nil {
 				t.Fatalf("the ConfigMap's lockproxy.yaml: %v", err)
 			}

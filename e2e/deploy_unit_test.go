@@ -51,6 +51,47 @@ func TestUnitOutlastsShutdown(t *testing.T) {
 	}
 }
 
+// The systemd unit waits longer for a stop than any example's drain_delay
+// and shutdown_timeout together, plus the half second lockproxy may take
+// past them.
+func TestUnitOutlastsDrain(t *testing.T) {
+	unit, err := os.ReadFile("../deploy/systemd/lockproxy.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^TimeoutStopSec=(\S+)$`).FindSubmatch(unit)
+	if m == nil {
+		t.Fatal("no TimeoutStopSec")
+	}
+	stop, err := time.ParseDuration(string(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("../deploy/examples/*.yaml")
+	files = append(files, "../config.example.yaml")
+	setting := func(b []byte, name string, def time.Duration) time.Duration {
+		m := regexp.MustCompile(`(?m)^` + name + `:\s*(\S+)`).FindSubmatch(b)
+		if m == nil {
+			return def
+		}
+		d, err := time.ParseDuration(string(m[1]))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return d
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		need := setting(b, "drain_delay", config.DefaultDrainDelay.D()) + setting(b, "shutdown_timeout", config.DefaultShutdownTimeout.D()) + time.Second
+		if stop <= need {
+			t.Errorf("%s: TimeoutStopSec %s does not exceed drain_delay + shutdown_timeout + 1s (%s)", f, stop, need)
+		}
+	}
+}
+
 // Every alert has a runbook_url whose anchor is a heading of
 // docs/operations.md (on main the annotations were free text).
 func TestAlertRunbooks(t *testing.T) {

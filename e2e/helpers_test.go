@@ -783,7 +783,7 @@ func startLockproxy(t *testing.T, bin, config string) *lockproxyProc {
 		close(addrc)
 	}()
 	t.Cleanup(func() {
-		_ = lp.cmd.Process.Signal(syscall.SIGTERM)
+		_ = lp.cmd.Process.Signal(syscall.SIGINT) // SIGINT skips drain_delay
 		done := make(chan struct{})
 		go func() { lp.cmd.Wait(); close(done) }()
 		select {

@@ -36,6 +36,8 @@ func (p *Proxy) ready(ctx context.Context) string {
 	switch {
 	case p.shuttingDown.Load():
 		return "shutting down"
+	case p.draining.Load():
+		return drainingReason
 	case listening == 0:
 		return "not accepting clients yet"
 	}

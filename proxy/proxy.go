@@ -54,6 +54,7 @@ type Proxy struct {
 	nextID       atomic.Uint64
 	closed       atomic.Bool
 	shuttingDown atomic.Bool
+	draining     atomic.Bool   // Drain was called: /readyz says 503, clients are still served
 	force        chan struct{} // closed when sessions must stop waiting for replies
 	forceOnce    sync.Once
 

@@ -7,9 +7,12 @@
 //	lockproxy lint FILE.lua...
 //	lockproxy version
 //
-// It owns the process: the command line and its subcommands, logging,
-// signals (SIGHUP reloads, SIGTERM drains within shutdown_timeout), the
-// metrics listener and systemd's readiness notice. It must not decide
+// With no arguments it prints the usage and exits 2. It owns the process:
+// the command line and its subcommands, logging, binding the client and
+// metrics ports (a clash names the setting), signals (SIGHUP reloads;
+// SIGTERM turns /readyz to 503 and keeps accepting for drain_delay, then
+// shuts down within shutdown_timeout), the metrics listener and systemd's
+// readiness notice. It must not decide
 // anything about commands or locks: that is package proxy's (serving)
 // and config's (the configuration it loads and checks).
 package main

@@ -68,7 +68,15 @@ var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) == 0 {
+		// A newcomer typing lockproxy to see what it does gets the usage,
+		// not a proxy with the defaults waiting in the foreground.
+		fmt.Fprintln(stderr, usage)
+		newFlags(stderr).PrintDefaults()
+		fmt.Fprintln(stderr, "\nlockproxy: no arguments: to run the proxy, give --config FILE (or --listen and --upstream)")
+		return 2
+	}
+	if !strings.HasPrefix(args[0], "-") {
 		if args[0] == "help" {
 			fmt.Fprintln(stdout, usage)
 			fs := newFlags(stdout)
@@ -225,7 +233,13 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	for _, w := range cfg.Warnings() {
+	if pub := cfg.PublishedSecrets(); len(pub) > 0 {
+		for _, p := range pub {
+			fmt.Fprintf(stderr, "%s: %s\n", path, p)
+		}
+		return 1
+	}
+	for _, w := range append(cfg.Warnings(), cfg.CertificateWarnings(time.Now())...) {
 		fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 	}
 	if rules, err := cfg.Rules(); err == nil {
@@ -239,7 +253,7 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 
 func serve(cfg *config.Config, configPath string, override func(*config.Config), stderr io.Writer) error {
 	log, level := newLogger(cfg.Log, stderr)
-	for _, w := range cfg.Warnings() {
+	for _, w := range append(append(cfg.Warnings(), cfg.CertificateWarnings(time.Now())...), cfg.PublishedSecrets()...) {
 		log.Warn("configuration: " + w)
 	}
 	if cfg.GOMAXPROCS > 0 {
@@ -254,7 +268,14 @@ func serve(cfg *config.Config, configPath string, override func(*config.Config),
 	}
 	l, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return err
+		p.Close()
+		return bindError("listen", cfg.Listen, "(or --listen)", err)
+	}
+	ml, err := listenMetrics(cfg.Metrics.Listen)
+	if err != nil {
+		l.Close()
+		p.Close()
+		return bindError("metrics.listen", cfg.Metrics.Listen, "", err)
 	}
 	if tc := p.ListenerTLS(); tc != nil {
 		l = tls.NewListener(l, tc)
@@ -262,12 +283,7 @@ func serve(cfg *config.Config, configPath string, override func(*config.Config),
 	log.Info("lockproxy listening", "listen", l.Addr().String(), "upstream", upstreamName(cfg),
 		"version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0), "lock_rules", len(cfg.Locks))
 
-	stopMetrics, err := startMetrics(cfg.Metrics.Listen, p, log)
-	if err != nil {
-		l.Close()
-		p.Close()
-		return err
-	}
+	stopMetrics := serveMetrics(ml, p, log)
 	defer stopMetrics()
 	defer reloadOnHUP(p, log)()
 
@@ -283,10 +299,56 @@ func serve(cfg *config.Config, configPath string, override func(*config.Config),
 		return err
 	case sig := <-sigs:
 		sdNotify("STOPPING=1")
+		delay := cfg.DrainDelay.D()
+		if sig == os.Interrupt {
+			delay = 0 // Ctrl-C at a terminal: nobody routes clients by /readyz there
+		}
+		if stopped, err := drain(p, delay, sig, sigs, served, log); stopped {
+			p.Close()
+			return err
+		}
 		wait := cfg.ShutdownTimeout.D()
 		log.Info("shutting down: no new clients; finishing replies in flight", "signal", sig.String(), "deadline", wait)
 		return shutdown(p, served, wait, log)
 	}
+}
+
+// drain keeps accepting and serving clients for delay while /readyz
+// answers 503, so that load balancers stop sending new ones before the
+// listener closes. A second signal ends it early. stopped reports that the
+// proxy stopped serving by itself meanwhile (err is why).
+func drain(p *proxy.Proxy, delay time.Duration, sig os.Signal, sigs <-chan os.Signal, served <-chan error, log *slog.Logger) (stopped bool, err error) {
+	if delay <= 0 {
+		return false, nil
+	}
+	p.Drain()
+	log.Info("draining: /readyz answers 503; clients are still accepted until drain_delay passes (a second signal ends it)",
+		"signal", sig.String(), "drain_delay", delay)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case sig := <-sigs:
+		log.Info("draining ended early", "signal", sig.String())
+	case err := <-served:
+		return true, err
+	}
+	return false, nil
+}
+
+// bindError says which setting names an address that cannot be listened
+// on, and what to do.
+func bindError(setting, addr, also string, err error) error {
+	hint := "check the address"
+	if errors.Is(err, syscall.EADDRINUSE) {
+		hint = "another process listens there (another lockproxy, or Valkey?): stop it or choose another port"
+	} else if errors.Is(err, syscall.EACCES) {
+		hint = "a port below 1024 needs privileges: choose a port of 1024 or more"
+	}
+	if also != "" {
+		also = " " + also
+	}
+	return fmt.Errorf("%s %s cannot be listened on: %v; %s in %s%s", setting, addr, err, hint, setting, also)
 }
 
 // shutdown lets the clients' replies in flight arrive for up to wait, then

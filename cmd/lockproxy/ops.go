@@ -14,25 +14,30 @@ import (
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
-// startMetrics serves /metrics, /healthz and /readyz on addr (metrics.listen)
-// until the returned stop is called. An empty addr serves nothing.
-func startMetrics(addr string, p *proxy.Proxy, log *slog.Logger) (stop func(), err error) {
+// listenMetrics binds metrics.listen; an empty addr binds nothing (nil).
+func listenMetrics(addr string) (net.Listener, error) {
 	if addr == "" {
-		return func() {}, nil
+		return nil, nil
 	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
+	return net.Listen("tcp", addr)
+}
+
+// serveMetrics serves /metrics, /livez, /healthz and /readyz on l (bound
+// to metrics.listen) until the returned stop is called. A nil l serves
+// nothing.
+func serveMetrics(l net.Listener, p *proxy.Proxy, log *slog.Logger) (stop func()) {
+	if l == nil {
+		return func() {}
 	}
 	srv := &http.Server{Handler: p.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics endpoint stopped", "listen", addr, "err", err)
+			log.Error("metrics endpoint stopped", "listen", l.Addr().String(), "err", err)
 		}
 	}()
-	log.Info("metrics endpoint listening", "listen", l.Addr().String(), "paths", "/metrics /healthz /readyz")
+	log.Info("metrics endpoint listening", "listen", l.Addr().String(), "paths", "/metrics /livez /healthz /readyz")
 	return func() {
 		// Within shutdownGrace: a probe still waiting on Valkey is cut.
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace/4)
@@ -41,7 +46,7 @@ func startMetrics(addr string, p *proxy.Proxy, log *slog.Logger) (stop func(), e
 			srv.Close()
 		}
 		<-done
-	}, nil
+	}
 }
 
 // reloadOnHUP reloads the configuration on every SIGHUP until stop is

@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"crypto/x509"
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -39,9 +41,10 @@ func readBlob(t *testing.T, dir, digest string) []byte {
 
 // The image is built from a binary built as `make build` builds it, then
 // inspected as an engine would read it: the layout, digests, config (non-root
-// user, entrypoint, version label), a static binary in the only layer; the
-// binary taken out of the image reports the version and serves, with
-// nothing to write on its file system.
+// user, entrypoint, version label, the client and metrics ports), a static
+// binary and the CA roots in the only layer; the binary taken out of the
+// image reports the version and serves, with nothing to write on its file
+// system.
 func TestImage(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "lockproxy")
@@ -51,7 +54,7 @@ func TestImage(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	layout := filepath.Join(dir, "image")
-	if err := buildImage(bin, "v0.0.0-imagetest", layout); err != nil {
+	if err := buildImage(bin, caRootsPath, "v0.0.0-imagetest", layout); err != nil {
 		t.Fatal(err)
 	}
 
@@ -74,9 +77,10 @@ func TestImage(t *testing.T) {
 	}
 	var config struct {
 		Config struct {
-			User       string
-			Entrypoint []string
-			Labels     map[string]string
+			User         string
+			Entrypoint   []string
+			Labels       map[string]string
+			ExposedPorts map[string]struct{}
 		} `json:"config"`
 		RootFS struct {
 			DiffIDs []string `json:"diff_ids"`
@@ -91,6 +95,12 @@ func TestImage(t *testing.T) {
 	}
 	if strings.Join(c.Entrypoint, " ") != "/lockproxy" || c.Labels["org.opencontainers.image.version"] != "v0.0.0-imagetest" {
 		t.Errorf("config: %+v", c)
+	}
+	// On main: 6380 and 9121, a port nothing listens on.
+	_, client := c.ExposedPorts["6380/tcp"]
+	_, metricsPort := c.ExposedPorts["9380/tcp"]
+	if len(c.ExposedPorts) != 2 || !client || !metricsPort {
+		t.Errorf("exposed ports %v, want 6380/tcp (listen) and 9380/tcp (metrics.listen)", c.ExposedPorts)
 	}
 
 	// The layer: one file, /lockproxy, static, matching its diff id.
@@ -112,8 +122,30 @@ func TestImage(t *testing.T) {
 	if err := os.WriteFile(extracted, data, 0o555); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Next(); err != io.EOF {
-		t.Errorf("more than one file in the layer: %v", err)
+	// Then the CA roots (on main the layer held the binary alone, and
+	// upstream.tls without ca_file had no roots to check Valkey against).
+	var rest []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeDir {
+			continue
+		}
+		rest = append(rest, h.Name)
+		if h.Name == "etc/ssl/certs/ca-certificates.crt" {
+			pem, _ := io.ReadAll(tr)
+			if n := len(pemCerts(pem)); n < 10 || h.Mode&0o444 != 0o444 {
+				t.Errorf("the CA roots: %d certificates, mode %o", n, h.Mode)
+			}
+		}
+	}
+	if strings.Join(rest, " ") != "etc/ssl/certs/ca-certificates.crt" {
+		t.Errorf("the layer's other files: %q, want only the CA roots", rest)
 	}
 	ef, err := elf.Open(extracted)
 	if err != nil {
@@ -177,4 +209,60 @@ func TestImage(t *testing.T) {
 
 func freeAddr(t *testing.T) string {
 	return fmt.Sprintf("127.0.0.1:%d", valkeytest.FreePort(t))
+}
+
+// pemCerts counts the parseable certificates of a PEM bundle.
+func pemCerts(data []byte) []*x509.Certificate {
+	var out []*x509.Certificate
+	for {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			return out
+		}
+		if c, err := x509.ParseCertificate(b.Bytes); err == nil {
+			out = append(out, c)
+		}
+	}
+}
+
+// The Containerfile builds the same image: it exposes the same ports and
+// copies the CA roots to the same place.
+func TestContainerfileMatches(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/container/Containerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exposed []string
+	copiesRoots := false
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 1 && f[0] == "EXPOSE":
+			for _, p := range f[1:] {
+				exposed = append(exposed, p+"/tcp")
+			}
+		case len(f) == 4 && f[0] == "COPY" && f[3] == caRootsPath:
+			copiesRoots = true
+		}
+	}
+	if strings.Join(exposed, " ") != strings.Join(ports, " ") {
+		t.Errorf("the Containerfile exposes %v, cmd/ociimage %v", exposed, ports)
+	}
+	if !copiesRoots {
+		t.Errorf("the Containerfile copies no CA roots to %s", caRootsPath)
+	}
+}
+
+// Without CA roots on the build machine the image is not built, and the
+// message says what to install.
+func TestImageNeedsCARoots(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "lockproxy")
+	if err := os.WriteFile(bin, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := buildImage(bin, filepath.Join(dir, "missing.crt"), "v0", filepath.Join(dir, "image"))
+	if err == nil || !strings.Contains(err.Error(), "install ca-certificates, or give -ca-roots FILE") {
+		t.Fatalf("got %v", err)
+	}
 }

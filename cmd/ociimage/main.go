@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -18,21 +19,28 @@ import (
 // The image's settings: the Containerfile's, in one place.
 const (
 	binaryPath = "/lockproxy"
-	user       = "65532:65532"
+	// caRootsPath is where Go's crypto/x509 looks first for the system's
+	// CA roots on Linux: upstream.tls without ca_file checks Valkey's
+	// certificate against them.
+	caRootsPath = "/etc/ssl/certs/ca-certificates.crt"
+	user        = "65532:65532"
 )
 
 var (
 	entrypoint = []string{binaryPath}
 	cmd        = []string{"--config", "/etc/lockproxy/lockproxy.yaml"}
-	ports      = []string{"6380/tcp", "9121/tcp"}
+	// The client port (listen) and the metrics port (metrics.listen) the
+	// examples and manifests use.
+	ports = []string{"6380/tcp", "9380/tcp"}
 )
 
 func main() {
 	bin := flag.String("binary", "bin/lockproxy", "the static lockproxy binary")
 	version := flag.String("version", "dev", "the version label")
 	out := flag.String("out", "bin/image", "directory of the OCI image layout to write")
+	caRoots := flag.String("ca-roots", caRootsPath, "the CA roots bundle (PEM) to put at "+caRootsPath+" in the image (Debian: apt-get install ca-certificates)")
 	flag.Parse()
-	if err := buildImage(*bin, *version, *out); err != nil {
+	if err := buildImage(*bin, *caRoots, *version, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "ociimage:", err)
 		os.Exit(1)
 	}
@@ -47,10 +55,17 @@ type descriptor struct {
 	Platform    map[string]string `json:"platform,omitempty"`
 }
 
-func buildImage(binPath, version, out string) error {
+func buildImage(binPath, caRoots, version, out string) error {
 	bin, err := os.ReadFile(binPath)
 	if err != nil {
 		return err
+	}
+	roots, err := os.ReadFile(caRoots)
+	if err != nil {
+		return fmt.Errorf("the CA roots for %s: %w (install ca-certificates, or give -ca-roots FILE)", caRootsPath, err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(roots) {
+		return fmt.Errorf("the CA roots %s hold no PEM certificate", caRoots)
 	}
 	if err := os.MkdirAll(filepath.Join(out, "blobs", "sha256"), 0o755); err != nil {
 		return err
@@ -61,8 +76,9 @@ func buildImage(binPath, version, out string) error {
 		return "sha256:" + d, os.WriteFile(filepath.Join(out, "blobs", "sha256", d), data, 0o644)
 	}
 
-	// The layer: /lockproxy, owned by root, executable by all; a fixed time
-	// so the same binary gives the same digest.
+	// The layer: /lockproxy, owned by root, executable by all, and the CA
+	// roots, readable by all; a fixed time so the same files give the same
+	// digest.
 	var tarBuf bytes.Buffer
 	tw := tar.NewWriter(&tarBuf)
 	epoch := time.Unix(0, 0)
@@ -70,6 +86,17 @@ func buildImage(binPath, version, out string) error {
 		return err
 	}
 	if _, err := tw.Write(bin); err != nil {
+		return err
+	}
+	for _, d := range []string{"etc/", "etc/ssl/", "etc/ssl/certs/"} {
+		if err := tw.WriteHeader(&tar.Header{Name: d, Mode: 0o755, ModTime: epoch, Typeflag: tar.TypeDir}); err != nil {
+			return err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: caRootsPath[1:], Mode: 0o644, Size: int64(len(roots)), ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(roots); err != nil {
 		return err
 	}
 	if err := tw.Close(); err != nil {
