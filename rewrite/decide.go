@@ -148,6 +148,13 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	return d.generic(name, args, touches(args, keys), s)
 }
 
+// positive reports whether b is an integer above 0 as strconv reads it (a
+// superset of what Valkey's string2ll takes).
+func positive(b []byte) bool {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return err == nil && n > 0
+}
+
 func touches(args [][]byte, keys []keyspec.Key) []touch {
 	t := make([]touch, 0, len(keys))
 	for _, k := range keys {
@@ -203,6 +210,13 @@ func (d *Decider) own(key []byte) bool {
 		}
 	}
 	return false
+}
+
+// refuseUnsupported refuses a command on a protected key that lockproxy
+// does not understand as Valkey would (errUnsupported).
+func refuseUnsupported(name string, key []byte, r *policy.Rule, what, todo string) Plan {
+	reason := errUnsupported(name, key, r, what, todo)
+	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: name, Key: clone(key), Rule: r, Reason: reason}}}
 }
 
 func (d *Decider) refuseOwn(name string, key []byte) Plan {
@@ -265,10 +279,23 @@ func (d *Decider) index(key []byte) []byte { return IndexKey(key, d.Cluster) }
 // without a record of the lock).
 func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 	o := parseSet(args)
-	if !o.ok {
-		return Plan{} // Valkey answers the syntax error
-	}
 	key := args[1]
+	switch {
+	case o.nul:
+		// Valkey reads an option only up to a NUL byte; the scripts that
+		// run an acquisition read the options whole.
+		return refuseUnsupported("SET", key, r, "an option holds a NUL byte, which Valkey reads the option up to", "send the option without it")
+	case !o.ok:
+		// A syntax error by Valkey's own rules (setopts.go): Valkey
+		// refuses it and writes nothing.
+		return Plan{}
+	case o.exp > 0 && !positive(args[o.exp+1]):
+		// Valkey refuses the expiry's value (not a number, or not above
+		// 0) and writes nothing; the scripts' Lua would read it as no
+		// number. A number Valkey still refuses ("05", "+5") runs in the
+		// plan, whose SET answers Valkey's own error.
+		return Plan{}
+	}
 	owner := s.Owner(r)
 	if o.nx {
 		// The script's ARGV ends with the command's own arguments after

@@ -20,6 +20,9 @@ import (
 //	STALE         a fenced write with a superseded token (worded by the
 //	              Fenced script itself, which knows the numbers)
 //	LEASE         a lease longer than the rule's max_lease, or none
+//	UNSUPPORTED   a command on a lock key, a key a lock guards or one of
+//	              lockproxy's own keys that lockproxy cannot read exactly
+//	              as Valkey would (fail closed: never forwarded unread)
 //
 // And for scripts:
 //
@@ -116,3 +119,16 @@ func errFcallUnmonitored(fn string) string {
 // errRestoreUnread: a FUNCTION RESTORE payload with a right checksum that
 // lockproxy cannot read, so cannot put its monitor into.
 const errRestoreUnread = "ERR lockproxy refused FUNCTION RESTORE: its payload has a right checksum but is not one lockproxy can read (libraries' code as FUNCTION DUMP writes it), so it cannot put its monitor into the libraries; load each library with FUNCTION LOAD through lockproxy"
+
+// errUnsupported: a command on a protected key that lockproxy does not
+// understand exactly as Valkey would, refused rather than forwarded. r is
+// the rule of the key (nil: a guarded key or one of lockproxy's own).
+func errUnsupported(cmd string, key []byte, r *policy.Rule, what, todo string) string {
+	on := "lock key " + quoteKey(key)
+	if r != nil {
+		on += " (" + ruleName(r) + ")"
+	} else {
+		on = quoteKey(key) + ", a key lockproxy protects"
+	}
+	return "UNSUPPORTED lockproxy does not understand " + cmd + " on " + on + " as Valkey would, so it refuses it rather than forward it unchecked: " + what + "; " + todo
+}
