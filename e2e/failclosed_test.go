@@ -108,7 +108,13 @@ func TestFailClosedFunctionLoadReplaceReplace(t *testing.T) {
 		eq(t, d.Get(ctx, "v:lock").Val(), "victimtoken")
 	}
 	// An unknown option is Valkey's error, as it came.
-	eq(t, stranger.do("FUNCTION", "LOAD", "REPLACE", "NOPE", lib), string(d.Do(ctx, "FUNCTION", "LOAD", "REPLACE", "NOPE", lib).Err().Error()))
+	eq(t, stranger.do("FUNCTION", "LOAD", "REPLACE", "NOPE", lib), "-"+d.Do(ctx, "FUNCTION", "LOAD", "REPLACE", "NOPE", lib).Err().Error()+"\r\n")
+	// A FUNCTION RESTORE payload lockproxy cannot read, with a wrong
+	// checksum, is never sent: answered as Valkey answers it.
+	junk := "\xf5\xffnot a payload at all"
+	eq(t, stranger.do("FUNCTION", "RESTORE", junk), "-"+d.Do(ctx, "FUNCTION", "RESTORE", junk).Err().Error()+"\r\n")
+	eq(t, stranger.do("FUNCTION", "RESTORE", junk, "REPLACE"), "-"+d.Do(ctx, "FUNCTION", "RESTORE", junk, "REPLACE").Err().Error()+"\r\n")
+	eq(t, stranger.do("FUNCTION", "RESTORE", junk, "BAD"), "-"+d.Do(ctx, "FUNCTION", "RESTORE", junk, "BAD").Err().Error()+"\r\n")
 }
 
 // COPY ... DB, MOVE and MIGRATE of a lock or a guarded key are refused, as

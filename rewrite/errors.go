@@ -132,3 +132,7 @@ func errUnsupported(cmd string, key []byte, r *policy.Rule, what, todo string) s
 	}
 	return "UNSUPPORTED lockproxy does not understand " + cmd + " on " + on + " as Valkey would, so it refuses it rather than forward it unchecked: " + what + "; " + todo
 }
+
+// errRestoreChecksum is Valkey's answer to a FUNCTION RESTORE payload whose
+// checksum is wrong, given by lockproxy for one it cannot read either.
+const errRestoreChecksum = "ERR DUMP payload version or checksum are wrong"

@@ -129,3 +129,12 @@ func (o setOpts) expiryMS(args [][]byte) (ms int64, abs bool) {
 	}
 	return n, false
 }
+
+// cstr is b as Valkey compares an option word: a C string, up to its first
+// NUL byte.
+func cstr(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
