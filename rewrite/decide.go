@@ -105,6 +105,11 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 			return d.refuseOwn(cmd.Upper, args[k.Index])
 		}
 	}
+	if crossDB(cmd.Upper, args) {
+		if p, refused := d.refuseCrossDB(cmd.Upper, touches(args, keys), s); refused {
+			return p
+		}
+	}
 	// rule is the first lock key's rule; set, setnx and renew take it as
 	// their key's (they have one key, args[1]), instead of matching again.
 	var rule *policy.Rule
@@ -182,7 +187,52 @@ func (d *Decider) DecideKeys(args [][]byte, keys []keyspec.KeyWithFlags, s Sessi
 		}
 		touched = append(touched, touch{key: []byte(k.Key), flags: k.Flags})
 	}
+	if crossDB(name, args) {
+		if p, refused := d.refuseCrossDB(name, touched, s); refused {
+			return p
+		}
+	}
 	return d.generic(name, args, touched, s)
+}
+
+// crossDB reports whether a command (name upper case) writes its keys into
+// another database or server: MOVE, MIGRATE (the key is deleted here
+// unless COPY), COPY with a DB option (compared as Valkey's copyCommand
+// does, as a C string).
+func crossDB(name string, args [][]byte) bool {
+	switch name {
+	case "MOVE", "MIGRATE":
+		return true
+	case "COPY":
+		for _, a := range args[min(3, len(args)):] {
+			if resp.EqualFold(cstr(a), "db") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refuseCrossDB refuses a cross-database command that writes a lock key or
+// a key a lock guards, as the monitor refuses it inside a script: the
+// lock's owner records and fence are those of the database the command
+// runs in, where anyone may hold the same lock name.
+func (d *Decider) refuseCrossDB(name string, keys []touch, s Session) (Plan, bool) {
+	for _, k := range keys {
+		if !k.flags.Writes() {
+			continue
+		}
+		r := d.Rules.Match(k.key)
+		if r == nil && !(d.Rules.Fenced() && guarded(d.Rules, k.key)) {
+			continue
+		}
+		e := Effect{Kind: Refused, Command: name, Key: clone(k.key), Rule: r, Reason: errCrossDB(name, k.key, r)}
+		if r != nil {
+			e.Owner = s.Owner(r)
+		}
+		return Plan{Kind: Refuse, Err: e.Reason, Effects: []Effect{e}}, true
+	}
+	return Plan{}, false
 }
 
 type touch struct {

@@ -15,7 +15,9 @@ import (
 //	TOKENRELEASE  a blind release under `release: reject`
 //	LOCKED        a command that would overwrite or remove a lock
 //	              (SET without NX, GETSET, RENAME, FLUSHALL under on_flush: reject, ...)
-//	              or write one of lockproxy's own keys
+//	              or write one of lockproxy's own keys, or move a lock
+//	              or a guarded key to another database (COPY ... DB,
+//	              MOVE, MIGRATE)
 //	UNFENCED      a write to a guarded key without a grant of its lock
 //	STALE         a fenced write with a superseded token (worded by the
 //	              Fenced script itself, which knows the numbers)
@@ -136,3 +138,13 @@ func errUnsupported(cmd string, key []byte, r *policy.Rule, what, todo string) s
 // errRestoreChecksum is Valkey's answer to a FUNCTION RESTORE payload whose
 // checksum is wrong, given by lockproxy for one it cannot read either.
 const errRestoreChecksum = "ERR DUMP payload version or checksum are wrong"
+
+// errCrossDB: COPY ... DB, MOVE or MIGRATE of a lock or a guarded key.
+// r is the lock key's rule, nil for a guarded key.
+func errCrossDB(cmd string, key []byte, r *policy.Rule) string {
+	what := ", a key a lock guards"
+	if r != nil {
+		what = " (lock key, " + ruleName(r) + ")"
+	}
+	return fmt.Sprintf("LOCKED lockproxy refused %s on %s%s: it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check who holds the lock (its owner records and fence are this database's); write the key in the other database itself, through lockproxy, holding that database's lock", cmd, quoteKey(key), what)
+}
