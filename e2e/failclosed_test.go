@@ -166,3 +166,33 @@ func TestFailClosedFlushProbeIsOwnKey(t *testing.T) {
 	eq(t, d.Exists(ctx, probe).Val(), int64(0))
 	eq(t, c.do("GET", probe), "$-1\r\n") // reads pass
 }
+
+// The monitor reads a script's SET options as Valkey does: the value of an
+// expiry option is never an option (PX NX PX 1 is no NX), and an option is
+// read up to a NUL byte ("db\x00" is COPY's DB).
+func TestFailClosedScriptOptionsAsValkey(t *testing.T) {
+	e := newEnv(t, rulesOptions(t, `locks:
+  - pattern: "*:lock"
+  - pattern: "{*}:mutex"
+    fence:
+      counter: "{base}:fence"
+      guards: ["{base}:data"]
+      check: current
+      unfenced_writes: reject
+`))
+	d := e.direct()
+	victim, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, victim.do("SET", "v:lock", "victimtoken", "NX", "PX", "600000"), "+OK\r\n")
+	got := stranger.do("EVAL", "return redis.call('SET', KEYS[1], 'x', 'PX', 'NX', 'PX', '100000')", "1", "v:lock")
+	mustContain(t, got, "-NOTOWNER")
+	eq(t, d.Get(ctx, "v:lock").Val(), "victimtoken")
+
+	eq(t, victim.do("SET", "{o}:mutex", "B", "NX", "PX", "600000"), "+OK\r\n")
+	eq(t, victim.do("SET", "{o}:data", "fromB"), "+OK\r\n")
+	eq(t, stranger.do("SELECT", "1"), "+OK\r\n")
+	eq(t, stranger.do("SET", "{o}:mutex", "A", "NX", "PX", "600000"), "+OK\r\n")
+	eq(t, stranger.do("SET", "{o}:data", "fromA"), "+OK\r\n")
+	mustContain(t, stranger.do("EVAL", "return redis.call('COPY', KEYS[1], KEYS[1], 'db\\0', '0', 'REPLACE')", "1", "{o}:data"), "-LOCKED")
+	mustContain(t, stranger.do("COPY", "{o}:data", "{o}:data", "db\x00", "0", "REPLACE"), "-LOCKED")
+	eq(t, d.Get(ctx, "{o}:data").Val(), "fromB")
+}

@@ -243,11 +243,11 @@ type touch struct {
 // own reports whether key is one of lockproxy's own: a grant counter, an
 // owner records hash, the locks' index (index.go) or a WAIT's prime (by their suffixes, whatever the
 // rules say now: rules change on reload, the keys stay), the epoch hash
-// (EpochKey), or a fence counter
+// (EpochKey), the monitor's flush probe (FlushProbeKey), or a fence counter
 // of a rule and its hash of highest tokens. Clients may read them; a write
 // could make an old grant current again or erase a fence (or be erased).
 func (d *Decider) own(key []byte) bool {
-	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) || bytes.HasSuffix(key, []byte(indexSuffix)) || bytes.HasSuffix(key, []byte(epochSuffix)) || string(key) == EpochKey {
+	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) || bytes.HasSuffix(key, []byte(indexSuffix)) || bytes.HasSuffix(key, []byte(epochSuffix)) || string(key) == EpochKey || string(key) == FlushProbeKey {
 		return true
 	}
 	if !d.Rules.Fenced() {

@@ -75,7 +75,7 @@ func libraryMonitor(m *monitorRules) string {
 		return "{" + strings.Join(q, ", ") + "}"
 	}
 	// (The suffixes are tried only on a key that holds ":lockproxy:".)
-	own := []string{"key == " + luaQuote(EpochKey), "find(key, ':lockproxy:', 1, true) and (find(key, '" + suffixPattern(counterSuffix) + "') or find(key, '" + suffixPattern(recordsSuffix) + "') or find(key, '" + suffixPattern(waitSuffix) + "') or find(key, '" + suffixPattern(indexSuffix) + "') or find(key, '" + suffixPattern(epochSuffix) + "'))", "pm(key, PO)"}
+	own := []string{"key == " + luaQuote(EpochKey), "find(key, ':lockproxy:', 1, true) and (find(key, '" + suffixPattern(counterSuffix) + "') or find(key, '" + suffixPattern(recordsSuffix) + "') or find(key, '" + suffixPattern(waitSuffix) + "') or find(key, '" + suffixPattern(indexSuffix) + "') or find(key, '" + suffixPattern(epochSuffix) + "') or key == " + luaQuote(FlushProbeKey) + ")", "pm(key, PO)"}
 	core := strings.NewReplacer(
 		"@L@", "L",
 		"@FA@", "FA",
