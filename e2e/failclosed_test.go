@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockproxy/lockproxy/internal/valkeytest"
 )
 
 // Fail closed (issue 38): a command on a lock key, a key a lock guards or
@@ -195,4 +197,39 @@ func TestFailClosedScriptOptionsAsValkey(t *testing.T) {
 	mustContain(t, stranger.do("EVAL", "return redis.call('COPY', KEYS[1], KEYS[1], 'db\\0', '0', 'REPLACE')", "1", "{o}:data"), "-LOCKED")
 	mustContain(t, stranger.do("COPY", "{o}:data", "{o}:data", "db\x00", "0", "REPLACE"), "-LOCKED")
 	eq(t, d.Get(ctx, "{o}:data").Val(), "fromB")
+}
+
+// A write whose keys only Valkey can list (SORT ... STORE, MIGRATE ...
+// KEYS, a command lockproxy's table lacks) is decided on the keys Valkey
+// lists; when Valkey cannot be asked, it is refused, not forwarded.
+func TestFailClosedKeysOnlyValkeyKnows(t *testing.T) {
+	t.Run("store-nul", func(t *testing.T) {
+		e := newEnv(t, rulesOptions(t, failClosedRule))
+		d := e.direct()
+		victim, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
+		eq(t, victim.do("SET", "v:lock", "victimtoken", "NX", "PX", "600000"), "+OK\r\n")
+		eq(t, stranger.do("RPUSH", "src", "1"), ":1\r\n")
+		// Valkey's SORT reads "STORE\x00x" as STORE.
+		mustContain(t, stranger.do("SORT", "src", "STORE\x00x", "v:lock"), "-LOCKED")
+		eq(t, d.Get(ctx, "v:lock").Val(), "victimtoken")
+		// A command Valkey does not have either: its own error, as it came.
+		eq(t, stranger.do("NOSUCHCOMMAND", "v:lock"), "-"+d.Do(ctx, "NOSUCHCOMMAND", "v:lock").Err().Error()+"\r\n")
+	})
+	t.Run("getkeys-refused", func(t *testing.T) {
+		srv := valkeytest.Start(t)
+		const pw = "failclosed-pw"
+		if _, err := valkeytest.Do(srv.Addr, "ACL", "SETUSER", "lockproxy", "on", ">"+pw, "~*", "&*", "+@all", "-command|getkeysandflags"); err != nil {
+			t.Fatal(err)
+		}
+		e := &env{t: t, srv: srv}
+		opts := rulesOptions(t, failClosedRule)
+		opts.Upstream.Username, opts.Upstream.Password = "lockproxy", pw
+		e.startProxy(opts)
+		d := e.direct()
+		victim, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
+		eq(t, victim.do("SET", "v:lock", "victimtoken", "NX", "PX", "600000"), "+OK\r\n")
+		eq(t, stranger.do("RPUSH", "src", "1"), ":1\r\n")
+		mustContain(t, stranger.do("SORT", "src", "STORE", "v:lock"), "-UNSUPPORTED lockproxy refused SORT: only Valkey can list the keys it writes")
+		eq(t, d.Get(ctx, "v:lock").Val(), "victimtoken")
+	})
 }

@@ -78,7 +78,7 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	}
 	cmd := d.Table.Command(args)
 	if cmd == nil {
-		return Plan{} // unknown command: Valkey answers the error
+		return d.unknown(args)
 	}
 	if cmd.KeylessWrite() && isFlush(args[0]) {
 		return d.flush(args)
@@ -94,8 +94,10 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 			return Plan{} // only reads keys: nothing to protect, no round trip
 		}
 		return Plan{Kind: NeedKeys}
+	case keyspec.UnknownCommand:
+		return d.unknown(args) // no such subcommand in the table
 	default:
-		return Plan{} // arity error and such: Valkey answers
+		return Plan{} // an arity error: Valkey refuses it before it runs
 	}
 	if isScript(args[0]) || isScriptAdmin(args[0]) {
 		return d.script(args, keys, s)
@@ -168,13 +170,47 @@ func touches(args [][]byte, keys []keyspec.Key) []touch {
 	return t
 }
 
+// hasArg reports whether an argument after the name is word, compared as
+// Valkey compares an option (a C string, in any case: "STORE\x00x" is
+// SORT's STORE).
 func hasArg(args [][]byte, word string) bool {
 	for _, a := range args[1:] {
-		if resp.EqualFold(a, word) {
+		if resp.EqualFold(cstr(a), word) {
 			return true
 		}
 	}
 	return false
+}
+
+// unknown plans a command (or subcommand) that Valkey's command table, as
+// lockproxy read it, does not have. Valkey answers its error, unless it
+// has the command after all (a module loaded since the table was read),
+// when nothing here tells what it does to its keys: so when an argument
+// is a protected key (Protected), Valkey is asked for the keys (NeedKeys:
+// COMMAND GETKEYSANDFLAGS, which answers an error for a command it does
+// not have either, and the command is then forwarded for its error).
+func (d *Decider) unknown(args [][]byte) Plan {
+	for _, a := range args[1:] {
+		if d.Protected(a) {
+			return Plan{Kind: NeedKeys}
+		}
+	}
+	return Plan{}
+}
+
+// KeysUnknown is the plan for a command whose keys only Valkey can list
+// (NeedKeys) when asking it (COMMAND GETKEYSANDFLAGS) failed with err.
+// Valkey's own ERR answers (no key arguments, invalid arguments, no such
+// command, a wrong arity) mean the command names no key or fails as
+// sent: it is forwarded, for Valkey to answer. Anything else (an ACL
+// refusal of COMMAND, a connection lost) leaves its keys unknown:
+// refused, never forwarded unchecked.
+func KeysUnknown(args [][]byte, err error) Plan {
+	if strings.HasPrefix(err.Error(), "ERR ") {
+		return Plan{}
+	}
+	reason := errKeysUnknown(upper(args[0]), err.Error())
+	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: upper(args[0]), Reason: reason}}}
 }
 
 // DecideKeys plans a command whose keys Valkey listed (the NeedKeys path).

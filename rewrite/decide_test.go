@@ -165,7 +165,12 @@ func decideCases() []decideCase {
 		named(forward(), "DEL plain keys", "", "DEL", "p1", "p2"),
 		named(forward(), "EXPIRE plain", "", "EXPIRE", "p1", "10"),
 		named(forward(), "PING", "", "PING"),
-		named(forward(), "unknown command", "", "NOSUCHCMD", "resource:lock"),
+		named(forward(), "unknown command", "", "NOSUCHCMD", "plain"),
+		// An unknown command naming a protected key: only Valkey can tell
+		// whether it has it (a module's) and what it does to the key.
+		named(decideCase{kind: rewrite.NeedKeys}, "unknown command on a lock key", "", "NOSUCHCMD", "resource:lock"),
+		named(decideCase{kind: rewrite.NeedKeys}, "unknown subcommand on a lock key", "", "OBJECT", "NOSUCH", "resource:lock"),
+		named(decideCase{kind: rewrite.NeedKeys}, "SORT ... STORE with a NUL byte", "", "SORT", "plain", "STORE\x00x", "resource:lock"),
 		named(forward(), "arity error", "", "SET", "resource:lock"),
 
 		// Reads of a lock are left alone.

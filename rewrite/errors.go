@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/lockproxy/lockproxy/policy"
 )
@@ -147,4 +148,13 @@ func errCrossDB(cmd string, key []byte, r *policy.Rule) string {
 		what = " (lock key, " + ruleName(r) + ")"
 	}
 	return fmt.Sprintf("LOCKED lockproxy refused %s on %s%s: it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check who holds the lock (its owner records and fence are this database's); write the key in the other database itself, through lockproxy, holding that database's lock", cmd, quoteKey(key), what)
+}
+
+// errKeysUnknown: a write whose keys only Valkey can list (SORT ... STORE,
+// MIGRATE ... KEYS) when Valkey did not list them.
+func errKeysUnknown(cmd, why string) string {
+	if len(why) > 200 {
+		why = why[:200] + "..."
+	}
+	return fmt.Sprintf("UNSUPPORTED lockproxy refused %s: only Valkey can list the keys it writes, and asking it (COMMAND GETKEYSANDFLAGS) failed (%s), so lockproxy cannot tell whether it writes a lock; retry, and allow lockproxy's upstream user +command if the failure was NOPERM", cmd, strings.ReplaceAll(strings.ReplaceAll(why, "\r", " "), "\n", " "))
 }
