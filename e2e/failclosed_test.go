@@ -233,3 +233,12 @@ func TestFailClosedKeysOnlyValkeyKnows(t *testing.T) {
 		eq(t, d.Get(ctx, "v:lock").Val(), "victimtoken")
 	})
 }
+
+// SCRIPT DEBUG's mode is read as Valkey reads it (a C string): "YES\x00x"
+// turns the unchecked Lua debugger on as YES does, and is refused as YES is.
+func TestFailClosedScriptDebugMode(t *testing.T) {
+	e := newEnv(t, rulesOptions(t, failClosedRule))
+	c := dialRaw(t, e.addr)
+	mustContain(t, c.do("SCRIPT", "DEBUG", "YES\x00x"), "-LOCKED lockproxy refused SCRIPT DEBUG")
+	mustContain(t, c.do("SCRIPT", "DEBUG", "sync\x00"), "-LOCKED lockproxy refused SCRIPT DEBUG")
+}
