@@ -202,14 +202,21 @@ func (d *Decider) unknown(args [][]byte) Plan {
 // (NeedKeys) when asking it (COMMAND GETKEYSANDFLAGS) failed with err.
 // Valkey's own ERR answers (no key arguments, invalid arguments, no such
 // command, a wrong arity) mean the command names no key or fails as
-// sent: it is forwarded, for Valkey to answer. Anything else (an ACL
-// refusal of COMMAND, a connection lost) leaves its keys unknown:
-// refused, never forwarded unchecked.
+// sent: it is forwarded, for Valkey to answer. BUSY and LOADING are
+// answered as they came. Anything else (an ACL refusal of COMMAND, a
+// connection lost) leaves its keys unknown: refused, never forwarded
+// unchecked.
 func KeysUnknown(args [][]byte, err error) Plan {
-	if strings.HasPrefix(err.Error(), "ERR ") {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "ERR "):
 		return Plan{}
+	case strings.HasPrefix(msg, "BUSY ") || strings.HasPrefix(msg, "LOADING "):
+		// What Valkey would answer the command itself just now; not
+		// forwarded: by the time it arrived Valkey might run it.
+		return Plan{Kind: Refuse, Err: msg}
 	}
-	reason := errKeysUnknown(upper(args[0]), err.Error())
+	reason := errKeysUnknown(upper(args[0]), msg)
 	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: upper(args[0]), Reason: reason}}}
 }
 

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -15,5 +16,29 @@ func TestFlushProbeIsOwnKey(t *testing.T) {
 	d := &Decider{}
 	if !d.own([]byte(FlushProbeKey)) {
 		t.Errorf("Decider.own(%q) = false", FlushProbeKey)
+	}
+}
+
+// KeysUnknown: Valkey's ERR answers to COMMAND GETKEYSANDFLAGS forward
+// the command (it names no key, or Valkey refuses it too); BUSY and
+// LOADING are answered as they came; anything else is refused.
+func TestKeysUnknown(t *testing.T) {
+	args := [][]byte{[]byte("sort"), []byte("src"), []byte("STORE"), []byte("v:lock")}
+	for _, tc := range []struct {
+		err  string
+		kind Kind
+		want string
+	}{
+		{"ERR Invalid arguments specified for command", Forward, ""},
+		{"ERR The command has no key arguments", Forward, ""},
+		{"BUSY Valkey is busy running a script.", Refuse, "BUSY Valkey is busy running a script."},
+		{"LOADING Valkey is loading the dataset in memory", Refuse, "LOADING Valkey is loading the dataset in memory"},
+		{"NOPERM User lockproxy has no permissions to run the 'command|getkeysandflags' command", Refuse, "UNSUPPORTED lockproxy refused SORT: only Valkey can list the keys it writes"},
+		{"dial tcp 127.0.0.1:1: connect: connection refused", Refuse, "UNSUPPORTED lockproxy refused SORT"},
+	} {
+		p := KeysUnknown(args, errors.New(tc.err))
+		if p.Kind != tc.kind || !strings.HasPrefix(p.Err, tc.want) {
+			t.Errorf("%q: plan kind %d %q, want %d %q", tc.err, p.Kind, p.Err, tc.kind, tc.want)
+		}
 	}
 }
