@@ -1,5 +1,8 @@
 package rewrite
 
+// Fail closed (issue 38): lockproxy's own keys, and the keys only Valkey
+// can list.
+
 import (
 	"errors"
 	"strings"
