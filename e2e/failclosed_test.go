@@ -242,3 +242,45 @@ func TestFailClosedScriptDebugMode(t *testing.T) {
 	mustContain(t, c.do("SCRIPT", "DEBUG", "YES\x00x"), "-LOCKED lockproxy refused SCRIPT DEBUG")
 	mustContain(t, c.do("SCRIPT", "DEBUG", "sync\x00"), "-LOCKED lockproxy refused SCRIPT DEBUG")
 }
+
+// A stranger's SET of a held lock, with every list of up to three option
+// words from a pool (repeats, cases, values that look like options, bad
+// numbers, NUL bytes), sent plainly and from a script, never changes the
+// lock: its value and its lease stay the victim's.
+func TestFailClosedSetOptionListsOnHeldLock(t *testing.T) {
+	e := newEnv(t, rulesOptions(t, failClosedRule))
+	d := e.direct()
+	victim, stranger := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, victim.do("SET", "v:lock", "victimtoken", "NX", "PX", "600000"), "+OK\r\n")
+	words := []string{"NX", "xx", "GET", "keepttl", "PX", "ex", "PXAT", "EXAT", "100", "abc", "nx\x00", "PX\x00"}
+	var lists [][]string
+	var gen func(prefix []string, n int)
+	gen = func(prefix []string, n int) {
+		lists = append(lists, append([]string(nil), prefix...))
+		if n == 0 {
+			return
+		}
+		for _, w := range words {
+			gen(append(prefix, w), n-1)
+		}
+	}
+	gen(nil, 3)
+	const script = "return redis.pcall('SET', KEYS[1], 'x', unpack(ARGV))"
+	for _, l := range lists {
+		for _, viaScript := range []bool{false, true} {
+			if viaScript {
+				stranger.do(append([]string{"EVAL", script, "1", "v:lock"}, l...)...)
+			} else {
+				stranger.do(append([]string{"SET", "v:lock", "x"}, l...)...)
+			}
+			if v := d.Get(ctx, "v:lock").Val(); v != "victimtoken" {
+				t.Fatalf("SET v:lock x %q (script %v) from a stranger: the lock holds %q", l, viaScript, v)
+			}
+			if ttl := d.PTTL(ctx, "v:lock").Val().Milliseconds(); ttl < 500000 {
+				t.Fatalf("SET v:lock x %q (script %v) from a stranger: the lock's lease is %d ms", l, viaScript, ttl)
+			}
+		}
+	}
+	t.Logf("%d option lists, plain and scripted: the held lock unchanged", len(lists))
+	eq(t, victim.do("DEL", "v:lock"), ":1\r\n")
+}
