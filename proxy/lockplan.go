@@ -72,9 +72,9 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 			keys, err = s.p.getKeys(cmd.Args)
 		}
 		if err != nil {
-			// Valkey will refuse the command too (bad arguments), or is
-			// unreachable: either way there is no lock to protect.
-			plan = rewrite.Plan{}
+			// Valkey's ERR: it names no key, or Valkey refuses it too;
+			// anything else: refused (fail closed).
+			plan = rewrite.KeysUnknown(cmd.Args, err)
 		} else {
 			plan = d.DecideKeys(cmd.Args, keys, s)
 		}

@@ -78,7 +78,7 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	}
 	cmd := d.Table.Command(args)
 	if cmd == nil {
-		return Plan{} // unknown command: Valkey answers the error
+		return d.unknown(args)
 	}
 	if cmd.KeylessWrite() && isFlush(args[0]) {
 		return d.flush(args)
@@ -94,8 +94,10 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 			return Plan{} // only reads keys: nothing to protect, no round trip
 		}
 		return Plan{Kind: NeedKeys}
+	case keyspec.UnknownCommand:
+		return d.unknown(args) // no such subcommand in the table
 	default:
-		return Plan{} // arity error and such: Valkey answers
+		return Plan{} // an arity error: Valkey refuses it before it runs
 	}
 	if isScript(args[0]) || isScriptAdmin(args[0]) {
 		return d.script(args, keys, s)
@@ -103,6 +105,11 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	for _, k := range keys {
 		if k.Flags.Writes() && d.own(args[k.Index]) {
 			return d.refuseOwn(cmd.Upper, args[k.Index])
+		}
+	}
+	if crossDB(cmd.Upper, args) {
+		if p, refused := d.refuseCrossDB(cmd.Upper, touches(args, keys), s); refused {
+			return p
 		}
 	}
 	// rule is the first lock key's rule; set, setnx and renew take it as
@@ -148,6 +155,13 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	return d.generic(name, args, touches(args, keys), s)
 }
 
+// positive reports whether b is an integer above 0 as strconv reads it (a
+// superset of what Valkey's string2ll takes).
+func positive(b []byte) bool {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return err == nil && n > 0
+}
+
 func touches(args [][]byte, keys []keyspec.Key) []touch {
 	t := make([]touch, 0, len(keys))
 	for _, k := range keys {
@@ -156,13 +170,54 @@ func touches(args [][]byte, keys []keyspec.Key) []touch {
 	return t
 }
 
+// hasArg reports whether an argument after the name is word, compared as
+// Valkey compares an option (a C string, in any case: "STORE\x00x" is
+// SORT's STORE).
 func hasArg(args [][]byte, word string) bool {
 	for _, a := range args[1:] {
-		if resp.EqualFold(a, word) {
+		if resp.EqualFold(cstr(a), word) {
 			return true
 		}
 	}
 	return false
+}
+
+// unknown plans a command (or subcommand) that Valkey's command table, as
+// lockproxy read it, does not have. Valkey answers its error, unless it
+// has the command after all (a module loaded since the table was read),
+// when nothing here tells what it does to its keys: so when an argument
+// is a protected key (Protected), Valkey is asked for the keys (NeedKeys:
+// COMMAND GETKEYSANDFLAGS, which answers an error for a command it does
+// not have either, and the command is then forwarded for its error).
+func (d *Decider) unknown(args [][]byte) Plan {
+	for _, a := range args[1:] {
+		if d.Protected(a) {
+			return Plan{Kind: NeedKeys}
+		}
+	}
+	return Plan{}
+}
+
+// KeysUnknown is the plan for a command whose keys only Valkey can list
+// (NeedKeys) when asking it (COMMAND GETKEYSANDFLAGS) failed with err.
+// Valkey's own ERR answers (no key arguments, invalid arguments, no such
+// command, a wrong arity) mean the command names no key or fails as
+// sent: it is forwarded, for Valkey to answer. BUSY and LOADING are
+// answered as they came. Anything else (an ACL refusal of COMMAND, a
+// connection lost) leaves its keys unknown: refused, never forwarded
+// unchecked.
+func KeysUnknown(args [][]byte, err error) Plan {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "ERR "):
+		return Plan{}
+	case strings.HasPrefix(msg, "BUSY ") || strings.HasPrefix(msg, "LOADING "):
+		// What Valkey would answer the command itself just now; not
+		// forwarded: by the time it arrived Valkey might run it.
+		return Plan{Kind: Refuse, Err: msg}
+	}
+	reason := errKeysUnknown(upper(args[0]), msg)
+	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: upper(args[0]), Reason: reason}}}
 }
 
 // DecideKeys plans a command whose keys Valkey listed (the NeedKeys path).
@@ -175,7 +230,52 @@ func (d *Decider) DecideKeys(args [][]byte, keys []keyspec.KeyWithFlags, s Sessi
 		}
 		touched = append(touched, touch{key: []byte(k.Key), flags: k.Flags})
 	}
+	if crossDB(name, args) {
+		if p, refused := d.refuseCrossDB(name, touched, s); refused {
+			return p
+		}
+	}
 	return d.generic(name, args, touched, s)
+}
+
+// crossDB reports whether a command (name upper case) writes its keys into
+// another database or server: MOVE, MIGRATE (the key is deleted here
+// unless COPY), COPY with a DB option (compared as Valkey's copyCommand
+// does, as a C string).
+func crossDB(name string, args [][]byte) bool {
+	switch name {
+	case "MOVE", "MIGRATE":
+		return true
+	case "COPY":
+		for _, a := range args[min(3, len(args)):] {
+			if resp.EqualFold(cstr(a), "db") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refuseCrossDB refuses a cross-database command that writes a lock key or
+// a key a lock guards, as the monitor refuses it inside a script: the
+// lock's owner records and fence are those of the database the command
+// runs in, where anyone may hold the same lock name.
+func (d *Decider) refuseCrossDB(name string, keys []touch, s Session) (Plan, bool) {
+	for _, k := range keys {
+		if !k.flags.Writes() {
+			continue
+		}
+		r := d.Rules.Match(k.key)
+		if r == nil && !(d.Rules.Fenced() && guarded(d.Rules, k.key)) {
+			continue
+		}
+		e := Effect{Kind: Refused, Command: name, Key: clone(k.key), Rule: r, Reason: errCrossDB(name, k.key, r)}
+		if r != nil {
+			e.Owner = s.Owner(r)
+		}
+		return Plan{Kind: Refuse, Err: e.Reason, Effects: []Effect{e}}, true
+	}
+	return Plan{}, false
 }
 
 type touch struct {
@@ -186,11 +286,11 @@ type touch struct {
 // own reports whether key is one of lockproxy's own: a grant counter, an
 // owner records hash, the locks' index (index.go) or a WAIT's prime (by their suffixes, whatever the
 // rules say now: rules change on reload, the keys stay), the epoch hash
-// (EpochKey), or a fence counter
+// (EpochKey), the monitor's flush probe (FlushProbeKey), or a fence counter
 // of a rule and its hash of highest tokens. Clients may read them; a write
 // could make an old grant current again or erase a fence (or be erased).
 func (d *Decider) own(key []byte) bool {
-	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) || bytes.HasSuffix(key, []byte(indexSuffix)) || bytes.HasSuffix(key, []byte(epochSuffix)) || string(key) == EpochKey {
+	if bytes.HasSuffix(key, []byte(counterSuffix)) || bytes.HasSuffix(key, []byte(recordsSuffix)) || bytes.HasSuffix(key, []byte(waitSuffix)) || bytes.HasSuffix(key, []byte(indexSuffix)) || bytes.HasSuffix(key, []byte(epochSuffix)) || string(key) == EpochKey || string(key) == FlushProbeKey {
 		return true
 	}
 	if !d.Rules.Fenced() {
@@ -203,6 +303,13 @@ func (d *Decider) own(key []byte) bool {
 		}
 	}
 	return false
+}
+
+// refuseUnsupported refuses a command on a protected key that lockproxy
+// does not understand as Valkey would (errUnsupported).
+func refuseUnsupported(name string, key []byte, r *policy.Rule, what, todo string) Plan {
+	reason := errUnsupported(name, key, r, what, todo)
+	return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: name, Key: clone(key), Rule: r, Reason: reason}}}
 }
 
 func (d *Decider) refuseOwn(name string, key []byte) Plan {
@@ -265,10 +372,23 @@ func (d *Decider) index(key []byte) []byte { return IndexKey(key, d.Cluster) }
 // without a record of the lock).
 func (d *Decider) set(args [][]byte, r *policy.Rule, s Session) Plan {
 	o := parseSet(args)
-	if !o.ok {
-		return Plan{} // Valkey answers the syntax error
-	}
 	key := args[1]
+	switch {
+	case o.nul:
+		// Valkey reads an option only up to a NUL byte; the scripts that
+		// run an acquisition read the options whole.
+		return refuseUnsupported("SET", key, r, "an option holds a NUL byte, which Valkey reads the option up to", "send the option without it")
+	case !o.ok:
+		// A syntax error by Valkey's own rules (setopts.go): Valkey
+		// refuses it and writes nothing.
+		return Plan{}
+	case o.exp > 0 && !positive(args[o.exp+1]):
+		// Valkey refuses the expiry's value (not a number, or not above
+		// 0) and writes nothing; the scripts' Lua would read it as no
+		// number. A number Valkey still refuses ("05", "+5") runs in the
+		// plan, whose SET answers Valkey's own error.
+		return Plan{}
+	}
 	owner := s.Owner(r)
 	if o.nx {
 		// The script's ARGV ends with the command's own arguments after

@@ -165,7 +165,12 @@ func decideCases() []decideCase {
 		named(forward(), "DEL plain keys", "", "DEL", "p1", "p2"),
 		named(forward(), "EXPIRE plain", "", "EXPIRE", "p1", "10"),
 		named(forward(), "PING", "", "PING"),
-		named(forward(), "unknown command", "", "NOSUCHCMD", "resource:lock"),
+		named(forward(), "unknown command", "", "NOSUCHCMD", "plain"),
+		// An unknown command naming a protected key: only Valkey can tell
+		// whether it has it (a module's) and what it does to the key.
+		named(decideCase{kind: rewrite.NeedKeys}, "unknown command on a lock key", "", "NOSUCHCMD", "resource:lock"),
+		named(decideCase{kind: rewrite.NeedKeys}, "unknown subcommand on a lock key", "", "OBJECT", "NOSUCH", "resource:lock"),
+		named(decideCase{kind: rewrite.NeedKeys}, "SORT ... STORE with a NUL byte", "", "SORT", "plain", "STORE\x00x", "resource:lock"),
 		named(forward(), "arity error", "", "SET", "resource:lock"),
 
 		// Reads of a lock are left alone.
@@ -222,6 +227,18 @@ func decideCases() []decideCase {
 		named(forward(), "SET NX PX not a number", "", "SET", "resource:lock", "abc", "NX", "PX", "soon"),
 		named(forward(), "SET NX EX PX", "", "SET", "resource:lock", "abc", "NX", "EX", "1", "PX", "1"),
 		named(forward(), "SET NX unknown option", "", "SET", "resource:lock", "abc", "NX", "BOGUS"),
+		// Options repeated as Valkey allows them (setopts.go): an
+		// acquisition like any other, not forwarded.
+		named(acquire(res, "conn:alice", w("abc NX PX a PX 100"),
+			"Grant SET key=resource:lock rule=0 owner=conn:alice value=abc"),
+			"SET NX with a repeated PX", "", "SET", "resource:lock", "abc", "NX", "PX", "a", "PX", "100"),
+		named(refuse("UNSUPPORTED", "Refused SET key=resource:lock rule=0"),
+			"SET with a NUL byte in an option", "", "SET", "resource:lock", "abc", "NX\x00"),
+		named(refuse("LOCKED", "Refused COPY key={r}:data"),
+			"COPY ... DB onto a guarded key", "", "COPY", "{r}:data", "{r}:data", "DB", "0"),
+		named(refuse("LOCKED", "Refused MOVE key={r}:data"), "MOVE of a guarded key", "", "MOVE", "{r}:data", "1"),
+		named(forward(), "COPY ... DB of plain keys", "", "COPY", "p1", "p2", "DB", "1"),
+		named(refuse("LOCKED", "Refused SET key={lockproxy}:lockproxy:flush"), "the flush probe is lockproxy's", "", "SET", "{lockproxy}:lockproxy:flush", "1"),
 		// SETNX is the acquisition of old clients: the same script as
 		// SET ... NX (no lease), answering :1 or :0.
 		named(run(rewrite.Acquire, rewrite.SetNXReply, res, []string{"conn:bob", keep, "", "-1", "", idx, "x", "NX"},

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/lockproxy/lockproxy/policy"
 )
@@ -15,11 +16,16 @@ import (
 //	TOKENRELEASE  a blind release under `release: reject`
 //	LOCKED        a command that would overwrite or remove a lock
 //	              (SET without NX, GETSET, RENAME, FLUSHALL under on_flush: reject, ...)
-//	              or write one of lockproxy's own keys
+//	              or write one of lockproxy's own keys, or move a lock
+//	              or a guarded key to another database (COPY ... DB,
+//	              MOVE, MIGRATE)
 //	UNFENCED      a write to a guarded key without a grant of its lock
 //	STALE         a fenced write with a superseded token (worded by the
 //	              Fenced script itself, which knows the numbers)
 //	LEASE         a lease longer than the rule's max_lease, or none
+//	UNSUPPORTED   a command on a lock key, a key a lock guards or one of
+//	              lockproxy's own keys that lockproxy cannot read exactly
+//	              as Valkey would (fail closed: never forwarded unread)
 //
 // And for scripts:
 //
@@ -129,3 +135,39 @@ func errFcallUnmonitored(fn string) string {
 // errRestoreUnread: a FUNCTION RESTORE payload with a right checksum that
 // lockproxy cannot read, so cannot put its monitor into.
 const errRestoreUnread = "ERR lockproxy refused FUNCTION RESTORE: its payload has a right checksum but is not one lockproxy can read (libraries' code as FUNCTION DUMP writes it), so it cannot put its monitor into the libraries; load each library with FUNCTION LOAD through lockproxy"
+
+// errUnsupported: a command on a protected key that lockproxy does not
+// understand exactly as Valkey would, refused rather than forwarded. r is
+// the rule of the key (nil: a guarded key or one of lockproxy's own).
+func errUnsupported(cmd string, key []byte, r *policy.Rule, what, todo string) string {
+	on := "lock key " + quoteKey(key)
+	if r != nil {
+		on += " (" + ruleName(r) + ")"
+	} else {
+		on = quoteKey(key) + ", a key lockproxy protects"
+	}
+	return "UNSUPPORTED lockproxy does not understand " + cmd + " on " + on + " as Valkey would, so it refuses it rather than forward it unchecked: " + what + "; " + todo
+}
+
+// errRestoreChecksum is Valkey's answer to a FUNCTION RESTORE payload whose
+// checksum is wrong, given by lockproxy for one it cannot read either.
+const errRestoreChecksum = "ERR DUMP payload version or checksum are wrong"
+
+// errCrossDB: COPY ... DB, MOVE or MIGRATE of a lock or a guarded key.
+// r is the lock key's rule, nil for a guarded key.
+func errCrossDB(cmd string, key []byte, r *policy.Rule) string {
+	what := ", a key a lock guards"
+	if r != nil {
+		what = " (lock key, " + ruleName(r) + ")"
+	}
+	return fmt.Sprintf("LOCKED lockproxy refused %s on %s%s: it would move a lock or a key a lock guards to another database or server, where lockproxy cannot check who holds the lock (its owner records and fence are this database's); write the key in the other database itself, through lockproxy, holding that database's lock", cmd, quoteKey(key), what)
+}
+
+// errKeysUnknown: a write whose keys only Valkey can list (SORT ... STORE,
+// MIGRATE ... KEYS) when Valkey did not list them.
+func errKeysUnknown(cmd, why string) string {
+	if len(why) > 200 {
+		why = why[:200] + "..."
+	}
+	return fmt.Sprintf("UNSUPPORTED lockproxy refused %s: only Valkey can list the keys it writes, and asking it (COMMAND GETKEYSANDFLAGS) failed (%s), so lockproxy cannot tell whether it writes a lock; retry, and allow lockproxy's upstream user +command if the failure was NOPERM", cmd, strings.ReplaceAll(strings.ReplaceAll(why, "\r", " "), "\n", " "))
+}

@@ -130,6 +130,13 @@ const epochSuffix = ":lockproxy:epoch"
 // may read it, never write it.
 const EpochKey = "lockproxy:epoch"
 
+// FlushProbeKey is the key the monitor sets before a FLUSHALL inside a
+// script, to find the database the script runs in among those the flush
+// empties (monitor.lua's flushed), and deletes with the flush. It is
+// lockproxy's: a client that planted it would send the script on in
+// another database after the flush.
+const FlushProbeKey = "{lockproxy}:lockproxy:flush"
+
 // EpochShift is the count of low bits a token keeps for its count within
 // one epoch: the floor of epoch e is e << EpochShift.
 const EpochShift = 32

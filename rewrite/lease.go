@@ -1,11 +1,12 @@
 package rewrite
 
 import (
-	"strconv"
+	"math"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/valkeynum"
+
 	"github.com/lockproxy/lockproxy/policy"
-	"github.com/lockproxy/lockproxy/resp"
 )
 
 // A rule's max_lease bounds every lease its locks are given, not only an
@@ -36,17 +37,24 @@ func leaseEnd(name string, args [][]byte, now int64) (end int64, ok bool) {
 		if i >= len(args) {
 			return 0, false
 		}
-		n, err := strconv.ParseInt(string(args[i]), 10, 64)
-		return n, err == nil
+		return valkeynum.String2ll(args[i])
 	}
 	at := func(v int64, ok bool, unit int64, abs bool) (int64, bool) {
-		if !ok || v > (1<<62)/unit || v < -(1<<62)/unit {
-			return 0, false
+		if !ok || v > math.MaxInt64/unit || v < math.MinInt64/unit {
+			return 0, false // Valkey's error
 		}
-		if abs {
-			return max(v*unit, 1), true
+		v *= unit
+		switch {
+		case abs:
+			return max(v, 1), true
+		case v > math.MaxInt64-now:
+			// Past any max_lease; Valkey may call it an overflow, by a
+			// clock that need not be this one: refused either way.
+			return math.MaxInt64, true
+		case v < 0:
+			return 1, true // ends at once
 		}
-		return max(now+v*unit, 1), true
+		return max(now+v, 1), true
 	}
 	if e, ok := expireForms[name]; ok {
 		v, ok := num(2)
@@ -56,31 +64,24 @@ func leaseEnd(name string, args [][]byte, now int64) (end int64, ok bool) {
 	case "PERSIST":
 		return 0, true
 	case "SET", "GETEX":
-		first := 2
-		if name == "SET" {
-			first = 3
+		// As Valkey reads the options: the last expiry option is the one
+		// it applies (setopts.go).
+		o := parseSet(args)
+		if name == "GETEX" {
+			o = parseGetex(args)
 		}
-		for i := first; i < len(args); i++ {
-			switch {
-			case resp.EqualFold(args[i], "px"):
-				v, ok := num(i + 1)
-				return at(v, ok, 1, false)
-			case resp.EqualFold(args[i], "ex"):
-				v, ok := num(i + 1)
-				return at(v, ok, 1000, false)
-			case resp.EqualFold(args[i], "pxat"):
-				v, ok := num(i + 1)
-				return at(v, ok, 1, true)
-			case resp.EqualFold(args[i], "exat"):
-				v, ok := num(i + 1)
-				return at(v, ok, 1000, true)
-			case resp.EqualFold(args[i], "keepttl"):
-				return 0, false
-			case resp.EqualFold(args[i], "persist"):
-				return 0, true
+		switch {
+		case !o.ok:
+			return 0, false // Valkey's syntax error
+		case o.exp > 0:
+			if !o.expOK {
+				return 0, false // Valkey's error
 			}
-		}
-		if name == "SET" {
+			v, abs := o.expiryMS(args)
+			return at(v, true, 1, abs)
+		case o.persist:
+			return 0, true
+		case name == "SET" && !o.keepttl:
 			return 0, true // a SET without an expiry leaves none
 		}
 	}

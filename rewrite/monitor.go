@@ -220,11 +220,12 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	}
 	m := &monitorRules{}
 	// lockproxy's own keys: every one but the epoch hash holds
-	// ":lockproxy:" (see Decider.own).
+	// ":lockproxy:" (see Decider.own), the flush probe too.
 	hot := append([]string{"find(a, ':lockproxy:', 1, true)", "a == " + luaQuote(EpochKey)}, finds("a", locks)...)
 	hot = append(hot, finds("a", guards)...)
 	m.hot = or(append(hot, finds("a", owns)...))
 	own := []string{"key == " + luaQuote(EpochKey), "find(key, '" + suffixPattern(counterSuffix) + "')", "find(key, '" + suffixPattern(recordsSuffix) + "')", "find(key, '" + suffixPattern(waitSuffix) + "')", "find(key, '" + suffixPattern(indexSuffix) + "')", "find(key, '" + suffixPattern(epochSuffix) + "')"}
+	own = append(own, "key == "+luaQuote(FlushProbeKey))
 	m.own = "key == " + luaQuote(EpochKey) + " or find(key, ':lockproxy:', 1, true) and (" + or(own[1:]) + ")"
 	if len(owns) > 0 {
 		m.own += " or " + or(finds("key", owns))

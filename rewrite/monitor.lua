@@ -112,7 +112,8 @@ local function asked(lc, n, ...)
   if lc == 'set' or lc == 'getex' then
     for i = n, lc == 'set' and 4 or 3, -1 do
       local o = select(i, ...)
-      o = type(o) == 'string' and string.upper(o)
+      -- Valkey reads an option as a C string, up to a NUL byte.
+      o = type(o) == 'string' and string.upper(string.match(o, '^%Z*'))
       if o == 'PX' or o == 'EX' or o == 'PXAT' or o == 'EXAT' then
         local v = tonumber((select(i + 1, ...)))
         if not v then return false, now end
@@ -390,7 +391,7 @@ return function(n, ...)
   if lc == 'copy' then
     for i = 4, n do
       local a = select(i, ...)
-      if type(a) == 'string' and string.lower(a) == 'db' then xdb = true end
+      if type(a) == 'string' and string.lower(string.match(a, '^%Z*')) == 'db' then xdb = true end
     end
   end
   -- The first lock the call may change is noted in b1 ... px1, any other
@@ -432,15 +433,19 @@ return function(n, ...)
         local b = LB + 6 * (j - 1)
         local nx, how, v, px = lc == 'setnx', nil, nil, nil
         if lc == 'set' then
-          local get = false
-          for x = 4, n do
+          -- As Valkey reads SET's options: an expiry option takes the
+          -- next argument, whatever it is (PX NX PX 1 is no NX).
+          local get, x = false, 4
+          while x <= n do
             local a = select(x, ...)
             if type(a) == 'string' then
-              a = string.lower(a)
+              a = string.lower(string.match(a, '^%Z*'))
               if a == 'nx' then nx = true elseif a == 'get' then get = true
-              elseif a == 'px' then px = tonumber((select(x + 1, ...)))
-              elseif a == 'ex' then px = tonumber((select(x + 1, ...))) px = px and px * 1000 end
+              elseif a == 'px' then px = tonumber((select(x + 1, ...))) x = x + 1
+              elseif a == 'ex' then px = tonumber((select(x + 1, ...))) px = px and px * 1000 x = x + 1
+              elseif a == 'pxat' or a == 'exat' then x = x + 1 end
             end
+            x = x + 1
           end
           if nx and not get then how = 'nx' end
         elseif nx then

@@ -75,7 +75,7 @@ func libraryMonitor(m *monitorRules) string {
 		return "{" + strings.Join(q, ", ") + "}"
 	}
 	// (The suffixes are tried only on a key that holds ":lockproxy:".)
-	own := []string{"key == " + luaQuote(EpochKey), "find(key, ':lockproxy:', 1, true) and (find(key, '" + suffixPattern(counterSuffix) + "') or find(key, '" + suffixPattern(recordsSuffix) + "') or find(key, '" + suffixPattern(waitSuffix) + "') or find(key, '" + suffixPattern(indexSuffix) + "') or find(key, '" + suffixPattern(epochSuffix) + "'))", "pm(key, PO)"}
+	own := []string{"key == " + luaQuote(EpochKey), "find(key, ':lockproxy:', 1, true) and (find(key, '" + suffixPattern(counterSuffix) + "') or find(key, '" + suffixPattern(recordsSuffix) + "') or find(key, '" + suffixPattern(waitSuffix) + "') or find(key, '" + suffixPattern(indexSuffix) + "') or find(key, '" + suffixPattern(epochSuffix) + "') or key == " + luaQuote(FlushProbeKey) + ")", "pm(key, PO)"}
 	core := strings.NewReplacer(
 		"@L@", "L",
 		"@FA@", "FA",
@@ -157,17 +157,25 @@ func UnwrapLibrary(text string) (string, bool) {
 // (function_dump.go); err is the refusal of a payload lockproxy cannot
 // read whose checksum is right.
 func (d *Decider) Library(args [][]byte) ([][]byte, error) {
-	if !d.Active() || len(args) < 3 || len(args) > 4 || !resp.EqualFold(args[0], "function") {
+	if !d.Active() || len(args) < 3 || !resp.EqualFold(args[0], "function") {
 		return nil, nil
 	}
 	if resp.EqualFold(args[1], "restore") {
+		if len(args) > 4 {
+			return nil, nil // Valkey answers the syntax error
+		}
 		return d.restore(args)
 	}
 	if !resp.EqualFold(args[1], "load") {
 		return nil, nil
 	}
-	if len(args) == 4 && !resp.EqualFold(args[2], "replace") {
-		return nil, nil // Valkey answers the syntax error
+	// As Valkey's functionLoadCommand: any number of REPLACE words (each
+	// compared as a C string), then the code; any other word is its
+	// "Unknown option given" error, and nothing is loaded.
+	for _, a := range args[2 : len(args)-1] {
+		if !resp.EqualFold(cstr(a), "replace") {
+			return nil, nil
+		}
 	}
 	text, ok := MonitorLibrary(string(args[len(args)-1]), d.monitorRules())
 	if !ok {
@@ -183,15 +191,21 @@ func (d *Decider) Library(args [][]byte) ([][]byte, error) {
 // of the payload monitored for the rules in force. A payload whose
 // checksum is wrong is rewritten with a wrong one too, so that Valkey
 // refuses it in its own words (and a server that skips the check loads
-// it monitored); one lockproxy cannot read is refused when its checksum
-// is right, and sent as it came, for Valkey to refuse, when it is not.
+// it monitored); one lockproxy cannot read is never sent: refused when
+// its checksum is right, answered with Valkey's own checksum error when
+// it is not.
 func (d *Decider) restore(args [][]byte) ([][]byte, error) {
 	libs, version, sumOK, err := dumpLibraries(args[2])
 	if err != nil {
 		if sumOK {
 			return nil, errors.New(errRestoreUnread)
 		}
-		return nil, nil
+		if len(args) == 4 && !restorePolicy(args[3]) {
+			return nil, nil // Valkey answers the policy's error first
+		}
+		// Valkey's own answer (unless it skips the checksum check, when
+		// it might load what lockproxy cannot monitor: refused either way).
+		return nil, errors.New(errRestoreChecksum)
 	}
 	m := d.monitorRules()
 	for i, l := range libs {
@@ -203,6 +217,12 @@ func (d *Decider) restore(args [][]byte) ([][]byte, error) {
 	copy(out, args)
 	out[2] = dumpPayload(libs, version, !sumOK)
 	return out, nil
+}
+
+// restorePolicy reports whether p is a policy FUNCTION RESTORE takes.
+func restorePolicy(p []byte) bool {
+	p = cstr(p)
+	return resp.EqualFold(p, "append") || resp.EqualFold(p, "replace") || resp.EqualFold(p, "flush")
 }
 
 // fcallPlan runs FCALL of a function as its monitored registration,

@@ -36,10 +36,11 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 		if c != nil && len(args) == 3 && resp.EqualFold(args[1], "load") {
 			c.Learn(args[2])
 		}
-		if len(args) == 3 && resp.EqualFold(args[1], "debug") && (resp.EqualFold(args[2], "yes") || resp.EqualFold(args[2], "sync")) {
+		if len(args) == 3 && resp.EqualFold(args[1], "debug") && (resp.EqualFold(cstr(args[2]), "yes") || resp.EqualFold(cstr(args[2]), "sync")) {
 			// Valkey's Lua debugger runs whatever commands and Lua its
 			// client types, unmonitored, and its flag would stay on an
-			// upstream connection other clients' scripts share.
+			// upstream connection other clients' scripts share. (Valkey
+			// reads the mode as a C string: "YES\x00x" is YES.)
 			reason := errScriptDebug
 			return Plan{Kind: Refuse, Err: reason, Effects: []Effect{{Kind: Refused, Command: "SCRIPT", Reason: reason}}}
 		}
