@@ -116,3 +116,12 @@ func errFcallUnmonitored(fn string) string {
 // errRestoreUnread: a FUNCTION RESTORE payload with a right checksum that
 // lockproxy cannot read, so cannot put its monitor into.
 const errRestoreUnread = "ERR lockproxy refused FUNCTION RESTORE: its payload has a right checksum but is not one lockproxy can read (libraries' code as FUNCTION DUMP writes it), so it cannot put its monitor into the libraries; load each library with FUNCTION LOAD through lockproxy"
+
+// errGatedScript: a script's or function's call of a command that
+// reconfigures Valkey (commands.Table.Gated), under admin_commands admin
+// or refuse. cmd is the call's command and subcommand (the monitor puts
+// them in at run time). Code word NOADMIN, as the proxy's refusal of the
+// plain command.
+func errGatedScript(cmd string) string {
+	return "NOADMIN lockproxy refused " + cmd + " inside a script: it reconfigures Valkey, which a script or function run through lockproxy may not do (admin_commands); send it as a plain command after LOCKPROXY AUTH as an admin with role operate (admin_commands: admin), or to Valkey directly as its administrator"
+}

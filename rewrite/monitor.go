@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
 )
@@ -151,7 +152,9 @@ func (sh MonitorShape) extras() int { return 3 + 6*sh.Locks + sh.FenceArgs + sh.
 // guardish), and the flush check.
 type monitorRules struct {
 	hot, own, lock, guard, flush string
-	id                           string // a digest of the above, for the cache
+	// gate: the gate's Lua (gate.go), "" when calls are not gated.
+	gate string
+	id   string // a digest of the above, for the cache
 	// The rules' Lua patterns and flush mode, as a library's monitor
 	// takes them (monitor_lib.go).
 	locks, guards, owns []string
@@ -165,14 +168,34 @@ var monitorRulesCache sync.Map // monitorRulesKey → *monitorRules
 type monitorRulesKey struct {
 	rules *policy.Rules
 	flush policy.FlushPolicy
+	gate  *commands.Table // nil: no gate
 }
 
-func (d *Decider) monitorRules() *monitorRules {
-	k := monitorRulesKey{d.Rules, d.OnFlush}
+// monitorRules is the monitor's rules with the deployment's gate: a
+// library's (which a client may call around lockproxy).
+func (d *Decider) monitorRules() *monitorRules { return d.rulesWithGate(d.gateTable()) }
+
+// monitorRulesFor is a script's, run for session s: without the gate when
+// s may reconfigure Valkey.
+func (d *Decider) monitorRulesFor(s Session) *monitorRules {
+	g := d.gateTable()
+	if g != nil && mayReconfigure(s) {
+		g = nil
+	}
+	return d.rulesWithGate(g)
+}
+
+func (d *Decider) rulesWithGate(g *commands.Table) *monitorRules {
+	k := monitorRulesKey{d.Rules, d.OnFlush, g}
 	if m, ok := monitorRulesCache.Load(k); ok {
 		return m.(*monitorRules)
 	}
 	m := buildMonitorRules(d.Rules, d.OnFlush)
+	if g != nil {
+		m.gate = gateLua(g.GatedList())
+		sum := sha1.Sum([]byte(m.id + "\x00" + m.gate))
+		m.id = hex.EncodeToString(sum[:])
+	}
 	monitorRulesCache.Store(k, m)
 	return m
 }
@@ -304,6 +327,7 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@LOCK@", m.lock,
 		"@GUARD@", m.guard,
 		"@FLUSH@", m.flush,
+		"@GATE@", m.gate,
 		"@FNS@", monitorFns,
 		"@FENCE@", fnFence,
 		"@MARK@", fnMark,
@@ -395,7 +419,7 @@ var clusterRun = []byte("!")
 // without the protocol), then their keys.
 func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
 	sh, sargs, dur := d.monitorArgs(cmd, keys, argv, s)
-	w := monitored(body, clientSHA, sh, d.monitorRules())
+	w := monitored(body, clientSHA, sh, d.monitorRulesFor(s))
 	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply, Clue: monitorClue(sh, argv),
 		Durable: dur.d, DurableLocks: dur.locks}
 }

@@ -568,6 +568,9 @@ local function run(...)
   -- A GET only reads: it goes straight to Valkey, hot or not.
   local verb = ...
   if verb == 'get' or verb == 'GET' then return redis.pcall(...) end
+  -- A command that reconfigures Valkey is refused, hot or not, when the
+  -- deployment gates it (gate.go: empty otherwise).
+@GATE@
   local hot = false
 @FLUSH@
   if n > 17 then

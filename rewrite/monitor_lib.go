@@ -84,6 +84,7 @@ func libraryMonitor(m *monitorRules) string {
 		"@LOCK@", "pm(key, PL)",
 		"@GUARD@", "pm(key, PG)",
 		"@FLUSH@", "if FR then\n"+m.flushCheck+"\nelse\n"+m.flushAllow+"\nend",
+		"@GATE@", m.gate,
 		"@FNS@", monitorFns,
 		"@FENCE@", fnFence,
 		"@MARK@", fnMark,

@@ -1,0 +1,106 @@
+package rewrite
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/lockproxy/lockproxy/commands"
+)
+
+// The gate inside the monitor: a script's or function's call of a command
+// that reconfigures Valkey (commands.Table.Gated: CONFIG SET, ACL SETUSER,
+// CLUSTER DELSLOTS, ...) is refused (NOADMIN) before anything else is
+// looked at, hot or not. The monitor's list is generated from the command
+// table the proxy gates plain commands with (GatedList), so the two never
+// disagree. A script run for a session that may reconfigure Valkey
+// (GateSession) gets a monitor without the gate; a library's monitor,
+// which a client may call around lockproxy, always has it while the
+// deployment gates.
+
+// GateSession is what a Session implements when the gate may be open to
+// it: MayReconfigure reports whether its client may run the commands that
+// reconfigure Valkey (admin_commands: forward, or an admin logged in under
+// admin). A Session without it never may.
+type GateSession interface {
+	MayReconfigure() bool
+}
+
+func mayReconfigure(s Session) bool {
+	g, ok := s.(GateSession)
+	return ok && g.MayReconfigure()
+}
+
+// gateTable is the command table whose gated list the monitor refuses, or
+// nil when the deployment does not gate (admin_commands: forward).
+func (d *Decider) gateTable() *commands.Table {
+	if !d.Gate {
+		return nil
+	}
+	if d.Commands != nil {
+		return d.Commands
+	}
+	return commands.Fallback
+}
+
+// gateMaxLen is the longest command name the Lua gate looks up: a longer
+// call's verb is no gated command, and is not lower-cased.
+func gateMaxLen(list []string) int {
+	n := 0
+	for _, g := range list {
+		name, _, _ := strings.Cut(g, "|")
+		name, _, _ = strings.Cut(name, " ")
+		if len(name) > n {
+			n = len(name)
+		}
+	}
+	return n
+}
+
+// gateLua is the monitor's gate (monitor.lua's @GATE@) for a gated list:
+// GC, the names with a gated entry (a whole command or some of its
+// subcommands); GW, those gated whole; GS, the gated subcommands as
+// "container|sub", and "container|sub+word" for one gated with a word
+// after it (ACL LOG RESET). It runs in run, on the call's verb: one
+// string.lower and one plain find for a verb no longer than the longest
+// gated name. "" for no list.
+func gateLua(list []string) string {
+	if len(list) == 0 {
+		return ""
+	}
+	var gc, gw, gs strings.Builder
+	seen := map[string]bool{}
+	for _, sp := range []*strings.Builder{&gc, &gw, &gs} {
+		sp.WriteByte(' ')
+	}
+	for _, g := range list {
+		full, word, byArg := strings.Cut(g, " ")
+		name, _, isSub := strings.Cut(full, "|")
+		if !seen[name] {
+			seen[name] = true
+			gc.WriteString(name + " ")
+		}
+		switch {
+		case !isSub:
+			gw.WriteString(name + " ")
+		case byArg:
+			gs.WriteString(full + "+" + word + " ")
+		default:
+			gs.WriteString(full + " ")
+		}
+	}
+	pre, post, _ := strings.Cut(errGatedScript("\x01"), "\x01")
+	return `  if type(verb) == 'string' and #verb <= ` + strconv.Itoa(gateMaxLen(list)) + ` then
+    local lv = string.lower(verb)
+    if find(` + luaQuote(gc.String()) + `, ' ' .. lv .. ' ', 1, true) then
+      local c, s, a = nil, select(2, ...)
+      if find(` + luaQuote(gw.String()) + `, ' ' .. lv .. ' ', 1, true) then c = string.upper(lv)
+      elseif type(s) == 'string' or type(s) == 'number' then
+        local GS = ` + luaQuote(gs.String()) + `
+        s = string.lower(tostring(s))
+        if find(GS, ' ' .. lv .. '|' .. s .. ' ', 1, true) or type(a) == 'string' and find(GS, ' ' .. lv .. '|' .. s .. '+' .. string.lower(a) .. ' ', 1, true) then c = string.upper(lv .. ' ' .. s) end
+      end
+      if c then return {err = ` + luaQuote(pre) + ` .. c .. ` + luaQuote(post) + `} end
+    end
+  end
+`
+}
