@@ -142,6 +142,17 @@ func TestAdminCommandsInScripts(t *testing.T) {
 		got = c.do("EVAL", "return redis.pcall("+strings.TrimSuffix(strings.TrimPrefix(call, "redis.call("), ")")+")", "0")
 		mustContain(t, got, "-NOADMIN lockproxy refused "+word)
 	}
+	// Read-only scripts, which Valkey lets run CLUSTER DELSLOTS (it has
+	// no "write" flag): under the gate alone.
+	ro := "return redis.call('CLUSTER','DELSLOTS',1)"
+	mustContain(t, c.do("EVAL_RO", ro, "0"), "-NOADMIN lockproxy refused CLUSTER DELSLOTS")
+	mustContain(t, c.do("EVAL", "#!lua flags=no-writes\n"+ro, "0"), "-NOADMIN lockproxy refused CLUSTER DELSLOTS")
+	eq(t, c.do("SCRIPT", "LOAD", ro), bulk(sha1hex(ro)))
+	mustContain(t, c.do("EVALSHA_RO", sha1hex(ro), "0"), "-NOADMIN lockproxy refused CLUSTER DELSLOTS")
+	eq(t, c.do("SET", "v:k", "x", "NX", "PX", "60000"), "+OK\r\n")
+	eq(t, c.do("EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "v:k"), bulk("x"))
+	eq(t, c.do("EVALSHA_RO", sha1hex(ro), "0", "a1", "a2"), c.do("EVAL_RO", ro, "0"))
+	mustContain(t, c.do("EVAL_RO", "return redis.call('SET', KEYS[1], 'y')", "1", "v:k"), "-ERR Write commands are not allowed from read-only scripts")
 	// What does not reconfigure passes the gate: Valkey answers.
 	mustContain(t, c.do("EVAL", "return redis.call('CLUSTER','KEYSLOT','a')", "0"), "-ERR This instance has cluster support disabled")
 	eq(t, c.do("EVAL", "return redis.call('CONFIG','HELP')[1] ~= nil", "0"), ":1\r\n")
@@ -184,6 +195,8 @@ func TestAdminCommandsClusterScript(t *testing.T) {
 	mustContain(t, got, "-NOADMIN lockproxy refused CLUSTER DELSLOTS inside a script")
 	got = c.do("EVAL", "return redis.call('CLUSTER','MEET','127.0.0.1','1')", "0")
 	mustContain(t, got, "-NOADMIN lockproxy refused CLUSTER MEET inside a script")
+	got = c.do("EVAL_RO", "return redis.call('CLUSTER','DELSLOTS',"+slot+")", "1", "{w}x")
+	mustContain(t, got, "-NOADMIN lockproxy refused CLUSTER DELSLOTS inside a script")
 	after := slotMap(t, cl)
 	for s := 0; s < 16384; s++ {
 		a, _ := before.Primary(uint16(s))

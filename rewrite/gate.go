@@ -1,8 +1,11 @@
 package rewrite
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lockproxy/lockproxy/commands"
 )
@@ -103,4 +106,45 @@ func gateLua(list []string) string {
     end
   end
 `
+}
+
+// Read-only scripts (EVAL_RO, EVALSHA_RO of a known body, a body with
+// flags=no-writes) need no check of the lock rules: Valkey refuses their
+// writes. It does not refuse the admin CLUSTER subcommands there, which
+// carry no "write" flag (CLUSTER DELSLOTS runs from EVAL_RO). So while the
+// gate is in force for the session, such a script runs under a monitor
+// with the gate alone: no argument is hot, so no record is read or
+// written.
+
+var gateOnlyCache sync.Map // *commands.Table → *monitorRules
+
+// gateOnlyRules is the monitor's rules of a read-only script: the gate of
+// g, nothing hot.
+func gateOnlyRules(g *commands.Table) *monitorRules {
+	if m, ok := gateOnlyCache.Load(g); ok {
+		return m.(*monitorRules)
+	}
+	m := &monitorRules{hot: "false", own: "false", lock: "false", guard: "false", gate: gateLua(g.GatedList())}
+	sum := sha1.Sum([]byte("gate-only\x00" + m.gate))
+	m.id = hex.EncodeToString(sum[:])
+	gateOnlyCache.Store(g, m)
+	return m
+}
+
+// gateOnlyPlan runs a read-only script under the gate alone (ro: sent as
+// EVAL_RO), or is the zero Plan (forwarded as it came) when the session
+// is not gated or the script cannot reach Valkey.
+func (d *Decider) gateOnlyPlan(verb []byte, body scriptBody, sha string, keys, argv [][]byte, s Session, ro bool) Plan {
+	g := d.gateTable()
+	if g == nil || unmonitored(body) || mayReconfigure(s) {
+		return Plan{}
+	}
+	w := monitored(body, sha, MonitorShape{}, gateOnlyRules(g))
+	if ro {
+		w = &Script{Name: w.Name, Body: w.Body, SHA: w.SHA, Client: w.Client, RO: true}
+	}
+	run, known := d.Epoch.args()
+	args := make([][]byte, 0, len(argv)+3)
+	args = append(append(args, argv...), d.keep(), known, run)
+	return Plan{Kind: Run, Script: w, Keys: keys, Args: args, Shape: ScriptReply, Verb: verb}
 }
