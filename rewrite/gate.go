@@ -124,7 +124,7 @@ func gateOnlyRules(g *commands.Table) *monitorRules {
 	if m, ok := gateOnlyCache.Load(g); ok {
 		return m.(*monitorRules)
 	}
-	m := &monitorRules{hot: "false", own: "false", lock: "false", guard: "false", gate: gateLua(g.GatedList())}
+	m := &monitorRules{hot: "false", own: "false", lock: "false", guard: "false", gate: gateLua(g.GatedList()), ks: luaQuote(ksFallback)}
 	sum := sha1.Sum([]byte("gate-only\x00" + m.gate))
 	m.id = hex.EncodeToString(sum[:])
 	gateOnlyCache.Store(g, m)

@@ -154,7 +154,9 @@ type monitorRules struct {
 	hot, own, lock, guard, flush string
 	// gate: the gate's Lua (gate.go), "" when calls are not gated.
 	gate string
-	id   string // a digest of the above, for the cache
+	// ks: the fast table of keys, a Lua string (monitor_ks.go).
+	ks string
+	id string // a digest of the above, for the cache
 	// The rules' Lua patterns and flush mode, as a library's monitor
 	// takes them (monitor_lib.go).
 	locks, guards, owns []string
@@ -169,6 +171,7 @@ type monitorRulesKey struct {
 	rules *policy.Rules
 	flush policy.FlushPolicy
 	gate  *commands.Table // nil: no gate
+	table *keyspec.Table  // the key specs KS is made of
 }
 
 // monitorRules is the monitor's rules with the deployment's gate: a
@@ -186,16 +189,17 @@ func (d *Decider) monitorRulesFor(s Session) *monitorRules {
 }
 
 func (d *Decider) rulesWithGate(g *commands.Table) *monitorRules {
-	k := monitorRulesKey{d.Rules, d.OnFlush, g}
+	k := monitorRulesKey{d.Rules, d.OnFlush, g, d.Table}
 	if m, ok := monitorRulesCache.Load(k); ok {
 		return m.(*monitorRules)
 	}
 	m := buildMonitorRules(d.Rules, d.OnFlush)
 	if g != nil {
 		m.gate = gateLua(g.GatedList())
-		sum := sha1.Sum([]byte(m.id + "\x00" + m.gate))
-		m.id = hex.EncodeToString(sum[:])
 	}
+	m.ks = luaQuote(ksFor(d.Table))
+	sum := sha1.Sum([]byte(m.id + "\x00" + m.gate + "\x00" + m.ks))
+	m.id = hex.EncodeToString(sum[:])
 	monitorRulesCache.Store(k, m)
 	return m
 }
@@ -271,6 +275,7 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	} else {
 		m.flush = m.flushAllow
 	}
+	m.ks = luaQuote(ksFallback)
 	sum := sha1.Sum([]byte(m.hot + "\x00" + m.own + "\x00" + m.lock + "\x00" + m.guard + "\x00" + m.flush))
 	m.id = hex.EncodeToString(sum[:])
 	return m
@@ -328,6 +333,7 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@GUARD@", m.guard,
 		"@FLUSH@", m.flush,
 		"@GATE@", m.gate,
+		"@KS@", m.ks,
 		"@FNS@", monitorFns,
 		"@FENCE@", fnFence,
 		"@MARK@", fnMark,
