@@ -142,6 +142,17 @@ func TestAdminCommandsInScripts(t *testing.T) {
 		got = c.do("EVAL", "return redis.pcall("+strings.TrimSuffix(strings.TrimPrefix(call, "redis.call("), ")")+")", "0")
 		mustContain(t, got, "-NOADMIN lockproxy refused "+word)
 	}
+	// The monitor remembers each verb's name check: an allowed CLUSTER
+	// subcommand first does not let a gated one through after it; verbs
+	// that are no string reach Valkey, which answers as it does.
+	mustContain(t, c.do("EVAL", "redis.pcall('CLUSTER','KEYSLOT','a') redis.pcall('cluster','help') return redis.call('CLUSTER','DELSLOTS',1)", "0"),
+		"-NOADMIN lockproxy refused CLUSTER DELSLOTS")
+	for _, verb := range []string{"nil", "0/0", "{}", "1", "true"} {
+		body := "local r = redis.pcall(" + verb + ") return type(r) == 'table' and r.err or 'no error'"
+		eq(t, c.do("EVAL", body, "0"), dialRaw(t, e.srv.Addr).do("EVAL", body, "0"))
+	}
+	mustContain(t, c.do("EVAL", "pcall(redis.call, nil) pcall(redis.call, 0/0) pcall(redis.call, {}) return redis.call('Config','Set','x','y')", "0"),
+		"-NOADMIN lockproxy refused CONFIG SET")
 	// Read-only scripts, which Valkey lets run CLUSTER DELSLOTS (it has
 	// no "write" flag): under the gate alone.
 	ro := "return redis.call('CLUSTER','DELSLOTS',1)"

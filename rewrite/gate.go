@@ -59,16 +59,18 @@ func gateMaxLen(list []string) int {
 	return n
 }
 
-// gateLua is the monitor's gate (monitor.lua's @GATE@) for a gated list:
-// GC, the names with a gated entry (a whole command or some of its
-// subcommands); GW, those gated whole; GS, the gated subcommands as
+// gateLua is the monitor's gate (monitor.lua's @GATE@, in run, and
+// @GATEVARS@, before it) for a gated list, "" and "" for none. GC holds
+// the names with a gated entry (a whole command or some of its
+// subcommands); GW those gated whole; GS the gated subcommands as
 // "container|sub", and "container|sub+word" for one gated with a word
-// after it (ACL LOG RESET). It runs in run, on the call's verb: one
-// string.lower and one plain find for a verb no longer than the longest
-// gated name. "" for no list.
-func gateLua(list []string) string {
+// after it (ACL LOG RESET). GV remembers, per verb string, what the name
+// check found (false; the lower-case container; "!" and the name gated
+// whole), so that a script's calls cost one table read each after the
+// first of each verb: scripts call the same few verbs again and again.
+func gateLua(list []string) (vars, check string) {
 	if len(list) == 0 {
-		return ""
+		return "", ""
 	}
 	var gc, gw, gs strings.Builder
 	seen := map[string]bool{}
@@ -92,20 +94,28 @@ func gateLua(list []string) string {
 		}
 	}
 	pre, post, _ := strings.Cut(errGatedScript("\x01"), "\x01")
-	return `  if type(verb) == 'string' and #verb <= ` + strconv.Itoa(gateMaxLen(list)) + ` then
-    local lv = string.lower(verb)
-    if find(` + luaQuote(gc.String()) + `, ' ' .. lv .. ' ', 1, true) then
-      local c, s, a = nil, select(2, ...)
-      if find(` + luaQuote(gw.String()) + `, ' ' .. lv .. ' ', 1, true) then c = string.upper(lv)
-      elseif type(s) == 'string' or type(s) == 'number' then
-        local GS = ` + luaQuote(gs.String()) + `
-        s = string.lower(tostring(s))
-        if find(GS, ' ' .. lv .. '|' .. s .. ' ', 1, true) or type(a) == 'string' and find(GS, ' ' .. lv .. '|' .. s .. '+' .. string.lower(a) .. ' ', 1, true) then c = string.upper(lv .. ' ' .. s) end
-      end
-      if c then return {err = ` + luaQuote(pre) + ` .. c .. ` + luaQuote(post) + `} end
+	check = `  local gv = GV[verb]
+  if gv == nil and verb ~= nil then
+    gv = false
+    if type(verb) == 'string' and #verb <= ` + strconv.Itoa(gateMaxLen(list)) + ` then
+      local lv = string.lower(verb)
+      if find(` + luaQuote(gw.String()) + `, ' ' .. lv .. ' ', 1, true) then gv = '!' .. lv
+      elseif find(` + luaQuote(gc.String()) + `, ' ' .. lv .. ' ', 1, true) then gv = lv end
     end
+    if verb == verb then GV[verb] = gv end
+  end
+  if gv then
+    local c, s, a = nil, select(2, ...)
+    if string.sub(gv, 1, 1) == '!' then c = string.upper(string.sub(gv, 2))
+    elseif type(s) == 'string' or type(s) == 'number' then
+      local GS = ` + luaQuote(gs.String()) + `
+      s = string.lower(tostring(s))
+      if find(GS, ' ' .. gv .. '|' .. s .. ' ', 1, true) or type(a) == 'string' and find(GS, ' ' .. gv .. '|' .. s .. '+' .. string.lower(a) .. ' ', 1, true) then c = string.upper(gv .. ' ' .. s) end
+    end
+    if c then return {err = ` + luaQuote(pre) + ` .. c .. ` + luaQuote(post) + `} end
   end
 `
+	return "local GV = {}\n", check
 }
 
 // Read-only scripts (EVAL_RO, EVALSHA_RO of a known body, a body with
@@ -124,7 +134,8 @@ func gateOnlyRules(g *commands.Table) *monitorRules {
 	if m, ok := gateOnlyCache.Load(g); ok {
 		return m.(*monitorRules)
 	}
-	m := &monitorRules{hot: "false", own: "false", lock: "false", guard: "false", gate: gateLua(g.GatedList()), ks: luaQuote(ksFallback)}
+	m := &monitorRules{hot: "false", own: "false", lock: "false", guard: "false", ks: luaQuote(ksFallback)}
+	m.gateVars, m.gate = gateLua(g.GatedList())
 	sum := sha1.Sum([]byte("gate-only\x00" + m.gate))
 	m.id = hex.EncodeToString(sum[:])
 	gateOnlyCache.Store(g, m)

@@ -152,8 +152,9 @@ func (sh MonitorShape) extras() int { return 3 + 6*sh.Locks + sh.FenceArgs + sh.
 // guardish), and the flush check.
 type monitorRules struct {
 	hot, own, lock, guard, flush string
-	// gate: the gate's Lua (gate.go), "" when calls are not gated.
-	gate string
+	// gate, gateVars: the gate's Lua (gate.go), "" when calls are not
+	// gated.
+	gate, gateVars string
 	// ks: the fast table of keys, a Lua string (monitor_ks.go).
 	ks string
 	id string // a digest of the above, for the cache
@@ -195,7 +196,7 @@ func (d *Decider) rulesWithGate(g *commands.Table) *monitorRules {
 	}
 	m := buildMonitorRules(d.Rules, d.OnFlush)
 	if g != nil {
-		m.gate = gateLua(g.GatedList())
+		m.gateVars, m.gate = gateLua(g.GatedList())
 	}
 	m.ks = luaQuote(ksFor(d.Table))
 	sum := sha1.Sum([]byte(m.id + "\x00" + m.gate + "\x00" + m.ks))
@@ -333,6 +334,7 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@GUARD@", m.guard,
 		"@FLUSH@", m.flush,
 		"@GATE@", m.gate,
+		"@GATEVARS@", m.gateVars,
 		"@KS@", m.ks,
 		"@FNS@", monitorFns,
 		"@FENCE@", fnFence,

@@ -564,6 +564,7 @@ end
 -- run: the body's redis.pcall, and what its redis.call runs. A call goes
 -- straight to Valkey unless an argument is hot: a string (or number) that
 -- may name a lock, a key a lock guards, or one of lockproxy's own keys.
+@GATEVARS@
 local function run(...)
   local n = select('#', ...)
   -- A GET only reads: it goes straight to Valkey, hot or not.

@@ -85,6 +85,7 @@ func libraryMonitor(m *monitorRules) string {
 		"@GUARD@", "pm(key, PG)",
 		"@FLUSH@", "if FR then\n"+m.flushCheck+"\nelse\n"+m.flushAllow+"\nend",
 		"@GATE@", m.gate,
+		"@GATEVARS@", m.gateVars,
 		"@KS@", m.ks,
 		"@FNS@", monitorFns,
 		"@FENCE@", fnFence,
