@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -84,5 +85,32 @@ func TestGatedNoAlloc(t *testing.T) {
 	get := [][]byte{[]byte("GET"), []byte("k")}
 	if n := testing.AllocsPerRun(100, func() { Fallback.Gated(args); Fallback.Gated(get) }); n != 0 {
 		t.Errorf("Gated allocates %v times", n)
+	}
+}
+
+// TestGatedListDocumented: docs/operations.md prints the gated list (the
+// block after "<!-- gated-commands -->"), command for command.
+func TestGatedListDocumented(t *testing.T) {
+	raw, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(raw), "<!-- gated-commands -->\n```text\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/operations.md has no gated-commands block")
+	}
+	var doc []string
+	for _, f := range strings.Split(strings.ReplaceAll(block, "\n", " "), ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			doc = append(doc, f)
+		}
+	}
+	var want []string
+	for _, g := range Fallback.GatedList() {
+		want = append(want, strings.ToUpper(strings.ReplaceAll(g, "|", " ")))
+	}
+	if strings.Join(doc, ",") != strings.Join(want, ",") {
+		t.Errorf("docs/operations.md lists\n%q\nthe table gates\n%q", doc, want)
 	}
 }
