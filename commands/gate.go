@@ -95,11 +95,17 @@ func gatedFromTable(t *keyspec.Table) []string {
 // setGated fills c's gate maps from a list as gatedFromTable makes it.
 func (c *Table) setGated(list []string) {
 	c.gated = make(map[string]uint8, len(list))
+	c.gateHint = [25]uint32{}
 	c.gatedList = append([]string(nil), list...)
 	sort.Strings(c.gatedList)
 	for _, n := range list {
 		full, _, byArg := cut(n, ' ')
 		name, _, isSub := cut(full, '|')
+		if len(name) < len(c.gateHint) && name[0] >= 'a' && name[0] <= 'z' {
+			c.gateHint[len(name)] |= 1 << (name[0] - 'a')
+		} else {
+			c.gateHint[0] = ^uint32(0) // a name the hint cannot hold: every lookup goes to the map
+		}
 		switch {
 		case !isSub:
 			c.gated[name] = gateAll
@@ -128,6 +134,10 @@ func cut(s string, sep byte) (string, string, bool) {
 // or subcommand longer than any Valkey has is not gated: Valkey refuses
 // it. It does not allocate.
 func (c *Table) Gated(args [][]byte) bool {
+	// Most commands are ruled out by their length and first letter.
+	if n := len(args[0]); c.gateHint[0] == 0 && (n == 0 || n >= len(c.gateHint) || c.gateHint[n]&letterBit(args[0][0]) == 0) {
+		return false
+	}
 	var buf [48]byte
 	name, ok := Lower(buf[:24], args[0])
 	if !ok {
@@ -162,3 +172,13 @@ func (c *Table) Gated(args [][]byte) bool {
 // one argument as "acl|log reset". Read-only; the monitor's gate is made
 // of it (package rewrite), the docs print it.
 func (c *Table) GatedList() []string { return c.gatedList }
+
+// letterBit is a letter's bit in gateHint, in either case; 0 for another
+// byte.
+func letterBit(b byte) uint32 {
+	b |= 0x20
+	if b < 'a' || b > 'z' {
+		return 0
+	}
+	return 1 << (b - 'a')
+}

@@ -114,3 +114,25 @@ func TestGatedListDocumented(t *testing.T) {
 		t.Errorf("docs/operations.md lists\n%q\nthe table gates\n%q", doc, want)
 	}
 }
+
+// BenchmarkGated: the lookup the proxy adds to every command (GET, a
+// command with no gated entry; CONFIG GET, a container's subcommand).
+func BenchmarkGated(b *testing.B) {
+	get := [][]byte{[]byte("GET"), []byte("k")}
+	cfg := [][]byte{[]byte("CONFIG"), []byte("GET"), []byte("maxmemory")}
+	b.Run("GET", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			Fallback.Gated(get)
+		}
+	})
+	b.Run("CONFIG-GET", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			Fallback.Gated(cfg)
+		}
+	})
+	b.Run("Kind-GET", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			Fallback.Kind(get[0])
+		}
+	})
+}

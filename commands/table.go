@@ -22,6 +22,9 @@ type Table struct {
 	// lower-case name and container|sub; gatedList the same, sorted.
 	gated     map[string]uint8
 	gatedList []string
+	// gateHint: per name length, the first letters of gated names (bit
+	// 0 for a, ...); gateHint[0] set: no hint, every lookup is made.
+	gateHint [25]uint32
 }
 
 // Kind returns the kind of a command name in any letter case. It does not
