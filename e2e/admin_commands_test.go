@@ -232,3 +232,26 @@ func nodeCount(t *testing.T, cl *valkeytest.Cluster) int {
 	}
 	return len(strings.Split(strings.TrimSpace(out), "\n"))
 }
+
+// TestAdminCommandsReload: a reload puts a new admin_commands in force for
+// the next command of every connection, plain and scripted, and needs no
+// restart.
+func TestAdminCommandsReload(t *testing.T) {
+	const head = "listen: 0.0.0.0:6380\n" + gateRules
+	e, path := fileEnv(t, head+"admin_commands: refuse\n")
+	c := dialRaw(t, e.addr)
+	mustContain(t, c.do("CONFIG", "SET", "maxmemory-policy", "noeviction"), "-NOADMIN lockproxy refused CONFIG SET: it reconfigures Valkey, and admin_commands: refuse")
+	writeFile(t, path, head+"admin_commands: forward\n")
+	res, err := e.p.Reload()
+	if err != nil || len(res.Restart) != 0 {
+		t.Fatalf("reload: %v, restart needed for %q", err, res.Restart)
+	}
+	eq(t, c.do("CONFIG", "SET", "maxmemory-policy", "noeviction"), "+OK\r\n")
+	mustContain(t, c.do("EVAL", "return redis.call('CLUSTER','DELSLOTS',1)", "0"), "-ERR This instance has cluster support disabled")
+	writeFile(t, path, head)
+	if _, err := e.p.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, c.do("CONFIG", "SET", "maxmemory-policy", "noeviction"), "admin_commands: admin")
+	mustContain(t, c.do("EVAL", "return redis.call('CLUSTER','DELSLOTS',1)", "0"), "-NOADMIN")
+}
