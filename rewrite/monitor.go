@@ -56,12 +56,15 @@ import (
 //     Valkey's readonly-table error for redis and _G (Valkey's own
 //     setmetatable otherwise).
 
-// The check of a call (monitor.lua's run and mk): if no argument may name
-// a protected key (the rules' globs, lockproxy's own suffixes and fence
-// keys, as Lua patterns in the text), the call goes straight to Valkey,
-// and so does a GET, which only reads.
-// Otherwise COMMAND GETKEYSANDFLAGS says which arguments are keys and what
-// the call does to each; a write to
+// The check of a call (monitor.lua's run and mk): first, while the
+// deployment gates them (admin_commands), a command that reconfigures
+// Valkey is refused (NOADMIN, gate.go), whatever its arguments. Then, if
+// no argument may name a protected key (the rules' globs, lockproxy's own
+// suffixes and fence keys, as Lua patterns in the text), the call goes
+// straight to Valkey, and so does a GET, which only reads. Otherwise the
+// monitor's KS table (monitor_ks.go, from Valkey's key specs) or COMMAND
+// GETKEYSANDFLAGS says which arguments are keys and what the call does to
+// each; a write to
 //
 //   - one of lockproxy's own keys is refused (LOCKED);
 //   - a lock among KEYS passes if the lock is absent (an acquisition: the
