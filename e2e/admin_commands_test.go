@@ -85,6 +85,9 @@ func TestAdminCommandsRecipe(t *testing.T) {
 			mustContain(t, anon.do("ACL", "WHOAMI"), "lockproxy")
 			mustContain(t, anon.do("ACL", "LOG"), "*")
 			mustContain(t, anon.do("INFO", "server"), "redis_version")
+			mustContain(t, anon.do("SLOWLOG", "GET"), "*")
+			eq(t, anon.do("CLIENT", "NO-EVICT", "on"), "+OK\r\n") // lockproxy's own answer
+			mustContain(t, anon.do("CLIENT", "PAUSE", "10"), "-NOADMIN lockproxy refused CLIENT PAUSE")
 			// The recipe holds: a direct connection can do nothing.
 			mustContain(t, dialRaw(t, srv.Addr).do("DEL", "v:lock"), "-NOPERM")
 			eq(t, victim.do("GET", "v:lock"), bulk("victimtoken"))
