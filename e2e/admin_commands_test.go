@@ -173,11 +173,14 @@ func TestAdminCommandsInScripts(t *testing.T) {
 
 	lib := "#!lua name=gate\n" +
 		"redis.register_function('cfg', function(keys, args) return redis.call('CONFIG', 'SET', 'maxmemory', '1') end)\n" +
-		"redis.register_function('slots', function(keys, args) return redis.call('Cluster', 'DelSlots', 1) end)"
+		"redis.register_function('slots', function(keys, args) return redis.call('Cluster', 'DelSlots', 1) end)\n" +
+		"redis.register_function{function_name = 'ro', callback = function(keys, args) return redis.call('CLUSTER', 'DELSLOTS', 1) end, flags = {'no-writes'}}"
 	eq(t, c.do("FUNCTION", "LOAD", lib), bulk("gate"))
 	mustContain(t, c.do("FCALL", "cfg", "0"), "-NOADMIN lockproxy refused CONFIG SET")
 	mustContain(t, c.do("FCALL", "slots", "0"), "-NOADMIN lockproxy refused CLUSTER DELSLOTS")
+	mustContain(t, c.do("FCALL_RO", "ro", "0"), "-NOADMIN lockproxy refused CLUSTER DELSLOTS")
 	direct := dialRaw(t, e.srv.Addr)
+	mustContain(t, direct.do("FCALL_RO", "ro", "0"), "-NOADMIN lockproxy refused CLUSTER DELSLOTS")
 	mustContain(t, direct.do("FCALL", "cfg", "0"), "-NOADMIN lockproxy refused CONFIG SET")
 	mustContain(t, direct.do("FCALL", "slots", "0"), "-NOADMIN lockproxy refused CLUSTER DELSLOTS")
 	mustContain(t, direct.do("FCALL", "slots__lockproxy", "0"), "-NOADMIN lockproxy refused CLUSTER DELSLOTS")
