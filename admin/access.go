@@ -57,3 +57,16 @@ func (a *Admin) SetLogins(password string, users []config.AdminUser) {
 	a.logins.Store(NewLogins(password, users))
 	a.authed.Range(func(k, _ any) bool { a.authed.Delete(k); return true })
 }
+
+// MayOperate reports whether connection id may run what needs role
+// operate, by Denied's rule for a private operate subcommand (open where
+// no credentials are set and the proxy listens on loopback only), without
+// wording a refusal: the gate of the commands that reconfigure Valkey asks
+// it for every script (admin_commands: admin).
+func (a *Admin) MayOperate(id uint64) bool {
+	if a.logins.Load().Open() {
+		return a.o.Loopback
+	}
+	v, ok := a.authed.Load(id)
+	return ok && v.(login).role == config.AdminOperate
+}

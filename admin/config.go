@@ -14,7 +14,7 @@ import (
 // live only when the logger's level is a LevelVar.
 func liveSetting(key string, logLevelLive bool) bool {
 	switch {
-	case key == "locks" || strings.HasPrefix(key, "locks["), key == "on_flush", key == "keep_lapsed", key == "admin.password",
+	case key == "locks" || strings.HasPrefix(key, "locks["), key == "on_flush", key == "admin_commands", key == "keep_lapsed", key == "admin.password",
 		strings.HasPrefix(key, "admin.users["):
 		return true
 	case key == "log.level":

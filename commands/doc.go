@@ -17,15 +17,19 @@
 //     first argument its Sub, for the subcommands it treats one by one
 //     (SCRIPT KILL, CLIENT PAUSE, ...), under Valkey's own names;
 //   - whether it may block on the server and for how long it asked
-//     (Table.BlockingWait), and whether it has subcommands.
+//     (Table.BlockingWait), and whether it has subcommands;
+//   - whether it reconfigures Valkey (Table.Gated, by name and
+//     subcommand: Valkey's "admin" flag, but for the exemptions written
+//     out in gate.go), which admin_commands gates.
 //
-// The blocking commands, the subscribe family and the containers are
-// derived from Valkey's own command table (FromTable, over a
-// keyspec.Table), so that a command of a newer server or of a module is
-// treated right the day the server offers it; until one is loaded, and
-// when Valkey cannot be reached, Fallback says what valkey-server 8 and
-// redis-server 7.0 say, written out in one file (fallback.go). What the
-// proxy handles by name, which no flag describes, is on top of either.
+// The blocking commands, the subscribe family, the containers and the
+// gated commands are derived from Valkey's own command table (FromTable,
+// over a keyspec.Table), so that a command of a newer server or of a
+// module is treated right the day the server offers it; until one is
+// loaded, and when Valkey cannot be reached, Fallback says what
+// valkey-server 8 and redis-server 7.0 say, written out in one file
+// (fallback.go). What the proxy handles by name, which no flag describes,
+// is on top of either.
 // Lookups do not allocate; a Table is immutable.
 //
 // It must not do I/O, know sessions, connections, locks or the proxy's

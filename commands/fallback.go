@@ -16,6 +16,18 @@ var (
 	// fallbackContainers: the commands with subcommands that clients use.
 	fallbackContainers = []string{"client", "config", "script", "function", "object", "memory",
 		"xinfo", "acl", "cluster", "command", "latency", "module", "pubsub", "slowlog", "xgroup"}
+	// fallbackGated: the commands and subcommands that reconfigure
+	// Valkey, as gatedFromTable derives them from the "admin" flag.
+	fallbackGated = []string{"acl|deluser", "acl|dryrun", "acl|getuser", "acl|list", "acl|load",
+		"acl|log reset", "acl|save", "acl|setuser", "bgrewriteaof", "bgsave",
+		"client|pause", "client|unblock", "client|unpause",
+		"cluster|addslots", "cluster|addslotsrange", "cluster|bumpepoch", "cluster|delslots",
+		"cluster|delslotsrange", "cluster|failover", "cluster|flushslots", "cluster|forget",
+		"cluster|meet", "cluster|replicate", "cluster|reset", "cluster|saveconfig",
+		"cluster|set-config-epoch", "cluster|setslot",
+		"config|get", "config|resetstat", "config|rewrite", "config|set",
+		"debug", "failover", "latency|reset", "module|load", "module|loadex", "module|unload",
+		"pfdebug", "replicaof", "save", "shutdown", "slaveof", "slowlog|reset"}
 )
 
 // Facts the flags do not carry, kept by name whatever the table says.
@@ -26,4 +38,4 @@ var (
 )
 
 // Fallback is the command knowledge used until a table is loaded.
-var Fallback = fromLists(fallbackBlocking, fallbackSubscribe, fallbackContainers)
+var Fallback = fromLists(fallbackBlocking, fallbackSubscribe, fallbackContainers, fallbackGated)

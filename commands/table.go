@@ -18,6 +18,13 @@ type Table struct {
 	// containers: commands with subcommands, whose CLIENT LIST cmd field
 	// names the subcommand too (client|list).
 	containers map[string]bool
+	// gated: the commands that reconfigure Valkey (gate.go), by
+	// lower-case name and container|sub; gatedList the same, sorted.
+	gated     map[string]uint8
+	gatedList []string
+	// gateHint: per name length, the first letters of gated names (bit
+	// 0 for a, ...); gateHint[0] set: no hint, every lookup is made.
+	gateHint [25]uint32
 }
 
 // Kind returns the kind of a command name in any letter case. It does not
@@ -31,7 +38,7 @@ func (c *Table) Containers() map[string]bool { return c.containers }
 // Source is the Valkey table c was derived from; nil for Fallback.
 func (c *Table) Source() *keyspec.Table { return c.source }
 
-func fromLists(blocking, subscribe, containers []string) *Table {
+func fromLists(blocking, subscribe, containers, gated []string) *Table {
 	c := &Table{kinds: make(map[string]Kind, len(byName)+len(blocking)+len(subscribe)),
 		blocks: make(map[string]bool, len(blocking)), containers: make(map[string]bool, len(containers))}
 	for _, n := range blocking {
@@ -55,13 +62,15 @@ func fromLists(blocking, subscribe, containers []string) *Table {
 	for n, k := range byName {
 		c.kinds[n] = k
 	}
+	c.setGated(gated)
 	return c
 }
 
 // FromTable derives the same knowledge as Fallback from Valkey's table: a
 // command flagged "blocking" blocks, one flagged "pubsub" and "noscript" is
 // of the subscribe family, one with subcommands is a container;
-// blocksUnflagged and byName are added as in the fallback.
+// blocksUnflagged and byName are added as in the fallback; the gated
+// commands are those flagged "admin" (gate.go).
 func FromTable(t *keyspec.Table) *Table {
 	var blocking, subscribe, containers []string
 	t.Commands(func(c *keyspec.Command) bool {
@@ -81,7 +90,7 @@ func FromTable(t *keyspec.Table) *Table {
 			blocking = append(blocking, n)
 		}
 	}
-	c := fromLists(blocking, subscribe, containers)
+	c := fromLists(blocking, subscribe, containers, gatedFromTable(t))
 	c.source = t
 	return c
 }

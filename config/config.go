@@ -92,6 +92,17 @@ type Config struct {
 	// the client connected to, so cluster-aware clients use the proxy alone.
 	ClusterFace ClusterFace `yaml:"cluster_face"`
 
+	// admin_commands: who may run, through lockproxy, the commands that
+	// reconfigure Valkey (ACL SETUSER, CONFIG SET, REPLICAOF, CLUSTER
+	// DELSLOTS, ...; the list is derived from Valkey's "admin" flag,
+	// package commands), as plain commands and from scripts. admin (the
+	// default): a client logged in with LOCKPROXY AUTH as an admin with
+	// role operate, as for LOCKPROXY's operate subcommands (so everyone
+	// where those are open: no admin credentials and a loopback listen
+	// address); scripts and functions never. refuse: nobody. forward:
+	// everybody, as Valkey would.
+	AdminCommands AdminCommands `yaml:"admin_commands"`
+
 	Log      LogConfig      `yaml:"log"`
 	Upstream UpstreamConfig `yaml:"upstream"`
 	TLS      ListenerTLS    `yaml:"tls"`
@@ -255,10 +266,11 @@ type MetricsConfig struct {
 // accepted word. The words of lock policy (release, session, on_flush ...)
 // are package policy's.
 type (
-	LogLevel    string
-	LogFormat   string
-	AdminRole   string
-	ClusterFace string
+	LogLevel      string
+	LogFormat     string
+	AdminRole     string
+	ClusterFace   string
+	AdminCommands string
 )
 
 const (
@@ -277,6 +289,10 @@ const (
 
 	ClusterFaceHidden     ClusterFace = "hidden"      // CLUSTER commands answered as a standalone server
 	ClusterFaceSingleNode ClusterFace = "single_node" // ... as one node owning all 16384 slots
+
+	AdminCommandsAdmin   AdminCommands = "admin"   // only an admin of lockproxy's with role operate
+	AdminCommandsRefuse  AdminCommands = "refuse"  // nobody through lockproxy
+	AdminCommandsForward AdminCommands = "forward" // everybody, as Valkey would
 )
 
 // The accepted words of each enumeration, in the order messages list them.
@@ -285,6 +301,7 @@ var (
 	logFormats   = []LogFormat{LogText, LogJSON}
 	clusterFaces = []ClusterFace{ClusterFaceHidden, ClusterFaceSingleNode}
 	adminRoles   = []AdminRole{AdminRead, AdminOperate}
+	adminCmds    = []AdminCommands{AdminCommandsAdmin, AdminCommandsRefuse, AdminCommandsForward}
 )
 
 // Default returns the configuration an empty file gives: every default
@@ -316,6 +333,7 @@ func (c *Config) ApplyDefaults() {
 		setZero(&u.Addr, DefaultUpstreamAddr) // with seeds, addr stays unset: they exclude each other
 	}
 	setZero(&c.ClusterFace, ClusterFaceHidden)
+	setZero(&c.AdminCommands, AdminCommandsAdmin)
 	setZero(&u.PoolSize, DefaultPoolSize)
 	setZero(&u.DialTimeout, DefaultDialTimeout)
 	setZero(&u.ReplyTimeout, DefaultReplyTimeout)

@@ -200,8 +200,8 @@ func TestParseFull(t *testing.T) {
 		ProtoMaxBulkLen: 64 * KB, ClientQueryBufferLimit: 2 * MB, ClientOutputBufferLimit: 1 << 20,
 		MaxPipeline: 10, EventLoops: 3, BusyPoll: Duration(50 * time.Microsecond), GOMAXPROCS: 2,
 		ShutdownTimeout: Duration(90 * time.Second), ClientIdleTimeout: Duration(5 * time.Minute), KeepLapsed: Duration(2 * time.Minute),
-		ClusterFace: ClusterFaceHidden,
-		Log:         LogConfig{Level: LogDebug, Format: LogJSON, AuditMaxSize: 64 * MB, AuditKeep: 5},
+		ClusterFace: ClusterFaceHidden, AdminCommands: AdminCommandsAdmin,
+		Log: LogConfig{Level: LogDebug, Format: LogJSON, AuditMaxSize: 64 * MB, AuditKeep: 5},
 		Upstream: UpstreamConfig{
 			Addr: "valkey.internal:6390", Username: "proxy",
 			Password: "0123", // the text as written: a password is not a number

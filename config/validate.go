@@ -160,6 +160,7 @@ func (c *Config) validate(v *validator) {
 		checkAddr(v, "metrics.listen", c.Metrics.Listen, true)
 	}
 	oneOf(v, "on_flush", c.OnFlush, policy.FlushPolicies())
+	oneOf(v, "admin_commands", c.AdminCommands, adminCmds)
 	validateLocks(v, c)
 }
 

@@ -64,6 +64,8 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 	scriptcheck.UseTable(t) // key effects in scripts, from the same table
 	nd := *d
 	nd.Table = t
+	nd.Commands = commands.FromTable(t) // the gated list the monitor refuses (rewrite/gate.go)
+	p.known.Store(nd.Commands)
 	p.decider.Store(&nd)
 	return &nd
 }

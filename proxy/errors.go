@@ -148,3 +148,14 @@ func errClusterFaceOnly(sub string) string {
 func errWaitUnprimed(key, why string) string {
 	return fmt.Sprintf("ERR lockproxy could not make WAIT count this client's writes: Valkey refused the write of %s that comes first (%s), and WAIT would have counted none of them; allow this user to write keys matching *:lockproxy:wait", key, why)
 }
+
+// errGated: a command that reconfigures Valkey (commands.Table.Gated),
+// refused under admin_commands admin (the client is no admin of
+// lockproxy's with role operate) or refuse. Code word NOADMIN, lockproxy's
+// own (Valkey's NOPERM is about the upstream user's ACL).
+func errGated(cmd string, refuse bool) string {
+	if refuse {
+		return "NOADMIN lockproxy refused " + cmd + ": it reconfigures Valkey, and admin_commands: refuse lets no client of lockproxy run it; send it to Valkey directly as its administrator, or change admin_commands in the lockproxy config"
+	}
+	return "NOADMIN lockproxy refused " + cmd + ": it reconfigures Valkey, and admin_commands: admin lets only a client logged in to lockproxy as an admin with role operate run it; send LOCKPROXY AUTH with such an admin's credentials first (admin.users or admin.password), or send it to Valkey directly as its administrator"
+}

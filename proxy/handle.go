@@ -66,6 +66,9 @@ func (s *session) route(cmd resp.Command, k commands.Kind) bool {
 	if s.holds && s.sparesFirst() {
 		return true // a script call: the spares beside it (busyscript.go)
 	}
+	if s.gated(cmd) {
+		return true // a command that reconfigures Valkey (gate.go)
+	}
 	switch k {
 	case commands.Admin:
 		s.admin(cmd)

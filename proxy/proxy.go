@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/clients"
 	"github.com/lockproxy/lockproxy/commands"
+	"github.com/lockproxy/lockproxy/config"
 	"github.com/lockproxy/lockproxy/evloop"
 	"github.com/lockproxy/lockproxy/locks"
 	"github.com/lockproxy/lockproxy/resp"
@@ -68,11 +69,14 @@ type Proxy struct {
 	// pausedUntil: the end of a CLIENT PAUSE sent through the proxy, in
 	// Unix nanoseconds; 0 when none (pause.go).
 	pausedUntil atomic.Int64
-	tableMu     sync.Mutex
-	tableTried  time.Time
-	tableErr    error         // why the last load failed
-	side        *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
-	events      *telemetry.Ring
+	// adminCmds is admin_commands in force (gate.go): 0 admin, 1 refuse,
+	// 2 forward; a reload sets it.
+	adminCmds  atomic.Int32
+	tableMu    sync.Mutex
+	tableTried time.Time
+	tableErr   error         // why the last load failed
+	side       *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
+	events     *telemetry.Ring
 	// instance names this process in connection owners (conn:<instance>-<id>):
 	// new at every start, so no two instances, nor two runs of one, share one.
 	instance string
@@ -186,7 +190,9 @@ func New(opts Options) (*Proxy, error) {
 		p.startCluster()
 	}
 	p.requireAuth = p.probeAuth()
-	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.locks.Clue})
+	p.adminCmds.Store(adminCmdsCode(opts.AdminCommands))
+	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.locks.Clue,
+		Gate: opts.AdminCommands != config.AdminCommandsForward})
 	// The side client dials only when used: for the command table once
 	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.
 	p.side = redis.NewClient(&redis.Options{

@@ -15,7 +15,7 @@ import (
 type ReloadResult = admin.ReloadResult
 
 // Reload reads the configuration file again and, when it is valid, applies
-// its lock rules, on_flush, admin.password and admin.users (and log.level
+// its lock rules, on_flush, admin_commands, admin.password and admin.users (and log.level
 // when the logger's level is a LevelVar) to the next command of every
 // connection; no
 // connection is dropped. On any error the running configuration stays and the
@@ -57,6 +57,8 @@ func (p *Proxy) Reload() (ReloadResult, error) {
 	nd := *p.decider.Load()
 	wasActive := nd.Active()
 	nd.Rules, nd.OnFlush = rules, cfg.OnFlush
+	nd.Gate = cfg.AdminCommands != config.AdminCommandsForward
+	p.adminCmds.Store(adminCmdsCode(cfg.AdminCommands))
 	if p.opts.KeepLapsed == p.opts.Config.KeepLapsed.D() { // not overridden by Options
 		nd.Keep = rewrite.KeepArg(cfg.KeepLapsed.D())
 	}

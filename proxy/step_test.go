@@ -22,6 +22,8 @@ func stepProxy() *Proxy {
 	p.opts.Upstream.PoolSize = 2
 	p.opts.MaxPipeline = 1000
 	p.decider.Store(&rewrite.Decider{})
+	// admin_commands: forward; stepProxy has no admin to ask (gate.go).
+	p.adminCmds.Store(adminCmdsCode(config.AdminCommandsForward))
 	return p
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/resp"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
 	"github.com/lockproxy/lockproxy/scriptcheck"
@@ -52,6 +53,11 @@ type Decider struct {
 	// Clock reads the time for a lease change given as a time (PEXPIREAT,
 	// EXAT, ...) under a rule's max_lease (lease.go); nil: time.Now.
 	Clock func() time.Time
+	// Gate: scripts' and functions' calls of the commands that
+	// reconfigure Valkey are refused (gate.go; admin_commands admin or
+	// refuse), by the gated list of Commands (nil: commands.Fallback).
+	Gate     bool
+	Commands *commands.Table
 }
 
 // KeepArg is the scripts' keep_lapsed argument for a duration.

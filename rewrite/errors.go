@@ -171,3 +171,12 @@ func errKeysUnknown(cmd, why string) string {
 	}
 	return fmt.Sprintf("UNSUPPORTED lockproxy refused %s: only Valkey can list the keys it writes, and asking it (COMMAND GETKEYSANDFLAGS) failed (%s), so lockproxy cannot tell whether it writes a lock; retry, and allow lockproxy's upstream user +command if the failure was NOPERM", cmd, strings.ReplaceAll(strings.ReplaceAll(why, "\r", " "), "\n", " "))
 }
+
+// errGatedScript: a script's or function's call of a command that
+// reconfigures Valkey (commands.Table.Gated), under admin_commands admin
+// or refuse. cmd is the call's command and subcommand (the monitor puts
+// them in at run time). Code word NOADMIN, as the proxy's refusal of the
+// plain command.
+func errGatedScript(cmd string) string {
+	return "NOADMIN lockproxy refused " + cmd + " inside a script: it reconfigures Valkey, which a script or function run through lockproxy may not do (admin_commands); send it as a plain command after LOCKPROXY AUTH as an admin with role operate (admin_commands: admin), or to Valkey directly as its administrator"
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/policy"
 )
@@ -55,12 +56,15 @@ import (
 //     Valkey's readonly-table error for redis and _G (Valkey's own
 //     setmetatable otherwise).
 
-// The check of a call (monitor.lua's run and mk): if no argument may name
-// a protected key (the rules' globs, lockproxy's own suffixes and fence
-// keys, as Lua patterns in the text), the call goes straight to Valkey,
-// and so does a GET, which only reads.
-// Otherwise COMMAND GETKEYSANDFLAGS says which arguments are keys and what
-// the call does to each; a write to
+// The check of a call (monitor.lua's run and mk): first, while the
+// deployment gates them (admin_commands), a command that reconfigures
+// Valkey is refused (NOADMIN, gate.go), whatever its arguments. Then, if
+// no argument may name a protected key (the rules' globs, lockproxy's own
+// suffixes and fence keys, as Lua patterns in the text), the call goes
+// straight to Valkey, and so does a GET, which only reads. Otherwise the
+// monitor's KS table (monitor_ks.go, from Valkey's key specs) or COMMAND
+// GETKEYSANDFLAGS says which arguments are keys and what the call does to
+// each; a write to
 //
 //   - one of lockproxy's own keys is refused (LOCKED);
 //   - a lock among KEYS passes if the lock is absent (an acquisition: the
@@ -152,7 +156,12 @@ func (sh MonitorShape) extras() int { return 3 + 6*sh.Locks + sh.FenceArgs + sh.
 // guardish), and the flush check.
 type monitorRules struct {
 	hot, own, lock, guard, flush string
-	id                           string // a digest of the above, for the cache
+	// gate, gateVars: the gate's Lua (gate.go), "" when calls are not
+	// gated.
+	gate, gateVars string
+	// ks: the fast table of keys, a Lua string (monitor_ks.go).
+	ks string
+	id string // a digest of the above, for the cache
 	// The rules' Lua patterns and flush mode, as a library's monitor
 	// takes them (monitor_lib.go).
 	locks, guards, owns []string
@@ -166,14 +175,36 @@ var monitorRulesCache sync.Map // monitorRulesKey → *monitorRules
 type monitorRulesKey struct {
 	rules *policy.Rules
 	flush policy.FlushPolicy
+	gate  *commands.Table // nil: no gate
+	table *keyspec.Table  // the key specs KS is made of
 }
 
-func (d *Decider) monitorRules() *monitorRules {
-	k := monitorRulesKey{d.Rules, d.OnFlush}
+// monitorRules is the monitor's rules with the deployment's gate: a
+// library's (which a client may call around lockproxy).
+func (d *Decider) monitorRules() *monitorRules { return d.rulesWithGate(d.gateTable()) }
+
+// monitorRulesFor is a script's, run for session s: without the gate when
+// s may reconfigure Valkey.
+func (d *Decider) monitorRulesFor(s Session) *monitorRules {
+	g := d.gateTable()
+	if g != nil && mayReconfigure(s) {
+		g = nil
+	}
+	return d.rulesWithGate(g)
+}
+
+func (d *Decider) rulesWithGate(g *commands.Table) *monitorRules {
+	k := monitorRulesKey{d.Rules, d.OnFlush, g, d.Table}
 	if m, ok := monitorRulesCache.Load(k); ok {
 		return m.(*monitorRules)
 	}
 	m := buildMonitorRules(d.Rules, d.OnFlush)
+	if g != nil {
+		m.gateVars, m.gate = gateLua(g.GatedList())
+	}
+	m.ks = luaQuote(ksFor(d.Table))
+	sum := sha1.Sum([]byte(m.id + "\x00" + m.gate + "\x00" + m.ks))
+	m.id = hex.EncodeToString(sum[:])
 	monitorRulesCache.Store(k, m)
 	return m
 }
@@ -250,6 +281,7 @@ func buildMonitorRules(rules *policy.Rules, onFlush policy.FlushPolicy) *monitor
 	} else {
 		m.flush = m.flushAllow
 	}
+	m.ks = luaQuote(ksFallback)
 	sum := sha1.Sum([]byte(m.hot + "\x00" + m.own + "\x00" + m.lock + "\x00" + m.guard + "\x00" + m.flush))
 	m.id = hex.EncodeToString(sum[:])
 	return m
@@ -306,6 +338,9 @@ func MonitorBody(body string, sh MonitorShape, m *monitorRules) string {
 		"@LOCK@", m.lock,
 		"@GUARD@", m.guard,
 		"@FLUSH@", m.flush,
+		"@GATE@", m.gate,
+		"@GATEVARS@", m.gateVars,
+		"@KS@", m.ks,
 		"@FNS@", monitorFns,
 		"@FENCE@", fnFence,
 		"@MARK@", fnMark,
@@ -397,7 +432,7 @@ var clusterRun = []byte("!")
 // without the protocol), then their keys.
 func (d *Decider) monitorPlan(cmd string, body scriptBody, clientSHA string, keys, argv [][]byte, s Session) Plan {
 	sh, sargs, dur := d.monitorArgs(cmd, keys, argv, s)
-	w := monitored(body, clientSHA, sh, d.monitorRules())
+	w := monitored(body, clientSHA, sh, d.monitorRulesFor(s))
 	return Plan{Kind: Run, Script: w, Keys: keys, Args: sargs, Shape: ScriptReply, Clue: monitorClue(sh, argv),
 		Durable: dur.d, DurableLocks: dur.locks}
 }

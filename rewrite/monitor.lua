@@ -334,10 +334,11 @@ return function(n, ...)
   elseif lc == 'del' then w, p = 'w', '*'
   else
     -- The keys of common commands, so that they need no COMMAND
-    -- GETKEYSANDFLAGS: r (reads only: nothing to check) or w, then which
-    -- arguments are keys: 1 the first, * all, 2 every second. The commands
-    -- lock scripts use most come first: a lookup reads up to its entry.
-    local KS = ' get=r1 set=w1 del=w* pexpire=w1 expire=w1 unlink=w* exists=r* hget=r1 hset=w1 hdel=w1 incr=w1 hincrby=w1 pttl=r1 ttl=r1 setnx=w1 getset=w1 pexpireat=w1 expireat=w1 persist=w1 strlen=r1 getrange=r1 type=r1 expiretime=r1 pexpiretime=r1 mget=r* hmget=r1 hgetall=r1 hexists=r1 hlen=r1 hkeys=r1 hvals=r1 llen=r1 lrange=r1 lindex=r1 scard=r1 smembers=r1 sismember=r1 zscore=r1 zcard=r1 zrange=r1 zrangebyscore=r1 xlen=r1 setex=w1 psetex=w1 getdel=w1 getex=w1 incrby=w1 decr=w1 decrby=w1 incrbyfloat=w1 append=w1 setrange=w1 mset=w2 hsetnx=w1 hmset=w1 hincrbyfloat=w1 lpush=w1 rpush=w1 lpop=w1 rpop=w1 sadd=w1 srem=w1 zadd=w1 zrem=w1 zincrby=w1 xadd=w1 publish=n ping=n echo=n time=n '
+    -- GETKEYSANDFLAGS: r (reads only: nothing to check), n (no key) or w,
+    -- then which arguments are keys: 1 the first, * all, 2 every second.
+    -- Generated from Valkey's key specs (monitor_ks.go); the commands lock
+    -- scripts use most come first: a lookup reads up to its entry.
+    local KS = @KS@
     local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
     if ks then w, p = string.match(KS, '^(.)(.)', ks + #lc + 2) end
   end
@@ -605,11 +606,15 @@ end
 -- run: the body's redis.pcall, and what its redis.call runs. A call goes
 -- straight to Valkey unless an argument is hot: a string (or number) that
 -- may name a lock, a key a lock guards, or one of lockproxy's own keys.
+@GATEVARS@
 local function run(...)
   local n = select('#', ...)
   -- A GET only reads: it goes straight to Valkey, hot or not.
   local verb = ...
   if verb == 'get' or verb == 'GET' then return redis.pcall(...) end
+  -- A command that reconfigures Valkey is refused, hot or not, when the
+  -- deployment gates it (gate.go: empty otherwise).
+@GATE@
   local hot = false
 @FLUSH@
   if n > 17 then

@@ -105,10 +105,13 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 	case resp.EqualFold(name, "fcall"):
 		return d.fcallPlan(name, args[1], skeys, sargs, s)
 	case resp.EqualFold(name, "eval_ro"):
+		sha := ""
 		if c != nil {
-			c.Learn(args[1])
+			sha = c.Learn(args[1]).Report().SHA
+		} else if d.Gate {
+			sha = scriptcheck.Analyze(string(args[1])).SHA
 		}
-		return Plan{}
+		return d.gateOnlyPlan(name, scriptBody{b: args[1]}, sha, skeys, sargs, s, true)
 	case resp.EqualFold(name, "evalsha_ro"):
 		// Valkey may hold a script lockproxy ran under its monitor only
 		// as the monitored text, under another SHA1: a body lockproxy
@@ -117,6 +120,9 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 		// writes). One it does not know goes as it came: Valkey answers.
 		if c != nil {
 			if e := c.Lookup(args[1]); e != nil && e.Body() != "" {
+				if p := d.gateOnlyPlan(name, scriptBody{s: e.Body()}, e.SHA, skeys, sargs, s, true); p.Kind == Run {
+					return p // under the gate (gate.go)
+				}
 				sc := &Script{Name: "read-only " + e.SHA, Body: e.Body(), SHA: e.SHA, Client: e.SHA, RO: true}
 				return Plan{Kind: Run, Script: sc, Keys: skeys, Args: sargs, Shape: ScriptReply, Verb: name}
 			}
@@ -136,7 +142,7 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 // keeps (MONITOR shows it).
 func (d *Decider) monitorScript(verb []byte, cmd string, body scriptBody, sha string, keys, argv [][]byte, s Session) Plan {
 	if noWrites(body) || unmonitored(body) {
-		return Plan{}
+		return d.gateOnlyPlan(verb, body, sha, keys, argv, s, false)
 	}
 	p := d.monitorPlan(cmd, body, sha, keys, argv, s)
 	p.Verb = verb

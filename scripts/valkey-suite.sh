@@ -94,7 +94,9 @@ proxied_run() {
   valkey_start "$name"
   freeport
   pport=$port
-  printf 'listen: 127.0.0.1:%s\nupstream:\n  addr: 127.0.0.1:%s\nlocks:\n  - pattern: "*:lock"\n    release: rewrite\n' \
+  # admin_commands: forward: the suite reconfigures its server (CONFIG SET,
+  # DEBUG, ACL SETUSER, ...) as its administrator (docs/valkey-suite.md).
+  printf 'listen: 127.0.0.1:%s\nadmin_commands: forward\nupstream:\n  addr: 127.0.0.1:%s\nlocks:\n  - pattern: "*:lock"\n    release: rewrite\n' \
     "$pport" "$vport" >"$out/$name.yaml"
   "$LOCKPROXY" -config "$out/$name.yaml" >"$out/$name.log" 2>&1 &
   pids+=($!)
