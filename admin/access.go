@@ -58,15 +58,14 @@ func (a *Admin) SetLogins(password string, users []config.AdminUser) {
 	a.authed.Range(func(k, _ any) bool { a.authed.Delete(k); return true })
 }
 
-// MayOperate reports whether connection id may run what needs role
-// operate, by Denied's rule for a private operate subcommand (open where
-// no credentials are set and the proxy listens on loopback only), without
-// wording a refusal: the gate of the commands that reconfigure Valkey asks
-// it for every script (admin_commands: admin).
-func (a *Admin) MayOperate(id uint64) bool {
-	if a.logins.Load().Open() {
-		return a.o.Loopback
-	}
+// MayReconfigure reports whether connection id logged in (LOCKPROXY
+// AUTH) as an admin with role operate: the gate of the commands that
+// reconfigure Valkey asks it under admin_commands: admin, for plain
+// commands and scripts. Unlike Denied's rule for the operate subcommands,
+// a loopback listener without credentials opens nothing here: whoever
+// can reach lockproxy could otherwise reopen Valkey (ACL SETUSER), so
+// without credentials nobody may, and the refusal says how to allow it.
+func (a *Admin) MayReconfigure(id uint64) bool {
 	v, ok := a.authed.Load(id)
 	return ok && v.(login).role == config.AdminOperate
 }

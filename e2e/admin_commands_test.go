@@ -14,9 +14,8 @@ import (
 // The commands that reconfigure Valkey (admin_commands; the list is
 // commands.Table.Gated's, from Valkey's "admin" flag), as plain commands
 // and from scripts and functions. The proxy's listen address is not
-// loopback here, as in the README's recipe, so that an anonymous client is
-// no admin (on loopback without admin credentials everyone is, as for
-// LOCKPROXY's operate subcommands).
+// loopback here, as in the README's recipe; on loopback the gate is the
+// same (the loopback-closed case below).
 
 const gateRules = "locks:\n  - pattern: \"v:*\"\n"
 
@@ -28,6 +27,15 @@ func gateOptions(t *testing.T, mode config.AdminCommands, pw string) proxy.Optio
 	opts.Listen = "0.0.0.0:6380"
 	opts.Admin.Users = []config.AdminUser{{Name: "ops", Password: "ops-pw", Role: config.AdminOperate}}
 	opts.AdminCommands = mode
+	if mode == "" {
+		// What a configuration file without admin_commands means
+		// (config.Parse's default; the harness forwards an unset one).
+		cfg, err := config.Parse("default", []byte("listen: 127.0.0.1:6380\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.AdminCommands = cfg.AdminCommands
+	}
 	return opts
 }
 
@@ -106,11 +114,18 @@ func TestAdminCommandsRecipe(t *testing.T) {
 			mustContain(t, ops.do(probe...), "-NOADMIN")
 		})
 	}
-	// On loopback without admin credentials everyone who can connect is
-	// an admin of lockproxy's (as for LOCKPROXY RELOAD): the gate is open.
-	t.Run("loopback-open", func(t *testing.T) {
-		e := newEnv(t, rulesOptions(t, gateRules))
-		eq(t, dialRaw(t, e.addr).do("ACL", "SETUSER", "probe", "off"), "+OK\r\n")
+	// On loopback without admin credentials the LOCKPROXY operate
+	// subcommands are open, but the gate is not: whoever can reach
+	// lockproxy could reopen Valkey (a sidecar's application, make run's
+	// valkey-cli). Nobody may, and the refusal says how to allow it.
+	t.Run("loopback-closed", func(t *testing.T) {
+		opts := rulesOptions(t, gateRules)
+		opts.AdminCommands = config.AdminCommandsAdmin
+		e := newEnv(t, opts)
+		got := dialRaw(t, e.addr).do("ACL", "SETUSER", "probe", "off")
+		mustContain(t, got, "-NOADMIN lockproxy refused ACL SETUSER")
+		mustContain(t, got, "admin.users")
+		eq(t, dialRaw(t, e.srv.Addr).do("ACL", "GETUSER", "probe"), "$-1\r\n") // no such user
 	})
 }
 
@@ -203,6 +218,7 @@ func TestAdminCommandsInScripts(t *testing.T) {
 func TestAdminCommandsClusterScript(t *testing.T) {
 	opts := rulesOptions(t, gateRules)
 	opts.Listen = "0.0.0.0:6380"
+	opts.AdminCommands = config.AdminCommandsAdmin
 	e, cl := clusterEnv(t, opts)
 	before := slotMap(t, cl)
 	slot := strconv.Itoa(int(cluster.Slot([]byte("{w}x"))))

@@ -147,6 +147,13 @@ func (e *env) startProxy(opts proxy.Options) {
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
 	}
+	// Most tests act as Valkey's operator too (CONFIG SET, DEBUG SLEEP,
+	// CLIENT PAUSE through the proxy): a test that leaves admin_commands
+	// unset forwards them. The gate's own tests (admin_commands_test.go)
+	// set it, and config's tests check that a file without it means admin.
+	if opts.AdminCommands == "" {
+		opts.AdminCommands = config.AdminCommandsForward
+	}
 	p, err := proxy.New(opts)
 	if err != nil {
 		e.t.Fatal(err)

@@ -31,7 +31,7 @@ func adminCmdsCode(m config.AdminCommands) int32 {
 // MayReconfigure reports whether the session's client may run the
 // commands that reconfigure Valkey: everybody under forward, nobody under
 // refuse, under admin a connection logged in as an admin with role
-// operate (or every connection where the admin subcommands are open).
+// operate (admin.MayReconfigure: a loopback listener opens nothing).
 // rewrite.GateSession.
 func (s *session) MayReconfigure() bool {
 	switch s.p.adminCmds.Load() {
@@ -40,7 +40,7 @@ func (s *session) MayReconfigure() bool {
 	case 1:
 		return false
 	}
-	return s.p.ops.admin.MayOperate(s.id)
+	return s.p.ops.admin.MayReconfigure(s.id)
 }
 
 // gated refuses a plain command that reconfigures Valkey when the
