@@ -72,6 +72,13 @@ type session struct {
 	bconn *upstream.Conn
 	bbuf  []byte
 	bpend []upstream.Pend
+	// bmarks are bpend's commands' marks (cmdstats.go), queued in marks
+	// when flush numbers their replies.
+	bmarks []cmdMark
+	// cur is the mark of the command being handled; resumed: that command
+	// was put back (step.go) and keeps it.
+	cur     cmdMark
+	resumed bool
 	// last is the connection the session's last batch went to. In front
 	// of one primary, switching to another one waits for the replies owed
 	// on it first (see forwardRetry).
@@ -90,6 +97,10 @@ type session struct {
 	// held keeps the replies that came before it (package replies).
 	outSeq    uint64
 	held      replies.Held
+	// marks: one per reply owed, in sequence order, taken as the replies
+	// reach the output (cmdstats.go); framer splits a run of them.
+	marks     markQueue
+	framer    resp.Framer
 	gather    []byte // scratch for the replies written together
 	outClosed bool   // no more output: the client is gone or over its limit
 	writing   int    // bytes of a batch the writer goroutine took from out and is writing
@@ -384,6 +395,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 	}
 	s.bbuf = append(s.bbuf, raw...)
 	s.bpend = append(s.bpend, upstream.Pend{Sink: s, Hook: hook, Retry: retry, Mute: s.mute, Holds: s.holds, Route: s.clusterPend(raw), Fam: uint8(s.family)})
+	s.bmarks = append(s.bmarks, s.cur)
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -451,6 +463,7 @@ func (s *session) flush() {
 			s.bpend[i].Seq = s.seqNext
 			s.seqNext++
 		}
+		s.queueMarks(s.bmarks) // before Send: a reply may come at once
 	}
 	if !c.Send(s.bbuf, s.bpend, s.poller()) {
 		// The connection died before this batch left: nothing was sent, so
@@ -479,6 +492,7 @@ func (s *session) flush() {
 	}
 	clear(s.bpend)
 	s.bpend = s.bpend[:0]
+	s.bmarks = s.bmarks[:0]
 }
 
 // waitDrain blocks until at most le replies are outstanding. An event loop
@@ -538,6 +552,9 @@ func (s *session) owe() uint64 {
 	s.inflight.Add(1)
 	seq := s.seqNext
 	s.seqNext++
+	s.outMu.Lock()
+	s.marks.push(s.cur)
+	s.outMu.Unlock()
 	return seq
 }
 

@@ -90,7 +90,6 @@ var counters = NewTable([]Row[*Numbers]{
 			})
 		}},
 	{Metric: "command_errors_total", Help: "Error replies clients got, by command name and the error's code word (ERR, WRONGTYPE, NOTOWNER ..., other for a word not listed).", Labels: []string{"command", "code"},
-		Info: One("command_errors"),
 		Read: func(n *Numbers, e Emit) {
 			eachCommand(n, func(l int, name string) {
 				for c, code := range ErrorCodes {
@@ -101,7 +100,6 @@ var counters = NewTable([]Row[*Numbers]{
 			})
 		}},
 	{Metric: "command_duration_seconds", Help: "Time from a command's first byte read to its reply handed to the client's socket, as the client sees it, by command name.", Kind: KindHistogram, Labels: []string{"command"},
-		Info: One("command_latency"),
 		Hist: func(n *Numbers, e EmitHist) {
 			eachCommand(n, func(l int, name string) {
 				if h := n.PerCommand.Latency(l); h.Count > 0 {
@@ -109,7 +107,7 @@ var counters = NewTable([]Row[*Numbers]{
 				}
 			})
 		}},
-	{Metric: "slow_commands_total", Help: "Commands whose reply took at least slowlog.threshold (LOCKPROXY SLOWLOG keeps the newest).", Info: One("slow_commands"),
+	{Metric: "slow_commands_total", Help: "Commands whose reply took at least slowlog.threshold (LOCKPROXY SLOWLOG keeps the newest).",
 		Read: func(n *Numbers, e Emit) { e(n.SlowCommands) }},
 	{Metric: "certificate_not_after_timestamp_seconds", Help: "When each certificate in force expires (its notAfter, Unix seconds), by certificate: client-listener, client-ca, upstream-client, upstream-ca. Read at start and at each reload.", Kind: KindGauge, Labels: []string{"certificate"},
 		Read: func(n *Numbers, e Emit) {

@@ -80,6 +80,10 @@ func (l *SlowLog) Slow(d int64) bool {
 	return t >= 0 && d >= t
 }
 
+// Enabled reports whether any reply can be slow (the threshold is not
+// negative).
+func (l *SlowLog) Enabled() bool { return l.threshold.Load() >= 0 }
+
 // Add keeps e (its ID set here) and queues its log line without waiting.
 func (l *SlowLog) Add(e Slow) {
 	l.total.Add(1)
