@@ -38,7 +38,7 @@ func TestPerCommandMetrics(t *testing.T) {
 		`lockproxy_command_duration_seconds_count{command="get"}`:              4,
 		`lockproxy_command_duration_seconds_count{command="set"}`:              1,
 		`lockproxy_command_duration_seconds_count{command="unknown"}`:          1,
-		`lockproxy_command_duration_seconds_bucket{command="set",le="+Inf"}`:  1,
+		`lockproxy_command_duration_seconds_bucket{command="set",le="+Inf"}`:   1,
 		`lockproxy_command_duration_seconds_bucket{command="lpush",le="+Inf"}`: 1,
 	} {
 		if got := metric(t, m, series); got != want {

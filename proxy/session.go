@@ -95,8 +95,8 @@ type session struct {
 	out   replies.Queue
 	// outSeq is the sequence number of the reply the client gets next;
 	// held keeps the replies that came before it (package replies).
-	outSeq    uint64
-	held      replies.Held
+	outSeq uint64
+	held   replies.Held
 	// marks: one per reply owed, in sequence order, taken as the replies
 	// reach the output (cmdstats.go); framer splits a run of them.
 	marks     markQueue
