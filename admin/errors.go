@@ -55,6 +55,14 @@ func errAuthLimit(addr string, limit int, window, wait time.Duration) string {
 		addr, limit, window, (wait + time.Second - 1).Truncate(time.Second))
 }
 
+// Errors of LOCKPROXY SLOWLOG.
+
+const errSlowlogCount = "ERR LOCKPROXY SLOWLOG GET takes a count of -1 (every entry kept) or more, e.g. LOCKPROXY SLOWLOG GET 10"
+
+func errSlowlogSub(sub string) string {
+	return fmt.Sprintf("ERR unknown LOCKPROXY SLOWLOG subcommand '%s'; use GET [<count>], LEN or RESET", clip(sub, 64))
+}
+
 // Errors of LOCKPROXY AUDIT's options.
 
 const (
