@@ -43,6 +43,9 @@ func (p *Proxy) numbers(probe bool) *telemetry.Numbers {
 	}
 	n.PerCommand, n.CommandLabels = p.ops.perCmd, commands.LabelNames[:]
 	n.SlowCommands = p.ops.slow.Total()
+	if c := p.ops.certs.Load(); c != nil {
+		n.Certificates = *c
+	}
 	n.LockRules = int64(p.decider.Load().Rules.Len())
 	n.Locks = &p.ops.locks
 	n.AdminAuthFailures, n.AdminAuthLimited = p.ops.admin.AuthFailures.Load(), p.ops.admin.AuthLimited.Load()

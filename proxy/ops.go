@@ -40,6 +40,8 @@ type ops struct {
 	// label (commands.LabelOf; cmdstats.go); slow: the slow log.
 	perCmd *telemetry.CommandStats
 	slow   *telemetry.SlowLog
+	// certs: when each certificate in use expires (tlsconfig.go).
+	certs atomic.Pointer[[]telemetry.Count]
 
 	// Lock counters by rule and in total, and the owners waiting to
 	// acquire (lockhost.go).
