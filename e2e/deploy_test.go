@@ -3,12 +3,14 @@ package e2e_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -106,8 +108,18 @@ func checkQuery(t *testing.T, where, q string, series map[string][]string) []str
 // dashboard shows what an operator of a lock proxy looks at.
 func TestDeployQueriesUseExportedMetrics(t *testing.T) {
 	e := newEnv(t, rulesOptions(t, abRules+"  - pattern: \"{*}:mutex\"\n    fence:\n      counter: \"{base}:fence\"\n      guards: [\"{base}:*\"]\n"))
-	abStory(t, e)
+	a, _ := abStory(t, e)
+	mustContain(t, a.do("NOSUCHCOMMAND"), "-ERR") // an error reply: lockproxy_command_errors_total
 	series := exported(t, e)
+	// The certificate series come from a proxy that has a certificate.
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir, "listener", time.Now().Add(24*time.Hour))
+	withTLS, _ := fileEnv(t, fmt.Sprintf("tls:\n  cert_file: %s\n  key_file: %s\n", cert, key))
+	for name, labels := range exported(t, withTLS) {
+		if _, ok := series[name]; !ok {
+			series[name] = labels
+		}
+	}
 
 	// The rules: recording rules add series of their own.
 	raw, err := os.ReadFile(filepath.Join("..", "deploy", "prometheus", "lockproxy.rules.yml"))
