@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/commands"
+	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/lockproxy/lockproxy/telemetry"
 	"github.com/lockproxy/lockproxy/upstream"
 )
@@ -60,22 +61,54 @@ func (q *markQueue) pop() (cmdMark, bool) {
 }
 
 // beginCommand notes the command about to be handled: its label, and when
-// handling began, unless it is a command put back (step.go), which keeps
-// the time it was first handled.
+// it was read (readAt), unless it is a command put back (step.go), which
+// keeps the time it was first handled.
 func (s *session) beginCommand(args [][]byte) {
 	if s.resumed {
 		s.resumed = false
 		return
 	}
-	s.cur = cmdMark{start: upstream.MonoNow(), label: commands.LabelOf(args[0]), keys: -1, args: int32(len(args) - 1)}
+	if s.readAt == 0 {
+		s.readAt = upstream.MonoNow()
+	}
+	label := commands.LabelOf(args[0])
+	s.cur = cmdMark{start: s.readAt, label: label, keys: -1, args: int32(len(args) - 1)}
 	if s.p.ops.slow.Enabled() {
 		// Only the slow log names the keys' count: counted only while it
-		// is on.
-		if d := s.p.decider.Load(); d.Table != nil {
-			keys, _ := d.Table.Keys(args, s.keys[:0])
-			s.cur.keys = int16(min(len(keys), 1<<15-1))
+		// is on, by the command's key specs, looked up by label.
+		if t := s.p.decider.Load().Table; t != nil {
+			c := s.p.labelCommands(t).cmds[label]
+			if c != nil && c.Subcommands != nil {
+				c = t.Command(args)
+			}
+			if c != nil {
+				keys, _ := c.Keys(args, s.keys[:0])
+				s.cur.keys = int16(min(len(keys), 1<<15-1))
+			}
 		}
 	}
+}
+
+// labelCommands is a command table's command of each label (nil for
+// unknown and for names the server does not have).
+type labelCommands struct {
+	table *keyspec.Table
+	cmds  [commands.NumLabels]*keyspec.Command
+}
+
+// labelCommands is t's command of each label, made once per table.
+func (p *Proxy) labelCommands(t *keyspec.Table) *labelCommands {
+	if lc := p.byLabel.Load(); lc != nil && lc.table == t {
+		return lc
+	}
+	lc := &labelCommands{table: t}
+	for i, name := range commands.LabelNames {
+		if commands.Label(i) != commands.LabelUnknown {
+			lc.cmds[i] = t.Command([][]byte{[]byte(name)})
+		}
+	}
+	p.byLabel.Store(lc)
+	return lc
 }
 
 // protocolMark is the mark of the error answering a stream that is not

@@ -79,6 +79,10 @@ type session struct {
 	// was put back (step.go) and keeps it.
 	cur     cmdMark
 	resumed bool
+	// readAt is when the commands being handled were read (MonoNow): set
+	// once per round of an event loop (pump), and on a goroutine by the
+	// first command after each wait for input (beforeFill clears it).
+	readAt int64
 	// last is the connection the session's last batch went to. In front
 	// of one primary, switching to another one waits for the replies owed
 	// on it first (see forwardRetry).
@@ -205,6 +209,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 func (s *session) beforeFill() {
 	s.flush()
 	s.unclaim()
+	s.readAt = 0
 	s.lastActive.Store(time.Now().UnixNano())
 	idle := s.p.opts.ClientIdleTimeout.D()
 	switch {
