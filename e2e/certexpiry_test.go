@@ -43,6 +43,15 @@ func selfSigned(t *testing.T, dir, name string, notAfter time.Time) (certFile, k
 	return certFile, keyFile
 }
 
+// tlsListenerEnv is a proxy whose client listener has a certificate (valid
+// for a day): it serves the certificate series.
+func tlsListenerEnv(t *testing.T) *env {
+	t.Helper()
+	cert, key := selfSigned(t, t.TempDir(), "listener", time.Now().Add(24*time.Hour))
+	e, _ := fileEnv(t, fmt.Sprintf("tls:\n  cert_file: %s\n  key_file: %s\n", cert, key))
+	return e
+}
+
 // lockproxy_certificate_not_after_timestamp_seconds gives each certificate's
 // expiry, read at start and again at a reload that reads renewed files.
 func TestCertificateExpiryGauge(t *testing.T) {

@@ -3,14 +3,12 @@ package e2e_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -112,10 +110,7 @@ func TestDeployQueriesUseExportedMetrics(t *testing.T) {
 	mustContain(t, a.do("NOSUCHCOMMAND"), "-ERR") // an error reply: lockproxy_command_errors_total
 	series := exported(t, e)
 	// The certificate series come from a proxy that has a certificate.
-	dir := t.TempDir()
-	cert, key := selfSigned(t, dir, "listener", time.Now().Add(24*time.Hour))
-	withTLS, _ := fileEnv(t, fmt.Sprintf("tls:\n  cert_file: %s\n  key_file: %s\n", cert, key))
-	for name, labels := range exported(t, withTLS) {
+	for name, labels := range exported(t, tlsListenerEnv(t)) {
 		if _, ok := series[name]; !ok {
 			series[name] = labels
 		}
