@@ -265,16 +265,39 @@ const NumLabels = len(LabelNames)
 // maxLabelLen is the longest name in LabelNames.
 const maxLabelLen = 24
 
-var byLabel = func() map[string]Label {
-	m := make(map[string]Label, NumLabels)
+// labelSlots is an open-addressed table of the labels by the FNV-1a hash
+// of their name: a lookup hashes the lower-cased name once and compares
+// one or two names, cheaper than a map on every command's path. Its size
+// is a power of two at least four times the labels, so probes are short.
+const labelSlots = 1024
+
+var _ [labelSlots - 4*NumLabels]struct{} // room enough
+
+var bySlot = func() (t [labelSlots]Label) {
 	for i, n := range LabelNames {
 		if len(n) > maxLabelLen {
 			panic("commands: label longer than maxLabelLen: " + n)
 		}
-		m[n] = Label(i)
+		if i == int(LabelUnknown) {
+			continue
+		}
+		j := labelHash([]byte(n)) & (labelSlots - 1)
+		for t[j] != LabelUnknown {
+			j = (j + 1) & (labelSlots - 1)
+		}
+		t[j] = Label(i)
 	}
-	return m
+	return t
 }()
+
+func labelHash(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return h
+}
 
 // LabelOf is the label of a command name in any letter case. It does not
 // allocate.
@@ -284,5 +307,10 @@ func LabelOf(name []byte) Label {
 	if !ok {
 		return LabelUnknown
 	}
-	return byLabel[string(l)]
+	for j := labelHash(l) & (labelSlots - 1); ; j = (j + 1) & (labelSlots - 1) {
+		c := bySlot[j]
+		if c == LabelUnknown || LabelNames[c] == string(l) {
+			return c
+		}
+	}
 }
