@@ -57,3 +57,30 @@ func TestPerCommandMetrics(t *testing.T) {
 		t.Errorf("GET's latency sum is %v, want > 0", v)
 	}
 }
+
+// The latency is the client's: a BLPOP that waits 0.3 s on an empty list
+// is timed at 0.3 s or more (on its own connection, not a shared one's
+// round trip), and the default slow log (100ms) keeps it, with its key
+// count and no key.
+func TestClientSeenLatencyAndDefaultSlowlog(t *testing.T) {
+	e := newEnv(t, proxy.Options{})
+	r := dialRaw(t, e.addr)
+	r.do("LOCKPROXY", "CHECK", "x") // Valkey's command table read: keys are counted
+	eq(t, r.do("BLPOP", "empty-list-name", "0.3"), "*-1\r\n")
+	eq(t, r.do("GET", "k"), "$-1\r\n")
+
+	m := metrics(t, e)
+	eq(t, metric(t, m, `lockproxy_command_duration_seconds_count{command="blpop"}`), float64(1))
+	eq(t, metric(t, m, `lockproxy_command_duration_seconds_bucket{command="blpop",le="0.25"}`), float64(0))
+	if s := metric(t, m, `lockproxy_command_duration_seconds_sum{command="blpop"}`); s < 0.3 {
+		t.Errorf("BLPOP timed at %v s, want at least the 0.3 s it waited", s)
+	}
+	if n := metric(t, m, "lockproxy_slow_commands_total"); n < 1 {
+		t.Errorf("slow_commands_total = %v, want the BLPOP at least", n)
+	}
+	got := r.do("LOCKPROXY", "SLOWLOG", "GET", "-1")
+	mustContain(t, got, bulk("blpop")+bulk("keys=1")+bulk("args=2"))
+	if strings.Contains(got, "empty-list-name") {
+		t.Errorf("SLOWLOG names the key: %q", got)
+	}
+}
