@@ -15,7 +15,7 @@ import (
 func liveSetting(key string, logLevelLive bool) bool {
 	switch {
 	case key == "locks" || strings.HasPrefix(key, "locks["), key == "on_flush", key == "admin_commands", key == "keep_lapsed", key == "admin.password",
-		strings.HasPrefix(key, "admin.users["):
+		strings.HasPrefix(key, "admin.users["), strings.HasPrefix(key, "slowlog."):
 		return true
 	case key == "log.level":
 		return logLevelLive

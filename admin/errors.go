@@ -55,6 +55,28 @@ func errAuthLimit(addr string, limit int, window, wait time.Duration) string {
 		addr, limit, window, (wait + time.Second - 1).Truncate(time.Second))
 }
 
+// The metrics endpoint's admin pages (httpadmin.go), as HTTP bodies.
+
+func errHTTPNoCredentials(what string) string {
+	return fmt.Sprintf("NOAUTH %s needs an admin login, and none is configured: set admin.password or admin.users in the lockproxy config", what)
+}
+
+func errHTTPNoAuth(what string) string {
+	return fmt.Sprintf("NOAUTH %s needs HTTP basic credentials of an admin login: user \"default\" with admin.password, or a user of admin.users", what)
+}
+
+func errHTTPWrongPass(what string) string {
+	return fmt.Sprintf("WRONGPASS invalid admin user or password for %s; give a user of admin.users, or \"default\" with admin.password", what)
+}
+
+// Errors of LOCKPROXY SLOWLOG.
+
+const errSlowlogCount = "ERR LOCKPROXY SLOWLOG GET takes a count of -1 (every entry kept) or more, e.g. LOCKPROXY SLOWLOG GET 10"
+
+func errSlowlogSub(sub string) string {
+	return fmt.Sprintf("ERR unknown LOCKPROXY SLOWLOG subcommand '%s'; use GET [<count>], LEN or RESET", clip(sub, 64))
+}
+
 // Errors of LOCKPROXY AUDIT's options.
 
 const (

@@ -32,6 +32,8 @@ type Host interface {
 	// Stats are the counter table's lines, as LOCKPROXY STATS and INFO
 	// lockproxy show them.
 	Stats() []telemetry.Line
+	// SlowLog is the slow log LOCKPROXY SLOWLOG reads.
+	SlowLog() *telemetry.SlowLog
 	// Sessions are the proxy's client connections now, by id.
 	Sessions() []Session
 	// Map is the cluster's slot map: nil outside a cluster, or before the

@@ -27,6 +27,7 @@ func (h *testHost) Events(n int, keep func(*telemetry.Event) bool) []telemetry.E
 	return h.events.Recent(n, keep)
 }
 func (h *testHost) Stats() []telemetry.Line              { return nil }
+func (h *testHost) SlowLog() *telemetry.SlowLog          { return nil }
 func (h *testHost) Sessions() []Session                  { return h.sessions }
 func (h *testHost) Map() *cluster.Map                    { return nil }
 func (h *testHost) Side() *redis.Client                  { return h.side }

@@ -20,12 +20,16 @@ type Probes struct {
 	// Ready: the proxy accepts clients, Valkey answers as configured and
 	// lock commands can be decided.
 	Ready func(ctx context.Context) string
+	// Admin, when set, serves /config and, with Pprof (metrics.pprof),
+	// /debug/pprof/, behind its admin credentials (httpadmin.go).
+	Admin *Admin
+	Pprof bool
 }
 
 // Handler serves /metrics (Prometheus text format, with Go's and the
 // process's collectors), /livez (200 while the process serves HTTP: it
 // does not depend on Valkey), /healthz ("ok") and /readyz ("ready"), or
-// 503 with the probe's reason.
+// 503 with the probe's reason; and the admin pages of p.Admin.
 func Handler(p Probes) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -38,6 +42,9 @@ func Handler(p Probes) http.Handler {
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/healthz", probe(p.Healthy, "ok"))
 	mux.HandleFunc("/readyz", probe(p.Ready, "ready"))
+	if p.Admin != nil {
+		p.Admin.adminPages(mux, p.Pprof)
+	}
 	return mux
 }
 

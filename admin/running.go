@@ -82,7 +82,7 @@ func (r *Running) PendingRestart() []string { return *r.pending.Load() }
 func (r *Running) Effective(logLevelLive bool) *config.Config {
 	cur := r.current.Load()
 	eff := *r.boot
-	eff.Locks, eff.OnFlush, eff.AdminCommands, eff.Admin = cur.Locks, cur.OnFlush, cur.AdminCommands, cur.Admin
+	eff.Locks, eff.OnFlush, eff.AdminCommands, eff.Admin, eff.Slowlog = cur.Locks, cur.OnFlush, cur.AdminCommands, cur.Admin, cur.Slowlog
 	if logLevelLive {
 		eff.Log.Level = cur.Log.Level
 	}

@@ -7,8 +7,11 @@
 //     connections (forwarded, its own connection, a stream of replies, a
 //     byte pipe, connection state the proxy keeps, the proxy's own
 //     commands); CLIENT's subcommands have theirs (ClientKind);
-//   - its Family, the label of the per-command metrics, derived from the
+//   - its Family, the label of the per-family metrics, derived from the
 //     kind (a lock rule makes it FamLock);
+//   - its Label, the label of the per-command-name metrics: Valkey's
+//     top-level names and LOCKPROXY, any other name LabelUnknown
+//     (label.go);
 //   - its Flags, the families the proxy decides alike beyond the kind
 //     (script calls, the cluster face, shard channels, the split and
 //     one-server families in front of a cluster);

@@ -32,6 +32,9 @@ const (
 	DefaultReconnectBackoff = Duration(100 * time.Millisecond)
 	DefaultMaxBackoff       = Duration(5 * time.Second)
 	DefaultClusterRefresh   = Duration(10 * time.Second)
+	DefaultSlowlogThreshold = Duration(100 * time.Millisecond)
+	DefaultSlowlogMaxLen    = 128
+	MaxSlowlogLen           = 100000
 )
 
 // Redacted is what [Config.Redacted] puts in place of a non-empty secret.
@@ -108,6 +111,7 @@ type Config struct {
 	TLS      ListenerTLS    `yaml:"tls"`
 	Admin    AdminConfig    `yaml:"admin"`
 	Metrics  MetricsConfig  `yaml:"metrics"`
+	Slowlog  SlowlogConfig  `yaml:"slowlog"`
 
 	// on_flush: what to do with FLUSHALL/FLUSHDB, which delete every lock
 	// without checking owners. Default allow.
@@ -259,6 +263,31 @@ const DefaultAdminUser = "default"
 // MetricsConfig is the metrics endpoint.
 type MetricsConfig struct {
 	Listen string `yaml:"listen"` // host:port; empty (the default) = no metrics endpoint
+	// Pprof serves Go's profiles under /debug/pprof/ on the metrics
+	// endpoint, behind the admin credentials. Default false.
+	Pprof bool `yaml:"pprof"`
+}
+
+// SlowlogConfig is the slow log: commands whose reply took at least
+// Threshold, as the client saw it (first byte in to reply out), are
+// logged and kept for LOCKPROXY SLOWLOG, by name and key count, never
+// with their values.
+type SlowlogConfig struct {
+	// Threshold: 0 keeps every command; unset, DefaultSlowlogThreshold
+	// (100ms). A reload applies it.
+	Threshold *Duration `yaml:"threshold"`
+	// MaxLen: how many entries LOCKPROXY SLOWLOG keeps, the newest.
+	// Default 128; a reload applies it.
+	MaxLen int `yaml:"max_len"`
+}
+
+// ThresholdOrDefault is the slow log's threshold (the default before
+// ApplyDefaults ran).
+func (s SlowlogConfig) ThresholdOrDefault() time.Duration {
+	if s.Threshold == nil {
+		return DefaultSlowlogThreshold.D()
+	}
+	return s.Threshold.D()
 }
 
 // Enumerations of process settings. Each is a string type so the file's
@@ -341,6 +370,11 @@ func (c *Config) ApplyDefaults() {
 	setZero(&u.MaxBackoff, DefaultMaxBackoff)
 	setZero(&u.Cluster.Refresh, DefaultClusterRefresh)
 	setZero(&c.OnFlush, policy.FlushAllow)
+	setZero(&c.Slowlog.MaxLen, DefaultSlowlogMaxLen)
+	if c.Slowlog.Threshold == nil {
+		d := DefaultSlowlogThreshold
+		c.Slowlog.Threshold = &d
+	}
 	// A list written empty ([]) is the same as none.
 	if len(u.Sentinel.Addrs) == 0 {
 		u.Sentinel.Addrs = nil

@@ -213,6 +213,7 @@ func TestParseFull(t *testing.T) {
 		},
 		Admin:   AdminConfig{Password: "s3cret"},
 		Metrics: MetricsConfig{Listen: ":9100"},
+		Slowlog: SlowlogConfig{Threshold: new(DefaultSlowlogThreshold), MaxLen: DefaultSlowlogMaxLen},
 		OnFlush: policy.FlushReject,
 		Locks: []LockRule{
 			{Pattern: "*:lock", Release: policy.ReleaseReject, Session: policy.SessionClientName,

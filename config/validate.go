@@ -81,6 +81,10 @@ func (c *Config) validate(v *validator) {
 		v.errf("busy_poll", "%s is longer than %s: a loop polling that long between rounds keeps a core busy for nothing; 50us is typical", c.BusyPoll, MaxBusyPoll)
 	}
 	nonNegative(v, "gomaxprocs", c.GOMAXPROCS, "Go's default")
+	nonNegative(v, "slowlog.max_len", c.Slowlog.MaxLen, "the default, 128")
+	if c.Slowlog.MaxLen > MaxSlowlogLen {
+		v.errf("slowlog.max_len", "%d is more than %d entries: the slow log is kept in memory; 128 is typical", c.Slowlog.MaxLen, MaxSlowlogLen)
+	}
 	for _, d := range []struct {
 		path string
 		d    Duration

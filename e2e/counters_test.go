@@ -182,10 +182,15 @@ func TestCountersAgreeAcrossRenderers(t *testing.T) {
 // exists on /metrics (deploy/).
 func TestCountersKeepDeployedNames(t *testing.T) {
 	e := newEnv(t, rulesOptions(t, abRules))
-	abStory(t, e)
+	a, _ := abStory(t, e)
+	mustContain(t, a.do("NOSUCHCOMMAND"), "-ERR") // an error reply: lockproxy_command_errors_total
 	m := metrics(t, e)
 	have := map[string]bool{}
 	for series := range m {
+		name, _, _ := strings.Cut(series, "{")
+		have[name] = true
+	}
+	for series := range metrics(t, tlsListenerEnv(t)) { // the certificate series
 		name, _, _ := strings.Cut(series, "{")
 		have[name] = true
 	}

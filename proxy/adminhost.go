@@ -43,6 +43,8 @@ func (h adminHost) Events(n int, keep func(*telemetry.Event) bool) []telemetry.E
 
 func (h adminHost) Stats() []telemetry.Line { return h.p.statLines() }
 
+func (h adminHost) SlowLog() *telemetry.SlowLog { return h.p.ops.slow }
+
 func (h adminHost) Map() *cluster.Map {
 	if h.p.cl == nil {
 		return nil

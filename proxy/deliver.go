@@ -44,12 +44,16 @@ func (s *session) deliverCork(seq uint64, b []byte, n int, cork bool) int {
 		h, ok := s.held.Next(s.outSeq)
 		if !ok {
 			a = s.writeCork(b, cork)
+			s.observeReplies(b, n, upstream.MonoNow())
 			break
 		}
 		// The held replies whose turn came with these go out with them
 		// in one write (one system call, not one per reply).
 		buf := append(s.gather[:0], b...)
+		now := upstream.MonoNow()
+		s.observeReplies(b, n, now)
 		for ok {
+			s.observeReplies(h.B, h.N, now)
 			s.outSeq += uint64(h.N)
 			done += h.N
 			buf = append(buf, h.B...)

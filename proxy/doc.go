@@ -18,7 +18,10 @@
 //     the replies in command order (deliver.go, aside.go);
 //   - carrying out a lock plan (lockplan.go, durable.go, execshape.go,
 //     typegate.go);
-//   - the replies it gives itself and its error texts (errors.go).
+//   - the replies it gives itself and its error texts (errors.go);
+//   - the per-command accounting: each reply owed carries its command's
+//     mark, taken as the reply reaches the output, which counts it, times
+//     it and feeds the slow log (cmdstats.go).
 //
 // The other rooms, and this package's side of each seam:
 //   - upstream: the connections to Valkey; a session is an upstream.Sink,

@@ -22,6 +22,7 @@ func (s *session) handle(cmd resp.Command) step {
 	k := s.p.cmds().Kind(cmd.Args[0])
 	skip := s.replySkip
 	s.mute, s.replySkip, s.asked = s.replyOff || skip, false, step{}
+	s.beginCommand(cmd.Args)
 	s.noteCommand(cmd.Args)
 	inMulti := s.inMulti
 	s.publishDue = !k.Forwarded() || inMulti
@@ -35,6 +36,7 @@ func (s *session) handle(cmd resp.Command) step {
 		s.replySkip = s.replySkip || skip
 	} else {
 		s.p.ops.commands[s.family].Add(1)
+		s.countCommand()
 	}
 	s.mute = false
 	if s.publishDue || s.inMulti {

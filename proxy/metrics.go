@@ -12,12 +12,15 @@ import (
 // while the process serves HTTP: it does not depend on Valkey), /healthz
 // (200 while Valkey answers PING) and /readyz (200 while the proxy accepts
 // clients, Valkey answers as configured and lock commands can be decided;
-// otherwise 503 and the reason). Every metric is read from the same counters
+// otherwise 503 and the reason), and behind the admin credentials /config
+// (the configuration in force, redacted) and, with metrics.pprof,
+// /debug/pprof/. Every metric is read from the same counters
 // LOCKPROXY STATS and INFO lockproxy report, at scrape time. Package admin
 // serves them; the answers are the proxy's.
 func (p *Proxy) MetricsHandler() http.Handler {
 	metrics := telemetry.Collector{Numbers: func() *telemetry.Numbers { return p.numbers(true) }}
-	return admin.Handler(admin.Probes{Metrics: metrics, Healthy: p.healthy, Ready: p.ready})
+	return admin.Handler(admin.Probes{Metrics: metrics, Healthy: p.healthy, Ready: p.ready,
+		Admin: p.ops.admin, Pprof: p.opts.Metrics.Pprof})
 }
 
 // healthy is /healthz's reason for 503, or "".

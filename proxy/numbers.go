@@ -41,6 +41,11 @@ func (p *Proxy) numbers(probe bool) *telemetry.Numbers {
 	for f := commands.Family(0); f < commands.NumFamilies; f++ {
 		n.RoundTrips = append(n.RoundTrips, telemetry.Dist{Label: commands.FamilyNames[f], Snapshot: p.ops.roundTrip.Snapshot(int(f))})
 	}
+	n.PerCommand, n.CommandLabels = p.ops.perCmd, commands.LabelNames[:]
+	n.SlowCommands = p.ops.slow.Total()
+	if c := p.ops.certs.Load(); c != nil {
+		n.Certificates = *c
+	}
 	n.LockRules = int64(p.decider.Load().Rules.Len())
 	n.Locks = &p.ops.locks
 	n.AdminAuthFailures, n.AdminAuthLimited = p.ops.admin.AuthFailures.Load(), p.ops.admin.AuthLimited.Load()

@@ -36,6 +36,12 @@ type ops struct {
 	// by family (package commands).
 	commands  [commands.NumFamilies]atomic.Int64
 	roundTrip telemetry.RoundTrips
+	// perCmd: commands, error replies and client-seen latency by command
+	// label (commands.LabelOf; cmdstats.go); slow: the slow log.
+	perCmd *telemetry.CommandStats
+	slow   *telemetry.SlowLog
+	// certs: when each certificate in use expires (tlsconfig.go).
+	certs atomic.Pointer[[]telemetry.Count]
 
 	// Lock counters by rule and in total, and the owners waiting to
 	// acquire (lockhost.go).
@@ -64,10 +70,15 @@ func newOps(opts *Options) (*ops, error) {
 		audit = a
 	}
 	o.writer = telemetry.NewWriter(opts.Logger, audit)
+	o.perCmd = telemetry.NewCommandStats(commands.NumLabels)
+	o.slow = telemetry.NewSlowLog(opts.Logger, opts.Slowlog.ThresholdOrDefault(), opts.Slowlog.MaxLen)
 	return o, nil
 }
 
-func (o *ops) close() { o.writer.Close() }
+func (o *ops) close() {
+	o.writer.Close()
+	o.slow.Close()
+}
 
 // sessionEnded forgets a session's admin login and its dedicated connection.
 // It runs on the session's goroutine after serve returned.

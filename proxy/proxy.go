@@ -66,6 +66,9 @@ type Proxy struct {
 	// table inside it, the grant records and the audit ring.
 	decider atomic.Pointer[rewrite.Decider]
 	known   atomic.Pointer[commands.Table] // derived from the table (package commands)
+	// byLabel: the table's command of each label, for the slow log's key
+	// count (cmdstats.go).
+	byLabel atomic.Pointer[labelCommands]
 	// pausedUntil: the end of a CLIENT PAUSE sent through the proxy, in
 	// Unix nanoseconds; 0 when none (pause.go).
 	pausedUntil atomic.Int64

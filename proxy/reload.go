@@ -71,6 +71,7 @@ func (p *Proxy) Reload() (ReloadResult, error) {
 	}
 
 	o.admin.SetLogins(cfg.Admin.Password, cfg.Admin.Users)
+	o.slow.Set(cfg.Slowlog.ThresholdOrDefault(), cfg.Slowlog.MaxLen)
 	if p.opts.LogLevel != nil {
 		var l slog.Level
 		if l.UnmarshalText([]byte(cfg.Log.Level)) == nil {

@@ -82,6 +82,17 @@ type session struct {
 	bconn *upstream.Conn
 	bbuf  []byte
 	bpend []upstream.Pend
+	// bmarks are bpend's commands' marks (cmdstats.go), queued in marks
+	// when flush numbers their replies.
+	bmarks []cmdMark
+	// cur is the mark of the command being handled; resumed: that command
+	// was put back (step.go) and keeps it.
+	cur     cmdMark
+	resumed bool
+	// readAt is when the commands being handled were read (MonoNow): set
+	// once per round of an event loop (pump), and on a goroutine by the
+	// first command after each wait for input (beforeFill clears it).
+	readAt int64
 	// last is the connection the session's last batch went to. In front
 	// of one primary, switching to another one waits for the replies owed
 	// on it first (see forwardRetry).
@@ -98,8 +109,12 @@ type session struct {
 	out   replies.Queue
 	// outSeq is the sequence number of the reply the client gets next;
 	// held keeps the replies that came before it (package replies).
-	outSeq    uint64
-	held      replies.Held
+	outSeq uint64
+	held   replies.Held
+	// marks: one per reply owed, in sequence order, taken as the replies
+	// reach the output (cmdstats.go); framer splits a run of them.
+	marks     markQueue
+	framer    resp.Framer
 	gather    []byte // scratch for the replies written together
 	outClosed bool   // no more output: the client is gone or over its limit
 	writing   int    // bytes of a batch the writer goroutine took from out and is writing
@@ -204,6 +219,7 @@ func newSession(p *Proxy, nc net.Conn, id uint64) *session {
 func (s *session) beforeFill() {
 	s.flush()
 	s.unclaim()
+	s.readAt = 0
 	s.lastActive.Store(time.Now().UnixNano())
 	idle := s.p.opts.ClientIdleTimeout.D()
 	switch {
@@ -396,6 +412,7 @@ func (s *session) forwardRetry(raw, retry []byte, hook func([]byte) []byte) {
 	}
 	s.bbuf = append(s.bbuf, raw...)
 	s.bpend = append(s.bpend, upstream.Pend{Sink: s, Hook: hook, Retry: retry, Mute: s.mute, Holds: s.holds, Route: s.clusterPend(raw), Fam: uint8(s.family)})
+	s.bmarks = append(s.bmarks, s.cur)
 	if len(s.bbuf) >= 64<<10 {
 		s.flush()
 	}
@@ -463,6 +480,7 @@ func (s *session) flush() {
 			s.bpend[i].Seq = s.seqNext
 			s.seqNext++
 		}
+		s.queueMarks(s.bmarks) // before Send: a reply may come at once
 	}
 	if !c.Send(s.bbuf, s.bpend, s.poller()) {
 		// The connection died before this batch left: nothing was sent, so
@@ -491,6 +509,7 @@ func (s *session) flush() {
 	}
 	clear(s.bpend)
 	s.bpend = s.bpend[:0]
+	s.bmarks = s.bmarks[:0]
 }
 
 // waitDrain blocks until at most le replies are outstanding. An event loop
@@ -550,6 +569,9 @@ func (s *session) owe() uint64 {
 	s.inflight.Add(1)
 	seq := s.seqNext
 	s.seqNext++
+	s.outMu.Lock()
+	s.marks.push(s.cur)
+	s.outMu.Unlock()
 	return seq
 }
 

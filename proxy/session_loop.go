@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/resp"
+	"github.com/lockproxy/lockproxy/upstream"
 )
 
 // The session's side of an event loop (package evloop; loopclient.go is
@@ -32,6 +33,7 @@ import (
 // waiting for more.
 func (s *session) pump() {
 	s.lastActive.Store(time.Now().UnixNano())
+	s.readAt = upstream.MonoNow() // every command this round was read now
 	defer func() {
 		if r := recover(); r != nil {
 			s.p.log.Error("closing a client after an internal error", "client", s.addr,

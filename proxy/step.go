@@ -66,6 +66,7 @@ func ended(graceful bool) step { return step{do: stepEnd, graceful: graceful} }
 func (s *session) read() (resp.Command, step) {
 	if cmd := s.again; cmd != nil {
 		s.again = nil
+		s.resumed = true // its handling began when it was first read
 		return *cmd, step{}
 	}
 	cmd, err := s.rd.ReadCommand()
@@ -79,6 +80,7 @@ func (s *session) read() (resp.Command, step) {
 	case errors.As(err, &pe):
 		// Valkey answers a protocol error and closes; so do we, after
 		// every reply still owed.
+		s.protocolMark()
 		s.local(resp.AppendError(nil, errProtocol(pe.Error())))
 		return cmd, ended(true)
 	case s.p.shuttingDown.Load() || s.lost.Load():

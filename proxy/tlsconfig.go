@@ -1,6 +1,11 @@
 package proxy
 
-import "crypto/tls"
+import (
+	"crypto/tls"
+
+	"github.com/lockproxy/lockproxy/config"
+	"github.com/lockproxy/lockproxy/telemetry"
+)
 
 // The TLS configurations in use, both sides: built from the files by
 // package config (UpstreamConfig.TLSConfig, ListenerTLS.TLSConfig), swapped
@@ -47,5 +52,39 @@ func (p *Proxy) loadCertificates() error {
 	if lis != nil {
 		p.lisTLS.Store(lis)
 	}
+	p.noteExpiries()
 	return nil
+}
+
+// noteExpiries reads when each certificate in use expires, for
+// lockproxy_certificate_not_after_timestamp_seconds: the certificates the
+// two sides present (their leaf) and the first of each CA file to expire.
+// A CA file that cannot be read again keeps no sample: the files were
+// just read to build the configurations.
+func (p *Proxy) noteExpiries() {
+	var out []telemetry.Count
+	leaf := func(name string, c *tls.Config) {
+		if t, ok := config.LeafNotAfter(c); ok {
+			out = append(out, telemetry.Count{Label: name, N: t.Unix()})
+		}
+	}
+	file := func(name, path string) {
+		if path == "" {
+			return
+		}
+		if t, err := config.FileNotAfter(path); err == nil {
+			out = append(out, telemetry.Count{Label: name, N: t.Unix()})
+		}
+	}
+	if lis := p.lisTLS.Load(); lis != nil {
+		leaf("client-listener", lis)
+		file("client-ca", p.opts.TLS.ClientCAFile)
+	}
+	if up := p.upstreamTLS(); up != nil {
+		leaf("upstream-client", up)
+		if !p.tlsGiven {
+			file("upstream-ca", p.opts.Upstream.TLS.CAFile)
+		}
+	}
+	p.ops.certs.Store(&out)
 }

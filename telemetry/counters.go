@@ -81,6 +81,40 @@ var counters = NewTable([]Row[*Numbers]{
 				e(d.Snapshot, d.Label)
 			}
 		}},
+	{Metric: "command_total", Help: "Commands handled, by command name: Valkey's own, lower case, or unknown for a name not in Valkey's command table.", Labels: []string{"command"},
+		Read: func(n *Numbers, e Emit) {
+			eachCommand(n, func(l int, name string) {
+				if v := n.PerCommand.Total(l); v > 0 {
+					e(v, name)
+				}
+			})
+		}},
+	{Metric: "command_errors_total", Help: "Error replies clients got, by command name and the error's code word (ERR, WRONGTYPE, NOTOWNER ..., other for a word not listed).", Labels: []string{"command", "code"},
+		Read: func(n *Numbers, e Emit) {
+			eachCommand(n, func(l int, name string) {
+				for c, code := range ErrorCodes {
+					if v := n.PerCommand.Errors(l, c); v > 0 {
+						e(v, name, code)
+					}
+				}
+			})
+		}},
+	{Metric: "command_duration_seconds", Help: "Time from a command's first byte read to its reply handed to the client's socket, as the client sees it, by command name.", Kind: KindHistogram, Labels: []string{"command"},
+		Hist: func(n *Numbers, e EmitHist) {
+			eachCommand(n, func(l int, name string) {
+				if h := n.PerCommand.Latency(l); h.Count > 0 {
+					e(h, name)
+				}
+			})
+		}},
+	{Metric: "slow_commands_total", Help: "Commands whose reply took at least slowlog.threshold (LOCKPROXY SLOWLOG keeps the newest).",
+		Read: func(n *Numbers, e Emit) { e(n.SlowCommands) }},
+	{Metric: "certificate_not_after_timestamp_seconds", Help: "When each certificate in force expires (its notAfter, Unix seconds), by certificate: client-listener, client-ca, upstream-client, upstream-ca. Read at start and at each reload.", Kind: KindGauge, Labels: []string{"certificate"},
+		Read: func(n *Numbers, e Emit) {
+			for _, c := range n.Certificates {
+				e(c.N, c.Label)
+			}
+		}},
 	{Metric: "lock_rules", Help: "Lock rules in force.", Kind: KindGauge, Info: One("lock_rules"),
 		Read: func(n *Numbers, e Emit) { e(n.LockRules) }},
 	{Metric: "grants_total", Help: "Locks acquired through the proxy (SET NX that took the lock).", Labels: []string{"rule"}, Info: One("grants"),
@@ -201,6 +235,16 @@ var counters = NewTable([]Row[*Numbers]{
 func perRule(get func(*RuleStats) int64) func(*Numbers, Emit) {
 	return func(n *Numbers, e Emit) {
 		n.Locks.Rules.Each(func(label string, rs *RuleStats) { e(get(rs), label) })
+	}
+}
+
+// eachCommand calls f for every command label the numbers count.
+func eachCommand(n *Numbers, f func(l int, name string)) {
+	if n.PerCommand == nil {
+		return
+	}
+	for l := 0; l < n.PerCommand.Len() && l < len(n.CommandLabels); l++ {
+		f(l, n.CommandLabels[l])
 	}
 }
 

@@ -30,6 +30,18 @@ func filled(cluster bool) *Numbers {
 		h.Observe(time.Duration(i+1) * time.Millisecond)
 		n.RoundTrips = append(n.RoundTrips, Dist{f, h.Snapshot()})
 	}
+	n.CommandLabels = []string{"unknown", "get", "set"}
+	n.PerCommand = NewCommandStats(3)
+	for l := range 3 {
+		for range l + 1 {
+			n.PerCommand.Count(l)
+		}
+		n.PerCommand.Observe(l, int64(l+1)*int64(time.Millisecond), -1)
+	}
+	n.PerCommand.Observe(0, 1000, 0)         // ERR
+	n.PerCommand.Observe(2, 1000, CodeOther) // other
+	n.SlowCommands = 33
+	n.Certificates = []Count{{"client-listener", 1900000000}, {"upstream-ca", 1900000001}}
 	for i, label := range []string{"a:*", "b:*"} {
 		rs, k := n.Locks.Rule(label), int64(100*(i+1))
 		rs.Grants.Add(k + 1)

@@ -3,7 +3,10 @@
 // add to them and how long owners waited to acquire in lockstats.go, client
 // bytes and log levels in counting.go), duration histograms and their snapshots
 // (histogram.go), the round-trip histogram per command family, written once
-// per batch of replies read (roundtrip.go), lock events and the bounded ring LOCKPROXY AUDIT reads
+// per batch of replies read (roundtrip.go), the per-command counts, error
+// code words and client-seen latencies in fixed arrays indexed by the
+// proxy's command label (commandstats.go), the slow log's ring and its log
+// lines (slowlog.go), lock events and the bounded ring LOCKPROXY AUDIT reads
 // (events.go), the writer that takes an event's log line and audit-file
 // line off the reply path (eventwriter.go), the audit file with its
 // rotation (auditfile.go), and the counter table: every number lockproxy

@@ -38,6 +38,15 @@ type Numbers struct {
 	// command family, every family in order.
 	Commands   []Count
 	RoundTrips []Dist
+	// PerCommand counts by command label, CommandLabels naming each
+	// (package commands' LabelNames); nil: no samples.
+	PerCommand    *CommandStats
+	CommandLabels []string
+	// SlowCommands: replies at or above the slow log's threshold.
+	SlowCommands int64
+	// Certificates: each certificate in force, N its expiry (notAfter) in
+	// Unix seconds.
+	Certificates []Count
 
 	LockRules int64
 	Locks     *LockStats
