@@ -18,7 +18,8 @@ var publishedPasswords = []string{
 	"hunter2", "hunter3", "lockproxy-test-secret", "apw", "cpw", "pw", "replpw",
 	"narrow", "pw-admin", "pw-upstream", "wrong", "inline", "fromenv", "0123",
 	"change-me", "change-me-too", "changeme", "CHANGE-ME", "secret", "test",
-	"abc", "other", "a", "p", "q", "x", "ops-pw",
+	"abc", "other", "a", "p", "q", "x", "ops-pw", "upstreamSecret", "adminSecret",
+	"viewerSecret", "view-pw", "(redacted)",
 }
 
 // publishedHashes maps the hex SHA-256 of each published password to it.
