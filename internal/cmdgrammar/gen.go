@@ -12,6 +12,9 @@ type Pools struct {
 	Keys    []string            // key arguments (protected and plain keys)
 	Strings []string            // drawn for some string arguments (tokens, field names ...)
 	ByName  map[string][]string // values for arguments of a name ("host", "port", "function-code" ...)
+	// Bare are argument lists for commands whose docs give no arguments
+	// though the command takes some (DEBUG): by command name.
+	Bare map[string][][]string
 	Now     int64               // unix seconds, the base of unix-time arguments
 }
 
@@ -68,6 +71,14 @@ func Generate(rng *rand.Rand, c *Command, p *Pools) Line {
 		g.emit(g.word(w))
 	}
 	g.args(c.Args)
+	if bare := p.Bare[c.Name()]; len(c.Args) == 0 && len(bare) > 0 {
+		for i, a := range bare[rng.IntN(len(bare))] {
+			if i == 0 {
+				a = g.word(a)
+			}
+			g.emit(a)
+		}
+	}
 	if rng.IntN(10) == 0 {
 		g.mark(MarkExtra)
 		for n := 1 + rng.IntN(2); n > 0; n-- {
@@ -185,7 +196,7 @@ func (g *gen) arg(a Arg) {
 }
 
 func (g *gen) value(a Arg) {
-	if vals := g.p.ByName[a.Name]; len(vals) > 0 && a.Type != "pure-token" && g.rng.IntN(5) > 0 {
+	if vals := g.p.ByName[a.Name]; len(vals) > 0 && a.Type != "pure-token" && !g.blockingTimeout(a) && g.rng.IntN(5) > 0 {
 		g.emit(vals[g.rng.IntN(len(vals))])
 		return
 	}

@@ -120,3 +120,13 @@ func TestGenerateByNameAndTokens(t *testing.T) {
 		t.Fatalf("host from the pool %d/500, token repeated %d", hosts, multi)
 	}
 }
+
+// A command documented without arguments takes its lines from Bare.
+func TestGenerateBare(t *testing.T) {
+	c := &Command{Words: []string{"DEBUG"}, Flags: []string{"admin"}}
+	p := &Pools{Bare: map[string][][]string{"DEBUG": {{"SLEEP", "0"}}}}
+	l := Generate(rand.New(rand.NewPCG(1, 1)), c, p)
+	if len(l.Args) < 3 || !strings.EqualFold(l.Args[1], "SLEEP") || l.Args[2] != "0" {
+		t.Fatalf("line %q", l.Args)
+	}
+}
