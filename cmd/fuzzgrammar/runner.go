@@ -19,7 +19,10 @@ const selfPort = "\x00self-port"
 // plain keys, its tokens and field names, and values for arguments of a
 // few names.
 func pools(dumps []string) *cmdgrammar.Pools {
-	keys := []string{stringLock, hashLock, mutex, guarded, fence, "{o}:fence:high", "lockproxy:epoch",
+	// The held locks and the fenced data come three times: most lines
+	// should name something protected.
+	keys := []string{stringLock, hashLock, mutex, guarded, stringLock, hashLock, mutex, guarded,
+		stringLock, hashLock, mutex, guarded, fence, "{o}:fence:high", "lockproxy:epoch",
 		"{v:lock}:lockproxy:owners", "{v:lock}:lockproxy:grants", "{rw:lock}:lockproxy:owners",
 		"{{o}:mutex}:lockproxy:owners", "{lockproxy}:lockproxy:flush",
 		"plain:str", "plain:hash", "plain:list", "plain:set", "plain:zset", "plain:stream", "plain:new", "{o}:new"}
@@ -120,8 +123,15 @@ func readStat(c *redis.Client, name string) (cmdStat, error) {
 	return s, nil
 }
 
+// holderDB is the database where a stranger may hold locks of its own
+// under the world's lock names (the world watches 0 and 2): a client that
+// holds {o}:mutex there must still not reach db 0's {o}:data (COPY ... DB,
+// MOVE, MIGRATE).
+const holderDB = 1
+
 // stranger sends args through lockproxy on a fresh connection that holds
-// nothing, in database db.
+// nothing in the world, in database db; in holderDB it first takes the
+// world's lock names there.
 func stranger(addr string, db int, args []string) ([]byte, error) {
 	c, err := dialRaw(addr)
 	if err != nil {
@@ -131,6 +141,16 @@ func stranger(addr string, db int, args []string) ([]byte, error) {
 	if db != 0 {
 		if r, err := c.do("SELECT", strconv.Itoa(db)); err != nil || isError(r) {
 			return nil, fmt.Errorf("SELECT %d: %q %v", db, r, err)
+		}
+	}
+	if db == holderDB {
+		for _, k := range []string{stringLock, mutex} {
+			if r, err := c.do("SET", k, "strangertoken", "NX", "PX", "60000"); err != nil || isError(r) {
+				return nil, fmt.Errorf("stranger's SET %s NX in db %d: %q %v", k, db, r, err)
+			}
+		}
+		if r, err := c.do("SET", guarded, "fromstranger"); err != nil || isError(r) {
+			return nil, fmt.Errorf("stranger's SET %s in db %d: %q %v", guarded, db, r, err)
 		}
 	}
 	return c.do(args...)
@@ -169,7 +189,7 @@ func (r *runner) line(w *world, c *cmdgrammar.Command) error {
 	if err := r.oracle.after(c, accepted, ok); err != nil {
 		return fmt.Errorf("oracle: %v", err)
 	}
-	db := worldDBs[r.rng.IntN(len(worldDBs))]
+	db := []int{worldDBs[0], worldDBs[1], holderDB}[r.rng.IntN(3)]
 	allowed := allowedKeys(l.Args)
 	libs := strings.HasPrefix(c.Name(), "FUNCTION")
 	for _, mode := range modes {
@@ -179,6 +199,9 @@ func (r *runner) line(w *world, c *cmdgrammar.Command) error {
 			return fmt.Errorf("world: %v", err)
 		}
 		reply, sendErr := stranger(w.lp.addr, db, args)
+		if db == holderDB {
+			_ = w.holder.FlushDB(ctx).Err()
+		}
 		var diffs []string
 		changed := false // anything watched changed, allowed or not
 		now, err := w.read(libs)

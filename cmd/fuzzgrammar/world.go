@@ -55,6 +55,7 @@ type world struct {
 	srv    *valkeytest.Server
 	lp     *lockproxy
 	direct map[int]*redis.Client
+	holder *redis.Client // holderDB, emptied after each line sent there
 	victim *rawConn
 	base   *snapshot
 	libs   bool // whether the last line could have loaded a library
@@ -77,6 +78,10 @@ func newWorld() (*world, error) {
 }
 
 func (w *world) dial() {
+	if w.holder != nil {
+		w.holder.Close()
+	}
+	w.holder = redis.NewClient(&redis.Options{Addr: w.srv.Addr, DB: holderDB, Protocol: 2, ReadTimeout: 5 * time.Second, MaxRetries: 1, PoolSize: 1})
 	for _, db := range worldDBs {
 		if c := w.direct[db]; c != nil {
 			c.Close()

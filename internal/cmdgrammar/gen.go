@@ -15,7 +15,7 @@ type Pools struct {
 	// Bare are argument lists for commands whose docs give no arguments
 	// though the command takes some (DEBUG): by command name.
 	Bare map[string][][]string
-	Now     int64               // unix seconds, the base of unix-time arguments
+	Now  int64 // unix seconds, the base of unix-time arguments
 }
 
 // Line is one generated command line.
@@ -187,15 +187,19 @@ func (g *gen) arg(a Arg) {
 		n += 1 + g.rng.IntN(2)
 		g.mark(MarkRepeat)
 	}
+	choice := -1 // a oneof repeated repeats its alternative (PX a PX b, as Valkey accepts)
+	if a.Multiple {
+		choice = -2 // each of several values chooses anew
+	}
 	for i := 0; i < n; i++ {
 		if a.Token != "" && (i == 0 || a.MultipleToken || !a.Multiple) {
 			g.emit(g.word(a.Token))
 		}
-		g.value(a)
+		g.value(a, &choice)
 	}
 }
 
-func (g *gen) value(a Arg) {
+func (g *gen) value(a Arg, choice *int) {
 	if vals := g.p.ByName[a.Name]; len(vals) > 0 && a.Type != "pure-token" && !g.blockingTimeout(a) && g.rng.IntN(5) > 0 {
 		g.emit(vals[g.rng.IntN(len(vals))])
 		return
@@ -209,6 +213,11 @@ func (g *gen) value(a Arg) {
 			return
 		}
 		first := g.rng.IntN(len(a.Args))
+		if *choice >= 0 {
+			first = *choice
+		} else if *choice == -1 {
+			*choice = first
+		}
 		g.one(a.Args[first])
 		if g.repeat && len(a.Args) > 1 && g.rng.IntN(3) == 0 {
 			g.mark(MarkConflict)
