@@ -49,7 +49,7 @@ func main() {
 
 func run(seed uint64, duration time.Duration, worlds string, gate, verbose bool, only string, rep *report) error {
 	start := time.Now()
-	or, err := newOracle()
+	or, err := newOracle(false)
 	if err != nil {
 		return fmt.Errorf("oracle: %v", err)
 	}
@@ -62,13 +62,14 @@ func run(seed uint64, duration time.Duration, worlds string, gate, verbose bool,
 	if err != nil {
 		return fmt.Errorf("oracle dumps: %v", err)
 	}
-	r := &runner{rng: rand.New(rand.NewPCG(seed, seed>>32^0x9e3779b9)), pools: pools(dumps), oracle: or, rep: rep, gate: gate,
+	r := &runner{rng: rand.New(rand.NewPCG(seed, seed>>32^0x9e3779b9)), oracle: or, rep: rep, gate: gate,
 		log: func(f string, a ...any) {
 			if verbose {
 				fmt.Printf(f+"\n", a...)
 			}
 		}}
-	r.pools.Now = time.Now().Unix()
+	p := pools(dumps)
+	p.Now = time.Now().Unix()
 	var plain, clusterCmds []*cmdgrammar.Command
 	for _, c := range table.Fuzzed() {
 		if !selected(c, only) {
@@ -92,14 +93,14 @@ func run(seed uint64, duration time.Duration, worlds string, gate, verbose bool,
 		if err != nil {
 			return fmt.Errorf("standalone world: %v", err)
 		}
-		err = each(r, plain, standaloneEnd, func(c *cmdgrammar.Command) error { return r.line(w, c) })
+		err = each(r, plain, standaloneEnd, func(c *cmdgrammar.Command) error { return r.line(w, p, or, c) })
 		w.close()
 		if err != nil {
 			return err
 		}
 	}
 	if worlds == "both" || worlds == "cluster" {
-		return runCluster(r, table, clusterCmds, plain, start.Add(duration))
+		return runCluster(r, p, clusterCmds, plain, start.Add(duration))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/cmdgrammar"
@@ -15,18 +16,23 @@ import (
 // what Valkey understands. It is refilled after a line that it accepted
 // changed it, and restarted after one that reconfigured or stopped it.
 type oracle struct {
-	dir    string
-	srv    *valkeytest.Server
-	direct *redis.Client
-	base   map[string]string
+	dir     string
+	srv     *valkeytest.Server
+	direct  *redis.Client
+	base    map[string]string
+	cluster bool // cluster-enabled: one node, no slots, database 0 only
 }
 
-func newOracle(directives ...string) (*oracle, error) {
+func newOracle(cluster bool) (*oracle, error) {
+	var directives []string
+	if cluster {
+		directives = []string{"cluster-enabled yes", "cluster-config-file nodes.conf"}
+	}
 	dir, err := os.MkdirTemp("", "fuzzgrammar-oracle-")
 	if err != nil {
 		return nil, err
 	}
-	o := &oracle{dir: dir}
+	o := &oracle{dir: dir, cluster: cluster}
 	if o.srv, err = valkeytest.Launch(dir, directives...); err != nil {
 		return nil, err
 	}
@@ -56,7 +62,26 @@ func (o *oracle) fill() error {
 	if err := o.direct.FlushAll(ctx).Err(); err != nil {
 		return err
 	}
-	for _, db := range worldDBs {
+	if o.cluster {
+		// A line may have given it slots or met other nodes.
+		// Then it owns every slot, alone, to hold the world's keys.
+		if err := o.direct.Do(ctx, "CLUSTER", "RESET", "HARD").Err(); err != nil {
+			return fmt.Errorf("oracle CLUSTER RESET: %v", err)
+		}
+		if err := o.direct.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
+			return fmt.Errorf("oracle CLUSTER ADDSLOTSRANGE: %v", err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(o.direct.ClusterInfo(ctx).Val(), "cluster_state:ok"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("oracle: no cluster_state:ok")
+			}
+		}
+	}
+	dbs := worldDBs
+	if o.cluster {
+		dbs = []int{0}
+	}
+	for _, db := range dbs {
 		cmds := [][]any{{"SELECT", db},
 			{"SET", stringLock, stringToken(db), "PX", lease},
 			{"HSET", hashLock, "mode", "write", ownerField(db), "1"}, {"PEXPIRE", hashLock, lease},

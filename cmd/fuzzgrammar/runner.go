@@ -156,19 +156,35 @@ func stranger(addr string, db int, args []string) ([]byte, error) {
 	return c.do(args...)
 }
 
+// target is a world lines are sent to: the standalone world or the cluster.
+type target interface {
+	name() string
+	proxyAddr() string
+	port() int                             // what selfPort becomes
+	strangerDB(rng *rand.Rand) int         // the database a stranger sends a line in
+	afterSend(db int)                      // cleans up after a line sent in db
+	read(libs bool) (*snapshot, error)     // the world now, read directly
+	baseline() *snapshot                   // the world as built
+	allowed(args []string) map[string]bool // the keys a line may change (it passes their token)
+	stat(name string) (cmdStat, error)     // the command's counters, summed over the world's servers
+	restore(restart bool) error            // rebuilds the world (restart: its servers too)
+	loadLibrary() error                    // loads fzlib through lockproxy
+}
+
 // runner sends lines to the oracle and the world and judges them.
 type runner struct {
 	rng    *rand.Rand
-	pools  *cmdgrammar.Pools
 	oracle *oracle
 	rep    *report
 	gate   bool
 	log    func(format string, a ...any)
 }
 
-// line runs one generated line of c against the standalone world.
-func (r *runner) line(w *world, c *cmdgrammar.Command) error {
-	l := cmdgrammar.Generate(r.rng, c, r.pools)
+// line runs one generated line of c against the world w: to the oracle,
+// then from a stranger through lockproxy three ways, each judged by a
+// direct read of the world.
+func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.Command) error {
+	l := cmdgrammar.Generate(r.rng, c, p)
 	t := r.rep.cmd(c.Name())
 	t.lines++
 	if len(l.Marks) == 0 {
@@ -177,7 +193,7 @@ func (r *runner) line(w *world, c *cmdgrammar.Command) error {
 	for _, m := range l.Marks {
 		t.marks[m] = true
 	}
-	accepted, ok, _ := r.oracle.ask(withPort(l.Args, r.oracle.srv.Port))
+	accepted, ok, _ := or.ask(withPort(l.Args, or.srv.Port))
 	switch {
 	case !ok:
 		t.oracleNoReply++
@@ -186,34 +202,32 @@ func (r *runner) line(w *world, c *cmdgrammar.Command) error {
 	default:
 		t.oracleRefuse++
 	}
-	if err := r.oracle.after(c, accepted, ok); err != nil {
+	if err := or.after(c, accepted, ok); err != nil {
 		return fmt.Errorf("oracle: %v", err)
 	}
-	db := []int{worldDBs[0], worldDBs[1], holderDB}[r.rng.IntN(3)]
-	allowed := allowedKeys(l.Args)
+	db := w.strangerDB(r.rng)
+	allowed := w.allowed(l.Args)
 	libs := strings.HasPrefix(c.Name(), "FUNCTION")
 	for _, mode := range modes {
-		args := withPort(forms(l)[mode], w.srv.Port)
-		before, err := readStat(w.direct[0], c.StatName())
+		args := withPort(forms(l)[mode], w.port())
+		before, err := w.stat(c.StatName())
 		if err != nil {
 			return fmt.Errorf("world: %v", err)
 		}
-		reply, sendErr := stranger(w.lp.addr, db, args)
-		if db == holderDB {
-			_ = w.holder.FlushDB(ctx).Err()
-		}
+		reply, sendErr := stranger(w.proxyAddr(), db, args)
+		w.afterSend(db)
 		var diffs []string
 		changed := false // anything watched changed, allowed or not
 		now, err := w.read(libs)
 		if err != nil {
 			diffs = append(diffs, fmt.Sprintf("server unreadable after the line: %v", err))
 		} else {
-			diffs = diff(w.base, now, allowed)
-			changed = len(diff(w.base, now, nil)) > 0
+			diffs = diff(w.baseline(), now, allowed)
+			changed = len(diff(w.baseline(), now, nil)) > 0
 		}
 		var after cmdStat
 		if err == nil {
-			after, _ = readStat(w.direct[0], c.StatName())
+			after, _ = w.stat(c.StatName())
 		}
 		ran := after.calls - before.calls
 		okRun := ran - (after.failed - before.failed)
@@ -235,18 +249,18 @@ func (r *runner) line(w *world, c *cmdgrammar.Command) error {
 			o = refusedByProxy
 		}
 		t.byMode[mode][o]++
-		if o != failed {
-			if changed { // a lock changed by its token: the next line starts from the world again
-				if err := w.restore(false); err != nil {
-					return fmt.Errorf("world restore: %v", err)
-				}
-			}
-			continue
+		if o == failed {
+			r.rep.failures[c.Name()] = append(r.rep.failures[c.Name()], failure{world: w.name(), mode: mode, db: db, args: args, diffs: diffs, gateOnly: gateOnly})
+			r.log("FAIL %s [%s %s db %d] %s: %s", c.Name(), w.name(), mode, db, quoteArgs(args), strings.Join(diffs, "; "))
 		}
-		r.rep.failures[c.Name()] = append(r.rep.failures[c.Name()], failure{world: "standalone", mode: mode, db: db, args: args, diffs: diffs, gateOnly: gateOnly})
-		r.log("FAIL %s [%s db %d] %s: %s", c.Name(), mode, db, quoteArgs(args), strings.Join(diffs, "; "))
-		if err := w.restore(err != nil || needsRestart(diffs)); err != nil {
-			return fmt.Errorf("world restore: %v", err)
+		// The next send starts from the world as built: after any change
+		// (a failure, or a lock changed by its token), or a server that
+		// could not be read. A command that only ran (gate) changed
+		// nothing watched.
+		if changed || err != nil || (o == failed && !gateOnly) {
+			if err := w.restore(err != nil || needsRestart(diffs)); err != nil {
+				return fmt.Errorf("world restore: %v", err)
+			}
 		}
 	}
 	if libs {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
@@ -246,9 +247,24 @@ func (w *world) restore(restart bool) error {
 	return err
 }
 
-// allowedKeys are the locks a line may change because it passes their
+func (w *world) name() string        { return "standalone" }
+func (w *world) proxyAddr() string   { return w.lp.addr }
+func (w *world) port() int           { return w.srv.Port }
+func (w *world) baseline() *snapshot { return w.base }
+func (w *world) strangerDB(rng *rand.Rand) int {
+	return []int{worldDBs[0], worldDBs[1], holderDB}[rng.IntN(3)]
+}
+func (w *world) stat(name string) (cmdStat, error) { return readStat(w.direct[0], name) }
+
+func (w *world) afterSend(db int) {
+	if db == holderDB {
+		_ = w.holder.FlushDB(ctx).Err()
+	}
+}
+
+// allowed are the locks a line may change because it passes their
 // token (a string lock's value, a hash lock's owner field).
-func allowedKeys(args []string) map[string]bool {
+func (w *world) allowed(args []string) map[string]bool {
 	a := map[string]bool{}
 	for _, db := range worldDBs {
 		for _, x := range args {
@@ -266,7 +282,12 @@ func allowedKeys(args []string) map[string]bool {
 // needsRestart reports a diff that FLUSHALL does not undo.
 func needsRestart(diffs []string) bool {
 	for _, d := range diffs {
-		if strings.HasPrefix(d, "acl ") || strings.HasPrefix(d, "config ") || strings.HasPrefix(d, "replication ") || strings.HasPrefix(d, "server") {
+		for _, w := range []string{"acl changed", "config changed", "replication changed", "topology", "server"} {
+			if strings.Contains(d, w) {
+				return true
+			}
+		}
+		if false {
 			return true
 		}
 	}
