@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/cmdgrammar"
+	"github.com/redis/go-redis/v9"
 )
 
 func main() {
@@ -31,6 +33,8 @@ func main() {
 	verbose := flag.Bool("v", false, "print each failure as it happens")
 	only := flag.String("commands", "", "comma-separated commands to fuzz (SET,COPY,\"CONFIG SET\"; a container word takes its subcommands); empty = all")
 	flag.Parse()
+	// go-redis logs each failed dial; servers stopped by lines are expected.
+	redis.SetLogger(quietRedis{})
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
 	}
@@ -149,6 +153,10 @@ func count(cmds []*cmdgrammar.Command, f func(*cmdgrammar.Command) bool) int {
 	}
 	return n
 }
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // selected reports whether c is one of the -commands list (all when empty).
 func selected(c *cmdgrammar.Command, only string) bool {

@@ -15,8 +15,10 @@ import (
 // rulesYAML are the world's lock rules, in config.example.yaml's shapes:
 // string and Redisson-style hash locks under "*:lock"; fenced resources
 // "{base}:mutex" whose counter is "{base}:fence" and whose fence guards
-// every "{base}:*" key.
-const rulesYAML = `locks:
+// every "{base}:*" key. on_flush: reject, so that FLUSHALL, FLUSHDB and
+// SWAPDB, which would drop the held locks, are no change the rules allow.
+const rulesYAML = `on_flush: reject
+locks:
   - pattern: "*:lock"
     release: rewrite
   - pattern: "{*}:mutex"

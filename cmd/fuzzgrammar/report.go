@@ -35,7 +35,9 @@ type failure struct {
 	db          int
 	args        []string
 	diffs       []string
-	gateOnly    bool // nothing watched changed; the command ran in Valkey
+	gateOnly    bool   // nothing watched changed; the command ran in Valkey
+	oracle      string // what the oracle said of the plain line
+	reply       string // lockproxy's reply
 }
 
 // maxDiffs bounds the changes printed per failure.
@@ -154,7 +156,7 @@ func (r *report) print(w io.Writer, perCmd int) {
 				fmt.Fprintf(w, "   ... %d more\n", len(fs)-perCmd)
 				break
 			}
-			fmt.Fprintf(w, "-- [%s world, %s, db %d] %s\n", f.world, f.mode, f.db, quoteArgs(f.args))
+			fmt.Fprintf(w, "-- [%s world, %s, db %d; oracle %s] %s\n     reply %s\n", f.world, f.mode, f.db, f.oracle, quoteArgs(f.args), f.reply)
 			for j, d := range f.diffs {
 				if j == maxDiffs {
 					fmt.Fprintf(w, "     ... %d more changes\n", len(f.diffs)-maxDiffs)

@@ -123,6 +123,13 @@ func readStat(c *redis.Client, name string) (cmdStat, error) {
 	return s, nil
 }
 
+func replyText(r []byte, err error) string {
+	if err != nil {
+		return "(none: " + err.Error() + ")"
+	}
+	return short(r)
+}
+
 // holderDB is the database where a stranger may hold locks of its own
 // under the world's lock names (the world watches 0 and 2): a client that
 // holds {o}:mutex there must still not reach db 0's {o}:data (COPY ... DB,
@@ -193,7 +200,13 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 	for _, m := range l.Marks {
 		t.marks[m] = true
 	}
-	accepted, ok, _ := or.ask(withPort(l.Args, or.srv.Port))
+	accepted, ok, oreply := or.ask(withPort(l.Args, or.srv.Port))
+	verdict := "accepted"
+	if !ok {
+		verdict = "no reply"
+	} else if !accepted {
+		verdict = "refused " + short(oreply)
+	}
 	switch {
 	case !ok:
 		t.oracleNoReply++
@@ -250,7 +263,7 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 		}
 		t.byMode[mode][o]++
 		if o == failed {
-			r.rep.failures[c.Name()] = append(r.rep.failures[c.Name()], failure{world: w.name(), mode: mode, db: db, args: args, diffs: diffs, gateOnly: gateOnly})
+			r.rep.failures[c.Name()] = append(r.rep.failures[c.Name()], failure{world: w.name(), mode: mode, db: db, args: args, diffs: diffs, gateOnly: gateOnly, oracle: verdict, reply: replyText(reply, sendErr)})
 			r.log("FAIL %s [%s %s db %d] %s: %s", c.Name(), w.name(), mode, db, quoteArgs(args), strings.Join(diffs, "; "))
 		}
 		// The next send starts from the world as built: after any change

@@ -222,9 +222,14 @@ func diff(base, now *snapshot, allowed map[string]bool) []string {
 			out = append(out, fmt.Sprintf("%s TTL changed: %d ms -> %d ms in %d ms", k, b.pttl, n.pttl, elapsed))
 		}
 	}
-	for k, v := range base.global {
-		if now.global[k] != v {
-			out = append(out, fmt.Sprintf("%s changed: %q -> %q", k, cut(v), cut(now.global[k])))
+	gk := make([]string, 0, len(base.global))
+	for k := range base.global {
+		gk = append(gk, k)
+	}
+	sort.Strings(gk)
+	for _, k := range gk {
+		if v := base.global[k]; now.global[k] != v {
+			out = append(out, fmt.Sprintf("%s changed: %s", k, parts(v, now.global[k])))
 		}
 	}
 	for k, v := range now.global {
@@ -233,6 +238,38 @@ func diff(base, now *snapshot, allowed map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// parts says what differs between two lists (topology lines, ACL rules,
+// configuration pairs): what went, what came.
+func parts(a, b string) string {
+	split := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' || r == ' ' })
+	}
+	in := func(list []string) map[string]int {
+		m := map[string]int{}
+		for _, x := range list {
+			m[x]++
+		}
+		return m
+	}
+	pa, pb := split(a), split(b)
+	ma, mb := in(pa), in(pb)
+	var gone, came []string
+	for _, x := range pa {
+		if mb[x] == 0 {
+			gone = append(gone, x)
+		}
+	}
+	for _, x := range pb {
+		if ma[x] == 0 {
+			came = append(came, x)
+		}
+	}
+	if len(gone) == 0 && len(came) == 0 {
+		return fmt.Sprintf("%q -> %q", cut(a), cut(b))
+	}
+	return fmt.Sprintf("-%q +%q", cut(strings.Join(gone, " ")), cut(strings.Join(came, " ")))
 }
 
 func cut(s string) string {
