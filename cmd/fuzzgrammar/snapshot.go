@@ -50,80 +50,93 @@ func readKeys(c *redis.Client, db int, fixed, patterns []string, into map[string
 			return err
 		}
 	}
+	keys := make([]string, 0, len(names))
 	for k := range names {
-		st, err := readKey(c, k)
-		if err != nil {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	// Two round trips: every TYPE, then every value and PTTL.
+	pipe := c.Pipeline()
+	types := make([]*redis.StatusCmd, len(keys))
+	for i, k := range keys {
+		types[i] = pipe.Type(ctx, k)
+	}
+	_, _ = pipe.Exec(ctx)
+	pipe = c.Pipeline()
+	vals := make([]redis.Cmder, len(keys))
+	ttls := make([]*redis.DurationCmd, len(keys))
+	for i, k := range keys {
+		if err := types[i].Err(); err != nil {
+			return fmt.Errorf("db %d TYPE %s: %v", db, k, err)
+		}
+		switch types[i].Val() {
+		case "none":
+			if contains(fixed, k) {
+				into[fmt.Sprintf("%d/%s", db, k)] = keyState{typ: "none", pttl: -2}
+			}
+			continue
+		case "string":
+			vals[i] = pipe.Get(ctx, k)
+		case "hash":
+			vals[i] = pipe.HGetAll(ctx, k)
+		case "set":
+			vals[i] = pipe.SMembers(ctx, k)
+		case "list":
+			vals[i] = pipe.LRange(ctx, k, 0, -1)
+		case "zset":
+			vals[i] = pipe.ZRangeWithScores(ctx, k, 0, -1)
+		default:
+			vals[i] = pipe.Dump(ctx, k)
+		}
+		ttls[i] = pipe.PTTL(ctx, k)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, k := range keys {
+		if vals[i] == nil {
+			continue
+		}
+		if err := vals[i].Err(); err != nil && err != redis.Nil {
 			return fmt.Errorf("db %d key %s: %v", db, k, err)
 		}
-		if st.pttl == -2 && st.typ == "none" {
-			if !contains(fixed, k) {
-				continue
-			}
+		d, err := ttls[i].Result()
+		if err != nil {
+			return fmt.Errorf("db %d PTTL %s: %v", db, k, err)
+		}
+		st := keyState{typ: types[i].Val(), val: value(vals[i]), pttl: d.Milliseconds()}
+		if d < 0 {
+			st.pttl = int64(d) // go-redis gives -1 and -2 as Durations of -1 and -2 ns
 		}
 		into[fmt.Sprintf("%d/%s", db, k)] = st
 	}
 	return nil
 }
 
-func readKey(c *redis.Client, k string) (keyState, error) {
-	typ, err := c.Type(ctx, k).Result()
-	if err != nil {
-		return keyState{}, err
-	}
-	st := keyState{typ: typ, pttl: -2}
+// value is a read value in a form that does not depend on its encoding:
+// a hash's fields and a set's members sorted.
+func value(c redis.Cmder) string {
 	var vals []string
-	switch typ {
-	case "none":
-		return st, nil
-	case "string":
-		v, err := c.Get(ctx, k).Result()
-		if err != nil && err != redis.Nil {
-			return st, err
+	switch x := c.(type) {
+	case *redis.StringCmd:
+		if c.Name() == "dump" {
+			return fmt.Sprintf("%x", x.Val())
 		}
-		vals = []string{v}
-	case "hash":
-		m, err := c.HGetAll(ctx, k).Result()
-		if err != nil {
-			return st, err
-		}
-		for f, v := range m {
+		return x.Val()
+	case *redis.MapStringStringCmd:
+		for f, v := range x.Val() {
 			vals = append(vals, f+"="+v)
 		}
 		sort.Strings(vals)
-	case "set":
-		if vals, err = c.SMembers(ctx, k).Result(); err != nil {
-			return st, err
+	case *redis.StringSliceCmd:
+		vals = x.Val()
+		if c.Name() == "smembers" {
+			sort.Strings(vals)
 		}
-		sort.Strings(vals)
-	case "list":
-		if vals, err = c.LRange(ctx, k, 0, -1).Result(); err != nil {
-			return st, err
-		}
-	case "zset":
-		zs, err := c.ZRangeWithScores(ctx, k, 0, -1).Result()
-		if err != nil {
-			return st, err
-		}
-		for _, z := range zs {
+	case *redis.ZSliceCmd:
+		for _, z := range x.Val() {
 			vals = append(vals, fmt.Sprintf("%v=%v", z.Member, z.Score))
 		}
-	default:
-		v, err := c.Dump(ctx, k).Result()
-		if err != nil {
-			return st, err
-		}
-		vals = []string{fmt.Sprintf("%x", v)}
 	}
-	st.val = strings.Join(vals, ",")
-	d, err := c.PTTL(ctx, k).Result()
-	if err != nil {
-		return st, err
-	}
-	st.pttl = d.Milliseconds()
-	if d < 0 {
-		st.pttl = int64(d) // go-redis gives -1 and -2 as Durations of -1 and -2 ns
-	}
-	return st, nil
+	return strings.Join(vals, ",")
 }
 
 // readGlobal reads the server-wide state a stranger must not change.
