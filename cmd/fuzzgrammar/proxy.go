@@ -14,14 +14,17 @@ import (
 
 // rulesYAML are the world's lock rules, in config.example.yaml's shapes:
 // string and Redisson-style hash locks under "*:lock"; fenced resources
-// "{base}:mutex" whose counter is "{base}:fence" and whose fence guards
-// every "{base}:*" key. on_flush: reject, so that FLUSHALL, FLUSHDB and
+// "{o...}:mutex" whose counter is "{base}:fence" and whose fence guards
+// every "{base}:*" key. The pattern is narrower than the example's
+// "{*}:mutex", whose guards would cover every hash-tagged key (lockproxy's
+// own "{lockproxy}:..." keys among them) and hide what lockproxy does on
+// those keys when no fence covers them. on_flush: reject, so that FLUSHALL, FLUSHDB and
 // SWAPDB, which would drop the held locks, are no change the rules allow.
 const rulesYAML = `on_flush: reject
 locks:
   - pattern: "*:lock"
     release: rewrite
-  - pattern: "{*}:mutex"
+  - pattern: "{o*}:mutex"
     release: rewrite
     fence:
       counter: "{base}:fence"
