@@ -24,7 +24,7 @@ func pools(dumps []string) *cmdgrammar.Pools {
 	keys := []string{stringLock, hashLock, mutex, guarded, stringLock, hashLock, mutex, guarded,
 		stringLock, hashLock, mutex, guarded, fence, "{o}:fence:high", "lockproxy:epoch",
 		"{v:lock}:lockproxy:owners", "{v:lock}:lockproxy:grants", "{rw:lock}:lockproxy:owners",
-		"{{o}:mutex}:lockproxy:owners", "{lockproxy}:lockproxy:flush",
+		"{o}:mutex:lockproxy:owners", "{lockproxy}:lockproxy:index", "{lockproxy}:lockproxy:flush",
 		"plain:str", "plain:hash", "plain:list", "plain:set", "plain:zset", "plain:stream", "plain:new", "{o}:new"}
 	strs := []string{"mode", "write", "x", "1"}
 	for _, db := range worldDBs {

@@ -287,9 +287,6 @@ func needsRestart(diffs []string) bool {
 				return true
 			}
 		}
-		if false {
-			return true
-		}
 	}
 	return false
 }
