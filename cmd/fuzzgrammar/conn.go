@@ -14,8 +14,9 @@ import (
 // generated and returns the reply's bytes, each exchange under a deadline
 // (a line that blocks, or a server that stopped, ends in an error).
 type rawConn struct {
-	nc net.Conn
-	br *bufio.Reader
+	nc      net.Conn
+	br      *bufio.Reader
+	timeout time.Duration // of each exchange; replyTimeout when zero
 }
 
 // replyTimeout bounds one exchange; generous, since the machine may be
@@ -31,7 +32,11 @@ func dialRaw(addr string) (*rawConn, error) {
 }
 
 func (c *rawConn) do(args ...string) ([]byte, error) {
-	_ = c.nc.SetDeadline(time.Now().Add(replyTimeout))
+	t := c.timeout
+	if t == 0 {
+		t = replyTimeout
+	}
+	_ = c.nc.SetDeadline(time.Now().Add(t))
 	if _, err := c.nc.Write(valkeytest.Command(args...)); err != nil {
 		return nil, err
 	}
@@ -41,6 +46,16 @@ func (c *rawConn) do(args ...string) ([]byte, error) {
 }
 
 func (c *rawConn) close() { c.nc.Close() }
+
+// timeoutFor is how long a line of the command may take: SYNC and PSYNC
+// answer with a bulk that the replication stream follows without its
+// CRLF, so their reply never ends; they get a short wait.
+func timeoutFor(name string) time.Duration {
+	if name == "SYNC" || name == "PSYNC" {
+		return 500 * time.Millisecond
+	}
+	return replyTimeout
+}
 
 // isError reports an error reply.
 func isError(r []byte) bool { return len(r) > 0 && r[0] == '-' }

@@ -105,12 +105,13 @@ func (o *oracle) fill() error {
 // ask sends a line to the oracle on a fresh connection: accepted when the
 // reply is no error; ok false when no reply came (it blocked, or the line
 // stopped the server).
-func (o *oracle) ask(args []string) (accepted, ok bool, reply []byte) {
+func (o *oracle) ask(args []string, timeout time.Duration) (accepted, ok bool, reply []byte) {
 	c, err := dialRaw(o.srv.Addr)
 	if err != nil {
 		return false, false, nil
 	}
 	defer c.close()
+	c.timeout = timeout
 	r, err := c.do(args...)
 	if err != nil {
 		return false, false, nil

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The ways a line is sent through lockproxy.
@@ -50,6 +51,7 @@ type tally struct {
 	oracleNoReply                int
 	byMode                       map[string]*[5]int
 	marks                        map[string]bool
+	spent                        time.Duration // sending, judging and restoring its lines
 }
 
 type report struct {
@@ -108,10 +110,10 @@ func (r *report) print(w io.Writer, perCmd int) {
 	fmt.Fprintf(w, "oracle (Valkey directly): %d accepted, %d refused, %d no reply\n", oa, or, on)
 	fmt.Fprintf(w, "through lockproxy (%d sends): %d refused by lockproxy, %d refused by Valkey, %d forwarded and harmless, %d no reply, %d FAILED\n",
 		sum[0]+sum[1]+sum[2]+sum[3]+sum[4], sum[refusedByProxy], sum[refusedByValkey], sum[harmless], sum[noReply], sum[failed])
-	fmt.Fprintf(w, "\n%-28s %6s %9s | %-26s | %-26s | %-26s\n", "command", "lines", "oracle+/-", "plain lp-/vk-/ok/to/FAIL", "eval", "fcall")
+	fmt.Fprintf(w, "\n%-28s %6s %9s %6s | %-26s | %-26s | %-26s\n", "command", "lines", "oracle+/-", "secs", "plain lp-/vk-/ok/to/FAIL", "eval", "fcall")
 	for _, n := range names {
 		t := r.commands[n]
-		row := fmt.Sprintf("%-28s %6d %4d/%-4d", n, t.lines, t.oracleAccepted, t.oracleRefuse)
+		row := fmt.Sprintf("%-28s %6d %4d/%-4d %6.1f", n, t.lines, t.oracleAccepted, t.oracleRefuse, t.spent.Seconds())
 		for _, m := range modes {
 			c := t.byMode[m]
 			row += fmt.Sprintf(" | %-26s", fmt.Sprintf("%d/%d/%d/%d/%d", c[0], c[1], c[2], c[3], c[4]))

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockproxy/lockproxy/internal/cmdgrammar"
 	"github.com/redis/go-redis/v9"
@@ -139,7 +140,7 @@ const holderDB = 1
 // stranger sends args through lockproxy on a fresh connection that holds
 // nothing in the world, in database db; in holderDB it first takes the
 // world's lock names there.
-func stranger(addr string, db int, args []string) ([]byte, error) {
+func stranger(addr string, db int, args []string, timeout time.Duration) ([]byte, error) {
 	c, err := dialRaw(addr)
 	if err != nil {
 		return nil, err
@@ -160,6 +161,7 @@ func stranger(addr string, db int, args []string) ([]byte, error) {
 			return nil, fmt.Errorf("stranger's SET %s in db %d: %q %v", guarded, db, r, err)
 		}
 	}
+	c.timeout = timeout
 	return c.do(args...)
 }
 
@@ -194,13 +196,15 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 	l := cmdgrammar.Generate(r.rng, c, p)
 	t := r.rep.cmd(c.Name())
 	t.lines++
+	start := time.Now()
+	defer func() { t.spent += time.Since(start) }()
 	if len(l.Marks) == 0 {
 		t.marks["none"] = true
 	}
 	for _, m := range l.Marks {
 		t.marks[m] = true
 	}
-	accepted, ok, oreply := or.ask(withPort(l.Args, or.srv.Port))
+	accepted, ok, oreply := or.ask(withPort(l.Args, or.srv.Port), timeoutFor(c.Name()))
 	verdict := "accepted"
 	if !ok {
 		verdict = "no reply"
@@ -227,7 +231,7 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 		if err != nil {
 			return fmt.Errorf("world: %v", err)
 		}
-		reply, sendErr := stranger(w.proxyAddr(), db, args)
+		reply, sendErr := stranger(w.proxyAddr(), db, args, timeoutFor(c.Name()))
 		w.afterSend(db)
 		var diffs []string
 		changed := false // anything watched changed, allowed or not
