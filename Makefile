@@ -10,7 +10,7 @@ BIN      ?= bin
 # The CA roots the image carries at /etc/ssl/certs/ca-certificates.crt.
 CA_ROOTS ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: build image deps run test ops-check valkey-suite bench fuzz lint chaos clean
+.PHONY: build image deps run test ops-check valkey-suite bench fuzz fuzz-grammar lint chaos clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/lockproxy ./cmd/lockproxy
@@ -64,6 +64,15 @@ bench:
 # scripts/fuzz.sh says how it treats Go's own fuzz-deadline race.
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+# The grammar fuzzer (cmd/fuzzgrammar, docs/fuzz-grammar.md): command lines
+# generated from Valkey's own COMMAND DOCS, sent by a client that holds
+# nothing through lockproxy (plain, in EVAL, in FCALL) in front of held
+# locks, fenced data and lockproxy's keys, standalone and in a cluster;
+# fails on any change the rules do not allow it. FUZZ_GRAMMAR_TIME (default
+# 5m); FUZZ_GRAMMAR_ARGS for more flags (-seed N repeats a run).
+fuzz-grammar: deps
+	$(GO) run ./cmd/fuzzgrammar -duration $(or $(FUZZ_GRAMMAR_TIME),5m) $(FUZZ_GRAMMAR_ARGS)
 
 # The chaos test (cmd/chaos): worker processes contend for locks through
 # lockproxy while they stall, are SIGSTOPped and the proxy and Valkey restart,

@@ -5,6 +5,6 @@
 // when the test ends. Set LOCKPROXY_TEST_SERVER=redis-server to run the
 // same tests against Redis.
 //
-// It is for tests and test tools (cmd/chaos) only: lockproxy itself
+// It is for tests and test tools (cmd/chaos, cmd/fuzzgrammar) only: lockproxy itself
 // (cmd/lockproxy and the packages it imports) must not import it.
 package valkeytest
