@@ -20,7 +20,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockproxy/lockproxy/commands"
 	"github.com/lockproxy/lockproxy/internal/cmdgrammar"
+	"github.com/lockproxy/lockproxy/keyspec"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,7 +30,7 @@ func main() {
 	duration := flag.Duration("duration", 60*time.Second, "how long to generate lines (both worlds together)")
 	seed := flag.Uint64("seed", 0, "the RNG's seed; 0 picks one (printed, so a run can be repeated)")
 	worlds := flag.String("world", "both", "standalone, cluster or both (the cluster gets a third of the time)")
-	gate := flag.Bool("gate", true, "fail when a command that reconfigures Valkey (admin or dangerous, not readonly) runs in Valkey for the stranger")
+	gate := flag.Bool("gate", true, "fail when a command lockproxy's gate keeps from clients that are no admin (commands.Table.Gated: Valkey's admin flag, less the documented reads) runs in Valkey for the stranger")
 	perCmd := flag.Int("examples", 3, "failures printed per command")
 	verbose := flag.Bool("v", false, "print each failure as it happens")
 	only := flag.String("commands", "", "comma-separated commands to fuzz (SET,COPY,\"CONFIG SET\"; a container word takes its subcommands); empty = all")
@@ -66,7 +68,11 @@ func run(seed uint64, duration time.Duration, worlds string, gate, verbose bool,
 	if err != nil {
 		return fmt.Errorf("oracle dumps: %v", err)
 	}
-	r := &runner{rng: rand.New(rand.NewPCG(seed, seed>>32^0x9e3779b9)), oracle: or, rep: rep, gate: gate,
+	gated, err := gatedBy(or)
+	if err != nil {
+		return fmt.Errorf("oracle's command table: %v", err)
+	}
+	r := &runner{rng: rand.New(rand.NewPCG(seed, seed>>32^0x9e3779b9)), oracle: or, rep: rep, gate: gate, gated: gated,
 		log: func(f string, a ...any) {
 			if verbose {
 				fmt.Printf(f+"\n", a...)
@@ -178,4 +184,23 @@ func selected(c *cmdgrammar.Command, only string) bool {
 		}
 	}
 	return false
+}
+
+// gatedBy is lockproxy's gate verdict over the oracle's command table, as
+// the proxy builds it from its upstream's (proxy/cmdtable.go).
+func gatedBy(or *oracle) (func([]string) bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t, err := keyspec.Load(ctx, or.direct)
+	if err != nil {
+		return nil, err
+	}
+	ct := commands.FromTable(t)
+	return func(args []string) bool {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		return ct.Gated(b)
+	}, nil
 }
