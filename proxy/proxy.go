@@ -185,7 +185,7 @@ func New(opts Options) (*Proxy, error) {
 		p.startCluster()
 	}
 	p.requireAuth = p.probeAuth()
-	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.locks.Clue})
+	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: rewrite.SeedKnown(scriptcheck.NewCache(0)), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.locks.Clue})
 	// The side client dials only when used: for the command table once
 	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.
 	p.side = redis.NewClient(&redis.Options{
