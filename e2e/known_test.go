@@ -39,6 +39,27 @@ var (
 	knRSTouchNX = "\n\tif redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n\t\treturn redis.call(\"PEXPIRE\", KEYS[1], ARGV[2])\n\telseif redis.call(\"SET\", KEYS[1], ARGV[1], \"PX\", ARGV[2], \"NX\") then\n\t\treturn 1\n\telse\n\t\treturn 0\n\tend\n"
 )
 
+// redislock v0.10.0's texts (obtain.lua, release.lua, refresh.lua,
+// pttl.lua), by the SHA1s of the files at the tag: the catalogue's copies.
+const (
+	knRL10Obtain  = "eb0c00d98f6f33b4262419a509002884540f30be"
+	knRL10Release = "9470c810040e272ee6c579d8d4331aaf6332a7b1"
+	knRL10Refresh = "5a22d7e8431313862816d4416b5e46dd70fc340d"
+	knRL10PTTL    = "66e1084c2d842a7e8c271925aae90219fac4e129"
+)
+
+// knText is the catalogue's text whose SHA1 is sha.
+func knText(t testing.TB, sha string) string {
+	for _, s := range rewrite.KnownTexts() {
+		sum := sha1.Sum([]byte(s))
+		if hex.EncodeToString(sum[:]) == sha {
+			return s
+		}
+	}
+	t.Fatalf("the catalogue holds no text of SHA1 %s", sha)
+	return ""
+}
+
 func TestKnownCatalogueSHA(t *testing.T) {
 	// The SHA1s the libraries name (redsync v4.15+ states them in
 	// scripts.go; redislock's computed from its tagged sources).
@@ -51,6 +72,10 @@ func TestKnownCatalogueSHA(t *testing.T) {
 		knRSDelete2: "e950836ed1e694540c503ef9972b8de518044d3b",
 		knRSTouch:   "d75bb8b5bd13532ddedd17762e772346e39b321e",
 		knRSTouchNX: "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79",
+		knText(t, knRL10Obtain):  knRL10Obtain,
+		knText(t, knRL10Release): knRL10Release,
+		knText(t, knRL10Refresh): knRL10Refresh,
+		knText(t, knRL10PTTL):    knRL10PTTL,
 	}
 	texts := rewrite.KnownTexts()
 	if len(texts) != len(want) {
@@ -124,6 +149,19 @@ var knLibs = []knLib{
 			return knScript(a.c, knRLRefresh, s.evalsha, key, a.token, s.ttl)
 		case "pttl":
 			return knScript(a.c, knRLPTTL, s.evalsha, key, a.token)
+		}
+		return ""
+	}},
+	{"redislock10", []string{"obtain", "obtain", "release", "refresh", "pttl"}, func(a *knActor, key string, s knStep) string {
+		switch s.op {
+		case "obtain":
+			return knScript(a.c, knRL10[0], s.evalsha, key, a.token, len(a.token), s.ttl)
+		case "release":
+			return knScript(a.c, knRL10[1], s.evalsha, key, a.token)
+		case "refresh":
+			return knScript(a.c, knRL10[2], s.evalsha, key, a.token, s.ttl)
+		case "pttl":
+			return knScript(a.c, knRL10[3], s.evalsha, key, a.token)
 		}
 		return ""
 	}},
@@ -214,10 +252,15 @@ func knRun(t *testing.T, lib knLib, steps []knStep, direct *redis.Client, conns 
 		got := lib.run(a, keys[s.key], s)
 		if s.ttl == 1 {
 			// The lease lapses: wait for the key to go (an event, not a time).
-			waitFor(t, 10*time.Second, "a 1 ms lease to lapse", func() bool {
-				p := direct.PTTL(ctx, keys[s.key]).Val()
-				return p < 0 || p > time.Second
-			})
+			for tries := 0; ; tries++ {
+				if p := direct.PTTL(ctx, keys[s.key]).Val(); p < 0 || p > time.Second {
+					break
+				}
+				if tries > 2000 {
+					t.Fatalf("a 1 ms lease on %s did not lapse", keys[s.key])
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 		}
 		st := make([]string, len(keys))
 		for j, k := range keys {
@@ -239,7 +282,13 @@ func knSeed(t *testing.T) int64 {
 	return time.Now().UnixNano()
 }
 
+// knRL10 are redislock v0.10.0's obtain, release, refresh and pttl.
+var knRL10 [4]string
+
 func TestKnownDifferential(t *testing.T) {
+	for i, sha := range []string{knRL10Obtain, knRL10Release, knRL10Refresh, knRL10PTTL} {
+		knRL10[i] = knText(t, sha)
+	}
 	e := newEnv(t, withRules(t, knownRules, proxy.Options{}))
 	direct := e.direct()
 	seed := knSeed(t)

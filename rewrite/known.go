@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"crypto/sha1"
+	_ "embed"
 	"encoding/hex"
 )
 
@@ -26,7 +27,25 @@ type knownText struct {
 	Text                      string
 	// Op is what the text does, which picks its equivalent (knownOps).
 	Op knownOp
+	// Line is the line of the text its equivalent's lines start on (a
+	// text that starts with a line break: 2).
+	Line int
 }
+
+// bsm/redislock v0.10.0 keeps its scripts in files, copied here byte for
+// byte (trailing spaces included): obtain.lua, release.lua, refresh.lua
+// and pttl.lua. They take several keys; their equivalents take one (the
+// library's Obtain of one key), and more run under the monitor.
+var (
+	//go:embed knowntexts/redislock-v0.10.0-obtain.lua
+	redislockObtain10 string
+	//go:embed knowntexts/redislock-v0.10.0-release.lua
+	redislockRelease10 string
+	//go:embed knowntexts/redislock-v0.10.0-refresh.lua
+	redislockRefresh10 string
+	//go:embed knowntexts/redislock-v0.10.0-pttl.lua
+	redislockPTTL10 string
+)
 
 // The texts.
 const (
@@ -59,14 +78,18 @@ const (
 
 // knownTexts is the catalogue.
 var knownTexts = []knownText{
-	{"bsm/redislock", "v0.3.0-v0.9.4", "redislock.go", "luaRelease", redislockRelease, opRelease},
-	{"bsm/redislock", "v0.3.0-v0.9.4", "redislock.go", "luaRefresh", redislockRefresh, opRefresh},
-	{"bsm/redislock", "v0.3.0-v0.9.4", "redislock.go", "luaPTTL", redislockPTTL, opRead},
-	{"bsm/redislock", "v0.9.4", "redislock.go", "luaObtain", redislockObtain, opObtain},
-	{"go-redsync/redsync", "v4.0.0-v4.11.0", "mutex.go", "deleteScript", redsyncDelete, opRelease},
-	{"go-redsync/redsync", "v4.12.0-v4.18.1", "mutex.go, scripts.go", "deleteScript", redsyncDelete412, opReleaseAbsent},
-	{"go-redsync/redsync", "v4.0.0-v4.18.1", "mutex.go, scripts.go", "touchScript", redsyncTouch, opRefresh},
-	{"go-redsync/redsync", "v4.12.0-v4.18.1", "mutex.go, scripts.go", "touchWithSetNXScript", redsyncTouchSetNX, opTouchSetNX},
+	{"bsm/redislock", "v0.3.0-v0.9.4", "redislock.go", "luaRelease", redislockRelease, opRelease, 1},
+	{"bsm/redislock", "v0.3.0-v0.9.4", "redislock.go", "luaRefresh", redislockRefresh, opRefresh, 1},
+	{"bsm/redislock", "v0.3.0-v0.9.4", "redislock.go", "luaPTTL", redislockPTTL, opRead, 1},
+	{"bsm/redislock", "v0.9.4", "redislock.go", "luaObtain", redislockObtain, opObtain, 2},
+	{"bsm/redislock", "v0.10.0", "obtain.lua", "luaObtain", redislockObtain10, opObtainM, 1},
+	{"bsm/redislock", "v0.10.0", "release.lua", "luaRelease", redislockRelease10, opReleaseM, 1},
+	{"bsm/redislock", "v0.10.0", "refresh.lua", "luaRefresh", redislockRefresh10, opRefreshM, 1},
+	{"bsm/redislock", "v0.10.0", "pttl.lua", "luaPTTL", redislockPTTL10, opRead, 1},
+	{"go-redsync/redsync", "v4.0.0-v4.11.0", "mutex.go", "deleteScript", redsyncDelete, opRelease, 2},
+	{"go-redsync/redsync", "v4.12.0-v4.18.1", "mutex.go, scripts.go", "deleteScript", redsyncDelete412, opReleaseAbsent, 2},
+	{"go-redsync/redsync", "v4.0.0-v4.18.1", "mutex.go, scripts.go", "touchScript", redsyncTouch, opRefresh, 2},
+	{"go-redsync/redsync", "v4.12.0-v4.18.1", "mutex.go, scripts.go", "touchWithSetNXScript", redsyncTouchSetNX, opTouchSetNX, 2},
 }
 
 // known is a catalogue entry as the decider uses it: the text, its SHA1,

@@ -25,6 +25,14 @@ const (
 	// opObtain: redislock's SET NX PX ARGV[3], else a re-SET PX when the
 	// value starts with ARGV[1]'s first ARGV[2] bytes.
 	opObtain
+	// opObtainM, opReleaseM, opRefreshM: redislock v0.10's texts for
+	// several keys (MSETNX, MGET), of one key: as opObtain, opRelease and
+	// opRefresh, but the lease set by a PEXPIRE after the write, and a
+	// release or refresh that does not match answers nil (false), and
+	// OK when it does.
+	opObtainM
+	opReleaseM
+	opRefreshM
 )
 
 // The equivalent of a known text runs the text's own calls, on the lines
@@ -122,21 +130,22 @@ var knownOps = map[knownOp]struct {
 	opTouchSetNX: {2, knownMine + knownMoved + knownTook, []string{
 		`local v = redis.call('GET', key) if v == ARGV[1] then local rec = mine(v) local r = redis.call('PEXPIRE', key, ARGV[2]) if rec then moved(rec, v) end return r elseif redis.call('SET', key, ARGV[1], 'PX', ARGV[2], 'NX') then took(ARGV[1], tonumber(ARGV[2])) return 1 else return 0 end`}},
 	opObtain: {3, knownMine + knownMoved + knownTook, []string{
-		``,
 		`if redis.call('SET', key, ARGV[1], 'NX', 'PX', ARGV[3]) then took(ARGV[1], tonumber(ARGV[3])) return redis.status_reply('OK') end`,
 		``,
 		`local offset = tonumber(ARGV[2])`,
 		`if redis.call('GETRANGE', key, 0, offset-1) == string.sub(ARGV[1], 1, offset) then local v = redis.call('GET', key) local rec = mine(v) if not rec and v ~= ARGV[1] and mode ~= 'observe' and not (string.sub(mode, -1) == '+' and redis.call('HEXISTS', rk, owner) == 0) then ` + knownRefusal + ` end local r = redis.call('SET', key, ARGV[1], 'PX', ARGV[3]) if rec then moved(rec, ARGV[1]) end return r end`,
 	}},
-}
-
-// knownLines: on which line of the text its body starts (redsync's texts
-// and redislock's obtain start with a line break).
-func knownFirstLine(text string) int {
-	if strings.HasPrefix(text, "\n") {
-		return 2
-	}
-	return 1
+	// MGET never raises WRONGTYPE (a key of another type reads nil), and
+	// MSETNX and MSET take any key: the only call that can raise is the
+	// GETRANGE, on line 18 of obtain.lua.
+	opReleaseM: {1, knownMine + knownGone, []string{
+		`local v = redis.call('MGET', key)[1] if v ~= ARGV[1] then return false end local rec = mine(v) redis.call('DEL', key) if rec then gone(rec) end return redis.status_reply('OK')`}},
+	opRefreshM: {2, knownMine + knownMoved, []string{
+		`local v = redis.call('MGET', key)[1] if v ~= ARGV[1] then return false end local rec = mine(v) redis.call('PEXPIRE', key, ARGV[2]) if rec then moved(rec, v) end return redis.status_reply('OK')`}},
+	opObtainM: {3, knownMine + knownMoved + knownTook, append(append([]string{
+		`if redis.call('MSETNX', key, ARGV[1]) == 1 then redis.call('PEXPIRE', key, ARGV[3]) took(ARGV[1], tonumber(ARGV[3])) return redis.status_reply('OK') end local offset = tonumber(ARGV[2])`},
+		make([]string, 16)...),
+		`if redis.call('GETRANGE', key, 0, offset-1) ~= string.sub(ARGV[1], 1, offset) then return false end local v = redis.call('GET', key) local rec = mine(v) if not rec and v ~= ARGV[1] and mode ~= 'observe' and not (string.sub(mode, -1) == '+' and redis.call('HEXISTS', rk, owner) == 0) then `+knownRefusal+` end redis.call('MSET', key, ARGV[1]) redis.call('PEXPIRE', key, ARGV[3]) if rec then moved(rec, ARGV[1]) end return redis.status_reply('OK')`)},
 }
 
 // equivalent makes a known text's equivalent script.
@@ -147,12 +156,9 @@ func equivalent(k *known) *Script {
 	lines := op.lines
 	var b strings.Builder
 	b.WriteString(head)
-	if knownFirstLine(k.Text) == 2 && k.Op != opObtain {
-		// The text's first line is empty: its calls start on line 2.
-		b.WriteString("\n")
-	} else {
-		b.WriteString(" ")
-	}
+	// The helpers fill line 1; the op's lines start on the text's k.Line.
+	b.WriteString(" ")
+	b.WriteString(strings.Repeat("\n", k.Line-1))
 	b.WriteString(strings.Join(lines, "\n"))
 	body := b.String()
 	sum := sha1.Sum([]byte(body))

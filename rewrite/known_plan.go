@@ -55,9 +55,9 @@ func (k *known) fits(keys, argv [][]byte) bool {
 		return false
 	}
 	switch k.Op {
-	case opRefresh, opTouchSetNX:
+	case opRefresh, opTouchSetNX, opRefreshM:
 		return leaseMS(argv[1])
-	case opObtain:
+	case opObtain, opObtainM:
 		return leaseMS(argv[2]) && len(argv[1]) <= 6 && allDigits(argv[1])
 	}
 	return true
