@@ -64,14 +64,14 @@ func TestKnownCatalogueSHA(t *testing.T) {
 	// The SHA1s the libraries name (redsync v4.15+ states them in
 	// scripts.go; redislock's computed from its tagged sources).
 	want := map[string]string{
-		knRLObtain:  "80a1b5f2cfccec3b7119ba7721d2127682b691a7",
-		knRLRelease: "cf0e94b2e9ffc7e04395cf88f7583fc309985910",
-		knRLRefresh: "a7aba3bc5d6e99b3003da8b9d80a63b9f4092ecf",
-		knRLPTTL:    "6484da7d58920897fdc22b7f9afd1a3d47524ea8",
-		knRSDelete:  "00583931c4e4d483f6233879c133c71ed5393f9d",
-		knRSDelete2: "e950836ed1e694540c503ef9972b8de518044d3b",
-		knRSTouch:   "d75bb8b5bd13532ddedd17762e772346e39b321e",
-		knRSTouchNX: "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79",
+		knRLObtain:               "80a1b5f2cfccec3b7119ba7721d2127682b691a7",
+		knRLRelease:              "cf0e94b2e9ffc7e04395cf88f7583fc309985910",
+		knRLRefresh:              "a7aba3bc5d6e99b3003da8b9d80a63b9f4092ecf",
+		knRLPTTL:                 "6484da7d58920897fdc22b7f9afd1a3d47524ea8",
+		knRSDelete:               "00583931c4e4d483f6233879c133c71ed5393f9d",
+		knRSDelete2:              "e950836ed1e694540c503ef9972b8de518044d3b",
+		knRSTouch:                "d75bb8b5bd13532ddedd17762e772346e39b321e",
+		knRSTouchNX:              "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79",
 		knText(t, knRL10Obtain):  knRL10Obtain,
 		knText(t, knRL10Release): knRL10Release,
 		knText(t, knRL10Refresh): knRL10Refresh,
