@@ -130,7 +130,8 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 
 // monitorScript runs an EVAL or EVALSHA under the monitor, but for the
 // scripts that need none: flags=no-writes (Valkey refuses their writes),
-// and those that cannot reach Valkey at all (unmonitored).
+// and those that cannot reach Valkey at all (unmonitored); and for a lock
+// library's known text, which runs lockproxy's equivalent of it (known.go).
 // verb is the client's spelling of the command, which the monitored call
 // keeps (MONITOR shows it).
 func (d *Decider) monitorScript(verb []byte, cmd string, body scriptBody, sha string, keys, argv [][]byte, s Session) Plan {
