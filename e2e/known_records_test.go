@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +145,24 @@ func TestKnownStranger(t *testing.T) {
 	eq(t, d.Exists(ctx, lock).Val(), int64(0))
 	if err := l.Release(ctx); err != redislock.ErrLockNotHeld {
 		t.Fatalf("the holder's release after the stranger's: %v, want ErrLockNotHeld", err)
+	}
+}
+
+// In front of a cluster the equivalents run on the lock's node and keep
+// its records there (the records share the lock's slot).
+func TestKnownCluster(t *testing.T) {
+	e, cl := clusterEnv(t, rulesOptions(t, knownRules))
+	m := slotMap(t, cl)
+	h, s := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	for i := 0; i < 6; i++ {
+		k := fmt.Sprintf("kn:cl%d:lock", i)
+		tok := "tok" + fmt.Sprint(i)
+		eq(t, h.do("EVAL", knRLObtain, "1", k, tok, "3", "60000"), "+OK\r\n")
+		eq(t, directTo(t, m, k, "HLEN", "{"+k+"}:lockproxy:owners"), ":1\r\n")
+		eq(t, h.do("EVAL", knRLRefresh, "1", k, tok, "90000"), ":1\r\n")
+		eq(t, s.do("EVAL", knRSDelete2, "1", k, "other"), ":0\r\n")
+		eq(t, directTo(t, m, k, "GET", k), bulk(tok))
+		eq(t, h.do("EVAL", knRLRelease, "1", k, tok), ":1\r\n")
+		eq(t, directTo(t, m, k, "EXISTS", k, "{"+k+"}:lockproxy:owners"), ":0\r\n")
 	}
 }
