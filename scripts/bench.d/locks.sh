@@ -16,8 +16,10 @@
 #   fenced   a holder's writes to a guarded key (each a fenced script) against
 #            plain writes to an unguarded key, both through the proxy;
 #   script-acquire  a library's own obtain and release scripts (redislock's)
-#            through the proxy, each run in its wrapper (grant, owner record),
-#            against the same scripts sent directly (goal >= 0.85);
+#            through the proxy, against the same scripts sent directly (goal
+#            >= 0.85): the obtain (without the library's leading line break)
+#            under the monitor, the release (a known text) as lockproxy's
+#            equivalent;
 #   script-known    redislock v0.9.4's obtain and release byte for byte,
 #            texts lockproxy knows and runs as its own equivalents
 #            (rewrite/known.go), against the same scripts sent directly;
