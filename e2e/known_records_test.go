@@ -166,3 +166,22 @@ func TestKnownCluster(t *testing.T) {
 		eq(t, directTo(t, m, k, "EXISTS", k, "{"+k+"}:lockproxy:owners"), ":0\r\n")
 	}
 }
+
+// Inside MULTI a known text runs as its equivalent too, and EXEC's reply
+// holds its reply as Valkey's would.
+func TestKnownInMulti(t *testing.T) {
+	e := newEnv(t, withRules(t, knownRules, proxy.Options{}))
+	d := e.direct()
+	a := dialRaw(t, e.addr)
+	eq(t, a.do("MULTI"), "+OK\r\n")
+	eq(t, a.do("EVAL", knRLObtain, "1", "kn:m:lock", "tok", "3", "60000"), "+QUEUED\r\n")
+	eq(t, a.do("EVAL", knRSDelete2, "1", "kn:m:lock", "other"), "+QUEUED\r\n")
+	eq(t, a.do("EVAL", knRLPTTL, "1", "kn:m:lock", "other"), "+QUEUED\r\n")
+	eq(t, a.do("EXEC"), "*3\r\n+OK\r\n:0\r\n:-3\r\n")
+	eq(t, len(records(t, d, "kn:m:lock")), 1)
+	eq(t, a.do("MULTI"), "+OK\r\n")
+	eq(t, a.do("EVAL", knRLRelease, "1", "kn:m:lock", "tok"), "+QUEUED\r\n")
+	eq(t, a.do("EVAL", knRSDelete2, "1", "kn:m:lock", "tok"), "+QUEUED\r\n")
+	eq(t, a.do("EXEC"), "*2\r\n:1\r\n:-1\r\n")
+	eq(t, len(records(t, d, "kn:m:lock")), 0)
+}

@@ -299,11 +299,13 @@ func TestKnownDifferential(t *testing.T) {
 			for h := 0; h < 12; h++ {
 				steps := knGen(rng, lib, 24)
 				base := fmt.Sprintf("%s%d", lib.name, h)
-				d1, d2 := e.direct(), e.direct()
+				// Odd histories in RESP2, even ones in RESP3.
+				proto := func(o *redis.Options) { o.Protocol = 2 + (h+1)%2 }
+				d1, d2 := e.client(proto, func(o *redis.Options) { o.Addr = e.srv.Addr }), e.client(proto, func(o *redis.Options) { o.Addr = e.srv.Addr })
 				want := knRun(t, lib, steps, direct, [2]*redis.Client{d1, d2}, base)
 				// The same key names, cleared: lockproxy's records of
 				// earlier histories cannot meet these.
-				p1, p2 := e.client(), e.client()
+				p1, p2 := e.client(proto), e.client(proto)
 				got := knRun(t, lib, steps, direct, [2]*redis.Client{p1, p2}, base)
 				for i := range want {
 					if got[i] != want[i] {
