@@ -185,3 +185,19 @@ func TestKnownInMulti(t *testing.T) {
 	eq(t, a.do("EXEC"), "*2\r\n:1\r\n:-1\r\n")
 	eq(t, len(records(t, d, "kn:m:lock")), 0)
 }
+
+// redislock's obtain re-takes a lock whose value starts with its token: by
+// a client that neither holds the lock nor shows its whole value, that is
+// a write lockproxy refuses, in the monitor's words, as it did before the
+// equivalent.
+func TestKnownObtainRetakeRefused(t *testing.T) {
+	e := newEnv(t, withRules(t, knownRules, proxy.Options{}))
+	d := e.direct()
+	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
+	eq(t, a.do("EVAL", knRLObtain, "1", "kn:r:lock", "tokA-meta1", "4", "60000"), "+OK\r\n")
+	eq(t, a.do("EVAL", knRLObtain, "1", "kn:r:lock", "tokA-meta2", "4", "60000"), "+OK\r\n") // the holder
+	eq(t, b.do("EVAL", knRLObtain, "1", "kn:r:lock", "tokA-meta2", "4", "60000"), "+OK\r\n") // the whole value shown
+	eq(t, b.do("EVAL", knRLObtain, "1", "kn:r:lock", "tokA-meta3", "4", "60000"),
+		"-NOTOWNER lockproxy refused SET of \"kn:r:lock\" inside a script: this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do script: 80a1b5f2cfccec3b7119ba7721d2127682b691a7, on @user_script:5.\r\n")
+	eq(t, d.Get(ctx, "kn:r:lock").Val(), "tokA-meta2")
+}
