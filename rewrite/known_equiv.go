@@ -41,7 +41,9 @@ const (
 // keeps the lock's records as the monitor would around the same calls:
 // a lock the call took gets the next grant and the caller's owner record
 // and its entry in the locks' index; the caller's release drops its
-// record, its renewal moves it. A release or renewal by another client
+// record of the released value (current or not: the lock it names is
+// gone), its renewal moves its current record. A release or renewal by
+// another client
 // that shows the lock's token (the scripts compare the value to ARGV[1]
 // before writing) passes, as under the monitor, and moves no record.
 //
@@ -79,14 +81,28 @@ end
   end
 end
 `
-	// gone drops the caller's record rec once its lock is deleted.
-	knownGone = `local function gone(rec)
-  redis.call('HDEL', rk, owner)
-  if rec.e == 0 and redis.pcall('PTTL', rk) == -1 then
-` + fnParse + fnPut + fnSettle + `    local t = redis.call('TIME')
-    settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), keep, '')
+	// knownDrop, after the DEL of a lock whose value was v, drops the
+	// caller's record of v (current or not: the lock it names is gone),
+	// and the records hash's entry in the locks' index with its last
+	// record. Inline, not a function (no closure to make): one HGETALL
+	// tells both whether the caller has a record and whether it is the
+	// last. A record without a lease (e 0) may leave a hash without an
+	// expiry: settle gives it one, or deletes it.
+	knownDrop = `local all = redis.call('HGETALL', rk)
+for i = 1, #all, 2 do
+  if all[i] == owner then
+    local e, rv = string.match(all[i + 1], '^%d+ %d+ (%d+) (.*)$')
+    if rv == v then
+      redis.call('HDEL', rk, owner)
+      if #all == 2 then redis.pcall('ZREM', ik, rk)
+      elseif e == '0' and redis.pcall('PTTL', rk) == -1 then
+` + fnParse + fnPut + fnSettle + `        local t = redis.call('TIME')
+        settle(rk, t[1] * 1000 + math.floor(t[2] / 1000), keep, '')
+        if redis.pcall('EXISTS', rk) ~= 1 then redis.pcall('ZREM', ik, rk) end
+      end
+    end
+    break
   end
-  if redis.pcall('EXISTS', rk) ~= 1 then redis.pcall('ZREM', ik, rk) end
 end
 `
 	// moved moves the caller's record rec to the lock's value v and
@@ -108,6 +124,9 @@ end
 `
 )
 
+// knownDropLine is knownDrop on one line (an op's line).
+var knownDropLine = strings.ReplaceAll(knownDrop, "\n", " ")
+
 // knownRefusal is monitor.lua's refusal of a write to a held lock by a
 // client that neither holds it nor shows its token, raised as the
 // monitor's redis.call raises it.
@@ -121,10 +140,10 @@ var knownOps = map[knownOp]struct {
 	helpers string
 	lines   []string
 }{
-	opRelease: {1, knownMine + knownGone, []string{
-		`local v = redis.call('GET', key) if v == ARGV[1] then local rec = mine(v) local d = redis.call('DEL', key) if rec then gone(rec) end return d else return 0 end`}},
-	opReleaseAbsent: {1, knownMine + knownGone, []string{
-		`local v = redis.call('GET', key) if v == ARGV[1] then local rec = mine(v) local d = redis.call('DEL', key) if rec then gone(rec) end return d elseif v == false then return -1 else return 0 end`}},
+	opRelease: {1, "", []string{
+		`local v = redis.call('GET', key) if v == ARGV[1] then local d = redis.call('DEL', key) ` + knownDropLine + ` return d else return 0 end`}},
+	opReleaseAbsent: {1, "", []string{
+		`local v = redis.call('GET', key) if v == ARGV[1] then local d = redis.call('DEL', key) ` + knownDropLine + ` return d elseif v == false then return -1 else return 0 end`}},
 	opRefresh: {2, knownMine + knownMoved, []string{
 		`local v = redis.call('GET', key) if v == ARGV[1] then local rec = mine(v) local r = redis.call('PEXPIRE', key, ARGV[2]) if rec then moved(rec, v) end return r else return 0 end`}},
 	opTouchSetNX: {2, knownMine + knownMoved + knownTook, []string{
@@ -138,8 +157,8 @@ var knownOps = map[knownOp]struct {
 	// MGET never raises WRONGTYPE (a key of another type reads nil), and
 	// MSETNX and MSET take any key: the only call that can raise is the
 	// GETRANGE, on line 18 of obtain.lua.
-	opReleaseM: {1, knownMine + knownGone, []string{
-		`local v = redis.call('MGET', key)[1] if v ~= ARGV[1] then return false end local rec = mine(v) redis.call('DEL', key) if rec then gone(rec) end return redis.status_reply('OK')`}},
+	opReleaseM: {1, "", []string{
+		`local v = redis.call('MGET', key)[1] if v ~= ARGV[1] then return false end redis.call('DEL', key) ` + knownDropLine + ` return redis.status_reply('OK')`}},
 	opRefreshM: {2, knownMine + knownMoved, []string{
 		`local v = redis.call('MGET', key)[1] if v ~= ARGV[1] then return false end local rec = mine(v) redis.call('PEXPIRE', key, ARGV[2]) if rec then moved(rec, v) end return redis.status_reply('OK')`}},
 	opObtainM: {3, knownMine + knownMoved + knownTook, append(append([]string{
