@@ -195,6 +195,9 @@ func TestKnownObtainRetakeRefused(t *testing.T) {
 	d := e.direct()
 	a, b := dialRaw(t, e.addr), dialRaw(t, e.addr)
 	eq(t, a.do("EVAL", knRLObtain, "1", "kn:r:lock", "tokA-meta1", "4", "60000"), "+OK\r\n")
+	// The holder's fencing token is the grant its obtain got.
+	eq(t, a.do("LOCKPROXY", "FENCE", "kn:r:lock"), ":"+grants(t, d, "kn:r:lock")+"\r\n")
+	eq(t, b.do("LOCKPROXY", "FENCE", "kn:r:lock"), "$-1\r\n")
 	eq(t, a.do("EVAL", knRLObtain, "1", "kn:r:lock", "tokA-meta2", "4", "60000"), "+OK\r\n") // the holder
 	eq(t, b.do("EVAL", knRLObtain, "1", "kn:r:lock", "tokA-meta2", "4", "60000"), "+OK\r\n") // the whole value shown
 	eq(t, b.do("EVAL", knRLObtain, "1", "kn:r:lock", "tokA-meta3", "4", "60000"),
