@@ -43,16 +43,17 @@ const (
 // and its entry in the locks' index; the caller's release drops its
 // record of the released value (current or not: the lock it names is
 // gone), its renewal moves its current record. A release or renewal by
-// another client
-// that shows the lock's token (the scripts compare the value to ARGV[1]
-// before writing) passes, as under the monitor, and moves no record.
+// another client that shows the lock's token (the scripts compare the
+// value to ARGV[1] before writing) passes, as under the monitor, and
+// moves no record of that client's.
 //
 // ARGV: the client's (argc of them), then keep_lapsed, the epoch clues
 // (known, run: EpochClue), the lock's counter, records, the client's owner
 // under the lock's rule, the rule's release mode and the locks' index.
 //
 // The helpers are written on the first line; each equivalent defines only
-// those it calls (each closure costs Valkey at every run).
+// those it calls (each closure costs Valkey at every run), and a release
+// drops its record inline (knownDrop), with none.
 const (
 	knownVars = `local key, n = KEYS[1], @N@
 local keep, ck, rk, owner, mode, ik = tonumber(ARGV[n + 1]), ARGV[n + 4], ARGV[n + 5], ARGV[n + 6], ARGV[n + 7], ARGV[n + 8]
