@@ -52,8 +52,9 @@ const (
 // under the lock's rule, the rule's release mode and the locks' index.
 //
 // The helpers are written on the first line; each equivalent defines only
-// those it calls (each closure costs Valkey at every run), and a release
-// drops its record inline (knownDrop), with none.
+// those it calls (each closure costs Valkey at every run), on the path
+// that calls them where there are several; a release drops its record
+// inline (knownDrop), with none.
 const (
 	knownVars = `local key, n = KEYS[1], @N@
 local keep, ck, rk, owner, mode, ik = tonumber(ARGV[n + 1]), ARGV[n + 4], ARGV[n + 5], ARGV[n + 6], ARGV[n + 7], ARGV[n + 8]
@@ -126,7 +127,12 @@ end
 )
 
 // knownDropLine is knownDrop on one line (an op's line).
-var knownDropLine = strings.ReplaceAll(knownDrop, "\n", " ")
+var knownDropLine = oneLine(knownDrop)
+
+// oneLine is Lua text on one line (its statements need no line breaks),
+// to go on an op's line: a helper defined where it is used is made only
+// on that path.
+func oneLine(lua string) string { return strings.ReplaceAll(lua, "\n", " ") }
 
 // knownRefusal is monitor.lua's refusal of a write to a held lock by a
 // client that neither holds it nor shows its token, raised as the
@@ -147,13 +153,13 @@ var knownOps = map[knownOp]struct {
 		`local v = redis.call('GET', key) if v == ARGV[1] then local d = redis.call('DEL', key) ` + knownDropLine + ` return d elseif v == false then return -1 else return 0 end`}},
 	opRefresh: {2, knownMine + knownMoved, []string{
 		`local v = redis.call('GET', key) if v == ARGV[1] then local rec = mine(v) local r = redis.call('PEXPIRE', key, ARGV[2]) if rec then moved(rec, v) end return r else return 0 end`}},
-	opTouchSetNX: {2, knownMine + knownMoved + knownTook, []string{
-		`local v = redis.call('GET', key) if v == ARGV[1] then local rec = mine(v) local r = redis.call('PEXPIRE', key, ARGV[2]) if rec then moved(rec, v) end return r elseif redis.call('SET', key, ARGV[1], 'PX', ARGV[2], 'NX') then took(ARGV[1], tonumber(ARGV[2])) return 1 else return 0 end`}},
-	opObtain: {3, knownMine + knownMoved + knownTook, []string{
-		`if redis.call('SET', key, ARGV[1], 'NX', 'PX', ARGV[3]) then took(ARGV[1], tonumber(ARGV[3])) return redis.status_reply('OK') end`,
+	opTouchSetNX: {2, "", []string{
+		`local v = redis.call('GET', key) if v == ARGV[1] then ` + oneLine(knownMine+knownMoved) + ` local rec = mine(v) local r = redis.call('PEXPIRE', key, ARGV[2]) if rec then moved(rec, v) end return r elseif redis.call('SET', key, ARGV[1], 'PX', ARGV[2], 'NX') then ` + oneLine(knownTook) + ` took(ARGV[1], tonumber(ARGV[2])) return 1 else return 0 end`}},
+	opObtain: {3, "", []string{
+		`if redis.call('SET', key, ARGV[1], 'NX', 'PX', ARGV[3]) then ` + oneLine(knownTook) + ` took(ARGV[1], tonumber(ARGV[3])) return redis.status_reply('OK') end`,
 		``,
 		`local offset = tonumber(ARGV[2])`,
-		`if redis.call('GETRANGE', key, 0, offset-1) == string.sub(ARGV[1], 1, offset) then local v = redis.call('GET', key) local rec = mine(v) if not rec and v ~= ARGV[1] and mode ~= 'observe' and not (string.sub(mode, -1) == '+' and redis.call('HEXISTS', rk, owner) == 0) then ` + knownRefusal + ` end local r = redis.call('SET', key, ARGV[1], 'PX', ARGV[3]) if rec then moved(rec, ARGV[1]) end return r end`,
+		`if redis.call('GETRANGE', key, 0, offset-1) == string.sub(ARGV[1], 1, offset) then ` + oneLine(knownMine+knownMoved) + ` local v = redis.call('GET', key) local rec = mine(v) if not rec and v ~= ARGV[1] and mode ~= 'observe' and not (string.sub(mode, -1) == '+' and redis.call('HEXISTS', rk, owner) == 0) then ` + knownRefusal + ` end local r = redis.call('SET', key, ARGV[1], 'PX', ARGV[3]) if rec then moved(rec, ARGV[1]) end return r end`,
 	}},
 	// MGET never raises WRONGTYPE (a key of another type reads nil), and
 	// MSETNX and MSET take any key: the only call that can raise is the
@@ -162,10 +168,10 @@ var knownOps = map[knownOp]struct {
 		`local v = redis.call('MGET', key)[1] if v ~= ARGV[1] then return false end redis.call('DEL', key) ` + knownDropLine + ` return redis.status_reply('OK')`}},
 	opRefreshM: {2, knownMine + knownMoved, []string{
 		`local v = redis.call('MGET', key)[1] if v ~= ARGV[1] then return false end local rec = mine(v) redis.call('PEXPIRE', key, ARGV[2]) if rec then moved(rec, v) end return redis.status_reply('OK')`}},
-	opObtainM: {3, knownMine + knownMoved + knownTook, append(append([]string{
-		`if redis.call('MSETNX', key, ARGV[1]) == 1 then redis.call('PEXPIRE', key, ARGV[3]) took(ARGV[1], tonumber(ARGV[3])) return redis.status_reply('OK') end local offset = tonumber(ARGV[2])`},
+	opObtainM: {3, "", append(append([]string{
+		`if redis.call('MSETNX', key, ARGV[1]) == 1 then redis.call('PEXPIRE', key, ARGV[3]) ` + oneLine(knownTook) + ` took(ARGV[1], tonumber(ARGV[3])) return redis.status_reply('OK') end local offset = tonumber(ARGV[2])`},
 		make([]string, 16)...),
-		`if redis.call('GETRANGE', key, 0, offset-1) ~= string.sub(ARGV[1], 1, offset) then return false end local v = redis.call('GET', key) local rec = mine(v) if not rec and v ~= ARGV[1] and mode ~= 'observe' and not (string.sub(mode, -1) == '+' and redis.call('HEXISTS', rk, owner) == 0) then `+knownRefusal+` end redis.call('MSET', key, ARGV[1]) redis.call('PEXPIRE', key, ARGV[3]) if rec then moved(rec, ARGV[1]) end return redis.status_reply('OK')`)},
+		`if redis.call('GETRANGE', key, 0, offset-1) ~= string.sub(ARGV[1], 1, offset) then return false end `+oneLine(knownMine+knownMoved)+` local v = redis.call('GET', key) local rec = mine(v) if not rec and v ~= ARGV[1] and mode ~= 'observe' and not (string.sub(mode, -1) == '+' and redis.call('HEXISTS', rk, owner) == 0) then `+knownRefusal+` end redis.call('MSET', key, ARGV[1]) redis.call('PEXPIRE', key, ARGV[3]) if rec then moved(rec, ARGV[1]) end return redis.status_reply('OK')`)},
 }
 
 // equivalent makes a known text's equivalent script.
