@@ -204,3 +204,17 @@ func TestKnownObtainRetakeRefused(t *testing.T) {
 		"-NOTOWNER lockproxy refused SET of \"kn:r:lock\" inside a script: this client holds no grant of the lock, and the script was not given the lock's token (its value, or a Redisson-style lock's owner field) in ARGV; pass the token in ARGV, as the lock libraries' release scripts do script: 80a1b5f2cfccec3b7119ba7721d2127682b691a7, on @user_script:5.\r\n")
 	eq(t, d.Get(ctx, "kn:r:lock").Val(), "tokA-meta2")
 }
+
+// A numkeys Valkey does not read as an integer ("01", "+1") is Valkey's
+// error through lockproxy too: the call is forwarded as it came, not run
+// as an equivalent (nor monitored) with a numkeys re-spelled "1".
+func TestKnownNumkeysAsValkeyReadsIt(t *testing.T) {
+	e := newEnv(t, withRules(t, knownRules, proxy.Options{}))
+	a := dialRaw(t, e.addr)
+	eq(t, a.do("SET", "kn:n:lock", "tok", "NX", "PX", "60000"), "+OK\r\n")
+	for _, n := range []string{"01", "+1", "00"} {
+		eq(t, a.do("EVAL", knRLRelease, n, "kn:n:lock", "tok"), "-ERR value is not an integer or out of range\r\n")
+		eq(t, a.do("EVAL", "return redis.call('DEL', KEYS[1])", n, "kn:n:lock"), "-ERR value is not an integer or out of range\r\n")
+	}
+	eq(t, a.do("EXISTS", "kn:n:lock"), ":1\r\n")
+}

@@ -153,9 +153,11 @@ func (d *Decider) unseenSHA(sha []byte) Plan {
 	return Plan{Kind: Refuse, Err: errUnseenSHA(sha)}
 }
 
-// numkeys parses EVAL's numkeys against the arguments that follow it.
+// numkeys parses EVAL's numkeys against the arguments that follow it, as
+// Valkey reads an integer: no sign, no leading zero ("01" is Valkey's
+// error, which a call re-sent with numkeys "1" would not be).
 func numkeys(b []byte, rest int) (int, bool) {
-	if len(b) == 0 || len(b) > 9 {
+	if len(b) == 0 || len(b) > 9 || len(b) > 1 && b[0] == '0' {
 		return 0, false
 	}
 	n := 0
