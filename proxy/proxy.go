@@ -194,7 +194,7 @@ func New(opts Options) (*Proxy, error) {
 	}
 	p.requireAuth = p.probeAuth()
 	p.adminCmds.Store(adminCmdsCode(opts.AdminCommands))
-	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: scriptcheck.NewCache(0), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.locks.Clue,
+	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: rewrite.SeedKnown(scriptcheck.NewCache(0)), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.locks.Clue,
 		Gate: opts.AdminCommands != config.AdminCommandsForward})
 	// The side client dials only when used: for the command table once
 	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.

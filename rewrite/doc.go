@@ -13,7 +13,10 @@
 // the script cache (Decider.Scripts), in which EVAL and SCRIPT LOAD bodies
 // passing through are learned, so that a later EVALSHA of them runs
 // monitored; and the monitored texts made for a client's script, one per
-// script and shape, kept up to a bound (wrap.go). A function library is
+// script and shape, kept up to a bound (wrap.go). The lock libraries'
+// own script texts, known byte for byte (known.go), run lockproxy's
+// equivalents instead of the monitor; those are run against a real Valkey
+// only (e2e/known_test.go), not by luaeval. A function library is
 // monitored inside itself (monitor_lib.go): nothing about it is kept here.
 //
 // It must not do I/O or keep who holds a lock: the lock state is Valkey's,

@@ -137,12 +137,16 @@ func (d *Decider) script(args [][]byte, keys []keyspec.Key, s Session) Plan {
 
 // monitorScript runs an EVAL or EVALSHA under the monitor, but for the
 // scripts that need none: flags=no-writes (Valkey refuses their writes),
-// and those that cannot reach Valkey at all (unmonitored).
+// and those that cannot reach Valkey at all (unmonitored); and for a lock
+// library's known text, which runs lockproxy's equivalent of it (known.go).
 // verb is the client's spelling of the command, which the monitored call
 // keeps (MONITOR shows it).
 func (d *Decider) monitorScript(verb []byte, cmd string, body scriptBody, sha string, keys, argv [][]byte, s Session) Plan {
 	if noWrites(body) || unmonitored(body) {
 		return d.gateOnlyPlan(verb, body, sha, keys, argv, s, false)
+	}
+	if p, ok := d.knownPlan(verb, sha, keys, argv, s); ok {
+		return p // a lock library's known text (known.go)
 	}
 	p := d.monitorPlan(cmd, body, sha, keys, argv, s)
 	p.Verb = verb
@@ -156,9 +160,11 @@ func (d *Decider) unseenSHA(sha []byte) Plan {
 	return Plan{Kind: Refuse, Err: errUnseenSHA(sha)}
 }
 
-// numkeys parses EVAL's numkeys against the arguments that follow it.
+// numkeys parses EVAL's numkeys against the arguments that follow it, as
+// Valkey reads an integer: no sign, no leading zero ("01" is Valkey's
+// error, which a call re-sent with numkeys "1" would not be).
 func numkeys(b []byte, rest int) (int, bool) {
-	if len(b) == 0 || len(b) > 9 {
+	if len(b) == 0 || len(b) > 9 || len(b) > 1 && b[0] == '0' {
 		return 0, false
 	}
 	n := 0

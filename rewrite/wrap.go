@@ -22,12 +22,16 @@ type wrapID struct {
 }
 
 // ScriptBySHA finds a script lockproxy sends by its SHA1 (for the EVAL
-// that follows a NOSCRIPT): one of Scripts, or a monitored script still cached.
+// that follows a NOSCRIPT): one of Scripts, a known text's (known.go), or
+// a monitored script still cached.
 func ScriptBySHA(sha string) *Script {
 	for _, sc := range Scripts {
 		if sc.SHA == sha {
 			return sc
 		}
+	}
+	if sc := knownScript(sha); sc != nil {
+		return sc
 	}
 	wrappers.RLock()
 	defer wrappers.RUnlock()

@@ -22,7 +22,7 @@ func main() {
 	clients := flag.Int("c", 50, "concurrent clients")
 	dur := flag.Duration("d", 5*time.Second, "how long each side runs")
 	rounds := flag.Int("rounds", 3, "alternating rounds per side; the median is reported")
-	mode := flag.String("mode", "release", "release | scripted | transit | fenced | durable | script-acquire | script-hop | script-fenced | script-fenced-hop")
+	mode := flag.String("mode", "release", "release | scripted | transit | fenced | durable | script-acquire | script-hop | script-known | script-unknown | script-fenced | script-fenced-hop")
 	only := flag.String("only", "", "run one side only, a or b (for profiling one of them)")
 	count := flag.Int("n", 0, "run exactly n operations of the side -only names (default a), one after another on one connection, and stop: for counting what they cost (scripts/callgrind.sh)")
 	flag.Parse()
@@ -79,6 +79,26 @@ func main() {
 			c.ScriptLoad(ctx, obtainLua)
 			c.ScriptLoad(ctx, releaseLua)
 		}
+	case "script-known", "script-unknown":
+		// redislock v0.9.4's obtain and release byte for byte: texts
+		// lockproxy knows, run as its equivalents (rewrite/known.go);
+		// unknown: the same texts with a line more, which no catalogue
+		// holds, so every call runs under the monitor.
+		ob, rel := libscripts.RedislockObtainExact, libscripts.RedislockRelease
+		an = "known script obtain+release via proxy (redislock)"
+		if *mode == "script-unknown" {
+			ob, rel = ob+"\n-- not a library's text\n", rel+"\n-- not a library's text\n"
+			an = "unknown script obtain+release via proxy (monitored)"
+		}
+		cycle := func(ctx context.Context, c *redis.Conn, w, i int) error {
+			return libTextsCycle(ctx, c, fmt.Sprintf("bench:%d:lock", w), ob, rel, w, i)
+		}
+		ac, a = proxy, cycle
+		bn, bc, b = "same scripts direct", direct, cycle
+		for _, c := range []*redis.Client{proxy, direct} {
+			c.ScriptLoad(ctx, ob)
+			c.ScriptLoad(ctx, rel)
+		}
 	case "script-fenced", "script-fenced-hop":
 		write := func(key string) func(ctx context.Context, c *redis.Conn, w, i int) error {
 			return func(ctx context.Context, c *redis.Conn, w, i int) error {
@@ -110,7 +130,7 @@ func main() {
 			return c.Set(ctx, fmt.Sprintf("plain:%d", w), i, 0).Err()
 		}
 	default:
-		fmt.Fprintln(os.Stderr, "lockbench: -mode is release, scripted, transit, fenced, durable, script-acquire, script-hop, script-fenced or script-fenced-hop")
+		fmt.Fprintln(os.Stderr, "lockbench: -mode is release, scripted, transit, fenced, durable, script-acquire, script-hop, script-known, script-unknown, script-fenced or script-fenced-hop")
 		os.Exit(2)
 	}
 	if *count > 0 {
@@ -185,6 +205,21 @@ func libCycleOn(ctx context.Context, c *redis.Conn, k string, w, i int) error {
 		return err
 	}
 	n, err := c.EvalSha(ctx, sha(releaseLua), []string{k}, tok).Int64()
+	if err == nil && n != 1 {
+		err = fmt.Errorf("release deleted %d", n)
+	}
+	return err
+}
+
+// libTextsCycle obtains and releases the lock k with the scripts obtain
+// and release (by EVALSHA), as redislock does: its token and the token's
+// length, a 10 s lease.
+func libTextsCycle(ctx context.Context, c *redis.Conn, k, obtain, release string, w, i int) error {
+	tok := fmt.Sprintf("tok-%d-%d", w, i)
+	if err := c.EvalSha(ctx, sha(obtain), []string{k}, tok, len(tok), 10000).Err(); err != nil {
+		return err
+	}
+	n, err := c.EvalSha(ctx, sha(release), []string{k}, tok).Int64()
 	if err == nil && n != 1 {
 		err = fmt.Errorf("release deleted %d", n)
 	}

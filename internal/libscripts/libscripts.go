@@ -13,3 +13,8 @@ if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset
 `
 	RedislockRelease = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
 )
+
+// RedislockObtainExact is bsm/redislock v0.9.4's obtain script byte for
+// byte (its leading line break included, which RedislockObtain lacks):
+// the text lockproxy knows (rewrite/known.go) and runs as its equivalent.
+const RedislockObtainExact = "\n" + RedislockObtain

@@ -16,8 +16,16 @@
 #   fenced   a holder's writes to a guarded key (each a fenced script) against
 #            plain writes to an unguarded key, both through the proxy;
 #   script-acquire  a library's own obtain and release scripts (redislock's)
-#            through the proxy, each run in its wrapper (grant, owner record),
-#            against the same scripts sent directly (goal >= 0.85);
+#            through the proxy, against the same scripts sent directly (goal
+#            >= 0.85): the obtain (without the library's leading line break)
+#            under the monitor, the release (a known text) as lockproxy's
+#            equivalent;
+#   script-known    redislock v0.9.4's obtain and release byte for byte,
+#            texts lockproxy knows and runs as its own equivalents
+#            (rewrite/known.go), against the same scripts sent directly;
+#   script-unknown  the same texts with a line added (known to no
+#            catalogue: every call under the monitor), against the same
+#            scripts sent directly;
 #   script-fenced   a holder's scripted write to a guarded key through the
 #            proxy (the wrapper checks its token) against the same script
 #            sent directly (goal >= 0.85);
@@ -53,7 +61,7 @@ lock_measurements() {
   fi
   local mode d=${BENCH_LOCK_SECONDS:-3}s
   [[ ${BENCH_QUICK:-} == 1 ]] && d=1s
-  for mode in ${BENCH_LOCK_MODES:-release scripted transit fenced durable script-acquire script-hop script-fenced script-fenced-hop}; do
+  for mode in ${BENCH_LOCK_MODES:-release scripted transit fenced durable script-acquire script-hop script-known script-unknown script-fenced script-fenced-hop}; do
     if [[ $mode == durable ]]; then start_bench_replica; fi
     log "[GOMAXPROCS=$gmp] lockbench -mode $mode -c 50 -d $d x $ROUNDS rounds"
     printf 'GOMAXPROCS=%s c50\t' "$gmp" >>"$tmp/extra.txt"
