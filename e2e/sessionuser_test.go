@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/internal/libscripts"
 	"github.com/lockproxy/lockproxy/proxy"
 )
 
@@ -178,4 +179,19 @@ func TestSessionUserFollowsTheLogin(t *testing.T) {
 	eq(t, a.do("AUTH", "alice", "apw"), "+OK\r\n")
 	eq(t, a.do("DEL", "v:lock"), ":1\r\n")
 	eq(t, d.Exists(ctx, "v:lock").Val(), int64(0))
+}
+
+// Under session: user a known library text (redislock's release, which
+// lockproxy runs as its own equivalent) lets no token pass either: bob,
+// with alice's token, is refused, and alice's own release works.
+func TestSessionUserKnownScript(t *testing.T) {
+	e := sessionUsers(t, "user")
+	alice, bob := loggedIn(t, e.addr, "alice", "apw"), loggedIn(t, e.addr, "bob", "bpw")
+	eq(t, alice.do("SET", "v:lock", "victimtoken", "NX", "PX", "600000"), "+OK\r\n")
+	got := bob.do("EVAL", libscripts.RedislockRelease, "1", "v:lock", "victimtoken")
+	if !strings.HasPrefix(got, "-NOTOWNER ") {
+		t.Fatalf("bob's redislock release with alice's token: %q, want NOTOWNER", got)
+	}
+	eq(t, e.direct().Get(ctx, "v:lock").Val(), "victimtoken")
+	eq(t, alice.do("EVAL", libscripts.RedislockRelease, "1", "v:lock", "victimtoken"), ":1\r\n")
 }

@@ -1,11 +1,14 @@
 package rewrite
 
+import "github.com/lockproxy/lockproxy/policy"
+
 // knownPlan is the plan for an EVAL or EVALSHA of a known text (sha its
 // SHA1), and whether there is one: false sends the call to the monitor,
 // as any other text. A known text runs as its equivalent only in the
 // shape its equivalent was written for (fits: the library's own keys and
 // arguments); any other shape, a lock under max_lease or durability (whose
-// checks the monitor makes), or an argument that names another lock or a
+// checks the monitor makes), a lock under session: user (no token passes
+// there), or an argument that names another lock or a
 // guarded key goes to the monitor.
 func (d *Decider) knownPlan(verb []byte, sha string, keys, argv [][]byte, s Session) (Plan, bool) {
 	k := knownBySHA[sha]
@@ -33,7 +36,9 @@ func (d *Decider) knownPlan(verb []byte, sha string, keys, argv [][]byte, s Sess
 		// No lock, no guarded key: the text needs nothing of lockproxy's.
 		return Plan{Kind: Run, Script: k.self, Keys: keys, Args: argv, Shape: ScriptReply, Verb: verb}, true
 	}
-	if r.MaxLease > 0 || r.Durability != nil {
+	if r.MaxLease > 0 || r.Durability != nil || r.Session == policy.SessionUser {
+		// session: user lets no token pass (the monitor's rule): the
+		// equivalents take the library's token check as it is.
 		return Plan{}, false
 	}
 	run, clue := d.Epoch.args()
