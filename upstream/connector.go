@@ -105,9 +105,10 @@ func (k *Connector) Dial(st State, owner Owner) (*Conn, error) {
 // was configured is asked whether it speaks TLS, by ctx's deadline.
 func (k *Connector) setupFailure(ctx context.Context, addr string, err error, wait time.Duration, setting string) error {
 	var re *ReplyError
+	var rights *RightsError
 	switch {
-	case errors.As(err, &re):
-		return err
+	case errors.As(err, &re), errors.As(err, &rights):
+		return err // Valkey answered
 	case IsTimeout(err):
 		return &SlowError{Wait: wait, Setting: setting}
 	case k.Dialer.TLS() == nil && k.Dialer.SpeaksTLS(ctx, addr):
