@@ -107,8 +107,9 @@ func boundedProxy(t *testing.T, mod func(u *config.UpstreamConfig)) (addr, probe
 // the upstream fails (PING, a read, a lock's SET NX PX, MULTI's own
 // connection), each on its own connection and again on one, and asserts
 // each gets an error reply naming the upstream before the client's
-// deadline; then that /readyz and /metrics answer (503 with the reason
-// word) before it too.
+// deadline; then that /readyz and /metrics answer before it too: 503, and
+// lockproxy_upstream_up 0 with the reason word, the failures counted under
+// it in lockproxy_upstream_errors_total.
 func expectBoundedErrors(t *testing.T, addr, probes, reason string) {
 	t.Helper()
 	cmds := [][]string{{"PING"}, {"GET", "k"}, {"SET", "a:lock", "me", "NX", "PX", "10000"}, {"WATCH", "k"}}
@@ -133,7 +134,7 @@ func expectBoundedErrors(t *testing.T, addr, probes, reason string) {
 	if res.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz: %d, want 503", res.StatusCode)
 	}
-	waitFor(t, waitClient, "upstream_up with reason "+reason, func() bool {
+	waitFor(t, waitClient, "upstream_up with reason "+reason+", failures counted under it", func() bool {
 		res, err := hc.Get(probes + "/metrics")
 		if err != nil {
 			t.Fatalf("/metrics: no answer before the client's deadline: %v", err)
@@ -141,7 +142,8 @@ func expectBoundedErrors(t *testing.T, addr, probes, reason string) {
 		defer res.Body.Close()
 		var b strings.Builder
 		_, _ = io.Copy(&b, res.Body)
-		return strings.Contains(b.String(), `lockproxy_upstream_up{reason="`+reason+`"} 0`)
+		return strings.Contains(b.String(), `lockproxy_upstream_up{reason="`+reason+`"} 0`) &&
+			!strings.Contains(b.String(), `lockproxy_upstream_errors_total{reason="`+reason+`"} 0`)
 	})
 }
 
