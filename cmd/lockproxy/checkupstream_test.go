@@ -105,3 +105,39 @@ func TestCheckUpstreamBounded(t *testing.T) {
 		})
 	}
 }
+
+// A start against a Valkey that accepts and never answers does not wait
+// silently: the failed probe is logged, with its reason and the setting
+// that bounds it, before lockproxy listens (on 9ae0d55 nothing was logged
+// until it listened, 20 s later with the defaults).
+func TestStartLogsTheFirstFailure(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, nc := range held {
+				nc.Close()
+			}
+		}()
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, nc)
+		}
+	}()
+	path := writeConfig(t, fmt.Sprintf("listen: %s\nupstream:\n  addr: %s\n  dial_timeout: 1s\n", freeAddr(t), l.Addr()))
+	lp := startMain(t, "--config", path)
+	eventually(t, "lockproxy to listen", func() bool { return strings.Contains(lp.logs.String(), "lockproxy listening") })
+	logs := lp.logs.String()
+	first := strings.Index(logs, `msg="Valkey is not answering"`)
+	if first < 0 || first > strings.Index(logs, "lockproxy listening") ||
+		!strings.Contains(logs[first:], "reason=timeout setting=upstream.dial_timeout") {
+		t.Fatalf("the failed probe is not logged first, naming upstream.dial_timeout:\n%s", logs)
+	}
+}
