@@ -94,11 +94,13 @@ func boundedProxy(t *testing.T, mod func(u *config.UpstreamConfig)) (addr, probe
 		p.Close()
 		<-done
 		// go-redis probes a pool whose dials failed once a second until
-		// it sees the pool closed; the package's leak check must not
-		// find one.
-		waitFor(t, waitDial, "go-redis's dial probes to end", func() bool {
+		// it sees the pool closed, and a health check in the background
+		// ends by dial_timeout; the package's leak check must find
+		// neither.
+		waitFor(t, 2*waitDial, "go-redis's dial probes and the health checks to end", func() bool {
 			buf := make([]byte, 1<<20)
-			return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*ConnPool).tryDial")
+			stacks := string(buf[:runtime.Stack(buf, true)])
+			return !strings.Contains(stacks, "(*ConnPool).tryDial") && !strings.Contains(stacks, "(*Health).recent")
 		})
 	})
 	return l.Addr().String(), hs.URL

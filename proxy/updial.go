@@ -29,6 +29,7 @@ func (p *Proxy) newConnector() upstream.Connector {
 		Learn:     func(nc net.Conn, st upstream.State) error { return p.learnEpoch(nc, st.DB) },
 		Rights:    p.upstreamRights,
 		Record:    p.own.Handshake,
+		Life:      p.life,
 		Attach: func(c *upstream.Conn) {
 			if lp := p.loops.Upstream(); lp != nil {
 				lp.AddUp(c)

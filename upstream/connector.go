@@ -39,6 +39,9 @@ type Connector struct {
 	// replies are read (the proxy keeps them out of MONITOR); nil when
 	// nothing is kept out.
 	Record func(nc net.Conn, n int) (done func())
+	// Life ends when lockproxy shuts down: a check under way then ends
+	// at once. Nil: never.
+	Life context.Context
 	// Attach hands a connection an event loop may read (Conn.Loopable)
 	// to one, when there is one.
 	Attach func(c *Conn)
@@ -125,7 +128,11 @@ func (k *Connector) setupFailure(ctx context.Context, addr string, err error, wa
 // sends PING and tries the rights (Check), within the Dialer's timeout.
 func (k *Connector) Verdict(ctx context.Context, fresh bool, st State) Verdict {
 	return k.Health.recent(ctx, fresh, func() Verdict {
-		ctx, cancel := context.WithTimeout(context.Background(), k.Dialer.Timeout)
+		life := k.Life
+		if life == nil {
+			life = context.Background()
+		}
+		ctx, cancel := context.WithTimeout(life, k.Dialer.Timeout)
 		defer cancel()
 		addr, err := k.Target.Where(ctx)
 		if err != nil {
