@@ -135,10 +135,15 @@ func (k *Connector) Verdict(ctx context.Context, fresh bool, st State) Verdict {
 		ctx, cancel := context.WithTimeout(life, k.Dialer.Timeout)
 		defer cancel()
 		addr, err := k.Target.Where(ctx)
-		if err != nil {
-			return k.Health.Note(k.Target.Name(), err)
+		if err == nil {
+			err = k.Check(ctx, addr, st)
+		} else {
+			addr = k.Target.Name()
 		}
-		return k.Health.Note(addr, k.Check(ctx, addr, st))
+		if life.Err() != nil {
+			return k.Health.Last() // cut short by the shutdown: nothing learnt
+		}
+		return k.Health.Note(addr, err)
 	})
 }
 
@@ -155,6 +160,9 @@ func (k *Connector) Check(ctx context.Context, addr string, st State) error {
 	}
 	defer nc.Close()
 	_ = nc.SetDeadline(deadline)
+	// ctx may end before the deadline (lockproxy shuts down): the reads
+	// end then too.
+	defer context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })()
 	fail := func(err error) error {
 		return k.setupFailure(ctx, addr, err, k.Dialer.Timeout, "upstream.dial_timeout")
 	}
