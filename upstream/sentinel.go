@@ -180,8 +180,11 @@ func (s *Sentinel) Watch(ctx context.Context, backoff time.Duration, switched fu
 				}
 			}
 		}
-		sub.Close()
+		// The client first: closing it closes the subscription's
+		// connection, which a hung Sentinel would otherwise hold (with
+		// the subscription's lock) until a read's timeout.
 		sc.Close()
+		sub.Close()
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):
