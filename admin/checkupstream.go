@@ -21,13 +21,20 @@ type Check struct {
 // Upstream is what checking the upstream needs of the proxy beyond Host:
 // where and how it connects, a connection's check, and serving clients.
 type Upstream struct {
-	Where   func() (string, error) // the address new connections go to
-	TLS     bool                   // upstream TLS is on
-	User    string                 // the proxy's ACL user
-	Cluster bool                   // in front of a cluster
+	// Where is the address new connections go to (Sentinel asked by
+	// ctx's deadline).
+	Where func(ctx context.Context) (string, error)
+	TLS   bool   // upstream TLS is on
+	User  string // the proxy's ACL user
+	// Password is the proxy's password upstream: a client of the proxy
+	// logs in with it where Valkey requires a login (requirepass).
+	Password string
+	Cluster  bool // in front of a cluster
 	// Connect connects to addr as a shared connection does (TLS, the
-	// proxy's login), sends PING, and says whether Valkey was usable,
-	// and if not why (/readyz's text: the reason word, the setting).
+	// proxy's login), sends PING, tries the rights lockproxy needs, and
+	// says whether Valkey was usable, and if not why (/readyz's text: the
+	// reason word, the setting; a missing right named as ACL SETUSER
+	// spells it).
 	Connect func(ctx context.Context, addr string) (ok bool, why string)
 	// Serve serves clients on l until it is closed: the proxy itself.
 	Serve        func(l net.Listener) error
@@ -42,13 +49,18 @@ type Upstream struct {
 // a key the rule matches (SET NX PX, PEXPIRE, DEL; the key is removed,
 // and lives 10 s at most), then a read of the locks' index: the ACL
 // rights and key patterns the rules need.
-// It writes to Valkey only that key and lockproxy's records of it.
+// It writes to Valkey only that key and lockproxy's records of it. It ends
+// by ctx's deadline, whatever Valkey does: a check cut short fails.
 func (a *Admin) CheckUpstream(ctx context.Context, u Upstream) []Check {
 	var out []Check
 	add := func(ok bool, what, detail string) { out = append(out, Check{ok, what, detail}) }
-	addr, err := u.Where()
+	addr, err := u.Where(ctx)
 	if err != nil {
-		add(false, "finding the primary", err.Error()+"; check upstream.sentinel")
+		msg := err.Error()
+		if !strings.Contains(msg, "; check ") { // a SetupError names its setting
+			msg += "; check upstream.sentinel"
+		}
+		add(false, "finding the primary", msg)
 		return out
 	}
 	tlsState := "plaintext"
@@ -96,8 +108,14 @@ func (a *Admin) CheckUpstream(ctx context.Context, u Upstream) []Check {
 	}
 	go func() { _ = u.Serve(l) }()
 	defer l.Close()
-	c := redis.NewClient(&redis.Options{Addr: l.Addr().String(), Protocol: 2, MaxRetries: -1, PoolSize: 1,
-		DisableIdentity: true, ReadTimeout: timeout + u.ReplyTimeout})
+	// The client logs in to the proxy as the proxy does to Valkey: with
+	// requirepass the proxy asks its clients for a login, as Valkey does.
+	o := &redis.Options{Addr: l.Addr().String(), Protocol: 2, MaxRetries: -1, PoolSize: 1,
+		DisableIdentity: true, ReadTimeout: timeout + u.ReplyTimeout, DialerRetries: 1}
+	if u.Password != "" {
+		o.Username, o.Password = u.User, u.Password
+	}
+	c := redis.NewClient(o)
 	defer c.Close()
 	for i := range rules {
 		r := &rules[i]

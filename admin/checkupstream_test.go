@@ -70,7 +70,7 @@ func TestCheckUpstream(t *testing.T) {
 		a := New(&testHost{side: side, decider: &rewrite.Decider{Rules: r}, events: telemetry.NewRing(4)},
 			Options{Loopback: true, Limiter: noLimit{}}, configOf())
 		return findings(a.CheckUpstream(context.Background(), Upstream{
-			Where:        func() (string, error) { return srv.Addr, nil },
+			Where:        func(context.Context) (string, error) { return srv.Addr, nil },
 			User:         "default",
 			Connect:      func(context.Context, string) (bool, string) { return true, "" },
 			Serve:        relay(srv.Addr),
@@ -101,12 +101,12 @@ func TestCheckUpstream(t *testing.T) {
 
 	a := New(&testHost{decider: &rewrite.Decider{}}, Options{}, configOf())
 	got = findings(a.CheckUpstream(context.Background(), Upstream{
-		Where: func() (string, error) { return "", errors.New("no Sentinel knows master") }}))
+		Where: func(context.Context) (string, error) { return "", errors.New("no Sentinel knows master") }}))
 	if got != "FAIL finding the primary: no Sentinel knows master; check upstream.sentinel\n" {
 		t.Errorf("no primary: %q", got)
 	}
 	got = findings(a.CheckUpstream(context.Background(), Upstream{TLS: true, User: "u",
-		Where:   func() (string, error) { return "10.0.0.1:6379", nil },
+		Where:   func(context.Context) (string, error) { return "10.0.0.1:6379", nil },
 		Connect: func(context.Context, string) (bool, string) { return false, "auth: refused" }}))
 	if got != "FAIL connecting to 10.0.0.1:6379 (TLS) as user u: auth: refused\n" {
 		t.Errorf("refused: %q", got)

@@ -33,7 +33,11 @@ func (p *Proxy) cmds() *commands.Table {
 }
 
 // loadTable reads Valkey's command table (COMMAND) once the upstream is
-// reachable, and installs a decider that has it.
+// reachable, and installs a decider that has it. A client's command may
+// wait for it, so the read (its connection's set-up included) takes at
+// most reply_timeout; a caller that waited for another's read gets its
+// outcome, and the next read is after the reconnect backoff from the
+// last one's end.
 func (p *Proxy) loadTable() *rewrite.Decider {
 	p.tableMu.Lock()
 	defer p.tableMu.Unlock()
@@ -41,10 +45,10 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 	if d.Table != nil || time.Since(p.tableTried) < p.opts.Upstream.ReconnectBackoff.D() {
 		return d
 	}
-	p.tableTried = time.Now()
-	ctx, cancel := context.WithTimeout(p.life, p.opts.Upstream.DialTimeout.D())
+	ctx, cancel := context.WithTimeout(p.life, p.opts.Upstream.ReplyTimeout.D())
 	defer cancel()
 	t, err := keyspec.Load(ctx, p.side)
+	p.tableTried = time.Now()
 	if err != nil {
 		p.tableErr = err
 		if strings.HasPrefix(err.Error(), "NOPERM") {
@@ -52,9 +56,14 @@ func (p *Proxy) loadTable() *rewrite.Decider {
 				"setting", "the ACL of upstream.username: add +command", "err", err)
 			return d
 		}
-		// The side client's error may only say its deadline passed: a
-		// check of its own says why (at ERROR when a setting is wrong).
-		if v := p.upstreamVerdict(p.life, false); !v.Up() {
+		// The side client's error may only say its deadline passed: the
+		// last check says why. One starts when the last is stale (it
+		// logs a wrong setting at ERROR), not waited for here: a
+		// client's command may be waiting.
+		now, cancel := context.WithCancel(p.life)
+		cancel()
+		p.upstreamVerdict(now, false)
+		if v := p.connector.Health.Last(); v.Reason != "" && !v.Up() {
 			p.tableErr = errors.New(v.String())
 		}
 		p.log.Warn("cannot read Valkey's command table yet", "upstream", p.tableAddr(), "err", p.tableErr)
@@ -116,12 +125,17 @@ func (p *Proxy) noTableError() string {
 	return errNoCommandTable(p.tableAddr(), err)
 }
 
+// tableAddr names the upstream in messages: the address new connections go
+// to, never asking Sentinel (a message must not wait for it).
 func (p *Proxy) tableAddr() string {
-	if addr, err := p.upstreamAddr(); err == nil {
-		return addr
+	if s := p.connector.Target.Sentinel; s != nil {
+		if addr := s.Known(); addr != "" {
+			return addr
+		}
+		return fmt.Sprintf("Sentinel master %q (primary unknown)", s.Master)
 	}
-	if m := p.opts.Upstream.Sentinel.Master; m != "" {
-		return fmt.Sprintf("Sentinel master %q (primary unknown)", m)
+	if addr, err := p.upstreamAddr(p.life); err == nil {
+		return addr
 	}
 	return p.opts.Upstream.Addr
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/lockproxy/lockproxy/admin"
 	"github.com/lockproxy/lockproxy/telemetry"
@@ -47,8 +48,23 @@ func (p *Proxy) ready(ctx context.Context) string {
 	if msg := p.healthy(ctx); msg != "" {
 		return msg
 	}
-	if d := p.decider.Load(); d.Active() && d.Table == nil && p.loadTable().Table == nil {
-		return "Valkey's command table not read yet: lock commands cannot be decided"
+	if d := p.decider.Load(); d.Active() && d.Table == nil {
+		// Read in the background (one read at a time), waited for at
+		// most probeWait: a probe does not wait for Valkey.
+		if p.tableLoading.CompareAndSwap(false, true) {
+			done := make(chan struct{})
+			go func() { defer close(done); defer p.tableLoading.Store(false); p.loadTable() }()
+			t := time.NewTimer(probeWait)
+			defer t.Stop()
+			select {
+			case <-done:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		}
+		if p.decider.Load().Table == nil {
+			return "Valkey's command table not read yet: lock commands cannot be decided"
+		}
 	}
 	return ""
 }

@@ -77,9 +77,11 @@ type Proxy struct {
 	adminCmds  atomic.Int32
 	tableMu    sync.Mutex
 	tableTried time.Time
-	tableErr   error         // why the last load failed
-	side       *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
-	events     *telemetry.Ring
+	// tableLoading: a probe's background read of the table is under way.
+	tableLoading atomic.Bool
+	tableErr     error         // why the last load failed
+	side         *redis.Client // for COMMAND and COMMAND GETKEYSANDFLAGS
+	events       *telemetry.Ring
 	// instance names this process in connection owners (conn:<instance>-<id>):
 	// new at every start, so no two instances, nor two runs of one, share one.
 	instance string
@@ -192,7 +194,8 @@ func New(opts Options) (*Proxy, error) {
 	if len(opts.Upstream.Cluster.Seeds) > 0 {
 		p.startCluster()
 	}
-	p.requireAuth = p.probeAuth()
+	requireAuth, reached := p.probeAuth()
+	p.requireAuth = requireAuth
 	p.adminCmds.Store(adminCmdsCode(opts.AdminCommands))
 	p.decider.Store(&rewrite.Decider{Rules: rules, OnFlush: opts.OnFlush, Scripts: rewrite.SeedKnown(scriptcheck.NewCache(0)), Keep: rewrite.KeepArg(opts.KeepLapsed), Cluster: p.cl != nil, Epoch: &p.locks.Clue,
 		Gate: opts.AdminCommands != config.AdminCommandsForward})
@@ -200,11 +203,15 @@ func New(opts Options) (*Proxy, error) {
 	// rules exist (now or after a reload), LOCKPROXY LOCKS and /healthz.
 	p.side = redis.NewClient(&redis.Options{
 		Addr: opts.Upstream.Addr, Username: opts.Upstream.Username, Password: opts.Upstream.Password,
-		DialTimeout: opts.Upstream.DialTimeout.D(), Protocol: 2,
-		PoolSize: 2, MaxRetries: 1, DisableIdentity: true,
+		// A client's command may wait for it (the command table): no
+		// longer than reply_timeout, the dial included, and the
+		// context's deadline is kept (go-redis ignores it by default).
+		DialTimeout: min(opts.Upstream.DialTimeout.D(), opts.Upstream.ReplyTimeout.D()), Protocol: 2,
+		PoolSize: 2, MaxRetries: 1, DisableIdentity: true, ContextTimeoutEnabled: true,
+		DialerRetries: 1, // go-redis's own 5 would multiply the bound
 		// Where the shared connections go: with Sentinel, the primary now.
 		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			addr, err := p.upstreamAddr()
+			addr, err := p.upstreamAddr(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -216,10 +223,11 @@ func New(opts Options) (*Proxy, error) {
 		},
 	})
 	p.ops.admin = p.newAdmin()
-	if p.decider.Load().Active() || p.cl != nil {
+	if reached && (p.decider.Load().Active() || p.cl != nil) {
 		p.loadTable() // a cluster routes by keys, rules or not
 	} else {
-		// Without rules the table only sharpens routing (package commands).
+		// Without rules the table only sharpens routing (package commands);
+		// with an upstream not reached, the start does not wait for it.
 		p.wg.Add(1)
 		go func() { defer p.wg.Done(); p.loadTable() }()
 	}
@@ -228,26 +236,42 @@ func New(opts Options) (*Proxy, error) {
 
 // probeAuth sends PING without logging in: -NOAUTH means Valkey requires
 // authentication. When Valkey cannot be reached, the configured password is
-// taken as the answer (fail closed).
-func (p *Proxy) probeAuth() bool {
-	addr, err := p.upstreamAddr()
-	if err != nil {
-		return p.opts.Upstream.Password != ""
+// taken as the answer (fail closed), and reached is false. All of it takes
+// at most dial_timeout (Sentinel asked, dial, TLS, the answer), and a
+// failure is noted at once (upstream.Health logs it, naming the setting):
+// the start never waits silently.
+func (p *Proxy) probeAuth() (required, reached bool) {
+	fallback := p.opts.Upstream.Password != ""
+	wait := p.opts.Upstream.DialTimeout.D()
+	ctx, cancel := context.WithTimeout(p.life, wait)
+	defer cancel()
+	failed := func(addr string, err error) (bool, bool) {
+		if upstream.IsTimeout(err) || ctx.Err() != nil {
+			err = &upstream.SlowError{Wait: wait, Setting: "upstream.dial_timeout"}
+		}
+		p.connector.Health.Note(addr, err)
+		return fallback, false
 	}
-	nc, err := p.dialer.Dial(context.Background(), addr)
+	addr, err := p.upstreamAddr(ctx)
 	if err != nil {
-		return p.opts.Upstream.Password != ""
+		return failed(p.tableAddr(), err)
+	}
+	nc, err := p.dialer.Dial(ctx, addr)
+	if err != nil {
+		return failed(addr, err)
 	}
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(p.opts.Upstream.DialTimeout.D()))
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
 	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return p.opts.Upstream.Password != ""
+		return failed(addr, err)
 	}
 	line, err := bufio.NewReader(nc).ReadString('\n')
 	if err != nil {
-		return p.opts.Upstream.Password != ""
+		return failed(addr, err)
 	}
-	return strings.HasPrefix(line, "-NOAUTH")
+	return strings.HasPrefix(line, "-NOAUTH"), true
 }
 
 // Serve accepts clients on l until l is closed or the proxy shuts down.

@@ -7,9 +7,11 @@ import (
 )
 
 // upstreamAddr is where new upstream connections go: the configured address,
-// with Sentinel the primary it names now, in front of a cluster any node
-// (upstream.Target).
-func (p *Proxy) upstreamAddr() (string, error) { return p.connector.Target.Where() }
+// with Sentinel the primary it names now (asked by ctx's deadline when
+// unknown), in front of a cluster any node (upstream.Target).
+func (p *Proxy) upstreamAddr(ctx context.Context) (string, error) {
+	return p.connector.Target.Where(ctx)
+}
 
 // upstreamName names the upstream in messages and logs (upstream.Target).
 func (p *Proxy) upstreamName() string { return p.connector.Target.Name() }

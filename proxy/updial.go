@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/lockproxy/lockproxy/rewrite"
 	"github.com/lockproxy/lockproxy/upstream"
@@ -22,16 +23,38 @@ func (p *Proxy) newConnector() upstream.Connector {
 		Target:    upstream.Target{Addr: p.opts.Upstream.Addr},
 		Dialer:    &p.dialer,
 		Host:      &p.up,
-		Health:    upstream.Health{Log: p.log},
-		Wait:      max(p.opts.Upstream.DialTimeout.D(), p.opts.Upstream.ReplyTimeout.D()),
+		Health:    upstream.Health{Log: p.log, Wait: probeWait},
+		Wait:      p.opts.Upstream.ReplyTimeout.D(),
 		Handshake: p.handshake,
 		Learn:     func(nc net.Conn, st upstream.State) error { return p.learnEpoch(nc, st.DB) },
+		Rights:    p.upstreamRights,
+		Record:    p.own.Handshake,
+		Life:      p.life,
 		Attach: func(c *upstream.Conn) {
 			if lp := p.loops.Upstream(); lp != nil {
 				lp.AddUp(c)
 			}
 		},
 	}
+}
+
+// probeWait is the longest a probe (/readyz, /healthz, /metrics) waits for
+// a check of Valkey under way before it answers with the last verdict: a
+// probe answers within a second whatever Valkey does.
+const probeWait = 500 * time.Millisecond
+
+// upstreamRights are the rights of its ACL user lockproxy needs now, which
+// each health check tries (upstream/rights.go): SELECT of upstream.db when
+// it is not 0; with lock rules, what its scripts need.
+func (p *Proxy) upstreamRights() []upstream.Right {
+	var rights []upstream.Right
+	if db := p.opts.Upstream.DB; db != 0 {
+		rights = append(rights, upstream.RightSelect(db))
+	}
+	if p.decider.Load().Active() {
+		rights = append(rights, upstream.RightEvalSHA, upstream.RightEval, upstream.RightScriptLoad, upstream.RightTime)
+	}
+	return rights
 }
 
 // dial connects to Valkey and replays st on the new connection, owner's

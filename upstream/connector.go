@@ -18,9 +18,12 @@ type Connector struct {
 	Dialer *Dialer
 	Host   *Host
 	Health Health
-	// Wait bounds the set-up's answers once connected: they may wait
-	// behind a long command (SAVE, DEBUG SLEEP), so the longer of
-	// dial_timeout and reply_timeout.
+	// Wait bounds a connection's whole set-up (Connect): finding where
+	// it goes (Sentinel), the TCP dial and TLS handshake (within the
+	// Dialer's Timeout too), the handshake's answers and the diagnosis of
+	// a failure. A client's command waits for it, so it is
+	// upstream.reply_timeout: no command waits longer, whatever Valkey
+	// or Sentinel do.
 	Wait time.Duration
 	// Handshake makes nc equal to st (Handshake with the proxy's scripts,
 	// its commands kept out of MONITOR).
@@ -28,45 +31,51 @@ type Connector struct {
 	// Learn runs on a new connection after its handshake unless st.Bare
 	// (the proxy learns the primary's epoch there).
 	Learn func(nc net.Conn, st State) error
+	// Rights are the rights of its ACL user lockproxy needs now, which a
+	// check tries (rights.go); nil tries none.
+	Rights func() []Right
+	// Record is told of commands lockproxy sends of its own on a
+	// connection before they are written, and done called once their
+	// replies are read (the proxy keeps them out of MONITOR); nil when
+	// nothing is kept out.
+	Record func(nc net.Conn, n int) (done func())
+	// Life ends when lockproxy shuts down: a check under way then ends
+	// at once. Nil: never.
+	Life context.Context
 	// Attach hands a connection an event loop may read (Conn.Loopable)
 	// to one, when there is one.
 	Attach func(c *Conn)
 }
 
 // Connect opens a connection to Valkey (st.Node, else where Target says)
-// and makes it equal to st. A failed dial makes Target ask again. Its
-// errors are NodeErrors naming the address; a connection that speaks TLS
-// where plaintext was configured says so, and a set-up past Wait is a
-// SlowError.
+// and makes it equal to st, all of it within Wait. A failed dial makes
+// Target ask again. Its errors are NodeErrors naming the address; a
+// connection that speaks TLS where plaintext was configured says so, and
+// a set-up past Wait is a SlowError.
 func (k *Connector) Connect(st State) (net.Conn, string, error) {
-	addr, err := k.Target.Where()
-	if st.Node != "" {
-		addr, err = st.Node, nil
+	ctx, cancel := context.WithTimeout(context.Background(), k.Wait)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	addr := st.Node
+	if addr == "" {
+		var err error
+		if addr, err = k.Target.Where(ctx); err != nil {
+			return nil, "", err
+		}
 	}
-	if err != nil {
-		return nil, "", err
-	}
-	nc, err := k.Dialer.Dial(context.Background(), addr)
+	nc, err := k.Dialer.Dial(ctx, addr)
 	if err != nil {
 		k.Target.Forget()
 		return nil, "", &NodeError{Addr: addr, Err: err}
 	}
-	_ = nc.SetDeadline(time.Now().Add(k.Wait))
+	_ = nc.SetDeadline(deadline)
 	err = k.Handshake(nc, st)
 	if err == nil && !st.Bare {
 		err = k.Learn(nc, st)
 	}
 	if err != nil {
 		nc.Close()
-		var re *ReplyError
-		switch {
-		case errors.As(err, &re):
-		case k.Dialer.TLS() == nil && k.Dialer.SpeaksTLS(addr):
-			err = ErrPlaintextToTLS(addr)
-		case IsTimeout(err):
-			err = &SlowError{Wait: k.Wait}
-		}
-		return nil, "", &NodeError{Addr: addr, Err: err}
+		return nil, "", &NodeError{Addr: addr, Err: k.setupFailure(ctx, addr, err, k.Wait, "upstream.reply_timeout")}
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return nc, addr, nil
@@ -93,47 +102,87 @@ func (k *Connector) Dial(st State, owner Owner) (*Conn, error) {
 	return k.Start(nc, addr, owner, nil), nil
 }
 
-// Verdict is the upstream's health now: a fresh check, or with !fresh the
-// last verdict when it is recent. The check connects to where Target says
-// as st says (the proxy's login; bare) and sends PING (Check).
+// setupFailure names why the set-up on a connection to addr failed with
+// err: Valkey's answer as it is; no answer by the deadline a SlowError
+// (wait, the setting that bounds it); a closed connection where plaintext
+// was configured is asked whether it speaks TLS, by ctx's deadline.
+func (k *Connector) setupFailure(ctx context.Context, addr string, err error, wait time.Duration, setting string) error {
+	var re *ReplyError
+	var rights *RightsError
+	switch {
+	case errors.As(err, &re), errors.As(err, &rights):
+		return err // Valkey answered
+	case IsTimeout(err):
+		return &SlowError{Wait: wait, Setting: setting}
+	case k.Dialer.TLS() == nil && k.Dialer.SpeaksTLS(ctx, addr):
+		return ErrPlaintextToTLS(addr)
+	}
+	return err
+}
+
+// Verdict is the upstream's health: a recent verdict (less than a second
+// old) unless fresh, else the one of a check that runs now in the
+// background, waited for until ctx ends or Health.Wait passes, whichever
+// comes first; a check not done by then leaves the last verdict. The check
+// connects to where Target says as st says (the proxy's login; bare),
+// sends PING and tries the rights (Check), within the Dialer's timeout.
 func (k *Connector) Verdict(ctx context.Context, fresh bool, st State) Verdict {
-	return k.Health.recent(fresh, func() Verdict {
-		addr, err := k.Target.Where()
-		if err != nil {
-			return k.Health.Note(k.Target.Name(), &SetupError{Reason: ReasonError, Setting: "upstream.sentinel", Msg: err.Error()})
+	return k.Health.recent(ctx, fresh, func() Verdict {
+		life := k.Life
+		if life == nil {
+			life = context.Background()
 		}
-		return k.Health.Note(addr, k.Check(ctx, addr, st))
+		ctx, cancel := context.WithTimeout(life, k.Dialer.Timeout)
+		defer cancel()
+		addr, err := k.Target.Where(ctx)
+		if err == nil {
+			err = k.Check(ctx, addr, st)
+		} else {
+			addr = k.Target.Name()
+		}
+		if life.Err() != nil {
+			return k.Health.Last() // cut short by the shutdown: nothing learnt
+		}
+		return k.Health.Note(addr, err)
 	})
 }
 
 // Check connects to addr as st says, as a connection of the proxy's does
-// (TLS, the login), and sends PING, within the Dialer's timeout.
+// (TLS, the login), sends PING and tries the Rights, all within the
+// Dialer's timeout and by ctx's deadline.
 func (k *Connector) Check(ctx context.Context, addr string, st State) error {
+	ctx, cancel := context.WithTimeout(ctx, k.Dialer.Timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
 	nc, err := k.Dialer.Dial(ctx, addr)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(k.Dialer.Timeout))
+	_ = nc.SetDeadline(deadline)
+	// ctx may end before the deadline (lockproxy shuts down): the reads
+	// end then too.
+	defer context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })()
+	fail := func(err error) error {
+		return k.setupFailure(ctx, addr, err, k.Dialer.Timeout, "upstream.dial_timeout")
+	}
 	if err := k.Handshake(nc, st); err != nil {
-		var re *ReplyError
-		if !errors.As(err, &re) && k.Dialer.TLS() == nil && k.Dialer.SpeaksTLS(addr) {
-			return ErrPlaintextToTLS(addr)
-		}
-		return err
+		return fail(err)
 	}
 	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return err
+		return fail(err)
 	}
 	buf, n, err := ReadReply(nc, make([]byte, 0, 512))
 	if err != nil {
-		if k.Dialer.TLS() == nil && k.Dialer.SpeaksTLS(addr) {
-			return ErrPlaintextToTLS(addr)
-		}
-		return err
+		return fail(err)
 	}
 	if buf[0] == '-' {
 		return &ReplyError{Msg: strings.TrimRight(string(buf[1:n]), "\r\n")}
+	}
+	if k.Rights != nil {
+		if err := TryRights(nc, k.Rights(), k.Record); err != nil {
+			return fail(err)
+		}
 	}
 	return nil
 }

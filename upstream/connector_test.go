@@ -195,7 +195,7 @@ func TestConnectorVerdict(t *testing.T) {
 // cluster's node, Sentinel's primary (the master's name while unknown).
 func TestTargetName(t *testing.T) {
 	tg := Target{Addr: "10.0.0.1:6379"}
-	if a, err := tg.Where(); a != tg.Addr || err != nil || tg.Name() != tg.Addr {
+	if a, err := tg.Where(context.Background()); a != tg.Addr || err != nil || tg.Name() != tg.Addr {
 		t.Errorf("one address: %s, %v, named %q", a, err, tg.Name())
 	}
 	tg.Forget() // nothing to ask again
@@ -204,7 +204,7 @@ func TestTargetName(t *testing.T) {
 		t.Errorf("Sentinel, primary unknown: %q", got)
 	}
 	tg.Sentinel.switchTo("10.0.0.2:6379")
-	if a, err := tg.Where(); a != "10.0.0.2:6379" || err != nil || tg.Name() != `10.0.0.2:6379 (Sentinel master "mymaster")` {
+	if a, err := tg.Where(context.Background()); a != "10.0.0.2:6379" || err != nil || tg.Name() != `10.0.0.2:6379 (Sentinel master "mymaster")` {
 		t.Errorf("Sentinel: %s, %v, named %q", a, err, tg.Name())
 	}
 	tg.Forget()
@@ -213,7 +213,7 @@ func TestTargetName(t *testing.T) {
 	}
 	cl := &nodes{addr: "10.0.0.3:6379"}
 	tg.Cluster = cl
-	if a, _ := tg.Where(); a != cl.addr || tg.Name() != cl.addr {
+	if a, _ := tg.Where(context.Background()); a != cl.addr || tg.Name() != cl.addr {
 		t.Errorf("cluster: %s, named %q", a, tg.Name())
 	}
 	cl.err = errors.New("no map")

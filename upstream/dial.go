@@ -43,7 +43,8 @@ type SetupError struct {
 func (e *SetupError) Error() string { return e.Msg + "; check " + e.Setting }
 
 // Dial connects to addr; with TLS it completes the handshake before
-// returning. Both together take at most Timeout.
+// returning. Both together, and the diagnosis of a failed handshake, take
+// at most Timeout, and end by ctx's deadline.
 func (d *Dialer) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
@@ -57,15 +58,55 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (net.Conn, error) {
 		return nc, nil
 	}
 	c := tls.Client(nc, tc)
-	if err := c.HandshakeContext(ctx); err != nil {
+	// A plaintext Valkey waits for the end of a line the TLS hello never
+	// sends: the handshake would only end at the deadline, with nothing
+	// said. Half-way there, ask the port in plaintext meanwhile.
+	w := d.watchPlaintext(ctx, addr, func() { nc.Close() })
+	err = c.HandshakeContext(ctx)
+	plain := w.stop()
+	if err != nil || plain {
 		nc.Close()
-		return nil, d.tlsFailure(addr, err)
+		if plain {
+			return nil, errTLSToPlaintext(addr)
+		}
+		return nil, d.tlsFailure(ctx, addr, err)
 	}
 	return c, nil
 }
 
+// plainWatch is a plaintext probe of a port whose TLS handshake is under
+// way (watchPlaintext).
+type plainWatch struct {
+	timer *time.Timer
+	found chan bool
+}
+
+// watchPlaintext asks addr in plaintext once half the time to ctx's
+// deadline has passed, and calls abort when it answers so (the handshake
+// then ends at once).
+func (d *Dialer) watchPlaintext(ctx context.Context, addr string, abort func()) *plainWatch {
+	w := &plainWatch{found: make(chan bool, 1)}
+	dl, _ := ctx.Deadline()
+	w.timer = time.AfterFunc(time.Until(dl)/2, func() {
+		plain := d.Alive() && d.speaksPlaintext(ctx, addr)
+		if plain {
+			abort()
+		}
+		w.found <- plain
+	})
+	return w
+}
+
+// stop ends the watch, and reports whether the probe found plaintext.
+func (w *plainWatch) stop() bool {
+	if w.timer.Stop() {
+		return false // never asked
+	}
+	return <-w.found
+}
+
 // tlsFailure names why the TLS handshake with addr failed.
-func (d *Dialer) tlsFailure(addr string, err error) error {
+func (d *Dialer) tlsFailure(ctx context.Context, addr string, err error) error {
 	var rh tls.RecordHeaderError
 	var hostErr x509.HostnameError
 	var unknown x509.UnknownAuthorityError
@@ -73,8 +114,15 @@ func (d *Dialer) tlsFailure(addr string, err error) error {
 	var verify *tls.CertificateVerificationError
 	var alert tls.AlertError
 	switch {
-	case errors.As(err, &rh):
+	case errors.As(err, &rh) && (rh.RecordHeader[0] == '-' || rh.RecordHeader[0] == '+'):
+		// A RESP error or status line where a TLS record was due.
 		return errTLSToPlaintext(addr)
+	case errors.As(err, &rh) && string(rh.RecordHeader[:]) == "HTTP/":
+		return &SetupError{ReasonError, "upstream.addr",
+			fmt.Sprintf("the server at %s answers HTTP: it is not Valkey", addr)}
+	case errors.As(err, &rh):
+		return &SetupError{ReasonError, "upstream.addr",
+			fmt.Sprintf("the server at %s answered the TLS hello with %q: it speaks neither TLS nor Valkey's protocol", addr, rh.RecordHeader[:])}
 	case errors.As(err, &hostErr):
 		return &SetupError{ReasonCertificate, "upstream.tls.server_name",
 			fmt.Sprintf("Valkey at %s presented a certificate for another name (%v)", addr, hostErr)}
@@ -85,10 +133,10 @@ func (d *Dialer) tlsFailure(addr string, err error) error {
 		return &SetupError{ReasonCertificate, "upstream.tls.cert_file and upstream.tls.key_file",
 			fmt.Sprintf("Valkey at %s refused the TLS handshake (%v): it wants a client certificate it trusts", addr, err)}
 	}
-	// No answer, or the connection closed: a plaintext Valkey waits for a
-	// line the TLS hello never ends, or drops it. Ask it in plaintext
-	// (unless lockproxy is shutting down).
-	if d.Alive() && d.speaksPlaintext(addr) {
+	// The connection closed: a plaintext Valkey may drop what is not a
+	// command. Ask it in plaintext by the deadline (unless lockproxy is
+	// shutting down).
+	if !IsTimeout(err) && d.Alive() && d.speaksPlaintext(ctx, addr) {
 		return errTLSToPlaintext(addr)
 	}
 	return fmt.Errorf("TLS handshake with %s: %w", addr, err)
@@ -107,15 +155,17 @@ func ErrPlaintextToTLS(addr string) error {
 }
 
 // speaksPlaintext reports whether addr answers a plaintext PING with a RESP
-// reply (+PONG, or an error such as -NOAUTH), within dial_timeout.
-func (d *Dialer) speaksPlaintext(addr string) bool {
-	timeout := d.Timeout
-	nc, err := net.DialTimeout("tcp", addr, timeout)
+// reply (+PONG, or an error such as -NOAUTH), by ctx's deadline.
+func (d *Dialer) speaksPlaintext(ctx context.Context, addr string) bool {
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return false
 	}
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(timeout))
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
 	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 		return false
 	}
@@ -124,10 +174,10 @@ func (d *Dialer) speaksPlaintext(addr string) bool {
 }
 
 // SpeaksTLS reports whether addr completes a TLS handshake (certificates
-// unchecked: only the protocol is asked), within Timeout.
-func (d *Dialer) SpeaksTLS(addr string) bool {
-	timeout := d.Timeout
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// unchecked: only the protocol is asked), within Timeout and by ctx's
+// deadline.
+func (d *Dialer) SpeaksTLS(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
 	var nd net.Dialer
 	nc, err := nd.DialContext(ctx, "tcp", addr)

@@ -18,8 +18,12 @@
 // A Connector puts these together for the proxy (connector.go: Connect,
 // Start, Dial), with the proxy's handshake, what it learns on a new
 // connection and the event loop that reads a shared one given as
-// functions; it checks the upstream's health (Check: connect and PING;
-// Verdict: a recent one reused). Classify turns the error of any of this
+// functions; it checks the upstream's health (Check: connect, PING and
+// the rights lockproxy needs, rights.go; Verdict: a recent one reused, a
+// check run in the background and waited for at most Health.Wait). A
+// connection's whole set-up (Sentinel's lookup, dial, TLS, handshake, the
+// diagnosis of a failure) runs under one deadline, Connector.Wait (the
+// proxy's reply_timeout): no client waits past it. Classify turns the error of any of this
 // into a Verdict: the reason word of lockproxy_upstream_up and /readyz,
 // and the setting to fix; Health keeps the last one, logs its changes and
 // counts failures by reason. A Pool keeps a set of shared connections and

@@ -168,11 +168,15 @@ type ReplyError struct{ Msg string }
 func (e *ReplyError) Error() string { return e.Msg }
 
 // SlowError: Valkey accepted the connection but did not answer its
-// handshake in time; it is alive, and busy.
-type SlowError struct{ Wait time.Duration }
+// handshake within Wait, the setting that bounds it (Setting); it may be
+// busy, or hung.
+type SlowError struct {
+	Wait    time.Duration
+	Setting string
+}
 
 func (e *SlowError) Error() string {
-	return fmt.Sprintf("connected, but no answer within %s", e.Wait)
+	return fmt.Sprintf("connected, but no answer within %s (%s)", e.Wait, e.Setting)
 }
 
 // NodeError is a failed connect to Valkey with the address it was to: in

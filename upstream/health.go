@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -63,12 +64,16 @@ func Classify(addr string, err error) Verdict {
 	}
 	v.Detail = err.Error()
 	var se *SetupError
+	var rights *RightsError
 	var re *ReplyError
 	var slow *SlowError
 	var ne net.Error
 	switch {
 	case errors.As(err, &se):
 		v.Reason, v.Setting, v.Detail = se.Reason, se.Setting, se.Msg
+	case errors.As(err, &rights):
+		v.Reason, v.Setting = ReasonPermission, "the ACL of upstream.username (see docs/operations.md, ACL recipes)"
+		v.Detail = "Valkey at " + addr + ": " + rights.Error()
 	case errors.As(err, &re):
 		switch code, _, _ := strings.Cut(re.Msg, " "); code {
 		case "WRONGPASS", "NOAUTH", "AUTH":
@@ -82,7 +87,10 @@ func Classify(addr string, err error) Verdict {
 		}
 		v.Detail = "Valkey at " + addr + " answered " + re.Msg
 	case errors.As(err, &slow):
-		v.Reason, v.Setting = ReasonTimeout, "upstream.reply_timeout"
+		v.Reason, v.Setting = ReasonTimeout, slow.Setting
+		if v.Setting == "" {
+			v.Setting = "upstream.reply_timeout"
+		}
 	case errors.As(err, &ne) && ne.Timeout():
 		v.Reason, v.Setting = ReasonTimeout, "upstream.addr and upstream.dial_timeout"
 	case errors.Is(err, ErrClosed):
@@ -109,9 +117,13 @@ type Health struct {
 	// lockproxy_upstream_errors_total.
 	Errors [len(Reasons)]atomic.Int64
 
-	mu    sync.Mutex
-	last  Verdict
-	check sync.Mutex // one check at a time
+	// Wait is how long a verdict waits for a check under way before it
+	// takes the last one; 0 waits for the check.
+	Wait time.Duration
+
+	mu      sync.Mutex
+	last    Verdict
+	running chan struct{} // closed when the check under way ends; nil when none
 }
 
 // Count counts a failed dial or a lost connection to Valkey by its reason.
@@ -150,27 +162,60 @@ func (h *Health) Note(addr string, err error) Verdict {
 	case ReasonTLSMismatch, ReasonCertificate, ReasonAuth, ReasonPermission:
 		h.Log.Error("lockproxy cannot use Valkey as configured", "upstream", addr, "reason", v.Reason, "setting", v.Setting, "err", v.Detail)
 	default:
-		h.Log.Warn("Valkey is not answering", "upstream", addr, "reason", v.Reason, "err", v.Detail)
+		h.Log.Warn("Valkey is not answering", "upstream", addr, "reason", v.Reason, "setting", v.Setting, "err", v.Detail)
 	}
 	return v
 }
 
-// recent is the last verdict, or with fresh, or when it is older than a
-// second (several scrapes then cost one check), the one check runs now
-// (one at a time: a second caller takes the first's).
-func (h *Health) recent(fresh bool, check func() Verdict) Verdict {
-	last := func() (Verdict, bool) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.last, !fresh && h.last.Reason != "" && time.Since(h.last.At) < time.Second
-	}
-	if v, ok := last(); ok {
+// Last is the last verdict, as it is; its Reason is empty before any.
+func (h *Health) Last() Verdict {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+// recent is the last verdict when it is less than a second old and not
+// fresh asked for (several scrapes then cost one check); else check runs
+// in the background (one at a time: a second caller waits for the
+// first's), and the caller waits for it until ctx ends or Wait passes,
+// then takes the last verdict. A probe so answers in Wait whatever Valkey
+// does.
+func (h *Health) recent(ctx context.Context, fresh bool, check func() Verdict) Verdict {
+	h.mu.Lock()
+	if !fresh && h.last.Reason != "" && time.Since(h.last.At) < time.Second {
+		v := h.last
+		h.mu.Unlock()
 		return v
 	}
-	h.check.Lock()
-	defer h.check.Unlock()
-	if v, ok := last(); ok {
-		return v
+	done := h.running
+	if done == nil {
+		done = make(chan struct{})
+		h.running = done
+		go func() {
+			check()
+			h.mu.Lock()
+			h.running = nil
+			h.mu.Unlock()
+			close(done)
+		}()
 	}
-	return check()
+	h.mu.Unlock()
+	var waited <-chan time.Time
+	if h.Wait > 0 {
+		t := time.NewTimer(h.Wait)
+		defer t.Stop()
+		waited = t.C
+	}
+	select {
+	case <-done:
+	case <-waited:
+	case <-ctx.Done():
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last.Reason == "" {
+		return Verdict{Reason: ReasonTimeout, Setting: "upstream.addr and upstream.dial_timeout",
+			Detail: "the first check of Valkey has not finished yet", At: time.Now()}
+	}
+	return h.last
 }

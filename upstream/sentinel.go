@@ -28,12 +28,12 @@ type Sentinel struct {
 }
 
 // Primary is the primary's address: as last learnt, else asked of the
-// Sentinels now.
-func (s *Sentinel) Primary() (string, error) {
+// Sentinels now, by ctx's deadline (each Sentinel within Timeout too).
+func (s *Sentinel) Primary(ctx context.Context) (string, error) {
 	if addr := s.Known(); addr != "" {
 		return addr, nil
 	}
-	addr, err := s.resolve()
+	addr, err := s.resolve(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -67,38 +67,67 @@ func (s *Sentinel) switchTo(addr string) string {
 	return old
 }
 
-func (s *Sentinel) client(addr string) *redis.SentinelClient {
+// client is a client of the Sentinel at addr, whose dial and reads take at
+// most timeout, and end by a request's context's deadline.
+func (s *Sentinel) client(addr string, timeout time.Duration) *redis.SentinelClient {
 	return redis.NewSentinelClient(&redis.Options{
 		Addr: addr, Username: s.Username, Password: s.Password,
-		DialTimeout: s.Timeout, ReadTimeout: s.Timeout, MaxRetries: -1,
+		DialTimeout: timeout, ReadTimeout: timeout, MaxRetries: -1,
+		ContextTimeoutEnabled: true,
+		// One dial per question: go-redis's own retries (5 by default)
+		// would multiply the bound.
+		DialerRetries: 1,
 	})
 }
 
 // ask runs one request against the Sentinel at addr, on a connection of
-// its own, within the Sentinel timeout.
-func (s *Sentinel) ask(addr string, req func(context.Context, *redis.SentinelClient) error) error {
-	sc := s.client(addr)
-	defer sc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+// its own, within the Sentinel timeout and by ctx's deadline.
+func (s *Sentinel) ask(ctx context.Context, addr string, req func(context.Context, *redis.SentinelClient) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
+	dl, _ := ctx.Deadline()
+	sc := s.client(addr, max(time.Until(dl), time.Millisecond))
+	defer sc.Close()
 	return req(ctx, sc)
 }
 
-// resolve asks each Sentinel in turn for the primary's address.
-func (s *Sentinel) resolve() (string, error) {
+// resolve asks each Sentinel in turn for the primary's address, by ctx's
+// deadline. When none answers it is a SetupError: reason unreachable when
+// no Sentinel could be asked (refused, no answer in time), error when one
+// answered without the master.
+func (s *Sentinel) resolve(ctx context.Context) (string, error) {
 	var errs []error
+	answered := false
 	for _, sa := range s.Addrs {
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("sentinel %s: not asked: %w", sa, ctx.Err()))
+			break
+		}
 		var hp []string
-		err := s.ask(sa, func(ctx context.Context, sc *redis.SentinelClient) (err error) {
+		err := s.ask(ctx, sa, func(ctx context.Context, sc *redis.SentinelClient) (err error) {
 			hp, err = sc.GetMasterAddrByName(ctx, s.Master).Result()
 			return err
 		})
 		if err == nil && len(hp) == 2 {
 			return net.JoinHostPort(hp[0], hp[1]), nil
 		}
+		answered = answered || sentinelAnswered(err)
 		errs = append(errs, fmt.Errorf("sentinel %s: %v", sa, err))
 	}
-	return "", fmt.Errorf("no Sentinel knows master %q: %w", s.Master, errors.Join(errs...))
+	msg := fmt.Sprintf("no Sentinel knows master %q: %v", s.Master, errors.Join(errs...))
+	if answered {
+		return "", &SetupError{Reason: ReasonError, Setting: "upstream.sentinel.master", Msg: msg}
+	}
+	return "", &SetupError{Reason: ReasonUnreachable, Setting: "upstream.sentinel.addrs",
+		Msg: fmt.Sprintf("no Sentinel of upstream.sentinel.addrs answered (%v)", errors.Join(errs...))}
+}
+
+// sentinelAnswered reports whether err is a Sentinel's answer (a nil
+// reply: it does not know the master; an error reply) rather than a
+// failure to reach it.
+func sentinelAnswered(err error) bool {
+	var re redis.Error
+	return err == nil || errors.Is(err, redis.Nil) || errors.As(err, &re)
 }
 
 // ConfigEpoch is the master's failover epoch as the Sentinels report it
@@ -109,7 +138,7 @@ func (s *Sentinel) ConfigEpoch() (int64, bool) {
 	answered := false
 	for _, sa := range s.Addrs {
 		var m map[string]string
-		err := s.ask(sa, func(ctx context.Context, sc *redis.SentinelClient) (err error) {
+		err := s.ask(context.Background(), sa, func(ctx context.Context, sc *redis.SentinelClient) (err error) {
 			m, err = sc.Master(ctx, s.Master).Result()
 			return err
 		})
@@ -129,7 +158,7 @@ func (s *Sentinel) ConfigEpoch() (int64, bool) {
 // switched with the primary before and after.
 func (s *Sentinel) Watch(ctx context.Context, backoff time.Duration, switched func(from, to string)) {
 	for i := 0; ctx.Err() == nil; i++ {
-		sc := s.client(s.Addrs[i%len(s.Addrs)])
+		sc := s.client(s.Addrs[i%len(s.Addrs)], s.Timeout)
 		sub := sc.Subscribe(ctx, "+switch-master")
 		ch := sub.Channel()
 	loop:
@@ -151,8 +180,11 @@ func (s *Sentinel) Watch(ctx context.Context, backoff time.Duration, switched fu
 				}
 			}
 		}
-		sub.Close()
+		// The client first: closing it closes the subscription's
+		// connection, which a hung Sentinel would otherwise hold (with
+		// the subscription's lock) until a read's timeout.
 		sc.Close()
+		sub.Close()
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):

@@ -1,6 +1,9 @@
 package upstream
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // Target is where new connections to Valkey go: the configured address,
 // the primary a Sentinel names now, or in front of a cluster any node of
@@ -19,13 +22,14 @@ type Nodes interface {
 	RefreshSoon()
 }
 
-// Where is the address a new connection goes to now.
-func (t *Target) Where() (string, error) {
+// Where is the address a new connection goes to now; with Sentinel it is
+// asked by ctx's deadline when not known.
+func (t *Target) Where(ctx context.Context) (string, error) {
 	switch {
 	case t.Cluster != nil:
 		return t.Cluster.AnyNode()
 	case t.Sentinel != nil:
-		return t.Sentinel.Primary()
+		return t.Sentinel.Primary(ctx)
 	}
 	return t.Addr, nil
 }
