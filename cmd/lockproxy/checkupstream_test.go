@@ -21,12 +21,12 @@ func TestCheckUpstreamRequirepass(t *testing.T) {
 	}
 	code, out, errs := runCLI("check-upstream", conf("s3cret"))
 	if code != 0 || !strings.Contains(out, `ok: rule "*:lock": SET NX PX, PEXPIRE, DEL`) || strings.Contains(out, "FAIL") {
-		t.Fatalf("right password: exit %d\n%s%s", code, out, errs)
+		t.Fatalf("with the right password, exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = runCLI("check-upstream", conf("wrong"))
 	if code != 1 || !strings.Contains(out, "FAIL: connecting to "+srv.Addr) || !strings.Contains(out, "WRONGPASS") ||
 		!strings.Contains(out, "upstream.password") {
-		t.Fatalf("wrong password: exit %d\n%s%s", code, out, errs)
+		t.Fatalf("with a wrong password, exit %d\n%s%s", code, out, errs)
 	}
 }
 
