@@ -3,6 +3,7 @@ package rewrite
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,18 +46,45 @@ func (d *Decider) gateTable() *commands.Table {
 	return commands.Fallback
 }
 
-// gateMaxLen is the longest command name the Lua gate looks up: a longer
-// call's verb is no gated command, and is not lower-cased.
-func gateMaxLen(list []string) int {
-	n := 0
-	for _, g := range list {
-		name, _, _ := strings.Cut(g, "|")
-		name, _, _ = strings.Cut(name, " ")
-		if len(name) > n {
-			n = len(name)
+// gateHint is the monitor gate's first filter: for each length of a
+// gated name, the lower-case first letters of the gated names of that
+// length. A verb whose length and first letter (folded to lower case:
+// A-Z; any other byte folds to one no name starts with) are not among
+// them is no gated name; the others go on to the full check.
+func gateHint(names map[string]bool) map[int]string {
+	h := map[int]string{}
+	for n := range names {
+		if !strings.ContainsRune(h[len(n)], rune(n[0])) {
+			h[len(n)] += n[:1]
 		}
 	}
-	return n
+	return h
+}
+
+// gateHintLua is gateHint as a Lua condition on nv (the verb's length)
+// and c (its first byte, folded): comparisons only, no table and no call,
+// in length order.
+func gateHintLua(h map[int]string) string {
+	lens := make([]int, 0, len(h))
+	for l := range h {
+		lens = append(lens, l)
+	}
+	sort.Ints(lens)
+	var b strings.Builder
+	for i, l := range lens {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		b.WriteString("nv == " + strconv.Itoa(l) + " and (")
+		for k := 0; k < len(h[l]); k++ {
+			if k > 0 {
+				b.WriteString(" or ")
+			}
+			b.WriteString("c == " + strconv.Itoa(int(h[l][k])))
+		}
+		b.WriteString(")")
+	}
+	return b.String()
 }
 
 // gateLua is the monitor's gate (monitor.lua's @GATE@, in run, and
@@ -64,10 +92,10 @@ func gateMaxLen(list []string) int {
 // the names with a gated entry (a whole command or some of its
 // subcommands); GW those gated whole; GS the gated subcommands as
 // "container|sub", and "container|sub+word" for one gated with a word
-// after it (ACL LOG RESET). GV remembers, per verb string, what the name
-// check found (false; the lower-case container; "!" and the name gated
-// whole), so that a script's calls cost one table read each after the
-// first of each verb: scripts call the same few verbs again and again.
+// after it (ACL LOG RESET). gv is what the name check found (false; the
+// lower-case container; "!" and the name gated whole); gateHint's few
+// comparisons spare the check for nearly every verb a lock script calls.
+// vars is empty now (@GATEVARS@ is kept for a per-run variable).
 func gateLua(list []string) (vars, check string) {
 	if len(list) == 0 {
 		return "", ""
@@ -94,15 +122,20 @@ func gateLua(list []string) (vars, check string) {
 		}
 	}
 	pre, post, _ := strings.Cut(errGatedScript("\x01"), "\x01")
-	check = `  local gv = GV[verb]
-  if gv == nil and verb ~= nil then
-    gv = false
-    if type(verb) == 'string' and #verb <= ` + strconv.Itoa(gateMaxLen(list)) + ` then
+	// The hint first (gateHint): a lock script's verbs mostly miss it,
+	// for a few comparisons; no memo table (a table per run costs Valkey
+	// more than the check). No Lua comments: the monitor is rendered onto
+	// one line.
+	check = `  local gv = false
+  local nv = type(verb) == 'string' and #verb or 0
+  if nv > 0 then
+    local c = string.byte(verb, 1)
+    if c < 97 then c = c + 32 end
+    if ` + gateHintLua(gateHint(seen)) + ` then
       local lv = string.lower(verb)
       if find(` + luaQuote(gw.String()) + `, ' ' .. lv .. ' ', 1, true) then gv = '!' .. lv
       elseif find(` + luaQuote(gc.String()) + `, ' ' .. lv .. ' ', 1, true) then gv = lv end
     end
-    if verb == verb then GV[verb] = gv end
   end
   if gv then
     local c, s, a = nil, select(2, ...)
@@ -115,7 +148,7 @@ func gateLua(list []string) (vars, check string) {
     if c then return {err = ` + luaQuote(pre) + ` .. c .. ` + luaQuote(post) + `} end
   end
 `
-	return "local GV = {}\n", check
+	return "", check
 }
 
 // Read-only scripts (EVAL_RO, EVALSHA_RO of a known body, a body with

@@ -47,11 +47,52 @@ func TestGateLua(t *testing.T) {
 		d := &Decider{Rules: rules, Gate: c.gate}
 		m := d.monitorRulesFor(&adminSession{admin: c.admin})
 		text := MonitorBody("return redis.call('GET', KEYS[1])", MonitorShape{}, m)
-		if got := strings.Contains(text, "local GV = {}") && strings.Contains(text, "NOADMIN lockproxy refused"); got != c.want {
+		if got := strings.Contains(text, "NOADMIN lockproxy refused"); got != c.want {
 			t.Errorf("gate %v, admin %v: gated monitor %v", c.gate, c.admin, got)
 		}
 		if got := d.monitorRules().gate != ""; got != c.gate {
 			t.Errorf("gate %v: a library's monitor gated %v", c.gate, got)
 		}
+	}
+}
+
+// TestGateHint: every gated name passes the hint, in any letter case,
+// and the verbs lock scripts call most do not (PEXPIRE shares PFDEBUG's
+// length and letter: it costs the full check); the Lua condition holds
+// every pair and nothing else.
+func TestGateHint(t *testing.T) {
+	seen := map[string]bool{}
+	for _, g := range commands.Fallback.GatedList() {
+		name, _, _ := strings.Cut(g, "|")
+		name, _, _ = strings.Cut(name, " ")
+		seen[name] = true
+	}
+	h := gateHint(seen)
+	fold := func(c byte) byte {
+		if c < 97 {
+			c += 32
+		}
+		return c
+	}
+	pass := func(v string) bool { return strings.IndexByte(h[len(v)], fold(v[0])) >= 0 }
+	for n := range seen {
+		for _, v := range []string{n, strings.ToUpper(n)} {
+			if !pass(v) {
+				t.Errorf("%q misses the hint %q", v, h[len(v)])
+			}
+		}
+	}
+	for _, v := range []string{"get", "set", "del", "expire", "hget", "hset", "hdel", "incr", "pttl", "exists", "hexists", "hincrby", "getrange", "zadd", "SET", "Del"} {
+		if pass(v) {
+			t.Errorf("%q passes the hint: it costs the full check on every call", v)
+		}
+	}
+	lua := gateHintLua(h)
+	n := 0
+	for _, cs := range h {
+		n += len(cs)
+	}
+	if got := strings.Count(lua, "c == "); got != n {
+		t.Errorf("the Lua condition has %d letters, the hint %d: %s", got, n, lua)
 	}
 }
