@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,11 +107,21 @@ func (o *oracle) fill() error {
 // reply is no error; ok false when no reply came (it blocked, or the line
 // stopped the server).
 func (o *oracle) ask(args []string, timeout time.Duration) (accepted, ok bool, reply []byte) {
+	return o.askIn(0, args, timeout)
+}
+
+// askIn is ask in database db.
+func (o *oracle) askIn(db int, args []string, timeout time.Duration) (accepted, ok bool, reply []byte) {
 	c, err := dialRaw(o.srv.Addr)
 	if err != nil {
 		return false, false, nil
 	}
 	defer c.close()
+	if db != 0 {
+		if r, err := c.do("SELECT", strconv.Itoa(db)); err != nil || isError(r) {
+			return false, false, nil
+		}
+	}
 	c.timeout = timeout
 	r, err := c.do(args...)
 	if err != nil {

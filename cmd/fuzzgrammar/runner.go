@@ -231,8 +231,12 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 	db := w.strangerDB(r.rng)
 	allowed := w.allowed(l.Args)
 	libs := strings.HasPrefix(c.Name(), "FUNCTION")
-	for _, mode := range modes {
+	var ways [3]way
+	var sent [3][]string
+	var replies [3]string
+	for mi, mode := range modes {
 		args := withPort(forms(l)[mode], w.port())
+		sent[mi] = args
 		before, err := w.stat(c.StatName())
 		if err != nil {
 			return fmt.Errorf("world: %v", err)
@@ -274,6 +278,11 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 			o = refusedByProxy
 		}
 		t.byMode[mode][o]++
+		ways[mi] = way{out: o, changed: changed}
+		if o == refusedByProxy {
+			ways[mi].code = errCode(reply)
+		}
+		replies[mi] = replyText(reply, sendErr)
 		if o == failed {
 			r.rep.failures[c.Name()] = append(r.rep.failures[c.Name()], failure{world: w.name(), mode: mode, db: db, args: args, diffs: diffs, gateOnly: gateOnly, oracle: verdict, reply: replyText(reply, sendErr)})
 			r.log("FAIL %s [%s %s db %d] %s: %s", c.Name(), w.name(), mode, db, quoteArgs(args), strings.Join(diffs, "; "))
@@ -287,6 +296,11 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 				return fmt.Errorf("world restore: %v", err)
 			}
 		}
+	}
+	v, pair := judge(ways, func(m int) oracleVerdict { return r.askForm(or, db, l, m, c) })
+	r.rep.judges.add(v, disagreement{world: w.name(), db: db, cmd: c.Name(), classes: classes(ways), pair: pair, args: sent, replies: replies})
+	if v == disagree {
+		r.log("DISAGREE %s [%s db %d] %s", c.Name(), w.name(), db, classes(ways))
 	}
 	if libs {
 		// A line may have replaced or flushed fzlib (a stranger may: it
@@ -305,4 +319,30 @@ func (r *runner) isGated(args []string) bool {
 		return true
 	}
 	return r.gated(args)
+}
+
+// askForm is Valkey's own verdict on line l sent mode's way (plain, EVAL,
+// FCALL with fzlib) directly to the oracle, in the stranger's database
+// db (the cluster oracle has database 0 only); the oracle is put back
+// after.
+func (r *runner) askForm(or *oracle, db int, l cmdgrammar.Line, mode int, c *cmdgrammar.Command) oracleVerdict {
+	if or.cluster {
+		db = 0
+	}
+	if modes[mode] == modeFcall {
+		if err := or.direct.FunctionLoadReplace(ctx, fzLibrary).Err(); err != nil {
+			return oracleSilent
+		}
+	}
+	accepted, ok, _ := or.askIn(db, withPort(forms(l)[modes[mode]], or.srv.Port), timeoutFor(c.Name()))
+	if err := or.after(c, accepted, ok); err != nil {
+		r.log("oracle after a script form: %v", err)
+	}
+	switch {
+	case !ok:
+		return oracleSilent
+	case accepted:
+		return oracleAccepts
+	}
+	return oracleRefuses
 }
