@@ -90,12 +90,14 @@ const (
 // Valkey, sent the two forms directly (in the stranger's database, with
 // the same KEYS), does not accept both: a command not allowed in scripts,
 // a key not declared, FUNCTION inside FCALL, a cross-slot script. Any
-// other conflict is a disagreement of the judges. ask gives Valkey's
-// verdict on a way's form; it is called only for the ways in a conflict.
-func judge(ws [3]way, ask func(mode int) oracleVerdict) (judgement, conflict) {
+// other conflict is a disagreement of the judges; all of them are
+// returned (for a disagreement), or the first (Valkey's own). ask gives
+// Valkey's verdict on a way's form; it is called only for the ways in a
+// conflict, once each.
+func judge(ws [3]way, ask func(mode int) oracleVerdict) (judgement, []conflict) {
 	cs := conflicts(ws)
 	if len(cs) == 0 {
-		return agree, conflict{}
+		return agree, nil
 	}
 	var asked [3]oracleVerdict
 	verdict := func(m int) oracleVerdict {
@@ -104,12 +106,16 @@ func judge(ws [3]way, ask func(mode int) oracleVerdict) (judgement, conflict) {
 		}
 		return asked[m]
 	}
+	var out []conflict
 	for _, c := range cs {
 		if verdict(c.refused) == oracleAccepts && verdict(c.ran) == oracleAccepts {
-			return disagree, c
+			out = append(out, c)
 		}
 	}
-	return valkeys, cs[0]
+	if len(out) > 0 {
+		return disagree, out
+	}
+	return valkeys, cs[:1]
 }
 
 // disagreement is one line where the judges disagreed.
@@ -117,10 +123,18 @@ type disagreement struct {
 	world   string
 	db      int
 	cmd     string
+	ways    [3]way
 	classes string
-	pair    conflict
+	pairs   []conflict
 	args    [3][]string
 	replies [3]string
+	// token: the line passes the token of a lock held in db (the string
+	// lock's value, the hash lock's owner field).
+	token bool
+	// variable: the plain command's key flags depend on its other
+	// arguments (keyspec.VariableFlags: BITFIELD, SET): the plain judge
+	// takes the declared, widest ones, the monitor asks Valkey.
+	variable bool
 }
 
 // judges counts the comparison over a run.
@@ -149,7 +163,7 @@ func (j *judges) add(v judgement, d disagreement) {
 		j.valkeys++
 		j.valkeysByClasses[d.classes]++
 	case disagree:
-		if why := known(d); why != "" {
+		if why := knownLine(d); why != "" {
 			j.known[why]++
 			return
 		}
@@ -171,11 +185,65 @@ func (j *judges) disagreements() int {
 	return n
 }
 
-// known names a documented difference between the judges that the fuzzer
-// reports and does not fail (docs/fuzz-grammar.md, "One judge"); "" for
-// any other.
-func known(d disagreement) string {
+// Known differences between the judges (docs/fuzz-grammar.md, "One
+// judge"): the fuzzer reports them and does not fail on them.
+const (
+	// knownOwner: the plain judge lets a lock key be changed only by
+	// lockproxy's lock verbs (SET NX, the releases and renewals it
+	// rewrites) and refuses any other write or a release without a grant
+	// (LOCKED, NOTOWNER, or WRONGTYPE from TypeGate); the monitor lets a
+	// script's call write a lock key that is absent, that the client
+	// holds, or whose token the script passes. So a plain HSET, GETSET,
+	// SETEX or INCRBYFLOAT of a lock is refused where the same call from
+	// the holder's (or a token-passing) script runs.
+	knownOwner = "lock writes by owner"
+	// knownOwnKeys: a script that names one of lockproxy's own keys in
+	// KEYS is refused before it runs (LOCKED, "one of lockproxy's own
+	// keys"); a plain command may read them.
+	knownOwnKeys = "own keys in KEYS"
+	// knownVariable: for a command whose key flags depend on its other
+	// arguments, the plain judge takes the declared (widest) flags and
+	// refuses a read as a write (BITFIELD k GET ... on a guarded key,
+	// UNFENCED); the monitor asks Valkey for the call's own flags.
+	knownVariable = "declared key flags"
+)
+
+// known names the documented difference a disagreeing pair of ways is,
+// or "" for none.
+func known(d disagreement, c conflict) string {
+	refused, ran := d.ways[c.refused], d.ways[c.ran]
+	switch {
+	case c.refused == 0 && (refused.code == "LOCKED" || refused.code == "NOTOWNER" || refused.code == "WRONGTYPE") &&
+		(d.db == holderDB || d.token):
+		// db holderDB: the stranger holds the world's lock names there,
+		// and the hash lock is absent.
+		return knownOwner
+	case c.refused != 0 && refused.code == ownKeyCode && c.ran == 0 && !ran.changed:
+		return knownOwnKeys
+	case c.refused == 0 && d.variable && !ran.changed:
+		return knownVariable
+	}
 	return ""
+}
+
+// ownKeyCode stands for the code word of lockproxy's refusal of a call
+// that names one of its own keys (LOCKED, "one of lockproxy's own keys").
+const ownKeyCode = "LOCKED:own"
+
+// knownLine is the documented difference of every disagreeing pair of d
+// (the first's name), or "" when one of them is none.
+func knownLine(d disagreement) string {
+	why := ""
+	for _, c := range d.pairs {
+		k := known(d, c)
+		if k == "" {
+			return ""
+		}
+		if why == "" {
+			why = k
+		}
+	}
+	return why
 }
 
 var modeNames = [3]string{modePlain, modeEval, modeFcall}
@@ -221,7 +289,7 @@ func (j *judges) print(w io.Writer) {
 			if d.cmd == "" {
 				break
 			}
-			fmt.Fprintf(w, "  -- %s [%s world, db %d] lockproxy refused %s, ran %s\n", d.cmd, d.world, d.db, modeNames[d.pair.refused], modeNames[d.pair.ran])
+			fmt.Fprintf(w, "  -- %s [%s world, db %d] lockproxy refused %s, ran %s\n", d.cmd, d.world, d.db, modeNames[d.pairs[0].refused], modeNames[d.pairs[0].ran])
 			for m := range modeNames {
 				fmt.Fprintf(w, "       %-5s %s\n             reply %s\n", modeNames[m], quoteArgs(d.args[m]), d.replies[m])
 			}

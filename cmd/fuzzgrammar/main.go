@@ -76,11 +76,11 @@ func run(seed uint64, duration time.Duration, worlds string, gate, verbose bool,
 	if err != nil {
 		return fmt.Errorf("oracle dumps: %v", err)
 	}
-	gated, err := gatedBy(or)
+	gated, variable, err := gatedBy(or)
 	if err != nil {
 		return fmt.Errorf("oracle's command table: %v", err)
 	}
-	r := &runner{rng: rand.New(rand.NewPCG(seed, seed>>32^0x9e3779b9)), oracle: or, rep: rep, gate: gate, gated: gated,
+	r := &runner{rng: rand.New(rand.NewPCG(seed, seed>>32^0x9e3779b9)), oracle: or, rep: rep, gate: gate, gated: gated, variable: variable,
 		log: func(f string, a ...any) {
 			if verbose {
 				fmt.Printf(f+"\n", a...)
@@ -195,20 +195,27 @@ func selected(c *cmdgrammar.Command, only string) bool {
 }
 
 // gatedBy is lockproxy's gate verdict over the oracle's command table, as
-// the proxy builds it from its upstream's (proxy/cmdtable.go).
-func gatedBy(or *oracle) (func([]string) bool, error) {
+// the proxy builds it from its upstream's (proxy/cmdtable.go), and
+// whether a line's key flags are variable (keyspec.VariableFlags).
+func gatedBy(or *oracle) (gated, variable func([]string) bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	t, err := keyspec.Load(ctx, or.direct)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ct := commands.FromTable(t)
-	return func(args []string) bool {
+	bytes := func(args []string) [][]byte {
 		b := make([][]byte, len(args))
 		for i, a := range args {
 			b[i] = []byte(a)
 		}
-		return ct.Gated(b)
-	}, nil
+		return b
+	}
+	gated = func(args []string) bool { return ct.Gated(bytes(args)) }
+	variable = func(args []string) bool {
+		_, st := t.Keys(bytes(args), nil)
+		return st == keyspec.VariableFlags
+	}
+	return gated, variable, nil
 }

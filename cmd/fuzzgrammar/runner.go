@@ -192,7 +192,10 @@ type runner struct {
 	// too (docs/operations.md lists them and why); a write among them is
 	// still judged by what it changed.
 	gated func(args []string) bool
-	log   func(format string, a ...any)
+	// variable: whether the plain command's key flags depend on its
+	// other arguments (keyspec.VariableFlags); nil: never.
+	variable func(args []string) bool
+	log      func(format string, a ...any)
 }
 
 // line runs one generated line of c against the world w: to the oracle,
@@ -281,6 +284,9 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 		ways[mi] = way{out: o, changed: changed}
 		if o == refusedByProxy {
 			ways[mi].code = errCode(reply)
+			if strings.Contains(string(reply), "one of lockproxy's own keys") {
+				ways[mi].code = ownKeyCode
+			}
 		}
 		replies[mi] = replyText(reply, sendErr)
 		if o == failed {
@@ -297,8 +303,13 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 			}
 		}
 	}
-	v, pair := judge(ways, func(m int) oracleVerdict { return r.askForm(or, db, l, m, c) })
-	r.rep.judges.add(v, disagreement{world: w.name(), db: db, cmd: c.Name(), classes: classes(ways), pair: pair, args: sent, replies: replies})
+	v, pairs := judge(ways, func(m int) oracleVerdict { return r.askForm(or, db, l, m, c) })
+	token := false
+	for k := range allowed {
+		token = token || strings.HasPrefix(k, strconv.Itoa(db)+"/")
+	}
+	r.rep.judges.add(v, disagreement{world: w.name(), db: db, cmd: c.Name(), ways: ways, classes: classes(ways), pairs: pairs,
+		args: sent, replies: replies, token: token, variable: r.variable != nil && r.variable(l.Args)})
 	if v == disagree {
 		r.log("DISAGREE %s [%s db %d] %s", c.Name(), w.name(), db, classes(ways))
 	}
