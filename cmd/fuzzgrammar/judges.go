@@ -143,12 +143,13 @@ type judges struct {
 	byCmd                     map[string]int
 	byClasses                 map[string][]disagreement // by classes(...), the examples bounded
 	valkeysByClasses          map[string]int
-	known                     map[string]int // by known(...) reason: reported, never failed
+	valkeysExample            map[string]disagreement // one per class triple
+	known                     map[string]int          // by known(...) reason: reported, never failed
 }
 
 func newJudges() *judges {
 	return &judges{byCmd: map[string]int{}, byClasses: map[string][]disagreement{},
-		valkeysByClasses: map[string]int{}, known: map[string]int{}}
+		valkeysByClasses: map[string]int{}, valkeysExample: map[string]disagreement{}, known: map[string]int{}}
 }
 
 // maxJudgeExamples bounds the examples kept per class triple.
@@ -162,6 +163,9 @@ func (j *judges) add(v judgement, d disagreement) {
 	case valkeys:
 		j.valkeys++
 		j.valkeysByClasses[d.classes]++
+		if _, ok := j.valkeysExample[d.classes]; !ok {
+			j.valkeysExample[d.classes] = d
+		}
 	case disagree:
 		if why := knownLine(d); why != "" {
 			j.known[why]++
@@ -267,6 +271,15 @@ func (j *judges) print(w io.Writer) {
 		}
 		sort.Strings(ks)
 		fmt.Fprintf(w, "  Valkey's own differences (plain eval fcall): %s\n", strings.Join(ks, ", "))
+		var cls []string
+		for c := range j.valkeysExample {
+			cls = append(cls, c)
+		}
+		sort.Strings(cls)
+		for _, c := range cls {
+			d := j.valkeysExample[c]
+			fmt.Fprintf(w, "    e.g. [%s] %s [%s world, db %d]: %s\n", c, d.cmd, d.world, d.db, quoteArgs(d.args[0]))
+		}
 	}
 	if j.disagreements() == 0 {
 		return
