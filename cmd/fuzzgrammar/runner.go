@@ -264,7 +264,7 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 		ran := after.calls - before.calls
 		okRun := ran - (after.failed - before.failed)
 		gateOnly := len(diffs) == 0
-		if err == nil && r.gate && r.isGated(l.Args) && okRun > 0 {
+		if err == nil && r.gate && r.isGated(c, l.Args) && okRun > 0 {
 			diffs = append(diffs, fmt.Sprintf("%s reached Valkey and ran (it reconfigures Valkey; the stranger is no lockproxy admin); reply %s", c.Name(), short(reply)))
 		}
 		var o outcome
@@ -324,10 +324,11 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 }
 
 // isGated: whether the gate must keep l's command from the stranger;
-// without lockproxy's table (a unit test's runner), Valkey's flags.
-func (r *runner) isGated(args []string) bool {
+// without lockproxy's table (a unit test's runner), Valkey's flags
+// (admin or dangerous, not readonly: cmdgrammar's Reconfigures).
+func (r *runner) isGated(c *cmdgrammar.Command, args []string) bool {
 	if r.gated == nil {
-		return true
+		return c.Reconfigures()
 	}
 	return r.gated(args)
 }
