@@ -108,6 +108,11 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 	if isScript(args[0]) || isScriptAdmin(args[0]) {
 		return d.script(args, keys, s)
 	}
+	if len(args) == 2 && cmd.Upper == "GETEX" {
+		// GETEX without options only reads, whatever its key is (the
+		// monitor judges it so for a script's call).
+		return Plan{}
+	}
 	for _, k := range keys {
 		if k.Flags.Writes() && d.own(args[k.Index]) {
 			return d.refuseOwn(cmd.Upper, args[k.Index])
@@ -150,8 +155,6 @@ func (d *Decider) Decide(args [][]byte, s Session, scratch []keyspec.Key) Plan {
 		return d.setnx(args, rule, s)
 	case name == "DEL" || name == "UNLINK":
 		return d.release(name, args, keys, s)
-	case name == "GETEX" && len(args) == 2:
-		return Plan{} // GETEX without options only reads
 	case cmd.ExpiryOnly():
 		if p := d.leaseRefusal(name, args, rule); p != nil {
 			return *p

@@ -341,6 +341,9 @@ return function(n, ...)
     local KS = @KS@
     local ks = lc ~= '' and not find(lc, '[ =]') and find(KS, ' ' .. lc .. '=', 1, true)
     if ks then w, p = string.match(KS, '^(.)(.)', ks + #lc + 2) end
+    -- GETEX without options only reads, whatever its key is, as the
+    -- plain command's judge (Decider.Decide) has it.
+    if lc == 'getex' and n == 2 then w = 'r' end
   end
   if w then
     if w ~= 'w' then

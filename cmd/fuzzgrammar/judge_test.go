@@ -136,6 +136,11 @@ func TestWorld(t *testing.T) {
 	if tl.lines != 20 || sent != 60 || tl.oracleAccepted+tl.oracleRefuse+tl.oracleNoReply != 20 || tl.byMode[modePlain][harmless] == 0 {
 		t.Fatalf("20 lines of GET: %+v, %d sends", tl, sent)
 	}
+	// The judges agree on a read (one of lockproxy's own keys named in
+	// KEYS is a known difference, reported, not counted).
+	if j := rep.judges; j.compared != 20 || j.disagreements() != 0 || j.agreed == 0 {
+		t.Fatalf("the judges on 20 lines of GET: %+v", j)
+	}
 }
 
 func mustRead(t *testing.T, w *world) *snapshot {

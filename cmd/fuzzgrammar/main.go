@@ -6,9 +6,11 @@
 // the call of an EVAL and as the call of an FCALL, in front of a world
 // that holds locks in two databases (and of a small cluster). After each
 // it reads the world directly and fails on any change the stranger may
-// not make. See docs/fuzz-grammar.md.
+// not make. It also compares the three ways of each line: lockproxy's two
+// judges (rewrite.Decider, the script monitor) must decide alike. See
+// docs/fuzz-grammar.md.
 //
-//	fuzzgrammar [-duration 60s] [-seed N] [-world both|standalone|cluster] [-gate=true]
+//	fuzzgrammar [-duration 60s] [-seed N] [-world both|standalone|cluster] [-gate=true] [-judges=fail|report]
 package main
 
 import (
@@ -31,10 +33,15 @@ func main() {
 	seed := flag.Uint64("seed", 0, "the RNG's seed; 0 picks one (printed, so a run can be repeated)")
 	worlds := flag.String("world", "both", "standalone, cluster or both (the cluster gets a third of the time)")
 	gate := flag.Bool("gate", true, "fail when a command lockproxy's gate keeps from clients that are no admin (commands.Table.Gated: Valkey's admin flag, less the documented reads) runs in Valkey for the stranger")
+	judgesMode := flag.String("judges", "fail", "fail or report: whether a line that lockproxy refused one way (plain, EVAL, FCALL) and ran another, where Valkey itself answers both forms alike, fails the run")
 	perCmd := flag.Int("examples", 3, "failures printed per command")
 	verbose := flag.Bool("v", false, "print each failure as it happens")
 	only := flag.String("commands", "", "comma-separated commands to fuzz (SET,COPY,\"CONFIG SET\"; a container word takes its subcommands); empty = all")
 	flag.Parse()
+	if *judgesMode != "fail" && *judgesMode != "report" {
+		fmt.Fprintf(os.Stderr, "fuzzgrammar: -judges is fail or report, not %q\n", *judgesMode)
+		os.Exit(2)
+	}
 	// go-redis logs each failed dial; servers stopped by lines are expected.
 	redis.SetLogger(quietRedis{})
 	if *seed == 0 {
@@ -44,11 +51,12 @@ func main() {
 	rep := newReport(*seed)
 	err := run(*seed, *duration, *worlds, *gate, *verbose, *only, rep)
 	rep.print(os.Stdout, *perCmd)
+	rep.judges.print(os.Stdout)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "fuzzgrammar: %v\n", err)
 		os.Exit(2)
 	}
-	if len(rep.failures) > 0 {
+	if len(rep.failures) > 0 || (*judgesMode == "fail" && rep.judges.disagreements() > 0) {
 		os.Exit(1)
 	}
 }
@@ -68,11 +76,11 @@ func run(seed uint64, duration time.Duration, worlds string, gate, verbose bool,
 	if err != nil {
 		return fmt.Errorf("oracle dumps: %v", err)
 	}
-	gated, err := gatedBy(or)
+	gated, variable, err := gatedBy(or)
 	if err != nil {
 		return fmt.Errorf("oracle's command table: %v", err)
 	}
-	r := &runner{rng: rand.New(rand.NewPCG(seed, seed>>32^0x9e3779b9)), oracle: or, rep: rep, gate: gate, gated: gated,
+	r := &runner{rng: rand.New(rand.NewPCG(seed, seed>>32^0x9e3779b9)), oracle: or, rep: rep, gate: gate, gated: gated, variable: variable,
 		log: func(f string, a ...any) {
 			if verbose {
 				fmt.Printf(f+"\n", a...)
@@ -187,20 +195,27 @@ func selected(c *cmdgrammar.Command, only string) bool {
 }
 
 // gatedBy is lockproxy's gate verdict over the oracle's command table, as
-// the proxy builds it from its upstream's (proxy/cmdtable.go).
-func gatedBy(or *oracle) (func([]string) bool, error) {
+// the proxy builds it from its upstream's (proxy/cmdtable.go), and
+// whether a line's key flags are variable (keyspec.VariableFlags).
+func gatedBy(or *oracle) (gated, variable func([]string) bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	t, err := keyspec.Load(ctx, or.direct)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ct := commands.FromTable(t)
-	return func(args []string) bool {
+	bytes := func(args []string) [][]byte {
 		b := make([][]byte, len(args))
 		for i, a := range args {
 			b[i] = []byte(a)
 		}
-		return ct.Gated(b)
-	}, nil
+		return b
+	}
+	gated = func(args []string) bool { return ct.Gated(bytes(args)) }
+	variable = func(args []string) bool {
+		_, st := t.Keys(bytes(args), nil)
+		return st == keyspec.VariableFlags
+	}
+	return gated, variable, nil
 }

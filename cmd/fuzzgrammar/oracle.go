@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +58,8 @@ func (o *oracle) close() {
 	os.RemoveAll(o.dir)
 }
 
-// fill writes the world's keys directly, as plain values, in both databases.
+// fill writes the world's keys directly, as plain values, in both
+// databases, and in holderDB what the stranger holds there.
 func (o *oracle) fill() error {
 	if err := o.direct.FlushAll(ctx).Err(); err != nil {
 		return err
@@ -99,6 +101,21 @@ func (o *oracle) fill() error {
 		}
 		conn.Close()
 	}
+	if !o.cluster {
+		// holderDB as a stranger sees it there: holding the world's lock
+		// names (stranger), so that a line's forms are asked of Valkey in
+		// the state the stranger sent them in.
+		conn := o.direct.Conn()
+		defer conn.Close()
+		for _, c := range [][]any{{"SELECT", holderDB}, {"SET", stringLock, "strangertoken", "PX", lease},
+			{"SET", mutex, "strangertoken", "PX", lease}, {"SET", guarded, "fromstranger"},
+			// Back to 0: the connection returns to the client's pool.
+			{"SELECT", 0}} {
+			if err := conn.Do(ctx, c...).Err(); err != nil {
+				return fmt.Errorf("oracle fill %v: %v", c, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -106,11 +123,21 @@ func (o *oracle) fill() error {
 // reply is no error; ok false when no reply came (it blocked, or the line
 // stopped the server).
 func (o *oracle) ask(args []string, timeout time.Duration) (accepted, ok bool, reply []byte) {
+	return o.askIn(0, args, timeout)
+}
+
+// askIn is ask in database db.
+func (o *oracle) askIn(db int, args []string, timeout time.Duration) (accepted, ok bool, reply []byte) {
 	c, err := dialRaw(o.srv.Addr)
 	if err != nil {
 		return false, false, nil
 	}
 	defer c.close()
+	if db != 0 {
+		if r, err := c.do("SELECT", strconv.Itoa(db)); err != nil || isError(r) {
+			return false, false, nil
+		}
+	}
 	c.timeout = timeout
 	r, err := c.do(args...)
 	if err != nil {

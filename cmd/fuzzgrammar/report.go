@@ -58,10 +58,11 @@ type report struct {
 	seed     uint64
 	commands map[string]*tally
 	failures map[string][]failure
+	judges   *judges
 }
 
 func newReport(seed uint64) *report {
-	return &report{seed: seed, commands: map[string]*tally{}, failures: map[string][]failure{}}
+	return &report{seed: seed, commands: map[string]*tally{}, failures: map[string][]failure{}, judges: newJudges()}
 }
 
 func (r *report) cmd(name string) *tally {

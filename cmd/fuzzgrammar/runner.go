@@ -192,7 +192,10 @@ type runner struct {
 	// too (docs/operations.md lists them and why); a write among them is
 	// still judged by what it changed.
 	gated func(args []string) bool
-	log   func(format string, a ...any)
+	// variable: whether the plain command's key flags depend on its
+	// other arguments (keyspec.VariableFlags); nil: never.
+	variable func(args []string) bool
+	log      func(format string, a ...any)
 }
 
 // line runs one generated line of c against the world w: to the oracle,
@@ -231,8 +234,12 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 	db := w.strangerDB(r.rng)
 	allowed := w.allowed(l.Args)
 	libs := strings.HasPrefix(c.Name(), "FUNCTION")
-	for _, mode := range modes {
+	var ways [3]way
+	var sent [3][]string
+	var replies [3]string
+	for mi, mode := range modes {
 		args := withPort(forms(l)[mode], w.port())
+		sent[mi] = args
 		before, err := w.stat(c.StatName())
 		if err != nil {
 			return fmt.Errorf("world: %v", err)
@@ -274,6 +281,14 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 			o = refusedByProxy
 		}
 		t.byMode[mode][o]++
+		ways[mi] = way{out: o, changed: changed}
+		if o == refusedByProxy {
+			ways[mi].code = errCode(reply)
+			if strings.Contains(string(reply), "one of lockproxy's own keys") {
+				ways[mi].code = ownKeyCode
+			}
+		}
+		replies[mi] = replyText(reply, sendErr)
 		if o == failed {
 			r.rep.failures[c.Name()] = append(r.rep.failures[c.Name()], failure{world: w.name(), mode: mode, db: db, args: args, diffs: diffs, gateOnly: gateOnly, oracle: verdict, reply: replyText(reply, sendErr)})
 			r.log("FAIL %s [%s %s db %d] %s: %s", c.Name(), w.name(), mode, db, quoteArgs(args), strings.Join(diffs, "; "))
@@ -288,6 +303,16 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 			}
 		}
 	}
+	v, pairs := judge(ways, func(m int) oracleVerdict { return r.askForm(or, db, l, m, c) })
+	token := false
+	for k := range allowed {
+		token = token || strings.HasPrefix(k, strconv.Itoa(db)+"/")
+	}
+	r.rep.judges.add(v, disagreement{world: w.name(), db: db, cmd: c.Name(), ways: ways, classes: classes(ways), pairs: pairs,
+		args: sent, replies: replies, token: token, variable: r.variable != nil && r.variable(l.Args)})
+	if v == disagree {
+		r.log("DISAGREE %s [%s db %d] %s", c.Name(), w.name(), db, classes(ways))
+	}
 	if libs {
 		// A line may have replaced or flushed fzlib (a stranger may: it
 		// is no protected key); the next FCALL needs it.
@@ -298,11 +323,38 @@ func (r *runner) line(w target, p *cmdgrammar.Pools, or *oracle, c *cmdgrammar.C
 	return nil
 }
 
-// isGated: whether the gate must keep c's line args from the stranger;
-// without lockproxy's table (a unit test's runner), Valkey's flags say.
+// isGated: whether the gate must keep l's command from the stranger;
+// without lockproxy's table (a unit test's runner), Valkey's flags
+// (admin or dangerous, not readonly: cmdgrammar's Reconfigures).
 func (r *runner) isGated(c *cmdgrammar.Command, args []string) bool {
 	if r.gated == nil {
 		return c.Reconfigures()
 	}
 	return r.gated(args)
+}
+
+// askForm is Valkey's own verdict on line l sent mode's way (plain, EVAL,
+// FCALL with fzlib) directly to the oracle, in the stranger's database
+// db (the cluster oracle has database 0 only); the oracle is put back
+// after.
+func (r *runner) askForm(or *oracle, db int, l cmdgrammar.Line, mode int, c *cmdgrammar.Command) oracleVerdict {
+	if or.cluster {
+		db = 0
+	}
+	if modes[mode] == modeFcall {
+		if err := or.direct.FunctionLoadReplace(ctx, fzLibrary).Err(); err != nil {
+			return oracleSilent
+		}
+	}
+	accepted, ok, _ := or.askIn(db, withPort(forms(l)[modes[mode]], or.srv.Port), timeoutFor(c.Name()))
+	if err := or.after(c, accepted, ok); err != nil {
+		r.log("oracle after a script form: %v", err)
+	}
+	switch {
+	case !ok:
+		return oracleSilent
+	case accepted:
+		return oracleAccepts
+	}
+	return oracleRefuses
 }
