@@ -73,10 +73,7 @@ type CommandStats struct {
 type commandCell struct {
 	total   atomic.Int64
 	errors  [NumErrorCodes]atomic.Int64
-	buckets [numRTBuckets + 1]atomic.Uint64
-	sumNs   atomic.Int64
-	maxNs   atomic.Int64
-	minNs1  atomic.Int64 // the smallest + 1; 0 = none yet
+	latency histogram
 }
 
 // NewCommandStats makes the counters of n labels.
@@ -102,12 +99,7 @@ func (c *CommandStats) Observe(l int, d int64, code int) {
 	for j < numRTBuckets && d > rtBoundsNs[j] {
 		j++
 	}
-	h.buckets[j].Add(1)
-	h.sumNs.Add(d)
-	for m := h.maxNs.Load(); d > m && !h.maxNs.CompareAndSwap(m, d); m = h.maxNs.Load() {
-	}
-	for m := h.minNs1.Load(); (m == 0 || d+1 < m) && !h.minNs1.CompareAndSwap(m, d+1); m = h.minNs1.Load() {
-	}
+	h.latency.add(j, 1, d, d, d)
 }
 
 // Total is how many commands of label l were handled.
@@ -117,20 +109,7 @@ func (c *CommandStats) Total(l int) int64 { return c.cells[l].total.Load() }
 func (c *CommandStats) Errors(l, code int) int64 { return c.cells[l].errors[code].Load() }
 
 // Latency reads label l's histogram.
-func (c *CommandStats) Latency(l int) Snapshot {
-	h := &c.cells[l]
-	s := Snapshot{Bounds: RoundTripBuckets[:], Buckets: make([]uint64, numRTBuckets+1)}
-	for j := range h.buckets {
-		s.Buckets[j] = h.buckets[j].Load()
-		s.Count += s.Buckets[j]
-	}
-	s.Sum = float64(h.sumNs.Load()) / 1e9
-	s.Max = float64(h.maxNs.Load()) / 1e9
-	if v := h.minNs1.Load(); v > 0 {
-		s.Min = float64(v-1) / 1e9
-	}
-	return s
-}
+func (c *CommandStats) Latency(l int) Snapshot { return c.cells[l].latency.snapshot() }
 
 // Len is how many labels c counts.
 func (c *CommandStats) Len() int { return len(c.cells) }

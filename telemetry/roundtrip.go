@@ -26,12 +26,47 @@ const MaxFamilies = 8
 // per batch of replies read (Record), not once per reply: a reader adds its
 // batch's counts with one atomic add per bucket it touched.
 type RoundTrips struct {
-	fam [MaxFamilies]struct {
-		buckets [numRTBuckets + 1]atomic.Uint64
-		sumNs   atomic.Int64
-		maxNs   atomic.Int64
-		minNs1  atomic.Int64 // the smallest + 1; 0 = none yet
+	fam [MaxFamilies]histogram
+}
+
+// histogram is one latency histogram over RoundTripBuckets, shared by
+// the round trips per family and the commands per name (commandstats.go).
+type histogram struct {
+	buckets [numRTBuckets + 1]atomic.Uint64
+	sumNs   atomic.Int64
+	maxNs   atomic.Int64
+	minNs1  atomic.Int64 // the smallest + 1; 0 = none yet
+}
+
+// add counts n observations in bucket j summing sumNs, the largest maxNs
+// and the smallest minNs.
+func (h *histogram) add(j int, n uint64, sumNs, maxNs, minNs int64) {
+	h.buckets[j].Add(n)
+	h.sumNs.Add(sumNs)
+	h.bound(maxNs, minNs)
+}
+
+// bound raises the maximum to maxNs and lowers the minimum to minNs.
+func (h *histogram) bound(maxNs, minNs int64) {
+	for m := h.maxNs.Load(); maxNs > m && !h.maxNs.CompareAndSwap(m, maxNs); m = h.maxNs.Load() {
 	}
+	for m := h.minNs1.Load(); (m == 0 || minNs+1 < m) && !h.minNs1.CompareAndSwap(m, minNs+1); m = h.minNs1.Load() {
+	}
+}
+
+// snapshot reads the histogram.
+func (h *histogram) snapshot() Snapshot {
+	s := Snapshot{Bounds: RoundTripBuckets[:], Buckets: make([]uint64, numRTBuckets+1)}
+	for j := range h.buckets {
+		s.Buckets[j] = h.buckets[j].Load()
+		s.Count += s.Buckets[j]
+	}
+	s.Sum = float64(h.sumNs.Load()) / 1e9
+	s.Max = float64(h.maxNs.Load()) / 1e9
+	if v := h.minNs1.Load(); v > 0 {
+		s.Min = float64(v-1) / 1e9
+	}
+	return s
 }
 
 // RoundTripBatch counts one batch's replies on the reader's stack (its
@@ -73,25 +108,9 @@ func (r *RoundTrips) Record(b *RoundTripBatch) {
 			}
 		}
 		h.sumNs.Add(b.sumNs[f])
-		for m := h.maxNs.Load(); b.maxNs[f] > m && !h.maxNs.CompareAndSwap(m, b.maxNs[f]); m = h.maxNs.Load() {
-		}
-		for m := h.minNs1.Load(); (m == 0 || b.minNs[f]+1 < m) && !h.minNs1.CompareAndSwap(m, b.minNs[f]+1); m = h.minNs1.Load() {
-		}
+		h.bound(b.maxNs[f], b.minNs[f])
 	}
 }
 
 // Snapshot reads label f's histogram.
-func (r *RoundTrips) Snapshot(f int) Snapshot {
-	h := &r.fam[f]
-	s := Snapshot{Bounds: RoundTripBuckets[:], Buckets: make([]uint64, numRTBuckets+1)}
-	for j := range h.buckets {
-		s.Buckets[j] = h.buckets[j].Load()
-		s.Count += s.Buckets[j]
-	}
-	s.Sum = float64(h.sumNs.Load()) / 1e9
-	s.Max = float64(h.maxNs.Load()) / 1e9
-	if v := h.minNs1.Load(); v > 0 {
-		s.Min = float64(v-1) / 1e9
-	}
-	return s
-}
+func (r *RoundTrips) Snapshot(f int) Snapshot { return r.fam[f].snapshot() }
