@@ -39,10 +39,14 @@ func (p *Proxy) cmds() *commands.Table {
 // outcome, and the next read is after the reconnect backoff from the
 // last one's end.
 func (p *Proxy) loadTable() *rewrite.Decider {
+	asked := time.Now()
 	p.tableMu.Lock()
 	defer p.tableMu.Unlock()
 	d := p.decider.Load()
-	if d.Table != nil || time.Since(p.tableTried) < p.opts.Upstream.ReconnectBackoff.D() {
+	// A read that ended after this call began (another caller's, waited
+	// for on the lock) is this call's outcome too: starting another would
+	// make its caller wait for two reads, past reply_timeout.
+	if d.Table != nil || p.tableTried.After(asked) || time.Since(p.tableTried) < p.opts.Upstream.ReconnectBackoff.D() {
 		return d
 	}
 	ctx, cancel := context.WithTimeout(p.life, p.opts.Upstream.ReplyTimeout.D())

@@ -28,6 +28,13 @@ func (s *session) lockPlan(cmd resp.Command) bool {
 		return false
 	}
 	if d.Table == nil {
+		if dd := s.learned.dialed; dd != nil && dd.err != nil && dd.key == s.key() {
+			// The connection this command goes on failed to dial (it
+			// took this command's reply_timeout): routed as usual, it is
+			// answered with the dial's error (poolConn) and sends
+			// nothing; reading the table now would wait a second bound.
+			return false
+		}
 		if s.lp != nil && !s.p.tableReady() {
 			s.offLoop(func() { s.p.loadTable() })
 			return true

@@ -199,6 +199,11 @@ func hasArg(args [][]byte, word string) bool {
 // COMMAND GETKEYSANDFLAGS, which answers an error for a command it does
 // not have either, and the command is then forwarded for its error).
 func (d *Decider) unknown(args [][]byte) Plan {
+	if len(args[0]) == 0 {
+		// No command has an empty name (Valkey's table, modules' too):
+		// Valkey answers its unknown-command error, whatever follows.
+		return Plan{}
+	}
 	for _, a := range args[1:] {
 		if d.Protected(a) {
 			return Plan{Kind: NeedKeys}
