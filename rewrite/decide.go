@@ -237,7 +237,7 @@ func KeysUnknown(args [][]byte, err error) Plan {
 // DecideKeys plans a command whose keys Valkey listed (the NeedKeys path).
 func (d *Decider) DecideKeys(args [][]byte, keys []keyspec.KeyWithFlags, s Session) Plan {
 	touched := make([]touch, 0, len(keys))
-	name := strings.ToUpper(string(args[0]))
+	name := commandName(args[0])
 	for _, k := range keys {
 		if k.Flags.Writes() && d.own([]byte(k.Key)) {
 			return d.refuseOwn(name, []byte(k.Key))
@@ -679,4 +679,17 @@ func guarded(rules *policy.Rules, key []byte) bool {
 		}
 	}
 	return false
+}
+
+// commandName is a command's name as refusals and effects say it: upper
+// case, with control bytes and quotes as '?' (a name Valkey listed keys
+// for has none; one a refusal quotes must not break its line).
+func commandName(b []byte) string {
+	n := []byte(strings.ToUpper(string(b)))
+	for i, c := range n {
+		if c < 0x20 || c == 0x7f || c == '"' {
+			n[i] = '?'
+		}
+	}
+	return string(n)
 }
