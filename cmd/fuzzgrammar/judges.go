@@ -256,21 +256,11 @@ func (j *judges) print(w io.Writer) {
 	fmt.Fprintf(w, "\njudges: %d lines compared, %d agreed, %d differed as Valkey itself does (not counted), %d DISAGREED",
 		j.compared, j.agreed, j.valkeys, j.disagreements())
 	if len(j.known) > 0 {
-		var ks []string
-		for k, n := range j.known {
-			ks = append(ks, fmt.Sprintf("%s %d", k, n))
-		}
-		sort.Strings(ks)
-		fmt.Fprintf(w, ", known differences reported: %s", strings.Join(ks, ", "))
+		fmt.Fprintf(w, ", known differences reported: %s", counts(j.known, "%s %d"))
 	}
 	fmt.Fprintln(w)
 	if len(j.valkeysByClasses) > 0 {
-		var ks []string
-		for k, n := range j.valkeysByClasses {
-			ks = append(ks, fmt.Sprintf("[%s] %d", k, n))
-		}
-		sort.Strings(ks)
-		fmt.Fprintf(w, "  Valkey's own differences (plain eval fcall): %s\n", strings.Join(ks, ", "))
+		fmt.Fprintf(w, "  Valkey's own differences (plain eval fcall): %s\n", counts(j.valkeysByClasses, "[%s] %d"))
 		var cls []string
 		for c := range j.valkeysExample {
 			cls = append(cls, c)
@@ -284,12 +274,7 @@ func (j *judges) print(w io.Writer) {
 	if j.disagreements() == 0 {
 		return
 	}
-	var cmds []string
-	for c, n := range j.byCmd {
-		cmds = append(cmds, fmt.Sprintf("%s %d", c, n))
-	}
-	sort.Strings(cmds)
-	fmt.Fprintf(w, "  disagreements by command: %s\n", strings.Join(cmds, ", "))
+	fmt.Fprintf(w, "  disagreements by command: %s\n", counts(j.byCmd, "%s %d"))
 	var cls []string
 	for c := range j.byClasses {
 		cls = append(cls, c)
@@ -308,4 +293,15 @@ func (j *judges) print(w io.Writer) {
 			}
 		}
 	}
+}
+
+// counts lists m's entries, each formatted by f (a %s for the key, a %d
+// for the count), in order, joined by commas.
+func counts(m map[string]int, f string) string {
+	ks := make([]string, 0, len(m))
+	for k, n := range m {
+		ks = append(ks, fmt.Sprintf(f, k, n))
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
 }
